@@ -1,0 +1,1 @@
+"""The Copydesk GitHub App: the composition root that embeds the agent-job service."""

@@ -1,0 +1,48 @@
+"""The Flask application factory: API, local pull-request pages, health checks."""
+
+import redis
+from flask import Flask, jsonify
+
+from bot import context
+from service.api import problems
+from service.api.openapi import openapi_document
+from service.api.routes import bp as agent_api
+from service.codehost.local_pages import create_blueprint as local_pages
+from service.settings import Settings
+
+
+def create_app(settings: Settings | None = None, ctx: context.Context | None = None) -> Flask:
+    """Build the web application; `settings` default to the environment's."""
+    settings = settings or Settings.from_env()
+    ctx = ctx or context.build(settings)
+    app = Flask(__name__)
+    # Werkzeug enforces this while reading, so an oversized body is refused without buffering it.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False
+    app.extensions["copydesk"] = ctx.services
+    app.extensions["copydesk.context"] = ctx
+    problems.register(app)
+    app.register_blueprint(agent_api)
+    app.register_blueprint(local_pages(ctx.local, ctx.services.projects))
+
+    document = openapi_document(settings.base_url, settings.allowed_models,
+                                rate_limit=settings.rate_limit_per_hour,
+                                max_prompt_chars=settings.max_prompt_chars, max_body_bytes=settings.max_body_bytes)
+
+    @app.get("/v2/openapi.json")
+    def openapi():
+        return jsonify(document)
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify({"status": "ok"})
+
+    @app.get("/readyz")
+    def readyz():
+        try:
+            ctx.services.redis.ping()
+        except redis.RedisError:
+            return problems.problem("unavailable", "Redis is not reachable")
+        return jsonify({"status": "ready"})
+
+    return app

@@ -1,0 +1,165 @@
+"""The `copydesk` command: projects, API keys, the web server, the worker and the demo."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import redis
+
+from bot import context, logs
+from service.codehost.base import CodeHostError
+from service.errors import ServiceError
+from service.settings import Settings, SettingsError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `copydesk` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        logs.configure(settings.log_json)
+        return args.handler(args, settings) or 0
+    except (ServiceError, CodeHostError, SettingsError) as exc:
+        return _fail(str(exc) or exc.__class__.__name__)
+    except redis.ConnectionError as exc:
+        return _fail(f"cannot reach Redis ({exc}); set COPYDESK_REDIS_URL or start redis-server")
+
+
+def _fail(text: str) -> int:
+    print(f"copydesk: error: {text}", file=sys.stderr)
+    return 2
+
+
+def _print(args, data: dict, human: str) -> None:
+    print(json.dumps(data) if getattr(args, "json", False) else human)
+
+
+# -- projects --------------------------------------------------------------------------------
+
+def _project_add(args, settings: Settings) -> None:
+    ctx = context.build(settings)
+    project = ctx.local.register(ctx.services.projects, path=Path(args.repository), ref=args.ref,
+                                 account=args.account, docs_root=args.docs_root or "")
+    _print(args, _project_json(project), f"{project.id}  {project.repository} ({project.ref})")
+
+
+def _project_list(args, settings: Settings) -> None:
+    projects = context.build(settings).services.projects.all()
+    lines = [f"{p.id}  {p.host:6}  {p.account:12}  {p.repository} ({p.ref})"
+             + ("" if p.enabled else "  [disabled]") for p in projects]
+    _print(args, {"projects": [_project_json(p) for p in projects]}, "\n".join(lines) or "No projects yet.")
+
+
+def _project_json(project) -> dict:
+    return {"id": project.id, "account": project.account, "host": project.host,
+            "repository": project.repository, "url": project.web_url, "ref": project.ref,
+            "docsRoot": project.docs_root, "enabled": project.enabled, "createdAt": project.created_at}
+
+
+# -- API keys --------------------------------------------------------------------------------
+
+def _key_create(args, settings: Settings) -> None:
+    services = context.build(settings).services
+    for project_id in args.project:
+        project = services.projects.find(project_id)
+        if project is None or project.account != args.account:
+            raise CodeHostError(f"account {args.account!r} has no project {project_id}")
+    key, plaintext = services.keys.create(account=args.account, name=args.name or "", projects=args.project)
+    _print(args, {"id": key.id, "key": plaintext},
+           f"{key.id}\n{plaintext}\n\nThis key is shown once; store it now. Use it as `Authorization: Bearer <key>`.")
+
+
+def _key_revoke(args, settings: Settings) -> None:
+    key = context.build(settings).services.keys.revoke(args.id)
+    _print(args, key.to_public(), f"revoked {key.id}")
+
+
+def _key_list(args, settings: Settings) -> None:
+    keys = context.build(settings).services.keys.all()
+    lines = [f"{k.id}  {k.account:12}  {k.name or '-':16}  last used {k.last_used_at or 'never'}"
+             + ("  [revoked]" if k.revoked_at else "") for k in keys]
+    _print(args, {"keys": [k.to_public() for k in keys]}, "\n".join(lines) or "No API keys yet.")
+
+
+# -- processes -------------------------------------------------------------------------------
+
+def _web(args, settings: Settings) -> None:
+    from bot.web import serve
+
+    serve(settings, host=args.host, port=args.port, workers=args.workers)
+
+
+def _worker(args, settings: Settings) -> int:
+    from bot.worker import run_worker
+
+    run_worker(context.build(settings), burst=args.burst)
+    return 0
+
+
+def _recover(args, settings: Settings) -> None:
+    from bot.worker import sweep_once
+
+    kicked = sweep_once(context.build(settings))
+    _print(args, {"queued": kicked}, f"queued {len(kicked)} stranded job(s)" + "".join(f"\n  {j}" for j in kicked))
+
+
+def _demo(args, settings: Settings) -> int:
+    from bot.demo import run_demo
+
+    return run_demo(settings, keep=args.keep)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="copydesk", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    project = sub.add_parser("project", help="register and list projects").add_subparsers(dest="action", required=True)
+    add = project.add_parser("add", help="register a local bare repository as a project")
+    add.add_argument("--repository", required=True, help="path of a bare git repository")
+    add.add_argument("--ref", required=True, help="base branch, e.g. main")
+    add.add_argument("--docs-root", help="folder of the docs inside the repository")
+    add.add_argument("--account", default="local", help="account that owns the project (default: local)")
+    add.add_argument("--json", action="store_true", help="print one JSON object")
+    add.set_defaults(handler=_project_add)
+    listing = project.add_parser("list", help="list projects with their ids")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_project_list)
+
+    key = sub.add_parser("key", help="create, list and revoke API keys").add_subparsers(dest="action", required=True)
+    create = key.add_parser("create", help="create an API key (printed once)")
+    create.add_argument("--account", required=True)
+    create.add_argument("--project", action="append", default=[], help="limit the key to this project (repeatable)")
+    create.add_argument("--name", help="a label to recognise the key by")
+    create.add_argument("--json", action="store_true")
+    create.set_defaults(handler=_key_create)
+    revoke = key.add_parser("revoke", help="revoke an API key by id")
+    revoke.add_argument("id")
+    revoke.add_argument("--json", action="store_true")
+    revoke.set_defaults(handler=_key_revoke)
+    keys = key.add_parser("list", help="list API keys (never their secrets)")
+    keys.add_argument("--json", action="store_true")
+    keys.set_defaults(handler=_key_list)
+
+    web = sub.add_parser("web", help="serve the API (gunicorn)")
+    web.add_argument("--host", default="127.0.0.1")
+    web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--workers", type=int, default=2)
+    web.set_defaults(handler=_web)
+
+    worker = sub.add_parser("worker", help="run a worker on Copydesk's queue")
+    worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    worker.set_defaults(handler=_worker)
+
+    recover = sub.add_parser("recover", help="queue messages that were stored but never queued")
+    recover.add_argument("--json", action="store_true")
+    recover.set_defaults(handler=_recover)
+
+    demo = sub.add_parser("demo", help="run a whole job end to end on this machine")
+    demo.add_argument("--keep", action="store_true", help="keep the demo's folder and print where it is")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

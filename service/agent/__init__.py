@@ -1,0 +1,1 @@
+"""The documentation agent: model adapters, sandboxed file tools, docs checks and the agent loop."""

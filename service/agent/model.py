@@ -1,0 +1,116 @@
+"""The neutral chat format every model adapter speaks, and the factory that picks an adapter by name."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal, Mapping, Protocol
+
+from service.errors import RunFailed
+
+ChatRole = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model; `parameters` is a JSON Schema object describing its arguments."""
+
+    name: str
+    description: str
+    parameters: dict
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool invocation the model asked for; `id` pairs it with its result message."""
+
+    id: str
+    name: str
+    arguments: dict
+
+
+@dataclass
+class ChatMessage:
+    """One turn of the conversation: assistant turns may carry tool calls, tool turns answer one call."""
+
+    role: ChatRole
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    is_error: bool = False  # tool turns only: the tool refused or failed (Anthropic's `is_error`)
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What one model call returned: free text, the tool calls to run in order, and the tokens it cost."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+class ModelClient(Protocol):
+    """A chat model with tool calling; `name` is the `provider:model` name recorded on the job."""
+
+    name: str
+
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
+        """Send the conversation and the tool specs; return the model's next turn."""
+
+
+class ModelError(RunFailed):
+    """A model call or model configuration that ends the run."""
+
+    def __init__(self, message: str, code: str = "model_error") -> None:
+        super().__init__(code, message)
+
+
+class UnknownModel(ModelError):
+    """A model name whose provider Copydesk does not have, or that is not `provider:model`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="unknown_model")
+
+
+# Builds a client from the part of the name after `provider:` and the run's index within its job.
+ProviderBuilder = Callable[[str, int], ModelClient]
+
+
+class ModelFactory:
+    """Turns a model name `provider:model` into a client for one run.
+
+    `scripts` maps aliases to bundled script files (`scripted:demo`); `providers` adds adapters by provider name.
+    """
+
+    def __init__(self, scripts: Mapping[str, Path] | None = None,
+                 providers: Mapping[str, ProviderBuilder] | None = None) -> None:
+        self._scripts = dict(scripts or {})
+        self._providers: dict[str, ProviderBuilder] = {"scripted": self._scripted, **(providers or {})}
+
+    @property
+    def providers(self) -> list[str]:
+        return sorted(self._providers)
+
+    def client(self, name: str, *, run_index: int) -> ModelClient:
+        """A client for model `name`; `run_index` counts the job's runs from 0 (the create is run 0)."""
+        provider, sep, model = name.partition(":")
+        if not sep or not provider or not model:
+            raise UnknownModel(f"model name {name!r} is not of the form provider:model")
+        builder = self._providers.get(provider)
+        if builder is None:
+            raise UnknownModel(f"model provider {provider!r} is not available (known: {', '.join(self.providers)})")
+        return builder(model, run_index)
+
+    def _scripted(self, model: str, run_index: int) -> ModelClient:
+        # Imported here because the scripted provider itself depends on this module's types.
+        from service.agent.scripted import ScriptedModel, load_script
+
+        path = self._scripts.get(model, Path(model))
+        return ScriptedModel(f"scripted:{model}", load_script(path), run_index=run_index)

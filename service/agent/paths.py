@@ -1,0 +1,93 @@
+"""The sandbox path policy: which repository paths the agent's tools may name and write."""
+
+import re
+
+from service.workspace.entries import EntryKind, WorkspaceError
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_PROTECTED_DIRS = (".github/workflows",)
+
+
+class PathRejected(WorkspaceError):
+    """A path the agent may not use; the message tells the model why and what to do instead."""
+
+    def __init__(self, raw: str, reason: str) -> None:
+        super().__init__(f"path {raw!r} is not allowed: {reason}")
+        self.raw = raw
+        self.reason = reason
+
+
+def normalize(raw: str) -> str:
+    """Turn a path the model gave into a repository-relative POSIX path, or raise PathRejected.
+
+    `./` segments and repeated slashes collapse; `..`, absolute paths, `.git` and workflow files are refused.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRejected(str(raw), "the path is empty; give a path relative to the repository root")
+    if "\0" in raw:
+        raise PathRejected(raw, "the path contains a NUL character")
+    if "\\" in raw:
+        raise PathRejected(raw, "use forward slashes (/) to separate folders")
+    if raw.startswith("/") or _DRIVE.match(raw):
+        raise PathRejected(raw, "absolute paths are not allowed; give a path relative to the repository root")
+    parts = [part for part in raw.split("/") if part not in ("", ".")]
+    if not parts:
+        raise PathRejected(raw, "the path names the repository root, not a file")
+    if ".." in parts:
+        raise PathRejected(raw, "'..' is not allowed; give a path relative to the repository root")
+    # Case-folded because git checkouts on case-insensitive file systems treat `.GIT` as `.git`.
+    if any(part.lower() == ".git" for part in parts):
+        raise PathRejected(raw, "nothing inside .git can be read or changed")
+    path = "/".join(parts)
+    lowered = path.lower()
+    for protected in _PROTECTED_DIRS:
+        if lowered == protected or lowered.startswith(protected + "/"):
+            raise PathRejected(raw, f"files under {protected}/ (CI workflows) cannot be read or changed")
+    return path
+
+
+def is_allowed(path: str) -> bool:
+    """Whether a repository path passes `normalize` unchanged (used to hide forbidden files from listings)."""
+    try:
+        return normalize(path) == path
+    except PathRejected:
+        return False
+
+
+def check_writable(workspace, path: str, *, moving_to: str | None = None) -> None:
+    """Raise PathRejected when writing, moving or deleting `path` would go through a symlink or submodule.
+
+    The path and its parent folders are checked in the workspace; for a folder, every entry under it must be
+    a regular file the agent may change, and stay one it may change under `moving_to` when it is moved.
+    """
+    parts = path.split("/")
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        kind = workspace.kind(prefix)
+        if kind is None:
+            # Nothing exists below a missing folder, so no deeper entry can be a link.
+            return
+        if kind in (EntryKind.SYMLINK, EntryKind.SUBMODULE):
+            where = "is" if depth == len(parts) else f"is inside {prefix}, which is"
+            raise PathRejected(path, f"{path} {where} a {kind.value}; symlinks and submodules are never "
+                                     "followed or changed")
+        if depth < len(parts) and kind is not EntryKind.DIRECTORY:
+            raise PathRejected(path, f"{prefix} is a file, not a folder")
+    if kind is EntryKind.DIRECTORY:
+        _check_folder(workspace, path, moving_to)
+
+
+def _check_folder(workspace, folder: str, moving_to: str | None) -> None:
+    # A folder operation touches every entry below it, so each must pass the policy on its own.
+    prefix = folder + "/"
+    for entry in workspace.list_files():
+        if not entry.startswith(prefix):
+            continue
+        if not is_allowed(entry):
+            raise PathRejected(folder, f"it contains {entry}, which cannot be changed")
+        kind = workspace.kind(entry)
+        if kind in (EntryKind.SYMLINK, EntryKind.SUBMODULE):
+            raise PathRejected(folder, f"it contains {entry}, a {kind.value}; symlinks and submodules are never "
+                                       "followed or changed")
+        if moving_to is not None:
+            normalize(moving_to + entry[len(folder):])

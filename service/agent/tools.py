@@ -1,0 +1,341 @@
+"""The agent's file tools: their JSON Schema specs and the executor that runs them on the workspace overlay."""
+
+from dataclasses import dataclass
+
+from service.agent.docs_check import check_docs
+from service.agent.model import ToolCall, ToolSpec
+from service.agent.paths import check_writable, is_allowed, normalize
+from service.errors import RunFailed
+from service.workspace.entries import EntryKind, WorkspaceError
+from service.workspace.globs import matches as glob_matches
+
+LIST_LIMIT = 500
+READ_MAX_LINES = 400
+READ_MAX_CHARS = 60_000
+LINE_MAX_CHARS = 2_000
+SEARCH_LIMIT = 200
+MATCH_MAX_CHARS = 300
+
+
+def _schema(properties: dict, required: list[str]) -> dict:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+_PATH = {"type": "string", "description": "Path relative to the repository root, e.g. docs/intro.md."}
+
+TOOL_SPECS: list[ToolSpec] = [
+    ToolSpec(
+        "list_files",
+        "List the repository's files (your pending changes included), sorted. Without a pattern every file is "
+        "listed. The pattern is a gitignore-style glob: `*` and `?` stay within one folder, `**` spans folders, "
+        "a pattern without `/` matches names at any depth (`*.mdx`), a leading `/` anchors it to the root, and "
+        "a folder (`docs/guides`) matches everything below it.",
+        _schema({"pattern": {"type": "string", "description": "Glob such as docs/**/*.md; omit to list all."}}, []),
+    ),
+    ToolSpec(
+        "read_file",
+        f"Read a text file, with line numbers. At most {READ_MAX_LINES} lines are returned per call; use "
+        "start_line and end_line (1-based, inclusive) to read further. Symlinks and submodules are reported, "
+        "not followed.",
+        _schema({
+            "path": _PATH,
+            "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (default 1)."},
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (default: as many "
+                                                                          "as fit)."},
+        }, ["path"]),
+    ),
+    ToolSpec(
+        "search",
+        f"Search the text files' contents, line by line, with a Perl-compatible regular expression. Returns up "
+        f"to {SEARCH_LIMIT} matches as path:line: text, sorted by path.",
+        _schema({
+            "pattern": {"type": "string", "description": "Regular expression to look for."},
+            "path_glob": {"type": "string", "description": "Only search files matching this glob (as in "
+                                                           "list_files), e.g. docs/**/*.md."},
+            "ignore_case": {"type": "boolean", "description": "Match case-insensitively (default false)."},
+        }, ["pattern"]),
+    ),
+    ToolSpec(
+        "write_file",
+        "Create a file or replace its whole content. Prefer edit_file for changes to existing files. Parent "
+        "folders are created as needed.",
+        _schema({"path": _PATH, "content": {"type": "string", "description": "The complete new file content."}},
+                ["path", "content"]),
+    ),
+    ToolSpec(
+        "edit_file",
+        "Replace one exact piece of text in a file. `old` must occur exactly once in the file, character for "
+        "character including whitespace and indentation; include enough surrounding lines to make it unique.",
+        _schema({
+            "path": _PATH,
+            "old": {"type": "string", "description": "The exact text to replace; must occur exactly once."},
+            "new": {"type": "string", "description": "The text to put in its place."},
+        }, ["path", "old", "new"]),
+    ),
+    ToolSpec(
+        "move_file",
+        "Move or rename a file, or a whole folder. The destination must not exist. Update the links and "
+        "navigation that point to the old path.",
+        _schema({"path": _PATH, "new_path": {"type": "string", "description": "The new path, relative to the "
+                                                                              "repository root."}},
+                ["path", "new_path"]),
+    ),
+    ToolSpec(
+        "delete_file",
+        "Delete a file, or a whole folder with everything in it. Update the links and navigation that point to "
+        "it.",
+        _schema({"path": _PATH}, ["path"]),
+    ),
+    ToolSpec(
+        "check_docs",
+        "Check the documentation pages you changed: broken relative links, and links elsewhere to files you "
+        "moved or deleted. Run it before finish and fix what it reports.",
+        _schema({}, []),
+    ),
+    ToolSpec(
+        "finish",
+        "End the run. `title` is the pull request title for your changes (short, imperative); `summary` tells "
+        "the person what you changed and why, or answers their question when no change was needed.",
+        _schema({
+            "title": {"type": "string", "description": "Pull request title, e.g. 'Document the --dry-run flag'."},
+            "summary": {"type": "string", "description": "What you changed and why, or your answer."},
+        }, ["title", "summary"]),
+    ),
+]
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOL_SPECS}
+TOOL_NAMES: frozenset[str] = frozenset(TOOLS_BY_NAME)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The model's closing words: `title` for the pull request (None when there is none) and a summary."""
+
+    title: str | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The text sent back to the model for one call; `finish` is set when the call ended the run."""
+
+    content: str
+    is_error: bool = False
+    finish: Finish | None = None
+
+
+class InvalidArguments(Exception):
+    """Tool arguments that do not fit the tool's schema; the message is shown to the model."""
+
+
+class ToolExecutor:
+    """Runs the model's tool calls on one workspace, enforcing the path policy and the bytes-written limit."""
+
+    def __init__(self, workspace, *, max_bytes_written: int) -> None:
+        self.workspace = workspace
+        self.max_bytes_written = max_bytes_written
+        self.bytes_written = 0
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """Run one tool call; refusals and workspace errors become tool errors, limit breaches raise RunFailed."""
+        spec = TOOLS_BY_NAME.get(call.name)
+        if spec is None:
+            return ToolResult(f"unknown tool {call.name!r}; the tools are: {', '.join(sorted(TOOL_NAMES))}",
+                              is_error=True)
+        try:
+            args = validate_arguments(spec, call.arguments)
+            return getattr(self, f"_{spec.name}")(**args)
+        except (InvalidArguments, WorkspaceError) as exc:
+            return ToolResult(f"{call.name} failed: {exc}", is_error=True)
+
+    # --- the tools -------------------------------------------------------------------------------
+
+    def _list_files(self, pattern: str | None = None) -> ToolResult:
+        files = [path for path in self.workspace.list_files() if is_allowed(path)]
+        if pattern:
+            pattern = _check_glob(pattern, "pattern")
+            files = [path for path in files if glob_matches([pattern], path)]
+        if not files:
+            return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
+        shown = files[:LIST_LIMIT]
+        text = "\n".join(shown)
+        if len(files) > LIST_LIMIT:
+            text += f"\n[{len(files) - LIST_LIMIT} more files not shown; narrow the list with a pattern]"
+        return ToolResult(text)
+
+    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
+        path = normalize(path)
+        data = self.workspace.read(path)
+        if _is_binary(data):
+            return ToolResult(f"{path} is a binary file ({len(data)} bytes); its content is not shown")
+        lines = data.decode("utf-8", "replace").splitlines()
+        if not lines:
+            return ToolResult(f"{path} is empty")
+        first = start_line or 1
+        if first > len(lines):
+            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {len(lines)} lines")
+        if end_line is not None and end_line < first:
+            raise InvalidArguments(f"end_line {end_line} is before start_line {first}")
+        last = min(end_line or len(lines), len(lines), first + READ_MAX_LINES - 1)
+        out, size, shown_last = [], 0, first - 1
+        for number in range(first, last + 1):
+            line = lines[number - 1]
+            if len(line) > LINE_MAX_CHARS:
+                line = line[:LINE_MAX_CHARS] + f" [... {len(line) - LINE_MAX_CHARS} more characters]"
+            entry = f"{number:6}\t{line}"
+            if out and size + len(entry) > READ_MAX_CHARS:
+                break
+            out.append(entry)
+            size += len(entry) + 1
+            shown_last = number
+        header = f"{path} (lines {first}-{shown_last} of {len(lines)})"
+        text = header + "\n" + "\n".join(out)
+        wanted_last = min(end_line or len(lines), len(lines))
+        if shown_last < wanted_last:
+            text += f"\n[more lines follow; call read_file with start_line={shown_last + 1} to read on]"
+        return ToolResult(text)
+
+    def _search(self, pattern: str, path_glob: str | None = None, ignore_case: bool = False) -> ToolResult:
+        if not pattern or "\0" in pattern:
+            raise InvalidArguments("pattern must be a non-empty regular expression without NUL characters")
+        globs = [_check_glob(path_glob, "path_glob")] if path_glob else None
+        matches = self.workspace.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT)
+        capped = len(matches) >= SEARCH_LIMIT
+        lines = []
+        for match in matches:
+            if not is_allowed(match.path):
+                continue
+            text = match.text if len(match.text) <= MATCH_MAX_CHARS else match.text[:MATCH_MAX_CHARS] + " [...]"
+            lines.append(f"{match.path}:{match.line}: {text}")
+        if not lines:
+            return ToolResult("no matches")
+        if capped:
+            lines.append(f"[stopped at {SEARCH_LIMIT} matches; there may be more: narrow the pattern or path_glob]")
+        return ToolResult("\n".join(lines))
+
+    def _write_file(self, path: str, content: str) -> ToolResult:
+        path = self._writable(path)
+        kind = self.workspace.kind(path)
+        if kind is EntryKind.DIRECTORY:
+            raise InvalidArguments(f"{path} is a folder")
+        data = content.encode("utf-8")
+        self._count(len(data))
+        self.workspace.write(path, data)
+        return ToolResult(f"{'created' if kind is None else 'replaced'} {path} ({len(data)} bytes)")
+
+    def _edit_file(self, path: str, old: str, new: str) -> ToolResult:
+        path = self._writable(path)
+        if not old:
+            raise InvalidArguments("old is empty; to replace a whole file use write_file")
+        if old == new:
+            raise InvalidArguments("old and new are the same; nothing would change")
+        data = self.workspace.read(path)
+        if _is_binary(data):
+            raise InvalidArguments(f"{path} is a binary file and cannot be edited")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArguments(f"{path} is not UTF-8 text and cannot be edited") from None
+        at = text.find(old)
+        if at < 0:
+            raise InvalidArguments(f"old text was not found in {path}; read the file and copy the text exactly, "
+                                   "including whitespace")
+        # Searching again from one past the first hit also catches overlapping occurrences.
+        if text.find(old, at + 1) >= 0:
+            count = max(text.count(old), 2)
+            raise InvalidArguments(f"old text occurs {count} times in {path}; include more surrounding text so it "
+                                   "occurs exactly once")
+        added = new.encode("utf-8")
+        self._count(len(added))
+        self.workspace.write(path, (text[:at] + new + text[at + len(old):]).encode("utf-8"))
+        line = text.count("\n", 0, at) + 1
+        return ToolResult(f"edited {path} at line {line}")
+
+    def _move_file(self, path: str, new_path: str) -> ToolResult:
+        new_path = self._writable(new_path)
+        path = self._writable(path, moving_to=new_path)
+        if path == new_path:
+            raise InvalidArguments("path and new_path are the same")
+        self.workspace.move(path, new_path)
+        return ToolResult(f"moved {path} to {new_path}")
+
+    def _delete_file(self, path: str) -> ToolResult:
+        path = self._writable(path)
+        self.workspace.delete(path)
+        return ToolResult(f"deleted {path}")
+
+    def _check_docs(self) -> ToolResult:
+        return ToolResult(check_docs(self.workspace).to_text())
+
+    def _finish(self, title: str, summary: str) -> ToolResult:
+        if not summary.strip():
+            raise InvalidArguments("summary is empty; say what you changed, or answer the question")
+        finish = Finish(title.strip() or None, summary.strip())
+        return ToolResult("run finished", finish=finish)
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _writable(self, raw: str, *, moving_to: str | None = None) -> str:
+        path = normalize(raw)
+        check_writable(self.workspace, path, moving_to=moving_to)
+        return path
+
+    def _count(self, size: int) -> None:
+        # Checked before the write so a run that breaches the limit leaves no partial change behind.
+        if self.bytes_written + size > self.max_bytes_written:
+            raise RunFailed("write_limit_exceeded",
+                            f"the agent tried to write more than {self.max_bytes_written} bytes in one run")
+        self.bytes_written += size
+
+
+def validate_arguments(spec: ToolSpec, arguments) -> dict:
+    """Check `arguments` against the shape of the tool's schema; return them with absent optionals dropped."""
+    if not isinstance(arguments, dict):
+        raise InvalidArguments("arguments must be a JSON object")
+    properties = spec.parameters["properties"]
+    required = spec.parameters["required"]
+    unknown = sorted(set(arguments) - set(properties))
+    if unknown:
+        expected = ", ".join(properties) or "none"
+        raise InvalidArguments(f"unknown argument(s) {', '.join(unknown)} (expected: {expected})")
+    out = {}
+    for name, schema in properties.items():
+        value = arguments.get(name)
+        # Some providers send null for an optional argument they leave out.
+        if value is None:
+            if name in required:
+                raise InvalidArguments(f"missing argument {name!r}")
+            continue
+        out[name] = _coerce(name, value, schema)
+    return out
+
+
+def _coerce(name: str, value, schema: dict):
+    kind = schema["type"]
+    if kind == "string" and isinstance(value, str):
+        return value
+    if kind == "boolean" and isinstance(value, bool):
+        return value
+    if kind == "integer" and not isinstance(value, bool):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int):
+            if value < schema.get("minimum", value):
+                raise InvalidArguments(f"argument {name!r} must be at least {schema['minimum']}")
+            return value
+    raise InvalidArguments(f"argument {name!r} must be of type {kind}, not {type(value).__name__}")
+
+
+def _check_glob(glob: str, name: str) -> str:
+    # Search globs become git pathspecs: a NUL cannot go on a command line, and `..` would leave the tree.
+    glob = glob.strip()
+    while glob.startswith("./"):
+        glob = glob[2:]
+    if not glob or "\0" in glob or ".." in glob.split("/"):
+        raise InvalidArguments(f"{name} {glob!r} must be a glob inside the repository, such as docs/**/*.md")
+    return glob
+
+
+def _is_binary(data: bytes) -> bool:
+    # git's own heuristic: a NUL byte in the first 8000 bytes.
+    return b"\0" in data[:8000]

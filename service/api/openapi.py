@@ -1,0 +1,463 @@
+"""The OpenAPI 3.1 document of the HTTP API, served at `GET /v2/openapi.json`.
+
+The document is built from small helpers so that each rule (a schema, a header, an error response)
+is written once and referenced wherever it applies. It is the contract that the end-to-end tests
+check every real response against (`tests/openapi_check.py`), so it states what the code answers,
+status by status and header by header.
+"""
+
+from copy import deepcopy
+
+from service.api.problems import PROBLEMS
+from service.models import JobStatus, MessageStatus
+
+JSON = "application/json"
+PROBLEM_JSON = "application/problem+json"
+
+_ULID = "[0-9A-HJKMNP-TV-Z]{26}"
+JOB_ID_PATTERN = f"^job_{_ULID}$"
+PROJECT_ID_PATTERN = f"^prj_{_ULID}$"
+MESSAGE_ID_PATTERN = f"^msg_{_ULID}$"
+# What `service.clock.iso` writes: UTC, milliseconds, a trailing Z.
+TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$"
+
+
+# -- small builders ----------------------------------------------------------------------------
+
+def ref(kind: str, name: str) -> dict:
+    """A reference to `#/components/<kind>/<name>`."""
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def nullable(schema: dict) -> dict:
+    """`schema` or null: `type: [T, "null"]` for a typed schema, `anyOf` for a reference."""
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def closed_object(properties: dict, *, optional: tuple[str, ...] = (), **extra) -> dict:
+    """An object with exactly these properties, all required except `optional` ones."""
+    return {"type": "object", "properties": properties,
+            "required": [name for name in properties if name not in optional],
+            "additionalProperties": False, **extra}
+
+
+def string(description: str = "", **constraints) -> dict:
+    schema = {"type": "string", **constraints}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def timestamp(description: str) -> dict:
+    return string(description, format="date-time", pattern=TIMESTAMP_PATTERN)
+
+
+def _when_status(status: str, then: dict, otherwise: dict) -> dict:
+    """`then` applies to a job whose status is `status`, `otherwise` to every other job."""
+    return {"if": {"properties": {"status": {"const": status}}, "required": ["status"]},
+            "then": {"properties": then}, "else": {"properties": otherwise}}
+
+
+# -- schemas -----------------------------------------------------------------------------------
+
+def _job_schema() -> dict:
+    job = closed_object({
+        "id": string("Opaque, URL-safe, time-sortable: `job_` + a 26-character ULID.",
+                     pattern=JOB_ID_PATTERN),
+        "status": ref("schemas", "JobStatus"),
+        "source": closed_object({
+            "repository": string("Web URL of the repository.", format="uri"),
+            "ref": string("The base ref (branch) the job started from."),
+        }, description="Source repository of the job."),
+        "model": string("The AI model used for this job (`provider:model`)."),
+        "prLink": nullable(string(
+            "URL of the pull request the agent opened. Null until the agent has opened one; stays null "
+            "when no files were changed.", format="uri")),
+        "createdAt": timestamp("When the job was created (ISO 8601, UTC)."),
+        "archivedAt": nullable(timestamp("When the job was archived; null unless `status` is `archived`.")),
+        "branch": nullable(string("The job's branch, `copydesk/<job id>`; null until the first run pushes it.")),
+        "updatedAt": timestamp("When the record last changed."),
+        "error": nullable(ref("schemas", "JobError")) | {
+            "description": "Why the job failed: an object when `status` is `failed`, else null."},
+    }, description="An agent job. The spec's fields (`id` … `archivedAt`) plus `branch`, `updatedAt` and `error`.")
+    job["allOf"] = [
+        _when_status("failed", then={"error": ref("schemas", "JobError")}, otherwise={"error": {"type": "null"}}),
+        _when_status("archived", then={"archivedAt": {"type": "string"}}, otherwise={"archivedAt": {"type": "null"}}),
+    ]
+    job["examples"] = [{
+        "id": "job_01JR8Z6Q3V4W5X6Y7Z8A9B0C1D", "status": "completed",
+        "source": {"repository": "https://github.com/acme/docs", "ref": "main"},
+        "model": "anthropic:claude-sonnet-4-5", "prLink": "https://github.com/acme/docs/pull/42",
+        "createdAt": "2025-01-01T12:00:00.000Z", "archivedAt": None, "branch": "copydesk/job_01JR8Z6Q3V4W5X6Y7Z8A9B0C1D",
+        "updatedAt": "2025-01-01T12:03:10.250Z", "error": None,
+    }]
+    return job
+
+
+def _message_schemas() -> dict:
+    def common(role: str) -> dict:
+        return {
+            "id": string("`msg_` + a 26-character ULID.", pattern=MESSAGE_ID_PATTERN),
+            "role": {"const": role},
+            "content": string("The prompt (user) or the agent's answer or summary (agent)."),
+            "createdAt": timestamp("When the message was stored."),
+        }
+
+    user = closed_object({
+        **common("user"),
+        "status": {"type": "string", "enum": [s.value for s in MessageStatus],
+                   "description": "`queued` until its run starts, then `running`, then `processed` or `failed`; "
+                                  "`cancelled` when the job was archived before it ran."},
+        "source": string("Where the message came from: `api`, or the code host for a pull-request comment."),
+        "author": nullable(string("Who wrote it, when known (e.g. the commenter's login).")),
+        "error": nullable(ref("schemas", "JobError")),
+    }, description="A prompt: the create call's (first) or a follow-up message.")
+    agent = closed_object({
+        **common("agent"),
+        "replyTo": nullable(string("The user message this answers.", pattern=MESSAGE_ID_PATTERN)),
+        "commit": nullable(string("The commit the run pushed; null when nothing was committed.",
+                                  pattern="^[0-9a-f]{40}([0-9a-f]{24})?$")),
+        "changedFiles": {"type": "array", "items": {"type": "string"},
+                         "description": "Repository paths the run changed."},
+    }, description="The agent's answer to one user message.")
+    return {
+        "UserMessage": user,
+        "AgentMessage": agent,
+        "Message": {"oneOf": [ref("schemas", "UserMessage"), ref("schemas", "AgentMessage")],
+                    "discriminator": {"propertyName": "role",
+                                      "mapping": {"user": "#/components/schemas/UserMessage",
+                                                  "agent": "#/components/schemas/AgentMessage"}}},
+    }
+
+
+def _problem_schema() -> dict:
+    return closed_object({
+        "type": string("`urn:copydesk:problem:` + `code`.", pattern="^urn:copydesk:problem:[a-z_]+$"),
+        "title": string("Short summary of the kind of problem."),
+        "status": {"type": "integer", "minimum": 400, "maximum": 599, "description": "The HTTP status."},
+        "detail": string("What went wrong with this request, for people."),
+        "code": string("Stable snake_case error code, for programs.", enum=list(PROBLEMS)),
+        "error": string("Same text as `detail` (the anchor service's error field)."),
+        "field": string("With `invalid_request`: the body field, query parameter or header at fault."),
+        "requestId": string("With `internal_error`: the id to quote to the operator (also in `X-Request-Id`)."),
+    }, optional=("field", "requestId"), description="RFC 9457 problem details (`application/problem+json`).")
+
+
+def _create_body(models: tuple[str, ...], max_prompt_chars: int) -> dict:
+    model = string("One of the models this server offers; defaults to the server's default model.")
+    if models:
+        model["enum"] = list(models)
+    return closed_object({
+        "prompt": _prompt(max_prompt_chars),
+        "model": model,
+        "ref": string("Base branch to start from; defaults to the project's ref.", minLength=1, maxLength=255),
+        "asDraft": {"type": "boolean", "default": False, "description": "Open the pull request as a draft."},
+    }, optional=("model", "ref", "asDraft"), examples=[{"prompt": "Document the new `--dry-run` flag of the CLI."}],
+        description="An unknown field is refused with `400 invalid_request` naming it.")
+
+
+def _prompt(max_prompt_chars: int) -> dict:
+    return string("The instruction for the agent.", minLength=1, maxLength=max_prompt_chars)
+
+
+def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
+    return {
+        "JobStatus": {"type": "string", "enum": [s.value for s in JobStatus], "description": (
+            "`active`: the agent is working (or a message waits its turn). `completed`: every message was "
+            "processed; check `prLink`. `failed`: an unrecoverable error, see `error`. `archived`: archived by "
+            "the archive call, a merged or closed pull request, or inactivity; takes no more messages. "
+            "Poll until the status is `completed`, `archived` or `failed`. A follow-up message moves a "
+            "`completed` or `failed` job back to `active`.")},
+        "JobError": closed_object({
+            "code": string("Stable snake_case reason, e.g. `ref_not_found`, `branch_conflict`."),
+            "message": string("Explanation for people."),
+        }),
+        "Job": _job_schema(),
+        "JobPage": closed_object({
+            "jobs": {"type": "array", "items": ref("schemas", "Job"), "description": "Newest first."},
+            "nextCursor": nullable(string("Pass as `cursor` for the next page; null on the last page.")),
+        }),
+        **_message_schemas(),
+        "Conversation": closed_object({
+            "messages": {"type": "array", "items": ref("schemas", "Message"), "description": "Oldest first."},
+        }),
+        "CreateJobRequest": _create_body(models, max_prompt_chars),
+        "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
+                                        description="Only `prompt`; any other field is a `400`."),
+        "Problem": _problem_schema(),
+    }
+
+
+# -- parameters and headers --------------------------------------------------------------------
+
+def _parameters() -> dict:
+    return {
+        "ProjectId": {"name": "projectId", "in": "path", "required": True,
+                      "description": "`prj_` + a 26-character ULID. A project outside the key's scope is a `404`.",
+                      "schema": string(pattern=PROJECT_ID_PATTERN)},
+        "JobId": {"name": "id", "in": "path", "required": True,
+                  "description": "The job's `id`.", "schema": string(pattern=JOB_ID_PATTERN)},
+        "IdempotencyKey": {"name": "Idempotency-Key", "in": "header", "required": False, "description": (
+            "Makes a retried create safe: the same key with the same body within 24 hours returns the first "
+            "job (`201`, no new job, no quota used); the same key with another body is `409 idempotency_conflict`."),
+            "schema": string(minLength=1, maxLength=255, pattern="^[!-~]+$")},
+        "Status": {"name": "status", "in": "query", "required": False, "description": "Only jobs in this status.",
+                   "schema": ref("schemas", "JobStatus")},
+        "Limit": {"name": "limit", "in": "query", "required": False, "description": "Page size.",
+                  "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+        "Cursor": {"name": "cursor", "in": "query", "required": False,
+                   "description": "The `nextCursor` of the previous page.", "schema": {"type": "string"}},
+    }
+
+
+def _integer_header(description: str) -> dict:
+    return {"description": description, "required": True, "schema": {"type": "integer", "minimum": 0}}
+
+
+def _headers(rate_limit: int) -> dict:
+    return {
+        "X-Request-Id": {"description": "The request's id (the caller's `X-Request-Id` when given); it is in the logs.",
+                         "required": True, "schema": {"type": "string", "minLength": 1}},
+        "Location": {"description": "Path of the new job.", "required": True,
+                     "schema": string(format="uri-reference",
+                                      pattern=f"^/v2/agent/prj_{_ULID}/job/job_{_ULID}$")},
+        "WWW-Authenticate": {"description": "`Bearer realm=\"copydesk\"`.", "required": True,
+                             "schema": string(pattern="^Bearer")},
+        "Allow": {"description": "The methods the path accepts.", "required": True, "schema": {"type": "string"}},
+        "Retry-After": _integer_header("Seconds to wait before trying again."),
+        "RateLimit-Limit": _integer_header(f"Job creations plus messages allowed per project per hour ({rate_limit}"
+                                           " unless the operator configured another figure)."),
+        "RateLimit-Remaining": _integer_header("How many are left in the current hour."),
+        "RateLimit-Reset": _integer_header("Seconds until the hour's window resets."),
+    }
+
+
+RATE_LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
+
+
+def _response_headers(headers: dict, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()) -> dict:
+    """`X-Request-Id` and `required` as references, `optional` as inline copies marked not required."""
+    result = {name: ref("headers", name) for name in ("X-Request-Id", *required)}
+    for name in optional:
+        result[name] = {**deepcopy(headers[name]), "required": False}
+    return result
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+# The reusable error responses: name -> (status, the codes it may carry, description, required headers).
+# Each code's status is the one `service.api.problems.PROBLEMS` gives it.
+ERROR_RESPONSES = {
+    "BadRequest": (400, ("invalid_json", "invalid_request"),
+                   "`invalid_json`: the body is not JSON. `invalid_request`: a field is missing, has the wrong type "
+                   "or length, or is unknown; or the `Idempotency-Key` header is malformed. `field` names it.", ()),
+    "InvalidQuery": (400, ("invalid_request",),
+                     "`invalid_request`: an unknown query parameter or a bad value; `field` names it.", ()),
+    "Unauthorized": (401, ("unauthorized",),
+                     "No `Authorization: Bearer` header, or the key is unknown or revoked.", ("WWW-Authenticate",)),
+    "ProjectNotFound": (404, ("project_not_found",),
+                        "No such project, or the key may not act on it (the two are not told apart).", ()),
+    "JobNotFound": (404, ("project_not_found", "job_not_found"),
+                    "No such project, or no such job in it; also for one outside the key's scope (never revealed).",
+                    ()),
+    "NotFound": (404, ("not_found",), "No operation at this path.", ()),
+    "MethodNotAllowed": (405, ("method_not_allowed",), "The path exists, but not with this method.", ("Allow",)),
+    "CreateConflict": (409, ("project_disabled", "idempotency_conflict"),
+                       "`project_disabled`: the project's repository is no longer reachable. `idempotency_conflict`: "
+                       "the `Idempotency-Key` was used with another body in the last 24 hours.", ()),
+    "MessageConflict": (409, ("job_archived", "project_disabled"),
+                        "`job_archived`: an archived job takes no more messages. `project_disabled`: the project's "
+                        "repository is no longer reachable.", ()),
+    "PayloadTooLarge": (413, ("payload_too_large",), "The body is larger than the limit ({max_body_bytes} bytes).", ()),
+    "UnsupportedMediaType": (415, ("unsupported_media_type",), "The body must be sent as `application/json`.", ()),
+    "RateLimited": (429, ("rate_limited",),
+                    "The project used up its hourly job creations plus messages; wait `Retry-After` seconds.",
+                    ("Retry-After", *RATE_LIMIT_HEADERS)),
+    "InternalError": (500, ("internal_error",),
+                      "An unexpected error. No stack trace; `requestId` (when present) identifies it in the logs.", ()),
+    "Unavailable": (503, ("unavailable",), "The job store is unreachable; retry after `Retry-After` seconds.",
+                    ("Retry-After",)),
+    "NotReady": (503, ("unavailable",), "Redis is not reachable: do not route traffic here.", ()),
+}
+
+
+def _error_responses(headers: dict, max_body_bytes: int) -> dict:
+    responses = {}
+    for name, (status, codes, description, required) in ERROR_RESPONSES.items():
+        schema = {"allOf": [ref("schemas", "Problem"),
+                            {"properties": {"status": {"const": status}, "code": {"enum": list(codes)}}}]}
+        responses[name] = {"description": description.format(max_body_bytes=max_body_bytes),
+                           "headers": _response_headers(headers, required),
+                           "content": {PROBLEM_JSON: {"schema": schema}}}
+    return responses
+
+
+def _errors(*names: str) -> dict:
+    """Status code -> reference, for the named reusable error responses."""
+    return {str(ERROR_RESPONSES[name][0]): ref("responses", name) for name in names}
+
+
+def _ok(description: str, schema: dict, headers: dict | None = None) -> dict:
+    """A success response with a JSON body; `headers` defaults to just `X-Request-Id`."""
+    return {"description": description, "headers": headers or {"X-Request-Id": ref("headers", "X-Request-Id")},
+            "content": {JSON: {"schema": schema}}}
+
+
+# -- operations --------------------------------------------------------------------------------
+
+_JOB_READ_ERRORS = ("Unauthorized", "JobNotFound", "InternalError", "Unavailable")
+_BODY_ERRORS = ("PayloadTooLarge", "UnsupportedMediaType", "RateLimited", "InternalError", "Unavailable")
+
+
+def _operation(operation_id: str, summary: str, description: str, responses: dict, *, tag: str = "Jobs",
+               parameters: tuple[str, ...] = (), body: str | None = None, public: bool = False) -> dict:
+    operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
+    if parameters:
+        operation["parameters"] = [ref("parameters", name) for name in parameters]
+    if body:
+        operation["requestBody"] = {"required": True, "content": {JSON: {"schema": ref("schemas", body)}}}
+    operation["responses"] = responses
+    if public:
+        operation["security"] = []
+    return operation
+
+
+def _job_paths(headers: dict, rate_limit: int) -> dict:
+    job = ref("schemas", "Job")
+    quota = f"Counts against the project's {rate_limit} job creations plus messages per hour."
+    return {
+        "/v2/agent/{projectId}/job": {
+            "parameters": [ref("parameters", "ProjectId")],
+            "post": _operation(
+                "createJob", "Create an agent job",
+                "Stores the prompt and starts a background job; the call does not wait for the work. The job "
+                "starts `active`; poll `GET /v2/agent/{projectId}/job/{id}` until `completed`, `archived` or "
+                f"`failed`. When the agent changes files it opens a pull request and sets `prLink`. {quota} "
+                "With an `Idempotency-Key`, a retry returns the first job instead of creating another.",
+                {"201": _ok("Created (or, for a retry with the same `Idempotency-Key` and body, the job the first "
+                            "call created). `RateLimit-*` headers are absent on such a replay, which uses no quota.",
+                            job, _response_headers(headers, ("Location",), optional=RATE_LIMIT_HEADERS)),
+                 **_errors("BadRequest", "Unauthorized", "ProjectNotFound", "CreateConflict", *_BODY_ERRORS)},
+                parameters=("IdempotencyKey",), body="CreateJobRequest"),
+        },
+        "/v2/agent/{projectId}/job/{id}": {
+            "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
+            "get": _operation(
+                "getJob", "Get an agent job",
+                "The polling operation. Poll until `status` is `completed`, `archived` or `failed`; then read "
+                "`prLink` (or `error`).",
+                {"200": _ok("The job.", job), **_errors(*_JOB_READ_ERRORS)}),
+        },
+        "/v2/agent/{projectId}/job/{id}/message": {
+            "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
+            "post": _operation(
+                "sendMessage", "Send a follow-up message to a job",
+                "Queues another instruction for the job; it is stored before the call returns and processed "
+                "asynchronously, after any message already waiting. The job becomes (or stays) `active`; its "
+                f"commits go to the same branch and pull request. An archived job refuses it. {quota}",
+                {"200": _ok("The message is queued; the job as it is now.", job,
+                            _response_headers(headers, RATE_LIMIT_HEADERS)),
+                 **_errors("BadRequest", "Unauthorized", "JobNotFound", "MessageConflict", *_BODY_ERRORS)},
+                body="MessageRequest"),
+        },
+        "/v2/agent/{projectId}/job/{id}/messages": {
+            "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
+            "get": _operation(
+                "getConversation", "Get a job's conversation",
+                "The job's prompts and the agent's answers, oldest first.",
+                {"200": _ok("The conversation.", ref("schemas", "Conversation")), **_errors(*_JOB_READ_ERRORS)}),
+        },
+        "/v2/agent/{projectId}/job/{id}/archive": {
+            "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
+            "post": _operation(
+                "archiveJob", "Archive a job",
+                "Moves the job to `archived` and sets `archivedAt`; messages still waiting are cancelled, a run "
+                "under way finishes. Idempotent: archiving an archived job returns it unchanged. No body.",
+                {"200": _ok("The archived job.", job), **_errors(*_JOB_READ_ERRORS)}),
+        },
+        "/v2/agent/{projectId}/jobs": {
+            "parameters": [ref("parameters", "ProjectId")],
+            "get": _operation(
+                "listJobs", "List a project's jobs",
+                "Newest first, a page at a time; follow `nextCursor` until it is null.",
+                {"200": _ok("A page of jobs.", ref("schemas", "JobPage")),
+                 **_errors("InvalidQuery", "Unauthorized", "ProjectNotFound", "InternalError", "Unavailable")},
+                parameters=("Status", "Limit", "Cursor")),
+        },
+    }
+
+
+def _service_paths() -> dict:
+    def status_body(value: str) -> dict:
+        return closed_object({"status": {"const": value}})
+
+    return {
+        "/v2/openapi.json": {"get": _operation(
+            "getOpenApiDocument", "This document", "The OpenAPI 3.1 description of the API. No authentication.",
+            {"200": _ok("The document.", {"type": "object", "required": ["openapi", "info", "paths"]}),
+             **_errors("InternalError")}, tag="Service", public=True)},
+        "/healthz": {"get": _operation(
+            "healthz", "Liveness", "Answers while the web process is up. No authentication.",
+            {"200": _ok("The process is alive.", status_body("ok")), **_errors("InternalError")},
+            tag="Service", public=True)},
+        "/readyz": {"get": _operation(
+            "readyz", "Readiness", "Ready when Redis answers. No authentication.",
+            {"200": _ok("Ready to serve.", status_body("ready")), **_errors("NotReady", "InternalError")},
+            tag="Service", public=True)},
+    }
+
+
+# -- the document ------------------------------------------------------------------------------
+
+def _description(rate_limit: int, max_prompt_chars: int, max_body_bytes: int) -> str:
+    return f"""\
+Copydesk runs documentation-editing agent jobs in the background. Create a job with a prompt; the agent edits \
+the project's docs, commits to a branch and opens a pull request, whose URL appears in the job's `prLink`.
+
+**Polling.** Work is asynchronous: poll `GET /v2/agent/{{projectId}}/job/{{id}}` until `status` is `completed`, \
+`archived` or `failed` (the statuses at which polling stops). A follow-up message makes the job `active` again.
+
+**Authentication.** Every `/v2/agent` operation needs `Authorization: Bearer cdk_...`, an admin API key. It is a \
+server-side secret: never put it in client-side code.
+
+**Idempotency.** Send an `Idempotency-Key` header when creating a job: a retry with the same key and body within \
+24 hours returns the first job; the same key with another body is `409 idempotency_conflict`.
+
+**Limits.** {rate_limit} job creations plus messages per project per hour (`429 rate_limited` with `Retry-After` \
+beyond that; create and message responses carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`); \
+prompts of 1 to {max_prompt_chars} characters; bodies up to {max_body_bytes} bytes.
+
+**Errors.** RFC 9457 problem details (`application/problem+json`) with a stable snake_case `code`, and `error` \
+repeating `detail`. A path with no operation is `404 not_found`; a known path with another method is \
+`405 method_not_allowed` with an `Allow` header. Every response carries `X-Request-Id`."""
+
+
+def openapi_document(base_url: str, models: tuple[str, ...], *, rate_limit: int = 100,
+                     max_prompt_chars: int = 20_000, max_body_bytes: int = 64 * 1024) -> dict:
+    """The OpenAPI 3.1.0 document for a server at `base_url` offering `models`.
+
+    The keyword arguments are the configurable limits; their defaults are the settings' defaults.
+    """
+    headers = _headers(rate_limit)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Copydesk Agent Job API", "version": "2.0.0",
+                 "description": _description(rate_limit, max_prompt_chars, max_body_bytes)},
+        "servers": [{"url": base_url}],
+        "security": [{"bearerAuth": []}],
+        "tags": [{"name": "Jobs", "description": "Agent jobs and their messages."},
+                 {"name": "Service", "description": "The API description and health checks."}],
+        "paths": {**_job_paths(headers, rate_limit), **_service_paths()},
+        "components": {
+            "securitySchemes": {"bearerAuth": {
+                "type": "http", "scheme": "bearer", "bearerFormat": "cdk_ API key",
+                "description": "An admin API key: `cdk_` followed by base62 characters, created on the dashboard's "
+                               "API keys page. Send it as `Authorization: Bearer cdk_...`; keep it server-side."}},
+            "schemas": _schemas(models, max_prompt_chars),
+            "parameters": _parameters(),
+            "headers": headers,
+            "responses": _error_responses(headers, max_body_bytes),
+        },
+    }

@@ -1,0 +1,1 @@
+"""Code hosts: where repositories live and where pull requests are opened."""

@@ -1,0 +1,144 @@
+"""The `local` code host: bare repositories on disk, pull requests as records in Redis."""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from service.clock import now_iso
+from service.codehost.base import CodeHostError
+from service.models import Project, PullRequest, _Record
+from service.store.projects import ProjectStore
+from service.workspace.git import Git, GitError, Remote
+
+HOST = "local"
+
+
+@dataclass
+class LocalPull(_Record):
+    project_id: str
+    number: int
+    job_id: str
+    title: str
+    body: str
+    base: str
+    head: str
+    state: str  # open, merged or closed
+    draft: bool
+    created_at: str
+    updated_at: str
+    comments: list = field(default_factory=list)  # {"body", "createdAt"}
+
+
+class LocalCodeHost:
+    """A code host made of bare repositories on this machine, for the demo, tests and air-gapped use."""
+
+    name = HOST
+
+    def __init__(self, client: redis.Redis, git: Git, base_url: str) -> None:
+        self._redis = client
+        self._git = git
+        self._base_url = base_url
+
+    # -- projects ----------------------------------------------------------------------------
+
+    def register(self, projects: ProjectStore, *, path: Path, ref: str, account: str = "local",
+                 docs_root: str = "") -> Project:
+        """Add a project for a bare repository on disk, after checking the repository and its ref."""
+        path = path.expanduser().resolve()
+        if not path.exists():
+            raise CodeHostError(f"{path} does not exist")
+        try:
+            is_bare = self._git.out("rev-parse", "--is-bare-repository", git_dir=path)
+        except GitError:
+            raise CodeHostError(f"{path} is not a git repository") from None
+        if is_bare != "true":
+            raise CodeHostError(f"{path} is not a bare repository (make one with `git clone --bare`)")
+        if self._head(path, ref) is None:
+            raise CodeHostError(f"{path} has no branch {ref!r}")
+        project = projects.add(account=account, host=HOST, repository=str(path), web_url="", ref=ref,
+                               docs_root=docs_root.strip("/"))
+        project.web_url = f"{self._base_url}/local/{project.id}"
+        projects.save(project)
+        return project
+
+    # -- the CodeHost interface --------------------------------------------------------------
+
+    def remote(self, project: Project) -> Remote:
+        return Remote(url=project.repository)
+
+    def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
+                            body: str, draft: bool) -> PullRequest:
+        number = self._redis.hget(self._by_branch_key(project.id), branch)
+        stamp = now_iso()
+        if number is not None:
+            pull = self.pull(project.id, int(number))
+            pull.title, pull.body, pull.updated_at = title, body, stamp
+        else:
+            # HSETNX settles a race between two attempts of one run: only one number is used.
+            candidate = int(self._redis.incr(self._seq_key(project.id)))
+            if not self._redis.hsetnx(self._by_branch_key(project.id), branch, candidate):
+                return self.open_or_update_pull(project, job_id=job_id, branch=branch, base=base,
+                                                title=title, body=body, draft=draft)
+            pull = LocalPull(project_id=project.id, number=candidate, job_id=job_id, title=title, body=body,
+                             base=base, head=branch, state="open", draft=draft, created_at=stamp,
+                             updated_at=stamp)
+        self._save(pull)
+        return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
+
+    def comment(self, project: Project, number: int, body: str) -> None:
+        pull = self.pull(project.id, number)
+        pull.comments.append({"body": body, "createdAt": now_iso()})
+        self._save(pull)
+
+    # -- what the pages show -----------------------------------------------------------------
+
+    def pull_url(self, project_id: str, number: int) -> str:
+        return f"{self._base_url}/local/{project_id}/pulls/{number}"
+
+    def pull(self, project_id: str, number: int) -> LocalPull | None:
+        raw = self._redis.hget(self._pulls_key(project_id), number)
+        return LocalPull.from_dict(json.loads(raw)) if raw else None
+
+    def pulls(self, project_id: str) -> list[LocalPull]:
+        raws = self._redis.hvals(self._pulls_key(project_id))
+        return sorted((LocalPull.from_dict(json.loads(r)) for r in raws), key=lambda p: p.number)
+
+    def set_state(self, project_id: str, number: int, state: str) -> LocalPull:
+        """Merge or close a local pull request (merging fast-forwards or merges the base branch)."""
+        pull = self.pull(project_id, number)
+        pull.state, pull.updated_at = state, now_iso()
+        self._save(pull)
+        return pull
+
+    def diff(self, project: Project, pull: LocalPull) -> str:
+        """The pull request's diff: what the head branch changed since it left the base."""
+        path = Path(project.repository)
+        head = self._head(path, pull.head)
+        base = self._head(path, pull.base)
+        if head is None or base is None:
+            return ""
+        merge_base = self._git.out("merge-base", base, head, git_dir=path)
+        return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", merge_base, head,
+                             git_dir=path).stdout.decode("utf-8", "replace")
+
+    def _head(self, path: Path, branch: str) -> str | None:
+        proc = self._git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=path,
+                             check=False)
+        return proc.stdout.decode().strip() or None
+
+    def _save(self, pull: LocalPull) -> None:
+        self._redis.hset(self._pulls_key(pull.project_id), pull.number, json.dumps(pull.to_dict()))
+
+    @staticmethod
+    def _pulls_key(project_id: str) -> str:
+        return f"cd:local:{project_id}:pulls"
+
+    @staticmethod
+    def _by_branch_key(project_id: str) -> str:
+        return f"cd:local:{project_id}:pull-by-branch"
+
+    @staticmethod
+    def _seq_key(project_id: str) -> str:
+        return f"cd:local:{project_id}:pull-seq"

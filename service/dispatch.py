@@ -1,0 +1,96 @@
+"""Puts jobs with waiting messages on the RQ queue, and finds the ones that never got there."""
+
+import logging
+from datetime import timedelta
+
+import redis
+import rq
+from rq.exceptions import NoSuchJobError
+from rq.job import Job as RqJob, JobStatus as RqStatus
+
+from service.clock import now, parse_iso
+from service.models import JobStatus
+from service.runlock import is_locked
+from service.store.jobs import JobStore
+
+log = logging.getLogger(__name__)
+
+_WAITING = {RqStatus.QUEUED, RqStatus.SCHEDULED, RqStatus.DEFERRED}
+
+
+def _rq_key(job_id: str) -> str:
+    return f"cd:job:{job_id}:rq"
+
+
+class Dispatcher:
+    """Enqueues `task(job_id)` on RQ; `task` is the dotted path of the worker's entry function."""
+
+    def __init__(self, client: redis.Redis, jobs: JobStore, *, queue_name: str, task: str,
+                 job_timeout: int, lock_ttl: float = 30.0) -> None:
+        self._redis = client
+        self._jobs = jobs
+        self._queue = rq.Queue(queue_name, connection=client)
+        self._task = task
+        self._job_timeout = job_timeout
+        self._lock_ttl = lock_ttl
+
+    def kick(self, job_id: str) -> None:
+        """Queue a run of the job's next waiting message."""
+        # A run handles one message; a failure is recorded on the job by the run itself, so RQ's
+        # own failure record is only kept for operators and expires.
+        rq_job = self._queue.enqueue(self._task, job_id, job_timeout=self._job_timeout,
+                                     result_ttl=3600, failure_ttl=7 * 24 * 3600,
+                                     description=f"copydesk run {job_id}")
+        self._redis.set(_rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
+
+    def try_kick(self, job_id: str) -> bool:
+        """Kick, but let a queue failure pass: the message is stored and `sweep` will find it."""
+        try:
+            self.kick(job_id)
+            return True
+        except redis.RedisError:
+            log.warning("could not enqueue job %s; the recovery sweep will", job_id, exc_info=True)
+            return False
+
+    def sweep(self) -> list[str]:
+        """Kick every job whose waiting messages have no live run and no queued run; return their ids."""
+        kicked = []
+        for job_id in self._jobs.pending_jobs():
+            if is_locked(self._redis, job_id) or self._run_is_queued(job_id):
+                continue
+            self.kick(job_id)
+            kicked.append(job_id)
+        if kicked:
+            log.info("recovered %d job(s) whose messages were not queued: %s", len(kicked), kicked)
+        return kicked
+
+    def _run_is_queued(self, job_id: str) -> bool:
+        rq_id = self._redis.get(_rq_key(job_id))
+        if rq_id is None:
+            return False
+        try:
+            rq_job = RqJob.fetch(rq_id.decode(), connection=self._redis)
+            status = rq_job.get_status()
+        except NoSuchJobError:
+            return False
+        if status in _WAITING:
+            return True
+        if status == RqStatus.STARTED and rq_job.started_at is not None:
+            # Started but not holding the lock: about to take it, unless its worker died long ago.
+            started = rq_job.started_at.replace(tzinfo=now().tzinfo)
+            return now() - started < timedelta(seconds=2 * self._lock_ttl)
+        return False
+
+
+def archive_inactive(jobs: JobStore, project_ids: list[str], *, older_than: timedelta) -> list[str]:
+    """Archive finished jobs untouched for longer than the retention period; return their ids."""
+    cutoff = now() - older_than
+    archived = []
+    for project_id in project_ids:
+        for status in (JobStatus.COMPLETED, JobStatus.FAILED):
+            for job_id in jobs.jobs_in(project_id, status):
+                job = jobs.find(job_id)
+                if job and job.status is status and parse_iso(job.updated_at) < cutoff:
+                    jobs.archive(job_id)
+                    archived.append(job_id)
+    return archived

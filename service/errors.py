@@ -1,0 +1,81 @@
+"""Exceptions raised inside the service; only the HTTP edge turns them into problem details."""
+
+
+class ServiceError(Exception):
+    """Base of every expected failure; `code` is the stable snake_case name clients see."""
+
+    code = "internal_error"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class InvalidRequest(ServiceError):
+    code = "invalid_request"
+
+    def __init__(self, detail: str, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.field = field
+
+
+class InvalidJson(ServiceError):
+    code = "invalid_json"
+
+
+class Unauthorized(ServiceError):
+    code = "unauthorized"
+
+
+class ProjectNotFound(ServiceError):
+    code = "project_not_found"
+
+
+class JobNotFound(ServiceError):
+    code = "job_not_found"
+
+
+class JobArchived(ServiceError):
+    code = "job_archived"
+
+
+class ProjectDisabled(ServiceError):
+    code = "project_disabled"
+
+
+class IdempotencyConflict(ServiceError):
+    code = "idempotency_conflict"
+
+
+class RateLimited(ServiceError):
+    code = "rate_limited"
+
+    def __init__(self, detail: str, retry_after: int, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+        self.headers = headers or {}
+
+
+class KeyNotFound(ServiceError):
+    code = "key_not_found"
+
+
+class Unavailable(ServiceError):
+    code = "unavailable"
+
+
+class PayloadTooLarge(ServiceError):
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(ServiceError):
+    code = "unsupported_media_type"
+
+
+class RunFailed(Exception):
+    """An unrecoverable failure of one agent run; `code` and `message` go into the job's `error`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message

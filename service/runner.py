@@ -1,0 +1,186 @@
+"""Runs a job's next message: workspace, agent, commit, push, pull request, and the job's new state."""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from service import describe
+from service.agent.loop import AgentTask, RunLimits, run_agent
+from service.agent.model import ModelFactory
+from service.errors import RunFailed
+from service.models import Job, Message, Project, Role
+from service.runlock import JobLock
+from service.services import Services
+from service.store.jobs import RunOutcome
+from service.workspace.entries import BranchConflict, WorkspaceError
+from service.workspace.git import GitError
+from service.workspace.mirror import Mirror, MirrorStore
+from service.workspace.publish import Identity, build_commit, push_commit
+
+log = logging.getLogger(__name__)
+
+INSTRUCTION_FILES = ("AGENTS.md", ".copydesk/AGENTS.md")
+
+
+@dataclass
+class _Published:
+    title: str
+    summary: str
+    commit: str | None
+    changed_files: list[str]
+    docs_check: str | None
+
+
+class JobRunner:
+    """Processes one waiting message of a job per call, never two runs of one job at once."""
+
+    def __init__(self, services: Services, mirrors: MirrorStore, models: ModelFactory, *,
+                 lock_ttl: float = 30.0) -> None:
+        self._s = services
+        self._mirrors = mirrors
+        self._models = models
+        self._lock_ttl = lock_ttl
+        settings = services.settings
+        self._identity = Identity(settings.git_author_name, settings.git_author_email)
+
+    def process(self, job_id: str) -> None:
+        """Run the job's next waiting message, if no other run of the job is going."""
+        lock = JobLock(self._s.redis, job_id, self._lock_ttl)
+        if not lock.acquire():
+            log.info("job %s already has a run going; it will take the next message", job_id)
+            return
+        try:
+            with lock.heartbeat():
+                started = self._s.jobs.start_next(job_id)
+                if started is not None:
+                    job, message = started
+                    outcome = self._attempt(job, message)
+                    self._s.jobs.finish_message(job_id, message.id, outcome)
+        finally:
+            lock.release()
+        # Checked after releasing, so a message that arrived while we held the lock is not stranded.
+        if self._s.jobs.pending_message_ids(job_id):
+            self._s.dispatcher.kick(job_id)
+
+    def _attempt(self, job: Job, message: Message) -> RunOutcome:
+        if message.attempts > self._s.settings.max_attempts:
+            return _failed("run_interrupted", f"the run was interrupted {message.attempts - 1} times "
+                           "(worker crash or time-out); send the message again to retry")
+        try:
+            return self._run(job, message)
+        except RunFailed as failure:
+            log.info("job %s message %s failed: %s", job.id, message.id, failure)
+            return _failed(failure.code, failure.message)
+        except Exception:
+            log.exception("job %s message %s: unexpected error", job.id, message.id)
+            return _failed("internal_error", "an unexpected error stopped the run; the operator's logs have details")
+
+    def _run(self, job: Job, message: Message) -> RunOutcome:
+        project = self._s.projects.get(job.project_id)
+        if not project.enabled:
+            raise RunFailed("project_disabled", "the project was disabled; its repository is no longer reachable")
+        host = self._s.code_hosts[project.host]
+        remote = host.remote(project)
+        mirror = self._mirrors.mirror(remote)
+        branch = job.branch or f"copydesk/{job.id}"
+        try:
+            with mirror.run_refs(remote, {"base": f"refs/heads/{job.ref}",
+                                          "branch": f"refs/heads/{branch}"}) as heads:
+                start = heads["branch"] or heads["base"]
+                if start is None:
+                    raise RunFailed("ref_not_found", f"the repository has no branch {job.ref!r}")
+                published = (self._earlier_push(mirror, start, message)
+                             or self._edit_and_push(mirror, remote, project, job, message, start, branch))
+                files = self._branch_files(mirror, heads["base"], published.commit or start)
+        except GitError as exc:
+            raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}")
+        except BranchConflict as exc:
+            raise RunFailed("branch_conflict", str(exc))
+        return self._publish_pull(host, project, job, message, branch, published, files)
+
+    def _edit_and_push(self, mirror: Mirror, remote, project: Project, job: Job, message: Message,
+                       start: str, branch: str) -> _Published:
+        settings = self._s.settings
+        history = [(m.role.value, m.content) for m in self._s.jobs.conversation(job.id)
+                   if m.seq < message.seq and (m.role is Role.AGENT or m.status is not None)]
+        model = self._models.client(job.model, run_index=message.seq)
+        with mirror.open(start) as workspace:
+            task = AgentTask(prompt=message.content, history=history,
+                             instructions=_instructions(workspace), docs_root=project.docs_root)
+            limits = RunLimits(max_steps=settings.max_steps, max_bytes_written=settings.max_bytes_written,
+                               deadline=time.monotonic() + settings.run_timeout_seconds)
+            result = run_agent(workspace, model, task, limits)
+            changes = workspace.changes()
+        title = result.title or describe.fallback_title(job_prompt(self._s, job) or message.content)
+        docs_check = result.docs_report.to_text() if result.docs_report else None
+        if not changes:
+            return _Published(title, result.summary, None, [], docs_check)
+        text = describe.commit_message(title, result.summary, job_id=job.id, message_id=message.id)
+        commit = build_commit(mirror, start, changes, text, author=self._identity, committer=self._identity)
+        if commit is None:
+            return _Published(title, result.summary, None, [], docs_check)
+        pushed = push_commit(mirror, remote, commit=commit, branch=branch, start_commit=start, changes=changes,
+                             message=text, author=self._identity, committer=self._identity)
+        return _Published(title, result.summary, pushed.commit, sorted(changes), docs_check)
+
+    def _earlier_push(self, mirror: Mirror, head: str, message: Message) -> _Published | None:
+        """The commit an interrupted attempt of this message already pushed, found by its trailer."""
+        git = self._mirrors.git
+        found = git.out("rev-list", "-n", "1", "--fixed-strings",
+                        f"--grep={describe.TRAILER_MESSAGE}: {message.id}", head, git_dir=mirror.path)
+        if not found:
+            return None
+        title, summary = describe.parse_commit_message(git.out("log", "-1", "--format=%B", found,
+                                                               git_dir=mirror.path))
+        files = git.out("diff-tree", "--no-commit-id", "--name-only", "-r", found, git_dir=mirror.path).splitlines()
+        return _Published(title, summary, found, files, None)
+
+    def _branch_files(self, mirror: Mirror, base: str | None, head: str) -> list[tuple[str, str]]:
+        if base is None or base == head:
+            return []
+        git = self._mirrors.git
+        merge_base = git.out("merge-base", base, head, git_dir=mirror.path)
+        out = git.out("diff", "--name-status", "--no-renames", merge_base, head, git_dir=mirror.path)
+        names = {"A": "added", "M": "modified", "D": "deleted", "T": "type changed"}
+        return [(names.get(line[0], line[0]), line.split("\t", 1)[1]) for line in out.splitlines() if "\t" in line]
+
+    def _publish_pull(self, host, project: Project, job: Job, message: Message, branch: str,
+                      published: _Published, files: list[tuple[str, str]]) -> RunOutcome:
+        outcome = RunOutcome(reply=published.summary, commit=published.commit,
+                             changed_files=published.changed_files)
+        if published.commit is None and job.pr_number is None:
+            return outcome  # nothing changed and no pull request yet: nothing to show on the host
+        outcome.branch = branch
+        if published.commit is not None:
+            body = describe.pull_body(request=job_prompt(self._s, job) or message.content,
+                                      summary=published.summary, files=files,
+                                      docs_check=published.docs_check, job_id=job.id)
+            pull = host.open_or_update_pull(project, job_id=job.id, branch=branch, base=job.ref,
+                                            title=published.title, body=body, draft=job.as_draft)
+            outcome.pr_link, outcome.pr_number = pull.url, pull.number
+        if message.seq > 0:
+            host.comment(project, outcome.pr_number or job.pr_number,
+                         describe.round_comment(round_number=message.seq, summary=published.summary,
+                                                changed_files=published.changed_files, commit=published.commit))
+        return outcome
+
+
+def job_prompt(services: Services, job: Job) -> str | None:
+    """The prompt the job was created with."""
+    for message in services.jobs.conversation(job.id):
+        if message.role is Role.USER and message.seq == 0:
+            return message.content
+    return None
+
+
+def _instructions(workspace) -> str | None:
+    for path in INSTRUCTION_FILES:
+        try:
+            return workspace.read(path).decode("utf-8", "replace")
+        except WorkspaceError:
+            continue
+    return None
+
+
+def _failed(code: str, text: str) -> RunOutcome:
+    return RunOutcome(reply="", error={"code": code, "message": text})

@@ -1,0 +1,42 @@
+"""A fixed-window counter per project for job creations plus messages."""
+
+import time
+from dataclasses import dataclass
+
+import redis
+
+# Count and refuse in one round trip; a refused request does not use up the window.
+_CONSUME = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return {0, n - 1}
+end
+return {1, n}
+"""
+
+
+@dataclass(frozen=True)
+class Quota:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+
+class RateLimiter:
+    def __init__(self, client: redis.Redis, *, limit: int, window_seconds: int = 3600) -> None:
+        self._redis = client
+        self._script = client.register_script(_CONSUME)
+        self.limit = limit
+        self.window = window_seconds
+
+    def consume(self, project_id: str) -> Quota:
+        """Take one unit of the project's quota if any is left."""
+        now = time.time()
+        window_start = int(now // self.window) * self.window
+        key = f"cd:rl:{project_id}:{window_start}"
+        allowed, used = self._script(keys=[key], args=[self.limit, self.window + 60])
+        reset = max(1, int(window_start + self.window - now))
+        return Quota(bool(allowed), self.limit, max(0, self.limit - int(used)), reset)

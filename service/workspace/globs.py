@@ -1,0 +1,60 @@
+"""Gitignore-style path globs, as Python matchers and as the equivalent git pathspecs."""
+
+import re
+
+# Rules: `*` and `?` stay within one path segment, `**` spans segments, a pattern without `/` matches
+# at any depth (`*.md`), a leading `/` anchors it to the root, and a pattern that matches a directory
+# matches everything under it (`docs`, `guides/*`).
+
+
+def _anchored(pattern: str) -> str:
+    if pattern.startswith("/"):
+        return pattern.lstrip("/")
+    return pattern if "/" in pattern.rstrip("/") else "**/" + pattern
+
+
+def pathspecs(pattern: str) -> list[str]:
+    """The git pathspecs (glob magic) selecting the same paths as `pattern`."""
+    body = _anchored(pattern).rstrip("/")
+    return [f":(glob){body}", f":(glob){body}/**"]
+
+
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A regex that fully matches the paths (files or directories) `pattern` names."""
+    body = _anchored(pattern).rstrip("/")
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if body.startswith("**/", i) and (i == 0 or body[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i) and (i == 0 or body[i - 1] == "/") and i + 2 == len(body):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[" and (end := body.find("]", i + 2)) != -1:
+            inner = body[i + 1:end]
+            negate = inner[0] in "!^"
+            inner = "".join("\\" + ch if ch in "[]\\&~|^" else ch for ch in inner[negate:])
+            out.append("[" + "^" * negate + inner + "]")
+            i = end + 1
+        elif c == "\\" and i + 1 < len(body):
+            out.append(re.escape(body[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out))
+
+
+def matches(patterns: list[str], path: str) -> bool:
+    """Whether `path` or one of its leading directories matches any of `patterns`."""
+    compiled = [compile_glob(p) for p in patterns]
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    return any(rx.fullmatch(prefix) for rx in compiled for prefix in prefixes)

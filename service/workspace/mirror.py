@@ -1,0 +1,179 @@
+"""Bare per-repository mirrors on the worker's disk, fetched under a file lock into refs the caller owns."""
+
+import fcntl
+import hashlib
+import os
+import re
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from service.workspace.git import Git, GitError, Remote
+from service.workspace.overlay import Workspace
+
+RUNS_PREFIX = "refs/copydesk/runs/"
+# Last fetched head of every remote ref a run asked for: the tips a later fetch negotiates from, so
+# it transfers only new objects even though every run deletes its own refs.
+CACHE_PREFIX = "refs/copydesk/cache/"
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class MirrorStore:
+    """One bare mirror per repository URL under `root`."""
+
+    def __init__(self, root: Path, git: Git) -> None:
+        self.root = Path(root)
+        self.git = git
+
+    def mirror(self, remote: Remote) -> "Mirror":
+        """The mirror of `remote.url`, created empty on first contact (its config never holds credentials)."""
+        key = hashlib.sha256(remote.url.encode("utf-8")).hexdigest()[:16]
+        mirror = Mirror(self.root / f"{key}.git", self.git)
+        if not (mirror.path / "HEAD").exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            with mirror.lock():
+                if not (mirror.path / "HEAD").exists():
+                    _create(self.git, mirror.path)
+        return mirror
+
+
+def _create(git: Git, path: Path) -> None:
+    # Built under a temporary name and renamed, so a crash never leaves a half-made mirror behind.
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    git.run("init", "--bare", "--quiet", "--template=", str(tmp))
+    for key, value in (("gc.auto", "0"), ("maintenance.auto", "false"), ("gc.autoDetach", "false"),
+                       ("core.logAllRefUpdates", "false")):
+        git.run("config", key, value, git_dir=tmp)
+    os.rename(tmp, path)
+
+
+class Mirror:
+    """A bare mirror; fetches and ref deletions hold its lock, reads and pushes need none."""
+
+    def __init__(self, path: Path, git: Git) -> None:
+        self.path = Path(path)
+        self.git = git
+        self._lock_path = self.path.with_suffix(".lock")
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the mirror's exclusive lock (an `flock` on a sibling `.lock` file); not re-entrant."""
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def fetch(self, remote: Remote, refs: Mapping[str, str]) -> dict[str, str | None]:
+        """Fetch remote refs into local refs (`{"refs/heads/main": "refs/copydesk/runs/x/base"}`).
+
+        Returns destination ref -> sha, or None where the remote ref does not exist (nothing is written then).
+        """
+        return self._fetch(remote, list(refs.items()))
+
+    @contextmanager
+    def run_refs(self, remote: Remote, refs: Mapping[str, str]) -> Iterator[dict[str, str | None]]:
+        """Fetch `refs` (name -> remote ref, e.g. `{"base": "refs/heads/main"}`) into a fresh run namespace.
+
+        Yields name -> sha (None when the remote ref does not exist); the run's refs keep those commits
+        alive in the mirror until the block exits, when they are deleted.
+        """
+        for name in refs:
+            if not _RUN_NAME.fullmatch(name):
+                raise ValueError(f"bad run ref name {name!r}")
+        namespace = f"{RUNS_PREFIX}{int(time.time())}-{secrets.token_hex(6)}/"
+        try:
+            fetched = self._fetch(remote, [(src, namespace + name) for name, src in refs.items()])
+            yield {name: fetched[namespace + name] for name in refs}
+        finally:
+            with self.lock():
+                self._delete_under(namespace)
+
+    def open(self, commit: str) -> Workspace:
+        """A workspace over `commit`'s tree (the commit must be in the mirror)."""
+        sha = self.git.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}", git_dir=self.path)
+        return Workspace(self.git, self.path, sha)
+
+    def maintenance(self, *, loose_objects: int = 6700, pack_limit: int = 50, stale_after: float = 86400) -> None:
+        """Housekeeping under the lock: drop run refs older than `stale_after` seconds, then `git gc --auto`."""
+        with self.lock():
+            cutoff = time.time() - stale_after
+            for namespace in self._run_namespaces():
+                if int(namespace[len(RUNS_PREFIX):].split("-", 1)[0]) < cutoff:
+                    self._delete_under(namespace)
+            # gc --auto is disabled for every other command; here it runs in the foreground so it stays under the lock.
+            self.git.run("-c", f"gc.auto={loose_objects}", "-c", f"gc.autoPackLimit={pack_limit}",
+                         "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", git_dir=self.path)
+
+    def _fetch(self, remote: Remote, pairs: list[tuple[str, str]]) -> dict[str, str | None]:
+        for src, dst in pairs:
+            if not src.startswith("refs/") or not dst.startswith("refs/") or dst.startswith(CACHE_PREFIX):
+                raise ValueError(f"bad refspec {src}:{dst}")
+        for attempt in range(2):
+            advertised = self._ls_remote(remote, sorted({src for src, _ in pairs}))
+            try:
+                return self._fetch_advertised(remote, pairs, advertised)
+            except GitError as exc:
+                # The ref was deleted between ls-remote and fetch: look again once.
+                if attempt or "couldn't find remote ref" not in exc.stderr:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _ls_remote(self, remote: Remote, srcs: list[str]) -> dict[str, str]:
+        out = self.git.out("ls-remote", "--", remote.url, *srcs, git_dir=self.path, remote=remote)
+        found = {}
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            if name in srcs:  # ls-remote patterns also match ref-name tails
+                found[name] = sha
+        return found
+
+    def _fetch_advertised(self, remote: Remote, pairs: list[tuple[str, str]],
+                          advertised: dict[str, str]) -> dict[str, str | None]:
+        wanted = [(src, dst) for src, dst in pairs if src in advertised]
+        with self.lock():
+            present = self._present({advertised[src] for src, _ in wanted})
+            refspecs: list[str] = []
+            updates: list[tuple[str, str]] = []
+            for src, dst in wanted:
+                sha, cache = advertised[src], CACHE_PREFIX + src[len("refs/"):]
+                if sha in present:
+                    updates += [(cache, sha), (dst, sha)]
+                else:
+                    refspecs += [f"+{src}:{cache}", f"+{src}:{dst}"]
+            if refspecs:
+                self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head", "--no-tags", "--no-auto-maintenance",
+                             "--no-recurse-submodules", "--no-show-forced-updates", "--", remote.url,
+                             *dict.fromkeys(refspecs), git_dir=self.path, remote=remote)
+            if updates:
+                script = "".join(f"update {ref} {sha}\n" for ref, sha in dict(updates).items())
+                self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())
+            heads = self._ref_values([dst for _, dst in wanted])
+        return {dst: heads.get(dst) for _, dst in pairs}
+
+    def _present(self, shas: set[str]) -> set[str]:
+        if not shas:
+            return set()
+        out = self.git.out("cat-file", "--batch-check", git_dir=self.path, input="".join(f"{s}\n" for s in shas).encode())
+        return {fields[0] for fields in map(str.split, out.splitlines()) if fields[1:2] == ["commit"]}
+
+    def _ref_values(self, refs: list[str]) -> dict[str, str]:
+        if not refs:
+            return {}
+        out = self.git.out("for-each-ref", "--format=%(refname) %(objectname)", *refs, git_dir=self.path)
+        values = dict(line.split(" ", 1) for line in out.splitlines())
+        return {ref: values[ref] for ref in refs if ref in values}
+
+    def _run_namespaces(self) -> list[str]:
+        out = self.git.out("for-each-ref", "--format=%(refname)", RUNS_PREFIX, git_dir=self.path)
+        return sorted({RUNS_PREFIX + ref[len(RUNS_PREFIX):].split("/", 1)[0] + "/" for ref in out.splitlines()})
+
+    def _delete_under(self, namespace: str) -> None:
+        out = self.git.out("for-each-ref", "--format=%(refname)", namespace, git_dir=self.path)
+        if out:
+            script = "".join(f"delete {ref}\n" for ref in out.splitlines())
+            self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())

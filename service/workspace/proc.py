@@ -1,0 +1,24 @@
+"""Starts streamed or long-lived git processes with the same hardening as `Git.run`."""
+
+import subprocess
+from pathlib import Path
+from typing import IO, Mapping
+
+from service.workspace.git import _SAFE_CONFIG, Git
+
+
+def popen(
+    git: Git,
+    *args: str,
+    git_dir: Path | str,
+    env: Mapping[str, str] | None = None,
+    stdin: int | IO | None = subprocess.DEVNULL,
+    stdout: int | IO | None = subprocess.PIPE,
+    stderr: int | IO | None = subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """Start `git ARGS` on `git_dir` with the hardened config and environment; the caller owns the process."""
+    argv = [git.binary]
+    for item in _SAFE_CONFIG:
+        argv += ["-c", item]
+    argv += [f"--git-dir={git_dir}", *args]
+    return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=git.env(None, env))

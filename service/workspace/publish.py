@@ -1,0 +1,109 @@
+"""Builds a run's commit with plumbing and pushes it to the job branch by object id, never forcing."""
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from service.workspace.catfile import CatFile
+from service.workspace.entries import BranchConflict, WorkspaceError
+from service.workspace.git import GitError, Remote
+from service.workspace.mirror import Mirror
+from service.workspace.trees import write_tree
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class PushResult:
+    commit: str  # what the branch points at now
+    rebuilt: bool  # the commit was rebuilt on a branch head that moved during the run
+
+
+class BranchKeptMoving(BranchConflict):
+    """The job branch moved again after every rebuild; the run gives up rather than race forever."""
+
+    def __init__(self, branch: str, rebuilds: int) -> None:
+        WorkspaceError.__init__(self, f"the branch {branch} kept moving during the push ({rebuilds} rebuilds)")
+        self.files = []
+
+
+def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None], message: str,
+                 author: Identity, committer: Identity) -> str | None:
+    """Write a commit on `parent` with `changes` (path -> content, None deletes) into the mirror.
+
+    Returns its id, or None when the changes leave the parent's tree as it is.
+    """
+    with CatFile(mirror.git, mirror.path) as cat:
+        kind, data = cat.read(parent)
+        if kind != "commit":
+            raise GitError(["cat-file"], 1, f"{parent} is a {kind}, not a commit")
+        parent_tree = data[5:data.index(b"\n")].decode("ascii")
+        tree = write_tree(mirror.git, mirror.path, cat, parent_tree, changes)
+    if tree == parent_tree:
+        return None
+    env = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
+           "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email}
+    return mirror.git.out("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree,
+                          git_dir=mirror.path, input=message.encode("utf-8"), env=env)
+
+
+def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, start_commit: str,
+                changes: Mapping[str, bytes | None], message: str, author: Identity, committer: Identity,
+                max_rebuilds: int = 3) -> PushResult:
+    """Push `commit` to `refs/heads/<branch>` without force.
+
+    If the branch moved since `start_commit` in files other than `changes`' paths, the commit is rebuilt on
+    the new head (same changes and message) and pushed again; if the same files moved, BranchConflict.
+    """
+    if _push(mirror, remote, commit, branch):
+        return PushResult(commit, rebuilt=False)
+    original, base = commit, start_commit
+    for _ in range(max_rebuilds):
+        # The new head stays referenced in the mirror until the rebuilt commit is pushed.
+        with mirror.run_refs(remote, {"head": f"refs/heads/{branch}"}) as heads:
+            head = heads["head"]
+            if head is not None:  # None: the branch was deleted meanwhile, so pushing again recreates it
+                moved = mirror.git.run("diff", "--name-only", "-z", "--no-renames", base, head,
+                                       git_dir=mirror.path).stdout.decode("utf-8", "surrogateescape")
+                clashes = _clashes([p for p in moved.split("\0") if p], changes)
+                if clashes:
+                    raise BranchConflict(clashes)
+                rebuilt = build_commit(mirror, head, changes, message, author, committer)
+                if rebuilt is None:
+                    return PushResult(head, rebuilt=True)  # the branch already holds exactly these changes
+                commit, base = rebuilt, head
+            if _push(mirror, remote, commit, branch):
+                return PushResult(commit, rebuilt=commit != original)
+    raise BranchKeptMoving(branch, max_rebuilds)
+
+
+def _clashes(moved: list[str], changes: Mapping[str, bytes | None]) -> list[str]:
+    """The moved paths that are, contain or lie inside a path this run changed."""
+    ours = set(changes)
+    our_dirs = {path[:i] for path in ours for i, c in enumerate(path) if c == "/"}
+    return sorted(path for path in moved
+                  if path in ours or path in our_dirs
+                  or any(path[:i] in ours for i, c in enumerate(path) if c == "/"))
+
+
+def _push(mirror: Mirror, remote: Remote, commit: str, branch: str) -> bool:
+    """Push by object id; True on success, False if refused because the branch moved, GitError otherwise."""
+    ref = f"refs/heads/{branch}"
+    proc = mirror.git.run("push", "--porcelain", "--no-verify", "--", remote.url, f"{commit}:{ref}",
+                          git_dir=mirror.path, remote=remote, check=False)
+    stderr = proc.stderr.decode("utf-8", "replace")
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) < 3 or fields[1].rpartition(":")[2] != ref:
+            continue
+        flag, summary = fields[0], fields[2]
+        if flag in (" ", "*", "=") and proc.returncode == 0:
+            return True
+        if flag == "!" and summary.startswith("[rejected]") and ("non-fast-forward" in summary
+                                                                 or "fetch first" in summary):
+            return False
+        raise GitError(["push"], proc.returncode or 1, f"{summary} {stderr}")
+    raise GitError(["push"], proc.returncode or 1, stderr)

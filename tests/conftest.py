@@ -1,0 +1,161 @@
+"""Shared fixtures: a real redis-server per test session, real git repositories in temp folders."""
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from service.workspace.git import Git
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """Start a private redis-server on a free port for the whole session; yields its base URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed; .ci/run installs it (apt-get install redis-server)")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(workdir), "--databases", "64"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("redis-server did not start")
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """A Redis URL on an empty database of the session's server."""
+    url = f"{redis_server}/0"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
+def redis_client(redis_url):
+    client = redis.Redis.from_url(url=redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def git():
+    return Git()
+
+
+def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, branch: str = "main",
+                 message: str = "Update", parent: str | None = "auto") -> str:
+    """Commit `files` (path -> content, None deletes) onto `branch` of a bare repository; return the sha.
+
+    Builds the commit with plumbing, like a person pushing from elsewhere would produce one.
+    """
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"),
+                     "GIT_AUTHOR_NAME": "Test Person", "GIT_AUTHOR_EMAIL": "person@example.com",
+                     "GIT_COMMITTER_NAME": "Test Person", "GIT_COMMITTER_EMAIL": "person@example.com"}
+        head = None
+        if parent == "auto":
+            proc = git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=bare, check=False)
+            head = proc.stdout.decode().strip() or None
+        elif parent:
+            head = parent
+        if head:
+            git.run("read-tree", head, git_dir=bare, env=index_env)
+        for path, content in files.items():
+            if content is None:
+                git.run("update-index", "--force-remove", path, git_dir=bare, env=index_env)
+                continue
+            data = content.encode() if isinstance(content, str) else content
+            sha = git.out("hash-object", "-w", "--stdin", git_dir=bare, input=data)
+            git.run("update-index", "--add", "--cacheinfo", f"100644,{sha},{path}", git_dir=bare, env=index_env)
+        tree = git.out("write-tree", git_dir=bare, env=index_env)
+        args = ["commit-tree", tree, "-m", message] + (["-p", head] if head else [])
+        sha = git.out(*args, git_dir=bare, env=index_env)
+        git.run("update-ref", f"refs/heads/{branch}", sha, git_dir=bare)
+        return sha
+
+
+@pytest.fixture
+def make_repo(tmp_path, git):
+    """Factory: a bare repository at tmp/<name>.git whose `main` holds the given files."""
+
+    def make(files: dict[str, str | bytes], name: str = "docs", branch: str = "main") -> Path:
+        bare = tmp_path / f"{name}.git"
+        git.run("init", "--bare", "-q", str(bare))
+        git.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=bare)
+        commit_files(git, bare, files, branch=branch, message="Initial docs")
+        return bare
+
+    return make
+
+
+DOCS = {
+    "README.md": "# Widgets\n\nSee [the docs](docs/index.md).\n",
+    "docs/index.md": "# Widgets\n\n- [Install](install.md)\n",
+    "docs/install.md": "# Install\n\nRun `pip install widgets`.\n",
+}
+
+
+@pytest.fixture
+def openapi_validator():
+    from service.api.openapi import openapi_document
+    from tests.openapi_check import ResponseValidator
+
+    return ResponseValidator(openapi_document("http://127.0.0.1", ("scripted:x",)))
+
+
+@pytest.fixture
+def stack(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator):
+    """The whole service on one machine: web server, store, local project, key, scripted model."""
+    from bot import context
+    from bot.app import create_app
+    from service.settings import Settings
+    from tests.harness import CheckedSession, LiveServer, Stack
+
+    script_path = tmp_path / "script.json"
+    script_path.write_text('{"runs": []}')
+    port = free_port()
+    settings = Settings(redis_url=redis_url, data_dir=tmp_path / "data", base_url=f"http://127.0.0.1:{port}",
+                        model=f"scripted:{script_path}")
+    ctx = context.build(settings)
+    repo = make_repo(DOCS)
+    project = ctx.local.register(ctx.services.projects, path=repo, ref="main")
+    _key, plaintext = ctx.services.keys.create(account="local", name="tests")
+    with LiveServer(create_app(settings, ctx), port) as server:
+        api = CheckedSession(server.url, openapi_validator)
+        api.headers["Authorization"] = f"Bearer {plaintext}"
+        built = Stack(settings=settings, ctx=ctx, url=server.url, repo=repo, project_id=project.id, key=plaintext,
+                      api=api, script_path=script_path)
+        # The worker's task builds its own context from the environment, as in production.
+        for name, value in built.env().items():
+            monkeypatch.setenv(name, value)
+        yield built

@@ -1,0 +1,96 @@
+"""End-to-end test rig: the real app on a real HTTP server, real RQ workers, a local project and a key."""
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+import rq
+from werkzeug.serving import make_server
+
+from bot import context
+from bot.app import create_app
+from service.settings import Settings
+from tests.conftest import free_port
+
+
+class LiveServer:
+    """A WSGI app served on 127.0.0.1 from a background thread."""
+
+    def __init__(self, app, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self._server = make_server("127.0.0.1", self.port, app, threaded=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "LiveServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._thread.join()
+
+
+class CheckedSession(requests.Session):
+    """A requests session that validates every API response against the OpenAPI document."""
+
+    def __init__(self, base_url: str, validator) -> None:
+        super().__init__()
+        self.base_url = base_url
+        self._validator = validator
+
+    def request(self, method, url, *args, **kwargs):
+        full = url if url.startswith("http") else self.base_url + url
+        kwargs.setdefault("timeout", 10)
+        response = super().request(method, full, *args, **kwargs)
+        path = full[len(self.base_url):].split("?", 1)[0]
+        if path.startswith("/v2/") and self._validator is not None:
+            body = response.json() if response.content else None
+            self._validator.validate(method, path, response.status_code, body, response.headers)
+        return response
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    ctx: context.Context
+    url: str
+    repo: Path
+    project_id: str
+    key: str
+    api: CheckedSession
+    script_path: Path
+    extra: dict = field(default_factory=dict)
+
+    def script(self, *runs: list[dict]) -> None:
+        """Set the scripted model's runs: each a list of {"tool", "args"} steps."""
+        self.script_path.write_text(json.dumps({"runs": [{"steps": steps} for steps in runs]}))
+
+    def create(self, prompt: str = "Improve the docs", **fields) -> requests.Response:
+        return self.api.post(f"/v2/agent/{self.project_id}/job", json={"prompt": prompt, **fields})
+
+    def message(self, job_id: str, prompt: str) -> requests.Response:
+        return self.api.post(f"/v2/agent/{self.project_id}/job/{job_id}/message", json={"prompt": prompt})
+
+    def job(self, job_id: str) -> dict:
+        response = self.api.get(f"/v2/agent/{self.project_id}/job/{job_id}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def conversation(self, job_id: str) -> list[dict]:
+        return self.api.get(f"/v2/agent/{self.project_id}/job/{job_id}/messages").json()["messages"]
+
+    def drain(self) -> None:
+        """Run a worker in this process until the queue is empty."""
+        queue = rq.Queue(self.settings.queue_name, connection=self.ctx.services.redis)
+        rq.SimpleWorker([queue], connection=self.ctx.services.redis).work(burst=True, logging_level="WARNING")
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point a `copydesk` process at this stack."""
+        return {"COPYDESK_REDIS_URL": self.settings.redis_url, "COPYDESK_DATA_DIR": str(self.settings.data_dir),
+                "COPYDESK_BASE_URL": self.settings.base_url, "COPYDESK_MODEL": self.settings.model}

@@ -1,0 +1,136 @@
+"""The docs check on a real workspace: broken relative links in changed pages, links to removed pages."""
+
+import pytest
+
+from service.agent.docs_check import DocsProblem, DocsReport, check_docs, extract_links, resolve
+from service.workspace.git import Git
+from tests.test_agent_support import make_repository
+
+FILES = {
+    "README.md": "# Project\n\n[Docs](docs/index.md)\n",
+    "docs/index.md": "# Docs\n\n[Install](install.md)\n[Old](gone.md)\n",
+    "docs/install.md": "# Install\n",
+    "docs/guide/index.mdx": "# Guide\n",
+    "docs/guide/intro.md": "# Intro\n\n[Back](../index.md)\n",
+    "docs/api/README.md": "# API\n",
+    "docs/img/logo.png": b"\x89PNG\0",
+    "docs/empty/notes.txt": "not an index\n",
+    "docs/overview.md": "# Overview\n\nStart with [the guide](guide).\n",
+}
+
+GOOD_PAGE = """\
+# New page
+
+[intro as written](guide/intro.md) [no extension](guide/intro) [mdx folder](guide/) [readme folder](./api)
+![logo](img/logo.png "Logo") [section](install.md#steps) [query](install.md?x=1) [parent](../README.md)
+[external](https://example.com/x.md) [mail](mailto:docs@example.com) [anchor](#top) [site](/docs/elsewhere)
+<a href="install.md">html</a> [spaces](<guide/intro.md> "title")
+
+[ref]: guide/intro.md
+```md
+[in a fence](missing-in-fence.md)
+```
+Inline code `[x](missing-in-code.md)` is not a link.
+"""
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory):
+    return make_repository(Git(), tmp_path_factory.mktemp("docs"), FILES)
+
+
+@pytest.fixture
+def workspace(repository):
+    with repository.open() as workspace:
+        yield workspace
+
+
+def test_good_links_in_a_changed_page_pass(workspace):
+    workspace.write("docs/new.md", GOOD_PAGE.encode())
+    report = check_docs(workspace)
+    assert report.problems == []
+    assert report.pages_checked == 1
+    assert report.to_text() == "docs check passed: no broken links in 1 changed page(s)"
+
+
+def test_broken_relative_links_in_a_changed_page_are_found(workspace):
+    workspace.write("docs/new.md", b"# New\n\n[a](instal.md) and <a href='empty/'>x</a>\n[up](../../../x.md)\n")
+    workspace.write("docs/notes.txt", b"[not a page](nowhere.md)\n")
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/new.md", 3, "broken link: instal.md (no file docs/instal.md)"),
+        DocsProblem("docs/new.md", 3, "broken link: empty/ (no file docs/empty)"),
+        DocsProblem("docs/new.md", 4, "link to ../../../x.md points outside the repository"),
+    ]
+
+
+def test_changed_pages_are_checked_whole(workspace):
+    workspace.write("docs/index.md", FILES["docs/index.md"].replace("# Docs", "# Documentation").encode())
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/index.md", 4, "broken link: gone.md (no file docs/gone.md)")]
+
+
+def test_links_to_a_deleted_page_from_unchanged_pages_are_found(workspace):
+    workspace.delete("docs/install.md")
+    report = check_docs(workspace)
+    # docs/index.md's old broken link to gone.md is not this run's doing, so it is not reported.
+    assert report.problems == [
+        DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
+    assert report.to_text() == ("docs check found 1 problem(s):\n"
+                                "- docs/index.md:3: link to install.md, which this run moved or deleted")
+
+
+def test_moving_a_page_away_is_found_and_fixing_the_link_clears_it(workspace):
+    workspace.move("docs/install.md", "docs/setup/install.md")
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
+    workspace.write("docs/index.md", workspace.read("docs/index.md").replace(b"(install.md)", b"(setup/install)"))
+    # Now docs/index.md is a changed page, so it is checked whole: its old broken link counts too.
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/index.md", 4, "broken link: gone.md (no file docs/gone.md)")]
+
+
+def test_a_moved_page_is_checked_from_its_new_folder(workspace):
+    workspace.move("docs/guide/intro.md", "docs/intro.md")
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/intro.md", 3, "broken link: ../index.md (no file index.md)")]
+
+
+def test_deleting_a_folder_index_breaks_links_to_the_folder(workspace):
+    workspace.write("docs/links.md", b"[guide](guide/)\n")
+    assert check_docs(workspace).problems == []
+    workspace.delete("docs/guide/index.mdx")
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/links.md", 1, "broken link: guide/ (no file docs/guide)"),
+        DocsProblem("docs/overview.md", 3, "link to guide, which this run moved or deleted"),
+    ]
+
+
+def test_extract_links_skips_code():
+    links = extract_links(GOOD_PAGE)
+    targets = [link.target for link in links]
+    assert "missing-in-fence.md" not in targets and "missing-in-code.md" not in targets
+    assert "guide/intro.md" in targets and "install.md" in targets
+    assert [link.line for link in links if link.target == "guide/intro.md"] == [3, 6, 8]
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("a.md", "docs/a.md"),
+    ("./a.md#x", "docs/a.md"),
+    ("../README.md", "README.md"),
+    ("my%20page.md", "docs/my page.md"),
+    ("..", ""),
+    ("../..", None),
+])
+def test_resolve(target, expected):
+    assert resolve("docs/page.md", target) == expected
+
+
+@pytest.mark.parametrize("target", ["https://x", "mailto:a@b", "#top", "/abs", "//host/x", "", "{props.href}",
+                                    "?q=1", "%00.md"])
+def test_resolve_skips_links_it_does_not_follow(target):
+    with pytest.raises(ValueError):
+        resolve("docs/page.md", target)
+
+
+def test_empty_report_text():
+    assert DocsReport().ok

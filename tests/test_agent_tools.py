@@ -1,0 +1,347 @@
+"""The agent's file tools on a real workspace: the sandbox, each tool's happy and error paths, the write limit."""
+
+import pytest
+
+from service.agent import tools
+from service.agent.tools import TOOL_SPECS, ToolExecutor
+from service.errors import RunFailed
+from service.workspace.git import Git
+from tests.test_agent_support import call, make_repository
+
+FILES = {
+    "README.md": "# Project\n\nSee [the docs](docs/index.md).\n",
+    "docs/index.md": "# Docs\n\n- [Install](install.md)\n- [Usage](usage.md)\n",
+    "docs/install.md": "# Install\n\nRun `pip install thing`.\nThen run thing.\n",
+    "docs/usage.md": "# Usage\n\nthing --help\nthing --help\n",
+    "docs/logo.png": b"\x89PNG\r\n\x1a\n\0\0\0binary",
+    ".github/workflows/ci.yml": "on: push\n",
+    "ci/workflows/deploy.yml": "on: release\n",
+}
+LINKS = {"docs/latest.md": "install.md", "guides": "docs"}
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory):
+    return make_repository(Git(), tmp_path_factory.mktemp("tools"), FILES, symlinks=LINKS,
+                           submodules=["vendor/theme"])
+
+
+@pytest.fixture
+def workspace(repository):
+    with repository.open() as workspace:
+        yield workspace
+
+
+@pytest.fixture
+def executor(workspace):
+    return ToolExecutor(workspace, max_bytes_written=10_000)
+
+
+ESCAPES = [
+    ("read_file", {"path": "../outside.md"}),
+    ("read_file", {"path": "/etc/passwd"}),
+    ("read_file", {"path": ".git/config"}),
+    ("read_file", {"path": ".github/workflows/ci.yml"}),
+    ("write_file", {"path": "../outside.md", "content": "x"}),
+    ("write_file", {"path": "docs/../../outside.md", "content": "x"}),
+    ("write_file", {"path": "/tmp/outside.md", "content": "x"}),
+    ("write_file", {"path": ".git/config", "content": "x"}),
+    ("write_file", {"path": ".git/hooks/pre-commit", "content": "x"}),
+    ("write_file", {"path": ".github/workflows/x.yml", "content": "x"}),
+    ("write_file", {"path": ".github/workflows/ci.yml", "content": "x"}),
+    ("write_file", {"path": "docs/latest.md", "content": "x"}),  # the symlink entry itself
+    ("write_file", {"path": "guides/new.md", "content": "x"}),  # under a symlinked folder
+    ("write_file", {"path": "vendor/theme/x.css", "content": "x"}),  # inside a submodule
+    ("write_file", {"path": "vendor/theme", "content": "x"}),
+    ("write_file", {"path": "docs/install.md/x.md", "content": "x"}),
+    ("edit_file", {"path": "docs/latest.md", "old": "a", "new": "b"}),
+    ("edit_file", {"path": ".git/config", "old": "a", "new": "b"}),
+    ("edit_file", {"path": "guides/install.md", "old": "Install", "new": "Setup"}),
+    ("move_file", {"path": "docs/install.md", "new_path": "../install.md"}),
+    ("move_file", {"path": "docs/install.md", "new_path": ".github/workflows/install.yml"}),
+    ("move_file", {"path": "docs/install.md", "new_path": "guides/install2.md"}),
+    ("move_file", {"path": "docs/latest.md", "new_path": "docs/latest2.md"}),
+    ("move_file", {"path": ".github/workflows/ci.yml", "new_path": "ci.yml"}),
+    ("delete_file", {"path": "docs/latest.md"}),
+    ("delete_file", {"path": "vendor/theme"}),
+    ("delete_file", {"path": ".github/workflows/ci.yml"}),
+    ("delete_file", {"path": "../docs"}),
+    ("delete_file", {"path": ".github"}),  # a folder holding workflow files
+    ("move_file", {"path": ".github", "new_path": "github"}),
+    ("move_file", {"path": "ci", "new_path": ".github"}),  # would create .github/workflows/deploy.yml
+    ("delete_file", {"path": "guides"}),
+    ("delete_file", {"path": "vendor"}),  # a folder holding a submodule
+    ("move_file", {"path": "vendor", "new_path": "third_party"}),
+    ("search", {"pattern": "x", "path_glob": "../*"}),
+    ("search", {"pattern": "x", "path_glob": "docs/\0"}),
+]
+
+
+@pytest.mark.parametrize("name, arguments", ESCAPES, ids=[f"{n}:{a.get('path', a.get('path_glob'))}"
+                                                          for n, a in ESCAPES])
+def test_every_escape_attempt_is_a_tool_error_and_changes_nothing(executor, workspace, name, arguments):
+    result = call(executor, name, **arguments)
+    assert result.is_error, result.content
+    assert result.content.startswith(f"{name} failed: ")
+    assert workspace.changes() == {}
+    assert executor.bytes_written == 0
+
+
+def test_symlinks_are_reported_not_followed(executor):
+    result = call(executor, "read_file", path="docs/latest.md")
+    assert result.is_error
+    assert "symlink" in result.content and "not followed" in result.content
+    assert "Run `pip install" not in result.content
+
+
+def test_tool_specs_are_json_schema_objects():
+    assert [spec.name for spec in TOOL_SPECS] == ["list_files", "read_file", "search", "write_file", "edit_file",
+                                                  "move_file", "delete_file", "check_docs", "finish"]
+    for spec in TOOL_SPECS:
+        assert spec.parameters["type"] == "object"
+        assert spec.parameters["additionalProperties"] is False
+        assert set(spec.parameters["required"]) <= set(spec.parameters["properties"])
+        assert len(spec.description) > 40
+
+
+# --- arguments -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, arguments, message", [
+    ("read_file", {}, "missing argument 'path'"),
+    ("read_file", {"path": "README.md", "lines": 3}, "unknown argument(s) lines"),
+    ("read_file", {"path": 7}, "'path' must be of type string"),
+    ("read_file", {"path": "README.md", "start_line": True}, "'start_line' must be of type integer"),
+    ("read_file", {"path": "README.md", "start_line": "2"}, "'start_line' must be of type integer"),
+    ("read_file", {"path": "README.md", "start_line": 0}, "at least 1"),
+    ("search", {"pattern": "x", "ignore_case": "yes"}, "'ignore_case' must be of type boolean"),
+    ("write_file", {"path": "a.md", "content": None}, "missing argument 'content'"),
+    ("check_docs", {"verbose": True}, "unknown argument(s) verbose (expected: none)"),
+])
+def test_arguments_that_do_not_fit_the_schema_are_tool_errors(executor, workspace, name, arguments, message):
+    result = call(executor, name, **arguments)
+    assert result.is_error
+    assert message in result.content
+    assert workspace.changes() == {}
+
+
+def test_arguments_not_an_object_and_unknown_tools_are_tool_errors(executor):
+    from service.agent.model import ToolCall
+
+    assert executor.execute(ToolCall("1", "read_file", "README.md")).is_error
+    unknown = executor.execute(ToolCall("2", "run_shell", {"command": "ls"}))
+    assert unknown.is_error and "unknown tool 'run_shell'" in unknown.content and "list_files" in unknown.content
+
+
+def test_null_optional_arguments_and_integral_floats_are_accepted(executor):
+    result = call(executor, "read_file", path="README.md", start_line=3.0, end_line=None)
+    assert not result.is_error
+    assert result.content.splitlines()[1].startswith("     3\t")
+
+
+# --- list_files ----------------------------------------------------------------------------------------
+
+def test_list_files_lists_everything_allowed_sorted(executor):
+    listed = call(executor, "list_files").content.splitlines()
+    assert listed == sorted(listed)
+    assert "docs/install.md" in listed and "README.md" in listed
+    assert "docs/latest.md" in listed and "vendor/theme" in listed  # reported, as what they are on read
+    assert ".github/workflows/ci.yml" not in listed
+
+
+def test_list_files_with_patterns(executor):
+    assert call(executor, "list_files", pattern="*.md").content.splitlines() == [
+        "README.md", "docs/index.md", "docs/install.md", "docs/latest.md", "docs/usage.md"]
+    assert call(executor, "list_files", pattern="docs/i*.md").content.splitlines() == [
+        "docs/index.md", "docs/install.md"]
+    assert call(executor, "list_files", pattern="docs/").content.count("\n") == 4
+    assert call(executor, "list_files", pattern="nothing/**").content == "no files match 'nothing/**'"
+
+
+def test_list_files_includes_pending_changes(executor):
+    call(executor, "write_file", path="docs/new.md", content="new\n")
+    call(executor, "delete_file", path="docs/usage.md")
+    listed = call(executor, "list_files", pattern="docs/*.md").content.splitlines()
+    assert "docs/new.md" in listed and "docs/usage.md" not in listed
+
+
+def test_list_files_caps_its_output(executor, monkeypatch):
+    monkeypatch.setattr(tools, "LIST_LIMIT", 2)
+    lines = call(executor, "list_files", pattern="*.md").content.splitlines()
+    assert lines[:2] == ["README.md", "docs/index.md"]
+    assert lines[2] == "[3 more files not shown; narrow the list with a pattern]"
+
+
+# --- read_file -----------------------------------------------------------------------------------------
+
+def test_read_file_numbers_lines(executor):
+    result = call(executor, "read_file", path="./docs//install.md")
+    assert not result.is_error
+    assert result.content.splitlines() == [
+        "docs/install.md (lines 1-4 of 4)",
+        "     1\t# Install",
+        "     2\t",
+        "     3\tRun `pip install thing`.",
+        "     4\tThen run thing.",
+    ]
+
+
+def test_read_file_line_range_and_cap(executor, monkeypatch):
+    assert call(executor, "read_file", path="docs/install.md", start_line=3, end_line=3).content.splitlines() == [
+        "docs/install.md (lines 3-3 of 4)", "     3\tRun `pip install thing`."]
+    monkeypatch.setattr(tools, "READ_MAX_LINES", 2)
+    capped = call(executor, "read_file", path="docs/install.md").content.splitlines()
+    assert capped[0] == "docs/install.md (lines 1-2 of 4)"
+    assert capped[-1] == "[more lines follow; call read_file with start_line=3 to read on]"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"path": "docs/missing.md"}, "does not exist"),
+    ({"path": "docs"}, "directory"),
+    ({"path": "vendor/theme"}, "submodule"),
+    ({"path": "docs/install.md", "start_line": 9}, "past the end"),
+    ({"path": "docs/install.md", "start_line": 3, "end_line": 2}, "before start_line"),
+])
+def test_read_file_errors(executor, arguments, message):
+    result = call(executor, "read_file", **arguments)
+    assert result.is_error and message in result.content
+
+
+def test_read_file_reports_binary_files(executor):
+    result = call(executor, "read_file", path="docs/logo.png")
+    assert not result.is_error
+    assert result.content == "docs/logo.png is a binary file (17 bytes); its content is not shown"
+
+
+# --- search --------------------------------------------------------------------------------------------
+
+def test_search_finds_lines_in_tree_and_overlay(executor):
+    call(executor, "write_file", path="docs/new.md", content="Install it\n")
+    result = call(executor, "search", pattern=r"^# Inst|Install it")
+    assert result.content.splitlines() == ["docs/install.md:1: # Install", "docs/new.md:1: Install it"]
+
+
+def test_search_with_glob_and_case(executor):
+    assert call(executor, "search", pattern="thing", path_glob="docs/usage.md").content.splitlines() == [
+        "docs/usage.md:3: thing --help", "docs/usage.md:4: thing --help"]
+    assert call(executor, "search", pattern="^# project").content == "no matches"
+    assert call(executor, "search", pattern="^# project", ignore_case=True).content == "README.md:1: # Project"
+    assert call(executor, "search", pattern="push").content == "no matches"  # workflows stay hidden
+
+
+def test_search_errors(executor):
+    assert "regular expression" in call(executor, "search", pattern="(unclosed").content
+    assert call(executor, "search", pattern="").is_error
+
+
+# --- write_file, edit_file -----------------------------------------------------------------------------
+
+def test_write_file_creates_and_replaces(executor, workspace):
+    assert call(executor, "write_file", path="docs/faq.md", content="# FAQ\n").content == \
+        "created docs/faq.md (6 bytes)"
+    assert call(executor, "write_file", path="docs/usage.md", content="# Use\n").content == \
+        "replaced docs/usage.md (6 bytes)"
+    assert workspace.changes() == {"docs/faq.md": b"# FAQ\n", "docs/usage.md": b"# Use\n"}
+    assert executor.bytes_written == 12
+
+
+def test_write_file_onto_a_folder_is_an_error(executor, workspace):
+    result = call(executor, "write_file", path="ci", content="x")
+    assert result.is_error and "ci is a folder" in result.content
+    assert workspace.changes() == {}
+
+
+def test_edit_file_replaces_a_unique_occurrence(executor, workspace):
+    result = call(executor, "edit_file", path="docs/install.md", old="pip install thing", new="pipx install thing")
+    assert result.content == "edited docs/install.md at line 3"
+    assert workspace.changes() == {"docs/install.md": b"# Install\n\nRun `pipx install thing`.\nThen run thing.\n"}
+    assert executor.bytes_written == len("pipx install thing")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"path": "docs/usage.md", "old": "thing --help", "new": "thing -h"}, "occurs 2 times"),
+    ({"path": "docs/usage.md", "old": "aa", "new": "b"}, "not found"),
+    ({"path": "docs/install.md", "old": "", "new": "x"}, "old is empty"),
+    ({"path": "docs/install.md", "old": "Run", "new": "Run"}, "the same"),
+    ({"path": "docs/logo.png", "old": "PNG", "new": "JPG"}, "binary"),
+    ({"path": "docs/missing.md", "old": "a", "new": "b"}, "does not exist"),
+])
+def test_edit_file_errors(executor, workspace, arguments, message):
+    result = call(executor, "edit_file", **arguments)
+    assert result.is_error and message in result.content
+    assert workspace.changes() == {}
+
+
+def test_edit_file_counts_overlapping_occurrences(executor, workspace):
+    call(executor, "write_file", path="a.md", content="aaa")
+    result = call(executor, "edit_file", path="a.md", old="aa", new="b")
+    assert result.is_error and "occurs" in result.content and "exactly once" in result.content
+    assert workspace.changes() == {"a.md": b"aaa"}
+
+
+# --- move_file, delete_file ----------------------------------------------------------------------------
+
+def test_move_file(executor, workspace):
+    assert call(executor, "move_file", path="docs/usage.md", new_path="docs/guide/usage.md").content == \
+        "moved docs/usage.md to docs/guide/usage.md"
+    assert workspace.changes() == {"docs/usage.md": None, "docs/guide/usage.md": FILES["docs/usage.md"].encode()}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"path": "docs/usage.md", "new_path": "docs/install.md"}, "already exists"),
+    ({"path": "docs/missing.md", "new_path": "docs/x.md"}, "does not exist"),
+    ({"path": "docs/usage.md", "new_path": "./docs/usage.md"}, "the same"),
+])
+def test_move_file_errors(executor, workspace, arguments, message):
+    result = call(executor, "move_file", **arguments)
+    assert result.is_error and message in result.content
+    assert workspace.changes() == {}
+
+
+def test_move_and_delete_whole_folders(executor, workspace):
+    assert not call(executor, "move_file", path="ci", new_path="automation").is_error
+    assert workspace.changes() == {"ci/workflows/deploy.yml": None, "automation/workflows/deploy.yml": b"on: release\n"}
+    assert call(executor, "delete_file", path="automation/").content == "deleted automation"
+    assert workspace.changes() == {"ci/workflows/deploy.yml": None}
+
+
+def test_delete_file(executor, workspace):
+    assert call(executor, "delete_file", path="docs/usage.md").content == "deleted docs/usage.md"
+    assert workspace.changes() == {"docs/usage.md": None}
+    again = call(executor, "delete_file", path="docs/usage.md")
+    assert again.is_error and "does not exist" in again.content
+
+
+# --- check_docs, finish --------------------------------------------------------------------------------
+
+def test_check_docs_reports_as_text(executor):
+    assert call(executor, "check_docs").content == "docs check passed: no broken links in 0 changed page(s)"
+    call(executor, "delete_file", path="docs/install.md")
+    report = call(executor, "check_docs")
+    assert not report.is_error
+    assert report.content.splitlines() == [
+        "docs check found 1 problem(s):",
+        "- docs/index.md:3: link to install.md, which this run moved or deleted",
+    ]
+
+
+def test_finish_ends_the_run(executor):
+    result = call(executor, "finish", title="  Fix install docs ", summary="Updated the install command.")
+    assert not result.is_error
+    assert (result.finish.title, result.finish.summary) == ("Fix install docs", "Updated the install command.")
+    assert call(executor, "finish", title="", summary="No change needed.").finish.title is None
+    empty = call(executor, "finish", title="T", summary="  ")
+    assert empty.is_error and empty.finish is None
+
+
+# --- the write limit -----------------------------------------------------------------------------------
+
+def test_writing_past_the_byte_limit_fails_the_run_and_writes_nothing(workspace):
+    executor = ToolExecutor(workspace, max_bytes_written=10)
+    call(executor, "write_file", path="a.md", content="12345678")
+    with pytest.raises(RunFailed) as caught:
+        call(executor, "write_file", path="b.md", content="123")
+    assert caught.value.code == "write_limit_exceeded"
+    with pytest.raises(RunFailed):
+        call(executor, "edit_file", path="a.md", old="1", new="abc")
+    assert workspace.changes() == {"a.md": b"12345678"}
+    assert executor.bytes_written == 8

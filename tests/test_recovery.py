@@ -1,0 +1,84 @@
+"""Nothing is lost when a process dies: stored messages are found and run, once."""
+
+import json
+
+import redis
+import rq
+
+from bot.worker import sweep_once
+from service.dispatch import Dispatcher
+from service.store.jobs import job_key, pending_key
+from tests.test_flow import FAQ, branch_log, finish
+
+
+def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):
+    services = stack.ctx.services
+    real = services.dispatcher
+    # The web process "dies" between the store write and the enqueue: its queue is unreachable.
+    dead = redis.Redis(port=1, socket_connect_timeout=0.2)
+    services.dispatcher = Dispatcher(dead, services.jobs, queue_name=stack.settings.queue_name,
+                                     task="bot.tasks.process_job", job_timeout=60)
+    stack.script([FAQ, finish()])
+    created = stack.create()
+    assert created.status_code == 201
+    job_id = created.json()["id"]
+    stack.drain()
+    assert stack.job(job_id)["status"] == "active"  # stored, not lost, not yet run
+
+    services.dispatcher = real
+    assert sweep_once(stack.ctx) == [job_id]
+    assert sweep_once(stack.ctx) == []  # already queued: not queued twice
+    stack.drain()
+    assert stack.job(job_id)["status"] == "completed"
+
+
+def test_a_run_whose_worker_died_is_run_again(stack):
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    # A worker took the run off the queue, marked the message running, and died (no lock left behind).
+    rq.Queue(stack.settings.queue_name, connection=services.redis).empty()
+    services.redis.delete(f"cd:job:{job_id}:rq")
+    services.jobs.start_next(job_id)
+
+    assert sweep_once(stack.ctx) == [job_id]
+    stack.drain()
+    done = stack.job(job_id)
+    assert done["status"] == "completed" and done["prLink"]
+    assert services.jobs.conversation(job_id)[0].attempts == 2
+
+
+def test_a_worker_that_died_after_pushing_does_not_commit_twice_or_open_a_second_pull(stack):
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    stack.drain()
+    services = stack.ctx.services
+    first = services.jobs.conversation(job_id)[0]
+    # Put the store back as it was just after the push, before the outcome was recorded.
+    first.status = "running"
+    services.redis.set(f"cd:message:{first.id}", json.dumps(first.to_dict()))
+    services.redis.rpush(pending_key(job_id), first.id)
+    services.redis.sadd("cd:jobs:pending", job_id)
+    record = json.loads(services.redis.get(job_key(job_id)))
+    record.update(status="active", pr_link=None, pr_number=None)
+    services.redis.set(job_key(job_id), json.dumps(record))
+
+    sweep_once(stack.ctx)
+    stack.drain()
+
+    done = stack.job(job_id)
+    assert done["status"] == "completed"
+    assert done["prLink"] == f"{stack.url}/local/{stack.project_id}/pulls/1"
+    assert branch_log(stack.repo, done["branch"]) == ["Initial docs", "Add an FAQ"]
+    assert len(stack.ctx.local.pulls(stack.project_id)) == 1
+
+
+def test_a_message_that_keeps_killing_its_worker_fails_after_the_attempt_limit(stack):
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    for _ in range(stack.settings.max_attempts):
+        services.jobs.start_next(job_id)
+    stack.drain()
+    failed = stack.job(job_id)
+    assert failed["status"] == "failed"
+    assert failed["error"]["code"] == "run_interrupted"

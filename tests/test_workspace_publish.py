@@ -1,0 +1,202 @@
+"""Plumbing commits and never-forced pushes to the job branch, including branches that move during a run."""
+
+import pytest
+
+from service.workspace.entries import BranchConflict, WorkspaceError
+from service.workspace.git import GitError, Remote
+from service.workspace.mirror import MirrorStore
+from service.workspace.publish import Identity, build_commit, push_commit
+from tests.conftest import commit_files
+from tests.test_workspace_overlay import add_entries
+
+BOT = Identity("Copydesk", "bot@copydesk.example")
+PERSON = Identity("Ada Writer", "ada@example.com")
+BRANCH = "copydesk/job_1"
+
+
+@pytest.fixture
+def setup(git, make_repo, tmp_path):
+    bare = make_repo({"README.md": "# Docs\n", "docs/intro.md": "Intro\n", "docs/guide/setup.md": "Setup\n"})
+    remote = Remote(str(bare))
+    return bare, remote, MirrorStore(tmp_path / "mirrors", git).mirror(remote)
+
+
+def tree_of(git, repo, commit) -> dict[str, tuple[str, bytes]]:
+    """path -> (mode, content) of every entry of `commit`."""
+    out = git.run("ls-tree", "-r", "-z", commit, git_dir=repo).stdout.decode()
+    result = {}
+    for record in filter(None, out.split("\0")):
+        meta, path = record.split("\t", 1)
+        mode, _, oid = meta.split(" ")
+        result[path] = (mode, git.run("cat-file", "blob", oid, git_dir=repo).stdout)
+    return result
+
+
+def remote_head(git, bare, branch=BRANCH) -> str | None:
+    return git.out("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=bare, check=False) or None
+
+
+def run(git, mirror, remote, edits, *, base="main", message="Edit docs"):
+    """One Copydesk run: start from the job branch if it exists, else `base`; apply `edits` and push."""
+    with mirror.run_refs(remote, {"base": f"refs/heads/{base}", "branch": f"refs/heads/{BRANCH}"}) as heads:
+        start = heads["branch"] or heads["base"]
+        with mirror.open(start) as ws:
+            edits(ws)
+            changes = ws.changes()
+        commit = build_commit(mirror, start, changes, message, PERSON, BOT)
+        if commit is None:
+            return None
+        return push_commit(mirror, remote, commit=commit, branch=BRANCH, start_commit=start, changes=changes,
+                           message=message, author=PERSON, committer=BOT)
+
+
+def test_commit_holds_exactly_the_changes(git, setup):
+    bare, remote, mirror = setup
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        base = heads["base"]
+        changes = {"docs/intro.md": b"New intro\n", "docs/new/deep/page.md": b"Deep\n", "README.md": None}
+        commit = build_commit(mirror, base, changes, "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>",
+                              PERSON, BOT)
+    assert tree_of(git, mirror.path, commit) == {
+        "docs/intro.md": ("100644", b"New intro\n"),
+        "docs/new/deep/page.md": ("100644", b"Deep\n"),
+        "docs/guide/setup.md": ("100644", b"Setup\n"),
+    }
+    assert git.out("log", "-1", "--format=%P|%an <%ae>|%cn <%ce>|%B", commit, git_dir=mirror.path) == (
+        f"{base}|Ada Writer <ada@example.com>|Copydesk <bot@copydesk.example>|"
+        "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>")
+    git.run("fsck", "--strict", "--no-dangling", git_dir=mirror.path)  # canonical trees
+    assert tree_of(git, mirror.path, commit) == tree_of(git, mirror.path, _index_commit(git, mirror.path, base, changes))
+
+
+def _index_commit(git, repo, parent, changes):
+    """The same commit built the slow way (a temporary index), to compare trees with."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "i"), "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x",
+               "GIT_COMMITTER_NAME": "x", "GIT_COMMITTER_EMAIL": "x"}
+        git.run("read-tree", parent, git_dir=repo, env=env)
+        for path, data in changes.items():
+            if data is None:  # `update-index --force-remove` wants a work tree; mode 0 removes without one
+                git.run("update-index", "--index-info", git_dir=repo, env=env, input=f"0 {'0' * 40}\t{path}\n".encode())
+            else:
+                oid = git.out("hash-object", "-w", "--stdin", git_dir=repo, input=data)
+                git.run("update-index", "--add", "--cacheinfo", f"100644,{oid},{path}", git_dir=repo, env=env)
+        return git.out("commit-tree", git.out("write-tree", git_dir=repo, env=env), "-m", "x", git_dir=repo, env=env)
+
+
+def test_executable_mode_is_kept(git, setup):
+    bare, remote, mirror = setup
+    add_entries(git, bare, {"tools/build.sh": ("100755", "#!/bin/sh\n")})
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        commit = build_commit(mirror, heads["base"], {"tools/build.sh": b"#!/bin/sh\necho hi\n"}, "x", BOT, BOT)
+    assert tree_of(git, mirror.path, commit)["tools/build.sh"] == ("100755", b"#!/bin/sh\necho hi\n")
+
+
+def test_files_and_directories_can_swap(git, setup):
+    bare, remote, mirror = setup
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        swapped = build_commit(mirror, heads["base"], {"docs/guide/setup.md": None, "docs/guide": b"file now\n",
+                                                        "README.md": None, "README.md/inner.md": b"dir now\n"}, "x", BOT, BOT)
+        assert set(tree_of(git, mirror.path, swapped)) == {"docs/intro.md", "docs/guide", "README.md/inner.md"}
+        with pytest.raises(WorkspaceError):  # a file under a file that stays
+            build_commit(mirror, heads["base"], {"docs/intro.md/x.md": b"x"}, "x", BOT, BOT)
+        with pytest.raises(WorkspaceError):  # a file over a directory that keeps files
+            build_commit(mirror, heads["base"], {"docs": b"x"}, "x", BOT, BOT)
+        git.run("fsck", "--strict", "--no-dangling", git_dir=mirror.path)
+
+
+def test_no_effective_change_commits_and_pushes_nothing(git, setup):
+    bare, remote, mirror = setup
+    assert run(git, mirror, remote, lambda ws: ws.write("README.md", b"# Docs\n")) is None
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        assert build_commit(mirror, heads["base"], {"README.md": b"# Docs\n", "gone.md": None}, "x", BOT, BOT) is None
+    assert remote_head(git, bare) is None
+
+
+def test_push_creates_the_job_branch(git, setup):
+    bare, remote, mirror = setup
+    main = remote_head(git, bare, "main")
+    result = run(git, mirror, remote, lambda ws: ws.write("docs/intro.md", b"Better intro\n"))
+    assert result.rebuilt is False
+    assert remote_head(git, bare) == result.commit
+    assert git.out("rev-parse", f"{result.commit}^", git_dir=bare) == main
+    assert remote_head(git, bare, "main") == main
+
+
+def test_a_persons_commit_on_the_branch_is_kept_by_the_next_run(git, setup):
+    bare, remote, mirror = setup
+    first = run(git, mirror, remote, lambda ws: ws.write("docs/intro.md", b"Run one\n")).commit
+    person = commit_files(git, bare, {"docs/guide/setup.md": "Fixed by a person\n"}, branch=BRANCH)
+    second = run(git, mirror, remote, lambda ws: ws.write("README.md", b"# Run two\n"))
+    assert second.rebuilt is False
+    assert git.out("rev-list", "--parents", second.commit, git_dir=bare).splitlines()[:3] == [
+        f"{second.commit} {person}", f"{person} {first}", f"{first} {remote_head(git, bare, 'main')}"]
+    files = tree_of(git, bare, second.commit)
+    assert files["docs/guide/setup.md"][1] == b"Fixed by a person\n"
+    assert files["docs/intro.md"][1] == b"Run one\n" and files["README.md"][1] == b"# Run two\n"
+
+
+def test_branch_moved_in_other_files_rebuilds_on_the_new_head(git, setup):
+    bare, remote, mirror = setup
+    run(git, mirror, remote, lambda ws: ws.write("docs/intro.md", b"Run one\n"))
+    person = None
+
+    def edits(ws):
+        nonlocal person
+        ws.write("README.md", b"# Run two\n")
+        person = commit_files(git, bare, {"docs/guide/setup.md": "Meanwhile\n"}, branch=BRANCH)  # during the run
+
+    result = run(git, mirror, remote, edits)
+    assert result.rebuilt is True
+    assert remote_head(git, bare) == result.commit
+    assert git.out("rev-list", "--parents", "-1", result.commit, git_dir=bare) == f"{result.commit} {person}"
+    assert all(len(line.split()) <= 2 for line in git.out("rev-list", "--parents", result.commit, git_dir=bare).splitlines())
+    files = tree_of(git, bare, result.commit)
+    assert files["README.md"][1] == b"# Run two\n" and files["docs/guide/setup.md"][1] == b"Meanwhile\n"
+
+
+def test_branch_created_during_a_first_run_is_built_upon(git, setup):
+    bare, remote, mirror = setup
+    person = None
+
+    def edits(ws):
+        nonlocal person
+        ws.write("README.md", b"# Run\n")
+        person = commit_files(git, bare, {"docs/other.md": "Person\n"}, branch=BRANCH,
+                              parent=remote_head(git, bare, "main"))
+
+    result = run(git, mirror, remote, edits)
+    assert result.rebuilt is True
+    assert git.out("rev-parse", f"{result.commit}^", git_dir=bare) == person
+
+
+def test_branch_moved_in_the_same_file_is_a_conflict(git, setup):
+    bare, remote, mirror = setup
+    run(git, mirror, remote, lambda ws: ws.write("docs/intro.md", b"Run one\n"))
+    person = None
+
+    def edits(ws):
+        nonlocal person
+        ws.write("docs/guide/setup.md", b"Run two\n")
+        ws.write("README.md", b"# Run two\n")
+        person = commit_files(git, bare, {"docs/guide/setup.md": "Person\n"}, branch=BRANCH)
+
+    with pytest.raises(BranchConflict) as info:
+        run(git, mirror, remote, edits)
+    assert info.value.files == ["docs/guide/setup.md"]
+    assert remote_head(git, bare) == person
+
+
+def test_a_push_refused_for_another_reason_raises_git_error(git, setup):
+    bare, remote, mirror = setup
+    hook = bare / "hooks" / "pre-receive"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho protected >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(GitError) as info:
+        run(git, mirror, remote, lambda ws: ws.write("README.md", b"x\n"))
+    assert "remote rejected" in str(info.value)
+    assert remote_head(git, bare) is None
