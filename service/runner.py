@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass
 
 from service import describe
+from service.agent.instructions import load_instructions
 from service.agent.loop import AgentTask, RunLimits, run_agent
 from service.agent.model import ModelFactory
 from service.errors import RunFailed
@@ -12,14 +13,12 @@ from service.models import Job, Message, Project, Role
 from service.runlock import JobLock
 from service.services import Services
 from service.store.jobs import RunOutcome
-from service.workspace.entries import BranchConflict, WorkspaceError
+from service.workspace.entries import BranchConflict
 from service.workspace.git import GitError
 from service.workspace.mirror import Mirror, MirrorStore
 from service.workspace.publish import Identity, build_commit, push_commit
 
 log = logging.getLogger(__name__)
-
-INSTRUCTION_FILES = ("AGENTS.md", ".copydesk/AGENTS.md")
 
 
 @dataclass
@@ -106,7 +105,7 @@ class JobRunner:
         model = self._models.client(job.model, run_index=message.seq)
         with mirror.open(start) as workspace:
             task = AgentTask(prompt=message.content, history=history,
-                             instructions=_instructions(workspace), docs_root=project.docs_root)
+                             instructions=load_instructions(workspace), docs_root=project.docs_root)
             limits = RunLimits(max_steps=settings.max_steps, max_bytes_written=settings.max_bytes_written,
                                deadline=time.monotonic() + settings.run_timeout_seconds)
             result = run_agent(workspace, model, task, limits)
@@ -170,15 +169,6 @@ def job_prompt(services: Services, job: Job) -> str | None:
     for message in services.jobs.conversation(job.id):
         if message.role is Role.USER and message.seq == 0:
             return message.content
-    return None
-
-
-def _instructions(workspace) -> str | None:
-    for path in INSTRUCTION_FILES:
-        try:
-            return workspace.read(path).decode("utf-8", "replace")
-        except WorkspaceError:
-            continue
     return None
 
 

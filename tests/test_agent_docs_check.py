@@ -58,7 +58,8 @@ def test_broken_relative_links_in_a_changed_page_are_found(workspace):
     workspace.write("docs/notes.txt", b"[not a page](nowhere.md)\n")
     assert check_docs(workspace).problems == [
         DocsProblem("docs/new.md", 3, "broken link: instal.md (no file docs/instal.md)"),
-        DocsProblem("docs/new.md", 3, "broken link: empty/ (no file docs/empty)"),
+        DocsProblem("docs/new.md", 3, "broken link: empty/ (the folder docs/empty has no index.md, index.mdx, "
+                                      "README.md)"),
         DocsProblem("docs/new.md", 4, "link to ../../../x.md points outside the repository"),
     ]
 
@@ -100,7 +101,8 @@ def test_deleting_a_folder_index_breaks_links_to_the_folder(workspace):
     assert check_docs(workspace).problems == []
     workspace.delete("docs/guide/index.mdx")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/links.md", 1, "broken link: guide/ (no file docs/guide)"),
+        DocsProblem("docs/links.md", 1, "broken link: guide/ (the folder docs/guide has no index.md, index.mdx, "
+                                        "README.md)"),
         DocsProblem("docs/overview.md", 3, "link to guide, which this run moved or deleted"),
     ]
 

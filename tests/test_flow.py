@@ -113,6 +113,8 @@ def test_two_worker_processes_never_run_one_job_twice_at_once(stack, tmp_path):
     done = stack.job(job["id"])
     assert done["status"] == "completed"
     assert branch_log(stack.repo, done["branch"])[-4:] == ["page 0", "page 1", "page 2", "page 3"]
+    users = [m for m in stack.ctx.services.jobs.conversation(job["id"]) if m.role.value == "user"]
+    assert [m.attempts for m in users] == [1, 1, 1, 1]
 
 
 def test_archive_then_a_message_is_refused(stack):
@@ -183,3 +185,38 @@ def test_a_failed_job_becomes_active_again_with_a_follow_up(stack):
     stack.drain()
     assert stack.job(job["id"])["status"] == "failed"
     assert stack.message(job["id"], "try again").json()["status"] == "active"
+
+
+def test_concurrent_runners_on_one_job_take_turns_and_run_each_message_once(stack):
+    import threading
+
+    runs = [[{"tool": "write_file", "args": {"path": f"docs/p{i}.md", "content": f"# P{i}\n"}},
+             finish(f"p{i}", f"added p{i}")] for i in range(5)]
+    stack.script(*runs)
+    job_id = stack.create().json()["id"]
+    for i in range(1, 5):
+        stack.message(job_id, f"p{i}")
+    jobs = stack.ctx.services.jobs
+    start = threading.Barrier(4)
+    errors = []
+
+    def work():
+        try:
+            runner = stack.ctx.runner()  # one per thread, as each worker process has its own
+            start.wait()
+            while jobs.pending_message_ids(job_id):
+                runner.process(job_id)
+        except Exception as exc:  # surfaced below; a thread's exception would otherwise vanish
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    users = [m for m in jobs.conversation(job_id) if m.role.value == "user"]
+    assert [m.attempts for m in users] == [1] * 5
+    done = stack.job(job_id)
+    assert done["status"] == "completed"
+    assert branch_log(stack.repo, done["branch"])[1:] == [f"p{i}" for i in range(5)]

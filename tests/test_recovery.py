@@ -15,7 +15,7 @@ def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):
     services = stack.ctx.services
     real = services.dispatcher
     # The web process "dies" between the store write and the enqueue: its queue is unreachable.
-    dead = redis.Redis(port=1, socket_connect_timeout=0.2)
+    dead = redis.Redis(port=1, socket_connect_timeout=0.2, retry=None)
     services.dispatcher = Dispatcher(dead, services.jobs, queue_name=stack.settings.queue_name,
                                      task="bot.tasks.process_job", job_timeout=60)
     stack.script([FAQ, finish()])

@@ -62,16 +62,15 @@ def check_docs(workspace) -> DocsReport:
             if resolved is None:
                 report.problems.append(DocsProblem(page, link.line, f"link to {link.target} points outside the "
                                                                     "repository"))
-            elif not _exists(workspace, resolved):
-                report.problems.append(DocsProblem(page, link.line, f"broken link: {link.target} (no file "
-                                                                    f"{resolved})"))
+            elif (reason := _why_broken(workspace, resolved)) is not None:
+                report.problems.append(DocsProblem(page, link.line, f"broken link: {link.target} ({reason})"))
     for page in _pages_mentioning(workspace, removed, exclude=set(changes)):
         try:
             data = workspace.read(page)
         except WorkspaceError:  # a symlink or submodule entry named like a page: not a page we can read
             continue
         for link, resolved in _page_links(page, data):
-            if resolved is not None and _targets(resolved) & removed and not _exists(workspace, resolved):
+            if resolved is not None and _targets(resolved) & removed and _why_broken(workspace, resolved):
                 report.problems.append(DocsProblem(page, link.line, f"link to {link.target}, which this run "
                                                                     "moved or deleted"))
     return report
@@ -128,13 +127,16 @@ def _targets(resolved: str) -> set[str]:
     return candidates
 
 
-def _exists(workspace, resolved: str) -> bool:
+def _why_broken(workspace, resolved: str) -> str | None:
+    # None when the link resolves: to the path as written, with a page suffix, or to a folder's index page.
     kind = EntryKind.DIRECTORY if resolved == "" else workspace.kind(resolved)
     if kind is EntryKind.DIRECTORY:
-        return any(_kind_is_file(workspace, posixpath.join(resolved, name)) for name in INDEX_PAGES)
-    if kind is not None:
-        return True
-    return any(_kind_is_file(workspace, resolved + suffix) for suffix in PAGE_SUFFIXES)
+        if any(_kind_is_file(workspace, posixpath.join(resolved, name)) for name in INDEX_PAGES):
+            return None
+        return f"the folder {resolved or '(repository root)'} has no {', '.join(INDEX_PAGES)}"
+    if kind is not None or any(_kind_is_file(workspace, resolved + suffix) for suffix in PAGE_SUFFIXES):
+        return None
+    return f"no file {resolved}"
 
 
 def _kind_is_file(workspace, path: str) -> bool:
