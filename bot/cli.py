@@ -82,6 +82,22 @@ def _key_list(args, settings: Settings) -> None:
     _print(args, {"keys": [k.to_public() for k in keys]}, "\n".join(lines) or "No API keys yet.")
 
 
+# -- local pull requests -------------------------------------------------------------------
+
+def _pull_settle(args, settings: Settings) -> None:
+    ctx = context.build(settings)
+    project = ctx.services.projects.get(args.project)
+    if args.action == "merge":
+        pull = ctx.local.merge(project, args.number, committer_name=settings.git_author_name,
+                               committer_email=settings.git_author_email)
+    else:
+        pull = ctx.local.close(project, args.number)
+    # A merged or closed pull request ends its job, as on any code host.
+    job = ctx.services.jobs.archive(pull.job_id)
+    _print(args, {"pull": pull.number, "state": pull.state, "job": job.to_api()},
+           f"pull request #{pull.number} {pull.state}; job {job.id} archived")
+
+
 # -- processes -------------------------------------------------------------------------------
 
 def _web(args, settings: Settings) -> None:
@@ -140,6 +156,16 @@ def _parser() -> argparse.ArgumentParser:
     keys = key.add_parser("list", help="list API keys (never their secrets)")
     keys.add_argument("--json", action="store_true")
     keys.set_defaults(handler=_key_list)
+
+    pull = sub.add_parser("pull", help="merge or close a local pull request").add_subparsers(
+        dest="action", required=True)
+    for action, text in (("merge", "merge into the base branch and archive the job"),
+                         ("close", "close without merging and archive the job")):
+        settle = pull.add_parser(action, help=text)
+        settle.add_argument("project", help="project id")
+        settle.add_argument("number", type=int, help="pull request number")
+        settle.add_argument("--json", action="store_true")
+        settle.set_defaults(handler=_pull_settle)
 
     web = sub.add_parser("web", help="serve the API (gunicorn)")
     web.add_argument("--host", default="127.0.0.1")

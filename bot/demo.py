@@ -34,8 +34,9 @@ def run_demo(settings: Settings, *, keep: bool = False) -> int:
                                            base_url=f"http://127.0.0.1:{port}")
         ctx = context.build(settings)
         repo = _sample_repository(Git(), root / "acme-widgets.git")
-        project = ctx.local.register(ctx.services.projects, path=repo, ref="main")
-        _key, api_key = ctx.services.keys.create(account="local", name="demo", projects=[project.id])
+        # A separate account keeps the demo's records apart from real local projects in a shared Redis.
+        project = ctx.local.register(ctx.services.projects, path=repo, ref="main", account="demo")
+        _key, api_key = ctx.services.keys.create(account="demo", name="demo", projects=[project.id])
         _say(f"Sample repository  {repo}\nProject            {project.id}\nModel              {model}")
 
         env = _child_env(settings)

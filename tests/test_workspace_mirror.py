@@ -84,9 +84,11 @@ def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
             with upstream:  # main moves while the others fetch: unlocked, they would race on the mirror's refs
                 main = commit_files(git, bare, {f"{ref[-2:]}-{n}.md": "x\n"})
             mirror = store.mirror(remote)  # the first contact races too
-            with mirror.run_refs(remote, {"base": "refs/heads/main", "branch": ref, "missing": "refs/heads/no"}) as heads:
+            wanted = {"base": "refs/heads/main", "branch": ref, "missing": "refs/heads/no"}
+            with mirror.run_refs(remote, wanted) as heads:
                 assert heads["missing"] is None
-                assert git.run("merge-base", "--is-ancestor", main, heads["base"], git_dir=mirror.path, check=False).returncode == 0
+                ancestor = git.run("merge-base", "--is-ancestor", main, heads["base"], git_dir=mirror.path, check=False)
+                assert ancestor.returncode == 0
                 seen.append(heads["branch"])
         return seen
 

@@ -26,8 +26,8 @@ def add_entries(git, bare, entries: dict[str, tuple[str, bytes | str]], branch: 
         head = git.out("rev-parse", f"refs/heads/{branch}", git_dir=bare)
         git.run("read-tree", head, git_dir=bare, env=env)
         for path, (mode, content) in entries.items():
-            oid = content if mode == "160000" else git.out("hash-object", "-w", "--stdin", git_dir=bare,
-                                                           input=content if isinstance(content, bytes) else content.encode())
+            data = content if isinstance(content, bytes) else content.encode()
+            oid = content if mode == "160000" else git.out("hash-object", "-w", "--stdin", git_dir=bare, input=data)
             git.run("update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}", git_dir=bare, env=env)
         tree = git.out("write-tree", git_dir=bare, env=env)
         sha = git.out("commit-tree", tree, "-p", head, "-m", "Special entries", git_dir=bare, env=env)
@@ -224,7 +224,8 @@ def test_search_limit_keeps_the_first_matches_in_path_order(git, make_repo, tmp_
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads, mirror.open(heads["base"]) as ws:
         ws.write("a.md", b"match\n")
         found = ws.search("match", max_matches=5)
-    assert [(m.path, m.line) for m in found] == [("a.md", 1), ("p00.md", 1), ("p00.md", 2), ("p00.md", 3), ("p01.md", 1)]
+    assert [(m.path, m.line) for m in found] == [
+        ("a.md", 1), ("p00.md", 1), ("p00.md", 2), ("p00.md", 3), ("p01.md", 1)]
 
 
 def test_paths_must_be_normalised(ws):

@@ -66,7 +66,8 @@ def test_commit_holds_exactly_the_changes(git, setup):
         f"{base}|Ada Writer <ada@example.com>|Copydesk <bot@copydesk.example>|"
         "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>")
     git.run("fsck", "--strict", "--no-dangling", git_dir=mirror.path)  # canonical trees
-    assert tree_of(git, mirror.path, commit) == tree_of(git, mirror.path, _index_commit(git, mirror.path, base, changes))
+    slow = _index_commit(git, mirror.path, base, changes)
+    assert tree_of(git, mirror.path, commit) == tree_of(git, mirror.path, slow)
 
 
 def _index_commit(git, repo, parent, changes):
@@ -78,13 +79,34 @@ def _index_commit(git, repo, parent, changes):
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "i"), "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x",
                "GIT_COMMITTER_NAME": "x", "GIT_COMMITTER_EMAIL": "x"}
         git.run("read-tree", parent, git_dir=repo, env=env)
+        lines = []
         for path, data in changes.items():
-            if data is None:  # `update-index --force-remove` wants a work tree; mode 0 removes without one
-                git.run("update-index", "--index-info", git_dir=repo, env=env, input=f"0 {'0' * 40}\t{path}\n".encode())
+            if data is None:  # mode 0 removes an entry (`update-index --force-remove` wants a work tree)
+                lines.append(f"0 {'0' * 40}\t{path}\0")
             else:
-                oid = git.out("hash-object", "-w", "--stdin", git_dir=repo, input=data)
-                git.run("update-index", "--add", "--cacheinfo", f"100644,{oid},{path}", git_dir=repo, env=env)
+                lines.append(f"100644 {git.out('hash-object', '-w', '--stdin', git_dir=repo, input=data)}\t{path}\0")
+        git.run("update-index", "-z", "--index-info", git_dir=repo, env=env, input="".join(lines).encode())
         return git.out("commit-tree", git.out("write-tree", git_dir=repo, env=env), "-m", "x", git_dir=repo, env=env)
+
+
+def test_random_changes_match_an_index_built_tree(git, setup):
+    import random
+
+    bare, remote, mirror = setup
+    rng = random.Random(7)
+    folders = ["", "docs/", "docs/guide/", "docs/guide/deep/", "api/", "api/v1/"]
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        parent = heads["base"]
+        for _ in range(8):
+            existing = git.out("ls-tree", "-r", "--name-only", parent, git_dir=mirror.path).splitlines()
+            changes = {path: None for path in rng.sample(existing, k=min(2, len(existing) - 1))}
+            changes.update({f"{rng.choice(folders)}p{rng.randrange(6)}.md": rng.randbytes(rng.randrange(1, 40))
+                            for _ in range(rng.randrange(1, 6))})
+            commit = build_commit(mirror, parent, changes, "x", BOT, BOT)
+            slow = _index_commit(git, mirror.path, parent, changes)
+            expected = git.out("rev-parse", f"{slow}^{{tree}}", git_dir=mirror.path)
+            assert git.out("rev-parse", f"{commit}^{{tree}}", git_dir=mirror.path) == expected
+            parent = commit
 
 
 def test_executable_mode_is_kept(git, setup):
@@ -98,9 +120,13 @@ def test_executable_mode_is_kept(git, setup):
 def test_files_and_directories_can_swap(git, setup):
     bare, remote, mirror = setup
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
-        swapped = build_commit(mirror, heads["base"], {"docs/guide/setup.md": None, "docs/guide": b"file now\n",
-                                                        "README.md": None, "README.md/inner.md": b"dir now\n"}, "x", BOT, BOT)
+        swap = {"docs/guide/setup.md": None, "docs/guide": b"file now\n", "README.md": None,
+                "README.md/inner.md": b"dir now\n"}
+        swapped = build_commit(mirror, heads["base"], swap, "x", BOT, BOT)
         assert set(tree_of(git, mirror.path, swapped)) == {"docs/intro.md", "docs/guide", "README.md/inner.md"}
+        drop = {"docs/guide": None, "docs/guide/new.md": b"new\n"}  # None on a directory drops all of it
+        dropped = build_commit(mirror, heads["base"], drop, "x", BOT, BOT)
+        assert set(tree_of(git, mirror.path, dropped)) == {"README.md", "docs/intro.md", "docs/guide/new.md"}
         with pytest.raises(WorkspaceError):  # a file under a file that stays
             build_commit(mirror, heads["base"], {"docs/intro.md/x.md": b"x"}, "x", BOT, BOT)
         with pytest.raises(WorkspaceError):  # a file over a directory that keeps files
@@ -153,7 +179,8 @@ def test_branch_moved_in_other_files_rebuilds_on_the_new_head(git, setup):
     assert result.rebuilt is True
     assert remote_head(git, bare) == result.commit
     assert git.out("rev-list", "--parents", "-1", result.commit, git_dir=bare) == f"{result.commit} {person}"
-    assert all(len(line.split()) <= 2 for line in git.out("rev-list", "--parents", result.commit, git_dir=bare).splitlines())
+    history = git.out("rev-list", "--parents", result.commit, git_dir=bare).splitlines()
+    assert all(len(line.split()) <= 2 for line in history)  # linear: no merges
     files = tree_of(git, bare, result.commit)
     assert files["README.md"][1] == b"# Run two\n" and files["docs/guide/setup.md"][1] == b"Meanwhile\n"
 

@@ -49,6 +49,9 @@ class LocalCodeHost:
         path = path.expanduser().resolve()
         if not path.exists():
             raise CodeHostError(f"{path} does not exist")
+        if (path / ".git").exists():
+            raise CodeHostError(f"{path} is a working copy, not a bare repository "
+                                f"(make one with `git clone --bare {path} {path.name}.git`)")
         try:
             is_bare = self._git.out("rev-parse", "--is-bare-repository", git_dir=path)
         except GitError:
@@ -105,9 +108,41 @@ class LocalCodeHost:
         raws = self._redis.hvals(self._pulls_key(project_id))
         return sorted((LocalPull.from_dict(json.loads(r)) for r in raws), key=lambda p: p.number)
 
-    def set_state(self, project_id: str, number: int, state: str) -> LocalPull:
-        """Merge or close a local pull request (merging fast-forwards or merges the base branch)."""
-        pull = self.pull(project_id, number)
+    def close(self, project: Project, number: int) -> LocalPull:
+        """Close an open pull request without merging it."""
+        return self._settle(self._open_pull(project, number), "closed")
+
+    def merge(self, project: Project, number: int, *, committer_name: str, committer_email: str) -> LocalPull:
+        """Merge an open pull request into its base branch, then delete its head branch."""
+        pull = self._open_pull(project, number)
+        path = Path(project.repository)
+        base, head = self._head(path, pull.base), self._head(path, pull.head)
+        if base is None or head is None:
+            raise CodeHostError(f"branch {pull.base if base is None else pull.head!r} no longer exists")
+        proc = self._git.run("merge-tree", "--write-tree", "--name-only", base, head, git_dir=path, check=False)
+        if proc.returncode != 0:
+            conflicted = proc.stdout.decode().splitlines()[1:]
+            raise CodeHostError("the pull request conflicts with its base in: " + ", ".join(conflicted))
+        tree = proc.stdout.decode().split()[0]
+        identity = {"GIT_AUTHOR_NAME": committer_name, "GIT_AUTHOR_EMAIL": committer_email,
+                    "GIT_COMMITTER_NAME": committer_name, "GIT_COMMITTER_EMAIL": committer_email}
+        merge = self._git.out("commit-tree", tree, "-p", base, "-p", head, "-m",
+                              f"Merge pull request #{number} from {pull.head}\n\n{pull.title}",
+                              git_dir=path, env=identity)
+        # Compare-and-swap on both refs: a push that lands meanwhile makes this fail, not vanish.
+        self._git.run("update-ref", f"refs/heads/{pull.base}", merge, base, git_dir=path)
+        self._git.run("update-ref", "-d", f"refs/heads/{pull.head}", head, git_dir=path)
+        return self._settle(pull, "merged")
+
+    def _open_pull(self, project: Project, number: int) -> LocalPull:
+        pull = self.pull(project.id, number)
+        if pull is None:
+            raise CodeHostError(f"project {project.id} has no pull request #{number}")
+        if pull.state != "open":
+            raise CodeHostError(f"pull request #{number} is already {pull.state}")
+        return pull
+
+    def _settle(self, pull: LocalPull, state: str) -> LocalPull:
         pull.state, pull.updated_at = state, now_iso()
         self._save(pull)
         return pull
@@ -115,6 +150,11 @@ class LocalCodeHost:
     def diff(self, project: Project, pull: LocalPull) -> str:
         """The pull request's diff: what the head branch changed since it left the base."""
         path = Path(project.repository)
+        if pull.state == "merged":
+            merge = self._git.out("log", "-1", "--format=%H", f"--grep=^Merge pull request #{pull.number} ",
+                                  f"refs/heads/{pull.base}", git_dir=path)
+            return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", f"{merge}^1", merge,
+                                 git_dir=path).stdout.decode("utf-8", "replace") if merge else ""
         head = self._head(path, pull.head)
         base = self._head(path, pull.base)
         if head is None or base is None:

@@ -86,12 +86,13 @@ class Mirror:
             if not _RUN_NAME.fullmatch(name):
                 raise ValueError(f"bad run ref name {name!r}")
         namespace = f"{RUNS_PREFIX}{int(time.time())}-{secrets.token_hex(6)}/"
+        local = {name: namespace + name for name in refs}
         try:
-            fetched = self._fetch(remote, [(src, namespace + name) for name, src in refs.items()])
-            yield {name: fetched[namespace + name] for name in refs}
+            fetched = self._fetch(remote, [(src, local[name]) for name, src in refs.items()])
+            yield {name: fetched[local[name]] for name in refs}
         finally:
             with self.lock():
-                self._delete_under(namespace)
+                self._delete(list(local.values()))
 
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""
@@ -145,20 +146,24 @@ class Mirror:
                     updates += [(cache, sha), (dst, sha)]
                 else:
                     refspecs += [f"+{src}:{cache}", f"+{src}:{dst}"]
-            if refspecs:
-                self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head", "--no-tags", "--no-auto-maintenance",
-                             "--no-recurse-submodules", "--no-show-forced-updates", "--", remote.url,
-                             *dict.fromkeys(refspecs), git_dir=self.path, remote=remote)
             if updates:
                 script = "".join(f"update {ref} {sha}\n" for ref, sha in dict(updates).items())
                 self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())
-            heads = self._ref_values([dst for _, dst in wanted])
+            heads = dict(updates)
+            if refspecs:
+                self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head",
+                             "--no-tags", "--no-auto-maintenance", "--no-recurse-submodules",
+                             "--no-show-forced-updates", "--", remote.url, *dict.fromkeys(refspecs),
+                             git_dir=self.path, remote=remote)
+                # The refs may have moved since ls-remote: report what was actually fetched.
+                heads = self._ref_values([dst for _, dst in wanted])
         return {dst: heads.get(dst) for _, dst in pairs}
 
     def _present(self, shas: set[str]) -> set[str]:
         if not shas:
             return set()
-        out = self.git.out("cat-file", "--batch-check", git_dir=self.path, input="".join(f"{s}\n" for s in shas).encode())
+        request = "".join(f"{sha}\n" for sha in shas).encode()
+        out = self.git.out("cat-file", "--batch-check", git_dir=self.path, input=request)
         return {fields[0] for fields in map(str.split, out.splitlines()) if fields[1:2] == ["commit"]}
 
     def _ref_values(self, refs: list[str]) -> dict[str, str]:
@@ -173,7 +178,10 @@ class Mirror:
         return sorted({RUNS_PREFIX + ref[len(RUNS_PREFIX):].split("/", 1)[0] + "/" for ref in out.splitlines()})
 
     def _delete_under(self, namespace: str) -> None:
-        out = self.git.out("for-each-ref", "--format=%(refname)", namespace, git_dir=self.path)
-        if out:
-            script = "".join(f"delete {ref}\n" for ref in out.splitlines())
+        self._delete(self.git.out("for-each-ref", "--format=%(refname)", namespace, git_dir=self.path).splitlines())
+
+    def _delete(self, refs: list[str]) -> None:
+        """Delete `refs` in one transaction; refs that do not exist are fine."""
+        if refs:
+            script = "".join(f"delete {ref}\n" for ref in refs)
             self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())

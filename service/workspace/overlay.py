@@ -5,7 +5,6 @@ import re
 import tempfile
 from pathlib import Path
 
-from service.workspace.globs import matches as glob_matches, pathspecs as glob_pathspecs
 from service.workspace.catfile import CatFile
 from service.workspace.entries import (
     EntryKind,
@@ -16,6 +15,8 @@ from service.workspace.entries import (
     WorkspaceError,
 )
 from service.workspace.git import Git
+from service.workspace.globs import matches as glob_matches
+from service.workspace.globs import pathspecs as glob_pathspecs
 from service.workspace.proc import popen
 from service.workspace.trees import object_id, parse_tree
 

@@ -1,5 +1,6 @@
 """Builds a run's commit with plumbing and pushes it to the job branch by object id, never forcing."""
 
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -8,6 +9,11 @@ from service.workspace.entries import BranchConflict, WorkspaceError
 from service.workspace.git import GitError, Remote
 from service.workspace.mirror import Mirror
 from service.workspace.trees import write_tree
+
+
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+# Push refusals that mean "the branch is not where this run left it": a newer head, or a concurrent update.
+_MOVED = ("(non-fast-forward)", "(fetch first)", "cannot lock ref", "failed to update ref", "incorrect old value")
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, sta
     If the branch moved since `start_commit` in files other than `changes`' paths, the commit is rebuilt on
     the new head (same changes and message) and pushed again; if the same files moved, BranchConflict.
     """
+    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.endswith((".lock", "/")):
+        raise ValueError(f"bad branch name {branch!r}")
     if _push(mirror, remote, commit, branch):
         return PushResult(commit, rebuilt=False)
     original, base = commit, start_commit
@@ -102,8 +110,7 @@ def _push(mirror: Mirror, remote: Remote, commit: str, branch: str) -> bool:
         flag, summary = fields[0], fields[2]
         if flag in (" ", "*", "=") and proc.returncode == 0:
             return True
-        if flag == "!" and summary.startswith("[rejected]") and ("non-fast-forward" in summary
-                                                                 or "fetch first" in summary):
+        if flag == "!" and any(reason in summary for reason in _MOVED):
             return False
         raise GitError(["push"], proc.returncode or 1, f"{summary} {stderr}")
     raise GitError(["push"], proc.returncode or 1, stderr)

@@ -74,15 +74,19 @@ def write_tree(git: Git, git_dir: Path | str, cat: CatFile, base_tree: str,
         parent, _, name = path.rpartition("/")
         entry = load(parent).entries.get(name)
         if entry is not None and entry[0] == TREE_MODE:
-            load(path)  # a file replacing a directory: the directory must end up empty
+            load(path)  # a directory deleted or replaced by a file
 
     blobs: dict[str, bytes] = {}
-    for path, data in changes.items():
+    # Deletions first, so a deleted directory is emptied before anything new is written into it.
+    for path, data in sorted(changes.items(), key=lambda item: item[1] is not None):
         parent, _, name = path.rpartition("/")
         folder = dirs[parent]
         old = folder.entries.get(name)
         if data is None:
             new = None
+            if path in dirs and dirs[path].entries:
+                dirs[path].entries.clear()
+                dirs[path].dirty = True
         else:
             oid = object_id("blob", data, fmt)
             blobs[oid] = data

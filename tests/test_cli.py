@@ -1,0 +1,119 @@
+"""The `copydesk` command, run as a real process against real Redis and real repositories."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from service.workspace.git import Git
+from tests.test_flow import FAQ, finish
+
+COPYDESK = shutil.which("copydesk", path=str(Path(os.sys.executable).parent))
+
+
+def run(env, *args, check=True):
+    proc = subprocess.run([COPYDESK, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def env(redis_url, tmp_path):
+    return {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data")}
+
+
+def test_projects_and_keys(env, make_repo, tmp_path):
+    repo = make_repo({"a.md": "# A\n"})
+    project = json.loads(run(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout)
+    assert project["id"].startswith("prj_") and project["ref"] == "main" and project["account"] == "local"
+    listed = json.loads(run(env, "project", "list", "--json").stdout)["projects"]
+    assert [p["id"] for p in listed] == [project["id"]]
+    assert project["id"] in run(env, "project", "list").stdout
+
+    created = json.loads(run(env, "key", "create", "--account", "local", "--project", project["id"],
+                             "--name", "ci", "--json").stdout)
+    assert set(created) == {"id", "key"} and created["key"].startswith("cdk_")
+    keys = run(env, "key", "list", "--json").stdout
+    assert created["key"] not in keys and json.loads(keys)["keys"][0]["projects"] == [project["id"]]
+    run(env, "key", "revoke", created["id"])
+    assert json.loads(run(env, "key", "list", "--json").stdout)["keys"][0]["revokedAt"]
+
+
+def test_bad_input_gets_a_clear_error_and_changes_nothing(env, make_repo, tmp_path):
+    repo = make_repo({"a.md": "# A\n"})
+    work = tmp_path / "work"
+    Git().run("clone", "-q", str(repo), str(work))
+    cases = [
+        (["project", "add", "--repository", str(tmp_path / "nope.git"), "--ref", "main"], "does not exist"),
+        (["project", "add", "--repository", str(work), "--ref", "main"], "not a bare repository"),
+        (["project", "add", "--repository", str(tmp_path), "--ref", "main"], "not a git repository"),
+        (["project", "add", "--repository", str(repo), "--ref", "nope"], "has no branch 'nope'"),
+        (["key", "create", "--account", "local", "--project", "prj_01JD0000000000000000000000"], "has no project"),
+        (["key", "revoke", "key_nope"], "no API key key_nope"),
+    ]
+    for args, message in cases:
+        proc = run(env, *args, check=False)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+    assert json.loads(run(env, "project", "list", "--json").stdout)["projects"] == []
+    assert json.loads(run(env, "key", "list", "--json").stdout)["keys"] == []
+
+
+def test_unreachable_redis_is_a_clear_error(tmp_path):
+    proc = run({"COPYDESK_REDIS_URL": "redis://127.0.0.1:1/0"}, "project", "list", check=False)
+    assert proc.returncode == 2 and "cannot reach Redis" in proc.stderr
+
+
+def test_merging_a_local_pull_request_merges_it_and_archives_the_job(stack):
+    stack.script([FAQ, finish()])
+    job = stack.create().json()
+    stack.drain()
+    env = stack.env()
+    out = json.loads(run(env, "pull", "merge", stack.project_id, "1", "--json").stdout)
+    assert out["state"] == "merged" and out["job"]["status"] == "archived"
+    git = Git()
+    assert git.out("show", "main:docs/faq.md", git_dir=stack.repo) == "# FAQ\n\nAsk away."
+    assert git.run("rev-parse", "--verify", "-q", f"refs/heads/copydesk/{job['id']}", git_dir=stack.repo,
+                   check=False).returncode != 0
+    assert stack.job(job["id"])["status"] == "archived"
+    assert "+# FAQ" in stack.api.get(stack.job(job["id"])["prLink"]).text  # the page still shows the diff
+    again = run(env, "pull", "merge", stack.project_id, "1", check=False)
+    assert again.returncode == 2 and "already merged" in again.stderr
+
+
+def test_closing_a_local_pull_request_archives_the_job(stack):
+    stack.script([FAQ, finish()])
+    job = stack.create().json()
+    stack.drain()
+    run(stack.env(), "pull", "close", stack.project_id, "1")
+    assert stack.job(job["id"])["status"] == "archived"
+    assert Git().out("ls-tree", "--name-only", "-r", "main", git_dir=stack.repo).count("faq") == 0
+
+
+def test_recover_queues_stranded_messages(stack):
+    import redis as redis_lib
+
+    from service.dispatch import Dispatcher
+
+    services = stack.ctx.services
+    services.dispatcher = Dispatcher(redis_lib.Redis(port=1, retry=None), services.jobs,
+                                     queue_name="copydesk", task="bot.tasks.process_job", job_timeout=60)
+    job_id = stack.create().json()["id"]
+    out = json.loads(run(stack.env(), "recover", "--json").stdout)
+    assert out == {"queued": [job_id]}
+
+
+def test_demo_runs_a_job_end_to_end_and_shows_the_diff(redis_url, tmp_path):
+    env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data")}
+    env_clean = {k: v for k, v in os.environ.items() if k not in ("COPYDESK_MODEL", "OPENAI_API_KEY",
+                                                                  "ANTHROPIC_API_KEY")}
+    proc = subprocess.run([COPYDESK, "demo"], env={**env_clean, **env}, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "bundled demo script" in proc.stdout
+    assert '"status": "completed"' in proc.stdout
+    assert "/pulls/1" in proc.stdout
+    assert "+# Troubleshooting" in proc.stdout and "+  - Troubleshooting: troubleshooting.md" in proc.stdout
