@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 from datetime import timedelta
 
 import redis
@@ -9,10 +10,13 @@ import rq
 
 from bot.context import Context
 from service.dispatch import archive_inactive
+from service.workspace.git import GitError
+from service.workspace.mirror import MirrorStore
 
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_SECONDS = 30
+MAINTENANCE_INTERVAL_SECONDS = 600
 
 
 def sweep_once(ctx: Context) -> list[str]:
@@ -26,12 +30,25 @@ def sweep_once(ctx: Context) -> list[str]:
     return kicked
 
 
+def maintain_mirrors(ctx: Context) -> None:
+    """Housekeeping of this worker's git mirrors (stale run refs, `gc --auto`), each under its lock."""
+    for mirror in MirrorStore(ctx.settings.mirrors_dir, ctx.git).existing():
+        try:
+            mirror.maintenance()
+        except GitError:
+            log.warning("maintenance of %s failed", mirror.path, exc_info=True)
+
+
 def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
+    last_maintenance = time.monotonic()
     while not stop.wait(SWEEP_INTERVAL_SECONDS):
         try:
             sweep_once(ctx)
         except redis.RedisError:
             log.warning("sweep skipped: Redis unreachable", exc_info=True)
+        if time.monotonic() - last_maintenance > MAINTENANCE_INTERVAL_SECONDS:
+            maintain_mirrors(ctx)
+            last_maintenance = time.monotonic()
 
 
 def run_worker(ctx: Context, *, burst: bool = False) -> bool:

@@ -88,7 +88,7 @@ class JobRunner:
                 start = heads["branch"] or heads["base"]
                 if start is None:
                     raise RunFailed("ref_not_found", f"the repository has no branch {job.ref!r}")
-                published = (self._earlier_push(mirror, start, message)
+                published = (self._earlier_push(mirror, heads["branch"], heads["base"], message)
                              or self._edit_and_push(mirror, remote, project, job, message, start, branch))
                 files = self._branch_files(mirror, heads["base"], published.commit or start)
         except GitError as exc:
@@ -122,11 +122,17 @@ class JobRunner:
                              message=text, author=self._identity, committer=self._identity)
         return _Published(title, result.summary, pushed.commit, sorted(changes), docs_check)
 
-    def _earlier_push(self, mirror: Mirror, head: str, message: Message) -> _Published | None:
+    def _earlier_push(self, mirror: Mirror, branch_head: str | None, base_head: str | None,
+                      message: Message) -> _Published | None:
         """The commit an interrupted attempt of this message already pushed, found by its trailer."""
+        if branch_head is None:
+            return None
         git = self._mirrors.git
+        # Only the branch's own commits are searched, so the cost does not grow with the base's history.
+        only_branch = [f"^{base_head}"] if base_head else []
         found = git.out("rev-list", "-n", "1", "--fixed-strings",
-                        f"--grep={describe.TRAILER_MESSAGE}: {message.id}", head, git_dir=mirror.path)
+                        f"--grep={describe.TRAILER_MESSAGE}: {message.id}", branch_head, *only_branch,
+                        git_dir=mirror.path)
         if not found:
             return None
         title, summary = describe.parse_commit_message(git.out("log", "-1", "--format=%B", found,

@@ -92,7 +92,9 @@ def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, 
             git.run("read-tree", head, git_dir=bare, env=index_env)
         for path, content in files.items():
             if content is None:
-                git.run("update-index", "--force-remove", path, git_dir=bare, env=index_env)
+                # --force-remove needs a work tree; an index-info line with mode 0 removes the entry.
+                git.run("update-index", "--index-info", git_dir=bare, env=index_env,
+                        input=f"0 {'0' * 40}\t{path}\n".encode())
                 continue
             data = content.encode() if isinstance(content, str) else content
             sha = git.out("hash-object", "-w", "--stdin", git_dir=bare, input=data)

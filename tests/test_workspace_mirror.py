@@ -143,3 +143,17 @@ def test_open_an_unknown_commit_fails(store, make_repo):
     mirror = store.mirror(Remote(str(make_repo({"a.md": "a\n"}))))
     with pytest.raises(GitError):
         mirror.open("0" * 40)
+
+
+def test_existing_lists_made_mirrors_and_maintenance_keeps_live_refs(tmp_path, git, make_repo):
+    from service.workspace.git import Remote
+    from service.workspace.mirror import MirrorStore
+
+    store = MirrorStore(tmp_path / "mirrors", git)
+    assert store.existing() == []
+    remote = Remote(str(make_repo({"a.md": "a"})))
+    mirror = store.mirror(remote)
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        mirror.maintenance()  # a live run's refs are not stale
+        assert mirror.open(heads["base"]).read("a.md") == b"a"
+    assert [m.path for m in store.existing()] == [mirror.path]

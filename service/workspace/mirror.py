@@ -39,6 +39,12 @@ class MirrorStore:
                     _create(self.git, mirror.path)
         return mirror
 
+    def existing(self) -> list["Mirror"]:
+        """Every mirror made so far under `root`."""
+        if not self.root.exists():
+            return []
+        return [Mirror(path, self.git) for path in sorted(self.root.glob("*.git")) if (path / "HEAD").exists()]
+
 
 def _create(git: Git, path: Path) -> None:
     # Built under a temporary name and renamed, so a crash never leaves a half-made mirror behind.

@@ -1,6 +1,5 @@
 """Builds a run's commit with plumbing and pushes it to the job branch by object id, never forcing."""
 
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -11,7 +10,6 @@ from service.workspace.mirror import Mirror
 from service.workspace.trees import write_tree
 
 
-_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 # Push refusals that mean "the branch is not where this run left it": a newer head, or a concurrent update.
 _MOVED = ("(non-fast-forward)", "(fetch first)", "cannot lock ref", "failed to update ref", "incorrect old value")
 
@@ -64,7 +62,7 @@ def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, sta
     If the branch moved since `start_commit` in files other than `changes`' paths, the commit is rebuilt on
     the new head (same changes and message) and pushed again; if the same files moved, BranchConflict.
     """
-    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.endswith((".lock", "/")):
+    if mirror.git.run("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
         raise ValueError(f"bad branch name {branch!r}")
     if _push(mirror, remote, commit, branch):
         return PushResult(commit, rebuilt=False)
