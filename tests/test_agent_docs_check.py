@@ -4,7 +4,7 @@ import pytest
 
 from service.agent.docs_check import DocsProblem, DocsReport, check_docs, extract_links, resolve
 from service.workspace.git import Git
-from tests.test_agent_support import make_repository
+from tests.test_agent_support import make_repository, workspace  # noqa: F401 (a fixture)
 
 FILES = {
     "README.md": "# Project\n\n[Docs](docs/index.md)\n",
@@ -37,12 +37,6 @@ Inline code `[x](missing-in-code.md)` is not a link.
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory):
     return make_repository(Git(), tmp_path_factory.mktemp("docs"), FILES)
-
-
-@pytest.fixture
-def workspace(repository):
-    with repository.open() as workspace:
-        yield workspace
 
 
 def test_good_links_in_a_changed_page_pass(workspace):

@@ -10,7 +10,7 @@ from service.agent.loop import AgentTask, RunLimits, build_messages, run_agent
 from service.agent.model import ModelFactory, ModelReply, ToolCall, Usage
 from service.errors import RunFailed
 from service.workspace.git import Git
-from tests.test_agent_support import make_repository, open_workspace  # noqa: F401 (a fixture)
+from tests.test_agent_support import make_repository, open_workspace, workspace  # noqa: F401 (fixtures)
 
 FILES = {
     "README.md": "# Project\n",
@@ -33,12 +33,6 @@ EDIT_RUN = [
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory):
     return make_repository(Git(), tmp_path_factory.mktemp("loop"), FILES)
-
-
-@pytest.fixture
-def workspace(repository):
-    with repository.open() as workspace:
-        yield workspace
 
 
 @pytest.fixture

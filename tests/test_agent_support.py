@@ -64,6 +64,13 @@ def _add_special_entries(git: Git, bare: Path, symlinks: dict[str, str], submodu
 
 
 @pytest.fixture
+def workspace(repository):
+    """A fresh workspace over the test module's `repository` fixture."""
+    with repository.open() as opened:
+        yield opened
+
+
+@pytest.fixture
 def open_workspace(tmp_path, git):
     """Factory: a real Workspace over a new bare repository (same arguments as `make_repository`)."""
     opened = []

@@ -6,7 +6,7 @@ from service.agent import tools
 from service.agent.tools import TOOL_SPECS, ToolExecutor
 from service.errors import RunFailed
 from service.workspace.git import Git
-from tests.test_agent_support import call, make_repository
+from tests.test_agent_support import call, make_repository, workspace  # noqa: F401 (a fixture)
 
 FILES = {
     "README.md": "# Project\n\nSee [the docs](docs/index.md).\n",
@@ -24,12 +24,6 @@ LINKS = {"docs/latest.md": "install.md", "guides": "docs"}
 def repository(tmp_path_factory):
     return make_repository(Git(), tmp_path_factory.mktemp("tools"), FILES, symlinks=LINKS,
                            submodules=["vendor/theme"])
-
-
-@pytest.fixture
-def workspace(repository):
-    with repository.open() as workspace:
-        yield workspace
 
 
 @pytest.fixture
