@@ -51,6 +51,11 @@ def _project_list(args, settings: Settings) -> None:
     _print(args, {"projects": [_project_json(p) for p in projects]}, "\n".join(lines) or "No projects yet.")
 
 
+def _project_switch(args, settings: Settings) -> None:
+    project = context.build(settings).services.projects.set_enabled(args.id, args.action == "enable")
+    _print(args, _project_json(project), f"{project.id} {'enabled' if project.enabled else 'disabled'}")
+
+
 def _project_json(project) -> dict:
     return {"id": project.id, "account": project.account, "host": project.host,
             "repository": project.repository, "url": project.web_url, "ref": project.ref,
@@ -141,6 +146,12 @@ def _parser() -> argparse.ArgumentParser:
     listing = project.add_parser("list", help="list projects with their ids")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_project_list)
+    for action, text in (("disable", "stop taking jobs and messages for a project (its jobs stay readable)"),
+                         ("enable", "take jobs and messages for a project again")):
+        switch = project.add_parser(action, help=text)
+        switch.add_argument("id", help="project id")
+        switch.add_argument("--json", action="store_true")
+        switch.set_defaults(handler=_project_switch)
 
     key = sub.add_parser("key", help="create, list and revoke API keys").add_subparsers(dest="action", required=True)
     create = key.add_parser("create", help="create an API key (printed once)")

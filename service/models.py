@@ -79,7 +79,9 @@ class Job(_Record):
             "status": self.status.value,
             "source": {"repository": self.repository_url, "ref": self.ref},
             "model": self.model,
-            "prLink": self.pr_link,
+            # The spec: prLink "is null while the job is active", a follow-up run included; the link is
+            # kept and shows again when the run ends.
+            "prLink": None if self.status is JobStatus.ACTIVE else self.pr_link,
             "createdAt": self.created_at,
             "archivedAt": self.archived_at,
             "branch": self.branch,

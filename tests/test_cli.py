@@ -117,3 +117,13 @@ def test_demo_runs_a_job_end_to_end_and_shows_the_diff(redis_url, tmp_path):
     assert '"status": "completed"' in proc.stdout
     assert "/pulls/1" in proc.stdout
     assert "+# Troubleshooting" in proc.stdout and "+  - Troubleshooting: troubleshooting.md" in proc.stdout
+
+
+def test_disable_and_enable_a_project(env, make_repo):
+    repo = make_repo({"a.md": "# A\n"})
+    project = json.loads(run(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout)
+    assert json.loads(run(env, "project", "disable", project["id"], "--json").stdout)["enabled"] is False
+    assert "[disabled]" in run(env, "project", "list").stdout
+    assert json.loads(run(env, "project", "enable", project["id"], "--json").stdout)["enabled"] is True
+    missing = run(env, "project", "disable", "prj_01JD0000000000000000000000", check=False)
+    assert missing.returncode == 2 and "no project" in missing.stderr

@@ -63,6 +63,8 @@ def test_follow_up_adds_a_commit_to_the_same_branch_and_pull_request(stack):
 
     answer = stack.message(job["id"], "Make it more polite")
     assert answer.status_code == 200 and answer.json()["status"] == "active"
+    # The spec: prLink is null while the job is active; the branch stays visible.
+    assert answer.json()["prLink"] is None and answer.json()["branch"] == first["branch"]
     stack.drain()
 
     second = stack.job(job["id"])
@@ -220,3 +222,40 @@ def test_concurrent_runners_on_one_job_take_turns_and_run_each_message_once(stac
     done = stack.job(job_id)
     assert done["status"] == "completed"
     assert branch_log(stack.repo, done["branch"])[1:] == [f"p{i}" for i in range(5)]
+
+
+def test_a_disabled_project_keeps_its_jobs_readable_but_takes_no_work(stack):
+    stack.script([FAQ, finish()])
+    done = stack.create().json()
+    stack.drain()
+    waiting = stack.create().json()  # queued, not yet run when the project is switched off
+    projects = stack.ctx.services.projects
+    projects.set_enabled(stack.project_id, False)
+
+    for response in (stack.create(), stack.message(done["id"], "more")):
+        assert response.status_code == 409 and response.json()["code"] == "project_disabled"
+    assert stack.job(done["id"])["status"] == "completed"
+    assert stack.api.get(f"/v2/agent/{stack.project_id}/jobs").status_code == 200
+    assert stack.api.get(f"/v2/agent/{stack.project_id}/job/{done['id']}/messages").status_code == 200
+    stack.drain()
+    failed = stack.job(waiting["id"])
+    assert failed["status"] == "failed" and failed["error"]["code"] == "project_disabled"
+
+    projects.set_enabled(stack.project_id, True)
+    assert stack.message(done["id"], "more").status_code == 200
+
+
+def test_finished_jobs_idle_past_retention_are_archived(stack):
+    from datetime import timedelta
+
+    from service.dispatch import archive_inactive
+
+    stack.script([FAQ, finish()])
+    finished = stack.create().json()
+    stack.drain()
+    active = stack.create().json()
+    jobs = stack.ctx.services.jobs
+    assert archive_inactive(jobs, [stack.project_id], older_than=timedelta(days=1)) == []
+    assert archive_inactive(jobs, [stack.project_id], older_than=timedelta(0)) == [finished["id"]]
+    assert stack.job(finished["id"])["status"] == "archived"
+    assert stack.job(active["id"])["status"] == "active"

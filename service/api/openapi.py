@@ -73,7 +73,8 @@ def _job_schema() -> dict:
         }, description="Source repository of the job."),
         "model": string("The AI model used for this job (`provider:model`)."),
         "prLink": nullable(string(
-            "URL of the pull request the agent opened. Null until the agent has opened one; stays null "
+            "URL of the pull request the agent opened. Null while the job is `active` (a follow-up run "
+            "included: the link shows again when the run ends), null until the agent has opened one, and null "
             "when no files were changed.", format="uri")),
         "createdAt": timestamp("When the job was created (ISO 8601, UTC)."),
         "archivedAt": nullable(timestamp("When the job was archived; null unless `status` is `archived`.")),
@@ -85,6 +86,8 @@ def _job_schema() -> dict:
     job["allOf"] = [
         _when_status("failed", then={"error": ref("schemas", "JobError")}, otherwise={"error": {"type": "null"}}),
         _when_status("archived", then={"archivedAt": {"type": "string"}}, otherwise={"archivedAt": {"type": "null"}}),
+        {"if": {"properties": {"status": {"const": "active"}}, "required": ["status"]},
+         "then": {"properties": {"prLink": {"type": "null"}}}},
     ]
     job["examples"] = [{
         "id": "job_01JR8Z6Q3V4W5X6Y7Z8A9B0C1D", "status": "completed",

@@ -36,6 +36,13 @@ class ProjectStore:
         """Write back a changed project (e.g. enabled or disabled)."""
         self._redis.set(_key(project.id), dump(project))
 
+    def set_enabled(self, project_id: str, enabled: bool) -> Project:
+        """Switch a project on or off; a disabled project keeps its jobs readable but takes no new work."""
+        project = self.get(project_id)
+        project.enabled = enabled
+        self.save(project)
+        return project
+
     def find(self, project_id: str) -> Project | None:
         return load(Project, self._redis.get(_key(project_id)))
 
