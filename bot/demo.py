@@ -51,8 +51,15 @@ def run_demo(settings: Settings, *, keep: bool = False) -> int:
         created = api.post(f"{settings.base_url}/v2/agent/{project.id}/job", json={"prompt": demo_repo.PROMPT},
                            timeout=10)
         created.raise_for_status()
-        job = _follow(api, settings.base_url + created.headers["Location"])
+        job_url = settings.base_url + created.headers["Location"]
+        job = _follow(api, job_url)
         _say("\nJob record:\n" + json.dumps(job, indent=2))
+        replies = [m for m in api.get(f"{job_url}/messages", timeout=10).json()["messages"] if m["role"] == "agent"]
+        if replies:
+            _say(f"\nAgent's summary: {replies[-1]['content']}")
+        if job["error"]:
+            _say(f"\nThe job failed: {job['error']['message']} ({job['error']['code']}). "
+                 "Run `copydesk demo --keep` to keep the web and worker logs.")
         if job["prLink"]:
             number = int(job["prLink"].rsplit("/", 1)[1])
             pull = ctx.local.pull(project.id, number)

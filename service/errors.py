@@ -60,10 +60,6 @@ class KeyNotFound(ServiceError):
     code = "key_not_found"
 
 
-class Unavailable(ServiceError):
-    code = "unavailable"
-
-
 class PayloadTooLarge(ServiceError):
     code = "payload_too_large"
 

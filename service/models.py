@@ -24,7 +24,7 @@ class Role(str, enum.Enum):
     AGENT = "agent"
 
 
-class _Record:
+class Record:
     """JSON round-trip for the dataclasses below (enums stored as their values)."""
 
     def to_dict(self) -> dict:
@@ -37,7 +37,7 @@ class _Record:
 
 
 @dataclass
-class Project(_Record):
+class Project(Record):
     id: str
     account: str
     host: str  # code host name: "local" or "github"
@@ -51,7 +51,7 @@ class Project(_Record):
 
 
 @dataclass
-class Job(_Record):
+class Job(Record):
     id: str
     project_id: str
     account: str
@@ -91,7 +91,7 @@ class Job(_Record):
 
 
 @dataclass
-class Message(_Record):
+class Message(Record):
     id: str
     job_id: str
     seq: int  # position among the job's user messages: 0 is the create prompt
@@ -128,7 +128,7 @@ class Message(_Record):
 
 
 @dataclass
-class ApiKey(_Record):
+class ApiKey(Record):
     id: str
     account: str
     hash: str
@@ -158,7 +158,7 @@ class ApiKey(_Record):
 
 
 @dataclass
-class PullRequest(_Record):
+class PullRequest(Record):
     """A pull request as the worker sees it on any code host."""
 
     number: int

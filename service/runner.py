@@ -4,12 +4,12 @@ import logging
 import time
 from dataclasses import dataclass
 
-from service import describe
+from service import describe, logcontext
 from service.agent.instructions import load_instructions
 from service.agent.loop import AgentTask, RunLimits, run_agent
 from service.agent.model import ModelFactory
 from service.errors import RunFailed
-from service.models import Job, Message, Project, Role
+from service.models import Job, Message, Project
 from service.runlock import JobLock
 from service.services import Services
 from service.store.jobs import RunOutcome
@@ -44,6 +44,10 @@ class JobRunner:
 
     def process(self, job_id: str) -> None:
         """Run the job's next waiting message, if no other run of the job is going."""
+        with logcontext.job(job_id):
+            self._process(job_id)
+
+    def _process(self, job_id: str) -> None:
         lock = JobLock(self._s.redis, job_id, self._lock_ttl)
         if not lock.acquire():
             log.info("job %s already has a run going; it will take the next message", job_id)
@@ -82,6 +86,8 @@ class JobRunner:
         remote = host.remote(project)
         mirror = self._mirrors.mirror(remote)
         branch = job.branch or f"copydesk/{job.id}"
+        earlier = [m for m in self._s.jobs.conversation(job.id) if m.seq < message.seq]
+        request = earlier[0].content if earlier else message.content  # the prompt the job was created with
         try:
             with mirror.run_refs(remote, {"base": f"refs/heads/{job.ref}",
                                           "branch": f"refs/heads/{branch}"}) as heads:
@@ -89,19 +95,19 @@ class JobRunner:
                 if start is None:
                     raise RunFailed("ref_not_found", f"the repository has no branch {job.ref!r}")
                 published = (self._earlier_push(mirror, heads["branch"], heads["base"], message)
-                             or self._edit_and_push(mirror, remote, project, job, message, start, branch))
+                             or self._edit_and_push(mirror, remote, project, job, message, start, branch,
+                                                    earlier, request))
                 files = self._branch_files(mirror, heads["base"], published.commit or start)
         except GitError as exc:
             raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}")
         except BranchConflict as exc:
             raise RunFailed("branch_conflict", str(exc))
-        return self._publish_pull(host, project, job, message, branch, published, files)
+        return self._publish_pull(host, project, job, message, branch, published, files, request)
 
     def _edit_and_push(self, mirror: Mirror, remote, project: Project, job: Job, message: Message,
-                       start: str, branch: str) -> _Published:
+                       start: str, branch: str, earlier: list[Message], request: str) -> _Published:
         settings = self._s.settings
-        history = [(m.role.value, m.content) for m in self._s.jobs.conversation(job.id)
-                   if m.seq < message.seq and (m.role is Role.AGENT or m.status is not None)]
+        history = [(m.role.value, m.content) for m in earlier]
         model = self._models.client(job.model, run_index=message.seq)
         with mirror.open(start) as workspace:
             task = AgentTask(prompt=message.content, history=history,
@@ -110,7 +116,7 @@ class JobRunner:
                                deadline=time.monotonic() + settings.run_timeout_seconds)
             result = run_agent(workspace, model, task, limits)
             changes = workspace.changes()
-        title = result.title or describe.fallback_title(job_prompt(self._s, job) or message.content)
+        title = result.title or describe.fallback_title(request)
         docs_check = result.docs_report.to_text() if result.docs_report else None
         if not changes:
             return _Published(title, result.summary, None, [], docs_check)
@@ -150,14 +156,14 @@ class JobRunner:
         return [(names.get(line[0], line[0]), line.split("\t", 1)[1]) for line in out.splitlines() if "\t" in line]
 
     def _publish_pull(self, host, project: Project, job: Job, message: Message, branch: str,
-                      published: _Published, files: list[tuple[str, str]]) -> RunOutcome:
+                      published: _Published, files: list[tuple[str, str]], request: str) -> RunOutcome:
         outcome = RunOutcome(reply=published.summary, commit=published.commit,
                              changed_files=published.changed_files)
         if published.commit is None and job.pr_number is None:
             return outcome  # nothing changed and no pull request yet: nothing to show on the host
         outcome.branch = branch
         if published.commit is not None:
-            body = describe.pull_body(request=job_prompt(self._s, job) or message.content,
+            body = describe.pull_body(request=request,
                                       summary=published.summary, files=files,
                                       docs_check=published.docs_check, job_id=job.id)
             pull = host.open_or_update_pull(project, job_id=job.id, branch=branch, base=job.ref,
@@ -168,14 +174,6 @@ class JobRunner:
                          describe.round_comment(round_number=message.seq, summary=published.summary,
                                                 changed_files=published.changed_files, commit=published.commit))
         return outcome
-
-
-def job_prompt(services: Services, job: Job) -> str | None:
-    """The prompt the job was created with."""
-    for message in services.jobs.conversation(job.id):
-        if message.role is Role.USER and message.seq == 0:
-            return message.content
-    return None
 
 
 def _failed(code: str, text: str) -> RunOutcome:

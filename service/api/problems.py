@@ -7,7 +7,7 @@ import redis
 from flask import Flask, Response, g, json, request
 from werkzeug.exceptions import HTTPException
 
-from service import errors
+from service import errors, logcontext
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,15 @@ def register(app: Flask) -> None:
         log.exception("unhandled error in request %s", rid)
         return problem("internal_error", f"an unexpected error occurred (request {rid})", requestId=rid)
 
+    @app.before_request
+    def tag_logs() -> None:
+        logcontext.set_request(request_id())
+
     @app.after_request
     def tag(response: Response) -> Response:
         response.headers["X-Request-Id"] = request_id()
         return response
+
+    @app.teardown_request
+    def untag_logs(_exc) -> None:
+        logcontext.set_request(None)

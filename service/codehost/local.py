@@ -8,7 +8,7 @@ import redis
 
 from service.clock import now_iso
 from service.codehost.base import CodeHostError
-from service.models import Project, PullRequest, _Record
+from service.models import Project, PullRequest, Record
 from service.store.projects import ProjectStore
 from service.workspace.git import Git, GitError, Remote
 
@@ -16,7 +16,7 @@ HOST = "local"
 
 
 @dataclass
-class LocalPull(_Record):
+class LocalPull(Record):
     project_id: str
     number: int
     job_id: str
