@@ -23,8 +23,7 @@ def sweep_once(ctx: Context) -> list[str]:
     """Queue messages that were stored but never queued, and archive jobs idle past retention."""
     services = ctx.services
     kicked = services.dispatcher.sweep()
-    archived = archive_inactive(services.jobs, [p.id for p in services.projects.all()],
-                                older_than=timedelta(days=ctx.settings.retention_days))
+    archived = archive_inactive(services.jobs, older_than=timedelta(days=ctx.settings.retention_days))
     if archived:
         log.info("archived %d inactive job(s)", len(archived))
     return kicked

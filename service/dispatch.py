@@ -8,9 +8,9 @@ import rq
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob, JobStatus as RqStatus
 
-from service.clock import now, parse_iso
+from service.clock import now
 from service.models import JobStatus
-from service.runlock import is_locked
+from service.runlock import LOCK_TTL_SECONDS, is_locked
 from service.store.jobs import JobStore
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ class Dispatcher:
     """Enqueues `task(job_id)` on RQ; `task` is the dotted path of the worker's entry function."""
 
     def __init__(self, client: redis.Redis, jobs: JobStore, *, queue_name: str, task: str,
-                 job_timeout: int, lock_ttl: float = 30.0) -> None:
+                 job_timeout: int, lock_ttl: float = LOCK_TTL_SECONDS) -> None:
         self._redis = client
         self._jobs = jobs
         self._queue = rq.Queue(queue_name, connection=client)
@@ -82,15 +82,12 @@ class Dispatcher:
         return False
 
 
-def archive_inactive(jobs: JobStore, project_ids: list[str], *, older_than: timedelta) -> list[str]:
-    """Archive finished jobs untouched for longer than the retention period; return their ids."""
+def archive_inactive(jobs: JobStore, *, older_than: timedelta) -> list[str]:
+    """Archive completed or failed jobs untouched for longer than the retention period; return their ids."""
     cutoff = now() - older_than
     archived = []
-    for project_id in project_ids:
-        for status in (JobStatus.COMPLETED, JobStatus.FAILED):
-            for job_id in jobs.jobs_in(project_id, status):
-                job = jobs.find(job_id)
-                if job and job.status is status and parse_iso(job.updated_at) < cutoff:
-                    jobs.archive(job_id)
-                    archived.append(job_id)
+    for job_id in jobs.finished_before(cutoff):
+        # Re-checked inside the archive transaction: a message that just arrived keeps the job alive.
+        if jobs.archive(job_id, idle_since=cutoff).status is JobStatus.ARCHIVED:
+            archived.append(job_id)
     return archived

@@ -1,7 +1,6 @@
 """Runs a job's next message: workspace, agent, commit, push, pull request, and the job's new state."""
 
 import logging
-import time
 from dataclasses import dataclass
 
 from service import describe, logcontext
@@ -10,7 +9,7 @@ from service.agent.loop import AgentTask, RunLimits, run_agent
 from service.agent.model import ModelFactory
 from service.errors import RunFailed
 from service.models import Job, Message, Project
-from service.runlock import JobLock
+from service.runlock import LOCK_TTL_SECONDS, JobLock, LockLost
 from service.services import Services
 from service.store.jobs import RunOutcome
 from service.workspace.entries import BranchConflict
@@ -34,7 +33,7 @@ class JobRunner:
     """Processes one waiting message of a job per call, never two runs of one job at once."""
 
     def __init__(self, services: Services, mirrors: MirrorStore, models: ModelFactory, *,
-                 lock_ttl: float = 30.0) -> None:
+                 lock_ttl: float = LOCK_TTL_SECONDS) -> None:
         self._s = services
         self._mirrors = mirrors
         self._models = models
@@ -57,20 +56,27 @@ class JobRunner:
                 started = self._s.jobs.start_next(job_id)
                 if started is not None:
                     job, message = started
-                    outcome = self._attempt(job, message)
+                    outcome = self._attempt(job, message, lock)
+                    lock.ensure_held()
                     self._s.jobs.finish_message(job_id, message.id, outcome)
+        except LockLost:
+            # Another worker may be running this message now; it records the outcome (and finds our push).
+            log.warning("job %s: the run lock expired during the run; leaving the outcome to its new holder", job_id)
+            return
         finally:
             lock.release()
         # Checked after releasing, so a message that arrived while we held the lock is not stranded.
-        if self._s.jobs.pending_message_ids(job_id):
+        if self._s.jobs.has_pending(job_id):
             self._s.dispatcher.kick(job_id)
 
-    def _attempt(self, job: Job, message: Message) -> RunOutcome:
+    def _attempt(self, job: Job, message: Message, lock: JobLock) -> RunOutcome:
         if message.attempts > self._s.settings.max_attempts:
             return _failed("run_interrupted", f"the run was interrupted {message.attempts - 1} times "
                            "(worker crash or time-out); send the message again to retry")
         try:
-            return self._run(job, message)
+            return self._run(job, message, lock)
+        except LockLost:
+            raise
         except RunFailed as failure:
             log.info("job %s message %s failed: %s", job.id, message.id, failure)
             return _failed(failure.code, failure.message)
@@ -78,7 +84,7 @@ class JobRunner:
             log.exception("job %s message %s: unexpected error", job.id, message.id)
             return _failed("internal_error", "an unexpected error stopped the run; the operator's logs have details")
 
-    def _run(self, job: Job, message: Message) -> RunOutcome:
+    def _run(self, job: Job, message: Message, lock: JobLock) -> RunOutcome:
         project = self._s.projects.get(job.project_id)
         if not project.enabled:
             raise RunFailed("project_disabled", "the project was disabled; its repository is no longer reachable")
@@ -96,7 +102,7 @@ class JobRunner:
                     raise RunFailed("ref_not_found", f"the repository has no branch {job.ref!r}")
                 published = (self._earlier_push(mirror, heads["branch"], heads["base"], message)
                              or self._edit_and_push(mirror, remote, project, job, message, start, branch,
-                                                    earlier, request))
+                                                    earlier, request, lock))
                 files = self._branch_files(mirror, heads["base"], published.commit or start)
         except GitError as exc:
             raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}")
@@ -105,15 +111,16 @@ class JobRunner:
         return self._publish_pull(host, project, job, message, branch, published, files, request)
 
     def _edit_and_push(self, mirror: Mirror, remote, project: Project, job: Job, message: Message,
-                       start: str, branch: str, earlier: list[Message], request: str) -> _Published:
+                       start: str, branch: str, earlier: list[Message], request: str,
+                       lock: JobLock) -> _Published:
         settings = self._s.settings
         history = [(m.role.value, m.content) for m in earlier]
         model = self._models.client(job.model, run_index=message.seq)
         with mirror.open(start) as workspace:
             task = AgentTask(prompt=message.content, history=history,
                              instructions=load_instructions(workspace), docs_root=project.docs_root)
-            limits = RunLimits(max_steps=settings.max_steps, max_bytes_written=settings.max_bytes_written,
-                               deadline=time.monotonic() + settings.run_timeout_seconds)
+            limits = RunLimits.with_timeout(settings.max_steps, settings.max_bytes_written,
+                                            settings.run_timeout_seconds)
             result = run_agent(workspace, model, task, limits)
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)
@@ -124,6 +131,7 @@ class JobRunner:
         commit = build_commit(mirror, start, changes, text, author=self._identity, committer=self._identity)
         if commit is None:
             return _Published(title, result.summary, None, [], docs_check)
+        lock.ensure_held()  # never push on behalf of a run that another worker may have taken over
         pushed = push_commit(mirror, remote, commit=commit, branch=branch, start_commit=start, changes=changes,
                              message=text, author=self._identity, committer=self._identity)
         return _Published(title, result.summary, pushed.commit, sorted(changes), docs_check)

@@ -161,3 +161,27 @@ def stack(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator):
         for name, value in built.env().items():
             monkeypatch.setenv(name, value)
         yield built
+
+
+@pytest.fixture
+def workspace(repository):
+    """A fresh workspace over the test module's `repository` fixture."""
+    with repository.open() as opened:
+        yield opened
+
+
+@pytest.fixture
+def open_workspace(tmp_path, git):
+    """Factory: a real Workspace over a new bare repository (same arguments as `make_repository`)."""
+    from tests.test_agent_support import make_repository
+
+    opened = []
+
+    def open_(files: dict[str, str | bytes], **entries):
+        workspace = make_repository(git, tmp_path / f"repo{len(opened)}", files, **entries).open()
+        opened.append(workspace)
+        return workspace
+
+    yield open_
+    for workspace in opened:
+        workspace.close()

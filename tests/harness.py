@@ -10,7 +10,6 @@ import rq
 from werkzeug.serving import make_server
 
 from bot import context
-from bot.app import create_app
 from service.settings import Settings
 from tests.conftest import free_port
 

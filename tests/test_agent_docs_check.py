@@ -4,7 +4,7 @@ import pytest
 
 from service.agent.docs_check import DocsProblem, DocsReport, check_docs, extract_links, resolve
 from service.workspace.git import Git
-from tests.test_agent_support import make_repository, workspace  # noqa: F401 (a fixture)
+from tests.test_agent_support import make_repository
 
 FILES = {
     "README.md": "# Project\n\n[Docs](docs/index.md)\n",

@@ -5,7 +5,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
 from service.agent.model import ToolCall
 from service.agent.tools import ToolExecutor
@@ -61,28 +60,6 @@ def _add_special_entries(git: Git, bare: Path, symlinks: dict[str, str], submodu
         tree = git.out("write-tree", git_dir=bare, env=env)
         sha = git.out("commit-tree", tree, "-p", head, "-m", "Links", git_dir=bare, env=env)
         git.run("update-ref", "refs/heads/main", sha, git_dir=bare)
-
-
-@pytest.fixture
-def workspace(repository):
-    """A fresh workspace over the test module's `repository` fixture."""
-    with repository.open() as opened:
-        yield opened
-
-
-@pytest.fixture
-def open_workspace(tmp_path, git):
-    """Factory: a real Workspace over a new bare repository (same arguments as `make_repository`)."""
-    opened = []
-
-    def open_(files: dict[str, str | bytes], **entries) -> Workspace:
-        workspace = make_repository(git, tmp_path / f"repo{len(opened)}", files, **entries).open()
-        opened.append(workspace)
-        return workspace
-
-    yield open_
-    for workspace in opened:
-        workspace.close()
 
 
 def call(executor: ToolExecutor, name: str, **arguments):

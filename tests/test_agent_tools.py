@@ -6,7 +6,7 @@ from service.agent import tools
 from service.agent.tools import TOOL_SPECS, ToolExecutor
 from service.errors import RunFailed
 from service.workspace.git import Git
-from tests.test_agent_support import call, make_repository, workspace  # noqa: F401 (a fixture)
+from tests.test_agent_support import call, make_repository
 
 FILES = {
     "README.md": "# Project\n\nSee [the docs](docs/index.md).\n",

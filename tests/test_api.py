@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-import redis
 import requests
 
 from bot import context
@@ -166,7 +164,8 @@ def test_list_pages_newest_first_and_filters_by_status(stack):
     active = stack.api.get(f"/v2/agent/{stack.project_id}/jobs", params={"status": "active"}).json()
     assert len(active["jobs"]) == 4
     for params, field in (({"status": "running"}, "status"), ({"limit": "0"}, "limit"),
-                          ({"limit": "101"}, "limit"), ({"cursor": "nope"}, "cursor"), ({"page": "2"}, "page")):
+                          ({"limit": "101"}, "limit"), ({"limit": "²"}, "limit"), ({"cursor": "nope"}, "cursor"),
+                          ({"page": "2"}, "page")):
         problem = problem_of(stack.api.get(f"/v2/agent/{stack.project_id}/jobs", params=params), 400,
                              "invalid_request")
         assert problem["field"] == field

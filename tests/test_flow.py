@@ -255,7 +255,7 @@ def test_finished_jobs_idle_past_retention_are_archived(stack):
     stack.drain()
     active = stack.create().json()
     jobs = stack.ctx.services.jobs
-    assert archive_inactive(jobs, [stack.project_id], older_than=timedelta(days=1)) == []
-    assert archive_inactive(jobs, [stack.project_id], older_than=timedelta(0)) == [finished["id"]]
+    assert archive_inactive(jobs, older_than=timedelta(days=1)) == []
+    assert archive_inactive(jobs, older_than=timedelta(0)) == [finished["id"]]
     assert stack.job(finished["id"])["status"] == "archived"
     assert stack.job(active["id"])["status"] == "active"

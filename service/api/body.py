@@ -98,7 +98,7 @@ def parse_list_query(args) -> ListQuery:
             raise InvalidRequest(f"`status` must be one of: {', '.join(s.value for s in JobStatus)}",
                                  field="status") from None
     raw_limit = args.get("limit", "20")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 100:
+    if not (raw_limit.isascii() and raw_limit.isdecimal()) or not 1 <= int(raw_limit) <= 100:
         raise InvalidRequest("`limit` must be a whole number from 1 to 100", field="limit")
     return ListQuery(status=status, limit=int(raw_limit), cursor=args.get("cursor") or None)
 

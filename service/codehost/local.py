@@ -29,6 +29,7 @@ class LocalPull(Record):
     created_at: str
     updated_at: str
     comments: list = field(default_factory=list)  # {"body", "createdAt"}
+    merge_commit: str | None = None
 
 
 class LocalCodeHost:
@@ -129,9 +130,13 @@ class LocalCodeHost:
         merge = self._git.out("commit-tree", tree, "-p", base, "-p", head, "-m",
                               f"Merge pull request #{number} from {pull.head}\n\n{pull.title}",
                               git_dir=path, env=identity)
-        # Compare-and-swap on both refs: a push that lands meanwhile makes this fail, not vanish.
-        self._git.run("update-ref", f"refs/heads/{pull.base}", merge, base, git_dir=path)
-        self._git.run("update-ref", "-d", f"refs/heads/{pull.head}", head, git_dir=path)
+        # One ref transaction, compare-and-swap on both: a push that lands meanwhile fails the merge whole.
+        script = (f"start\nupdate refs/heads/{pull.base} {merge} {base}\n"
+                  f"delete refs/heads/{pull.head} {head}\nprepare\ncommit\n")
+        proc = self._git.run("update-ref", "--stdin", git_dir=path, input=script.encode(), check=False)
+        if proc.returncode != 0:
+            raise CodeHostError("a branch moved while merging; try again")
+        pull.merge_commit = merge
         return self._settle(pull, "merged")
 
     def _open_pull(self, project: Project, number: int) -> LocalPull:
@@ -150,11 +155,9 @@ class LocalCodeHost:
     def diff(self, project: Project, pull: LocalPull) -> str:
         """The pull request's diff: what the head branch changed since it left the base."""
         path = Path(project.repository)
-        if pull.state == "merged":
-            merge = self._git.out("log", "-1", "--format=%H", f"--grep=^Merge pull request #{pull.number} ",
-                                  f"refs/heads/{pull.base}", git_dir=path)
-            return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", f"{merge}^1", merge,
-                                 git_dir=path).stdout.decode("utf-8", "replace") if merge else ""
+        if pull.merge_commit:
+            return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", f"{pull.merge_commit}^1",
+                                 pull.merge_commit, git_dir=path).stdout.decode("utf-8", "replace")
         head = self._head(path, pull.head)
         base = self._head(path, pull.base)
         if head is None or base is None:

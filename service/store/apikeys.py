@@ -16,6 +16,11 @@ def _key(key_id: str) -> str:
     return f"cd:apikey:{key_id}"
 
 
+def _last_used_key(key_id: str) -> str:
+    # Kept apart from the record, so writing it can never undo a revocation made meanwhile.
+    return f"cd:apikey:{key_id}:last-used"
+
+
 class ApiKeyStore:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
@@ -27,12 +32,23 @@ class ApiKeyStore:
             pipe.execute()
 
     def find(self, key_id: str) -> ApiKey | None:
-        return load(ApiKey, self._redis.get(_key(key_id)))
+        return self._with_last_used([key_id])[0]
 
     def all(self) -> list[ApiKey]:
         ids = [i.decode() for i in self._redis.zrangebylex(_INDEX, "-", "+")]
-        raws = self._redis.mget([_key(i) for i in ids]) if ids else []
-        return [load(ApiKey, raw) for raw in raws if raw is not None]
+        return [key for key in self._with_last_used(ids) if key is not None]
+
+    def _with_last_used(self, ids: list[str]) -> list[ApiKey | None]:
+        if not ids:
+            return []
+        raws = self._redis.mget([k for i in ids for k in (_key(i), _last_used_key(i))])
+        keys = []
+        for raw, last_used in zip(raws[::2], raws[1::2]):
+            key = load(ApiKey, raw)
+            if key is not None and last_used is not None:
+                key.last_used_at = last_used.decode()
+            keys.append(key)
+        return keys
 
     def revoke(self, key_id: str) -> ApiKey:
         """Mark a key revoked; it stops working at once. Revoking twice is harmless."""
@@ -41,7 +57,9 @@ class ApiKeyStore:
             raise KeyNotFound(f"no API key {key_id}")
         if not key.revoked_at:
             key.revoked_at = now_iso()
-            self._redis.set(_key(key.id), dump(key))
+            stored = load(ApiKey, self._redis.get(_key(key.id)))
+            stored.revoked_at = key.revoked_at
+            self._redis.set(_key(key.id), dump(stored))
         return key
 
     def touch(self, key: ApiKey) -> None:
@@ -49,4 +67,4 @@ class ApiKeyStore:
         if key.last_used_at and (now() - parse_iso(key.last_used_at)).total_seconds() < _LAST_USED_RESOLUTION_SECONDS:
             return
         key.last_used_at = now_iso()
-        self._redis.set(_key(key.id), dump(key))
+        self._redis.set(_last_used_key(key.id), key.last_used_at)

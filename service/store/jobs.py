@@ -1,18 +1,23 @@
 """Jobs, their conversations and their queues of pending messages, changed atomically in Redis."""
 
+import logging
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import redis
 
-from service.clock import now_iso
+from service.clock import now_iso, parse_iso
 from service.errors import IdempotencyConflict, InvalidRequest, JobArchived, JobNotFound
 from service.ids import UlidGenerator, new_id
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
 
+log = logging.getLogger(__name__)
+
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 PENDING_JOBS = "cd:jobs:pending"  # jobs that have at least one message waiting or running
+FINISHED_JOBS = "cd:jobs:finished"  # completed or failed jobs, scored by when they last changed
 _JOB_ID = re.compile(r"^job_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
@@ -106,12 +111,17 @@ class JobStore:
     def pending_message_ids(self, job_id: str) -> list[str]:
         return [i.decode() for i in self._redis.lrange(pending_key(job_id), 0, -1)]
 
+    def has_pending(self, job_id: str) -> bool:
+        """Whether any message of the job waits or runs."""
+        return bool(self._redis.llen(pending_key(job_id)))
+
     def pending_jobs(self) -> list[str]:
         """Ids of jobs that have messages waiting or running."""
         return sorted(i.decode() for i in self._redis.smembers(PENDING_JOBS))
 
-    def jobs_in(self, project_id: str, status: JobStatus) -> list[str]:
-        return [i.decode() for i in self._redis.zrangebylex(_index_key(project_id, status), "-", "+")]
+    def finished_before(self, cutoff: datetime) -> list[str]:
+        """Ids of completed or failed jobs that have not changed since `cutoff`."""
+        return [i.decode() for i in self._redis.zrangebyscore(FINISHED_JOBS, "-inf", cutoff.timestamp())]
 
     def replay(self, claim: IdempotencyClaim) -> Job | None:
         """The job an earlier create with this idempotency claim made, if any (conflict if the body differs)."""
@@ -155,9 +165,7 @@ class JobStore:
         """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived."""
 
         def attempt(pipe: redis.client.Pipeline):
-            job = load(Job, pipe.get(job_key(job_id)))
-            if job is None:
-                raise JobNotFound(f"no job {job_id}")
+            job = self._load_or_raise(pipe, job_id)
             if job.status is JobStatus.ARCHIVED:
                 raise JobArchived(f"job {job_id} is archived and takes no more messages")
             stamp = now_iso()
@@ -172,17 +180,21 @@ class JobStore:
 
         return self._redis.transaction(attempt, job_key(job_id), value_from_callable=True)
 
-    def archive(self, job_id: str) -> Job:
-        """Archive a job (idempotent): messages still waiting are cancelled; a running one finishes."""
+    def archive(self, job_id: str, *, idle_since: datetime | None = None) -> Job:
+        """Archive a job (idempotent): messages still waiting are cancelled; a running one finishes.
+
+        With `idle_since`, only a completed or failed job unchanged since then is archived.
+        """
 
         def attempt(pipe: redis.client.Pipeline):
-            job = load(Job, pipe.get(job_key(job_id)))
-            if job is None:
-                raise JobNotFound(f"no job {job_id}")
-            if job.status is JobStatus.ARCHIVED:
+            job = self._load_or_raise(pipe, job_id)
+            if job.status is JobStatus.ARCHIVED or (idle_since is not None and not _idle(job, idle_since)):
                 return job
-            waiting = [load(Message, pipe.get(_message_key(m.decode())))
-                       for m in pipe.lrange(pending_key(job_id), 0, -1)]
+            message_keys = [_message_key(m.decode()) for m in pipe.lrange(pending_key(job_id), 0, -1)]
+            # A worker starting one of these messages meanwhile must abort this transaction.
+            if message_keys:
+                pipe.watch(*message_keys)
+            waiting = [load(Message, raw) for raw in pipe.mget(message_keys)] if message_keys else []
             old_status = job.status
             stamp = now_iso()
             # `error` describes a failed job; the failed message keeps its own error in the conversation.
@@ -214,27 +226,24 @@ class JobStore:
                 pipe.srem(PENDING_JOBS, job_id)
                 return None
             message = load(Message, pipe.get(_message_key(head.decode())))
+            if job.status is JobStatus.ARCHIVED:
+                # Left running by a worker that died after the job was archived: settle it, do not run it.
+                message.status = MessageStatus.CANCELLED
+                pipe.multi()
+                pipe.set(_message_key(message.id), dump(message))
+                pipe.lpop(pending_key(job_id))
+                return "again"
             message.status = MessageStatus.RUNNING
             message.attempts += 1
             pipe.multi()
             pipe.set(_message_key(message.id), dump(message))
             return job, message
 
-        return self._redis.transaction(attempt, job_key(job_id), pending_key(job_id), value_from_callable=True)
-
-    def update_job(self, job_id: str, **changes) -> Job:
-        """Set fields of a job during a run (branch, pull request), keeping its status."""
-
-        def attempt(pipe: redis.client.Pipeline):
-            job = self._load_or_raise(pipe, job_id)
-            for name, value in changes.items():
-                setattr(job, name, value)
-            job.updated_at = now_iso()
-            pipe.multi()
-            pipe.set(job_key(job.id), dump(job))
-            return job
-
-        return self._redis.transaction(attempt, job_key(job_id), value_from_callable=True)
+        while True:
+            started = self._redis.transaction(attempt, job_key(job_id), pending_key(job_id),
+                                              value_from_callable=True)
+            if started != "again":
+                return started
 
     def finish_message(self, job_id: str, message_id: str, outcome: RunOutcome) -> Job:
         """Record a message's outcome, add the agent's reply, and settle the job's status."""
@@ -243,7 +252,8 @@ class JobStore:
             job = self._load_or_raise(pipe, job_id)
             pending = [m.decode() for m in pipe.lrange(pending_key(job_id), 0, -1)]
             if not pending or pending[0] != message_id:
-                return job  # already settled by an earlier attempt
+                log.warning("job %s: outcome of message %s discarded, it was settled already", job_id, message_id)
+                return job
             message = load(Message, pipe.get(_message_key(message_id)))
             stamp = now_iso()
             message.status = MessageStatus.FAILED if outcome.error else MessageStatus.PROCESSED
@@ -299,9 +309,17 @@ class JobStore:
         if old_status is not None and old_status is not job.status:
             pipe.zrem(_index_key(job.project_id, old_status), job.id)
         pipe.zadd(_index_key(job.project_id, job.status), {job.id: 0})
+        if job.status in (JobStatus.COMPLETED, JobStatus.FAILED):
+            pipe.zadd(FINISHED_JOBS, {job.id: parse_iso(job.updated_at).timestamp()})
+        else:
+            pipe.zrem(FINISHED_JOBS, job.id)
 
     def _load_or_raise(self, pipe, job_id: str) -> Job:
         job = load(Job, pipe.get(job_key(job_id)))
         if job is None:
             raise JobNotFound(f"no job {job_id}")
         return job
+
+
+def _idle(job: Job, since: datetime) -> bool:
+    return job.status in (JobStatus.COMPLETED, JobStatus.FAILED) and parse_iso(job.updated_at) < since

@@ -68,6 +68,15 @@ class Git:
             env.update(extra)
         return env
 
+    def argv(self, *args: str, git_dir: Path | str | None = None) -> list[str]:
+        """The command line for `git ARGS` with the hardening config (and `--git-dir` when given)."""
+        argv = [self.binary]
+        for item in _SAFE_CONFIG:
+            argv += ["-c", item]
+        if git_dir is not None:
+            argv.append(f"--git-dir={git_dir}")
+        return argv + list(args)
+
     def run(
         self,
         *args: str,
@@ -80,14 +89,8 @@ class Git:
         timeout: float | None = 600,
     ) -> subprocess.CompletedProcess:
         """Run `git ARGS`; raise GitError on a non-zero exit when `check` (stdout is bytes)."""
-        argv = [self.binary]
-        for item in _SAFE_CONFIG:
-            argv += ["-c", item]
-        if git_dir is not None:
-            argv.append(f"--git-dir={git_dir}")
-        argv += list(args)
         proc = subprocess.run(
-            argv,
+            self.argv(*args, git_dir=git_dir),
             cwd=cwd,
             input=input,
             capture_output=True,

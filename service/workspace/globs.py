@@ -1,5 +1,6 @@
 """Gitignore-style path globs, as Python matchers and as the equivalent git pathspecs."""
 
+import functools
 import re
 
 # Rules: `*` and `?` stay within one path segment, `**` spans segments, a pattern without `/` matches
@@ -19,6 +20,7 @@ def pathspecs(pattern: str) -> list[str]:
     return [f":(glob){body}", f":(glob){body}/**"]
 
 
+@functools.lru_cache(maxsize=256)
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """A regex that fully matches the paths (files or directories) `pattern` names."""
     body = _anchored(pattern).rstrip("/")

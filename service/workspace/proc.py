@@ -4,7 +4,7 @@ import subprocess
 from pathlib import Path
 from typing import IO, Mapping
 
-from service.workspace.git import _SAFE_CONFIG, Git
+from service.workspace.git import Git
 
 
 def popen(
@@ -17,8 +17,4 @@ def popen(
     stderr: int | IO | None = subprocess.DEVNULL,
 ) -> subprocess.Popen:
     """Start `git ARGS` on `git_dir` with the hardened config and environment; the caller owns the process."""
-    argv = [git.binary]
-    for item in _SAFE_CONFIG:
-        argv += ["-c", item]
-    argv += [f"--git-dir={git_dir}", *args]
-    return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=git.env(None, env))
+    return subprocess.Popen(git.argv(*args, git_dir=git_dir), stdin=stdin, stdout=stdout, stderr=stderr, env=git.env(None, env))
