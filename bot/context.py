@@ -6,6 +6,7 @@ from pathlib import Path
 import redis
 
 from service.agent.model import ModelFactory
+from service.agent.providers import build_providers
 from service.codehost.local import LocalCodeHost
 from service.runner import JobRunner
 from service.services import Services, build_services
@@ -28,7 +29,8 @@ class Context:
     def runner(self) -> JobRunner:
         """The job runner a worker uses (mirrors live under the data directory)."""
         mirrors = MirrorStore(self.settings.mirrors_dir, self.git)
-        return JobRunner(self.services, mirrors, ModelFactory(scripts=BUNDLED_SCRIPTS))
+        models = ModelFactory(scripts=BUNDLED_SCRIPTS, providers=build_providers(self.settings))
+        return JobRunner(self.services, mirrors, models)
 
 
 def build(settings: Settings) -> Context:

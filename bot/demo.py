@@ -72,13 +72,13 @@ def run_demo(settings: Settings, *, keep: bool = False) -> int:
 
 def _choose_model(settings: Settings) -> str:
     if os.environ.get("COPYDESK_MODEL"):
+        _say(f"Using the model set in COPYDESK_MODEL: {settings.model}\n")
         return settings.model
-    # Real model adapters come with the agent issue; until then a key alone cannot pick a model.
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY"):
-        _say("A model key is set, but no real model adapter is installed in this version; "
-             "using the scripted demo instead.")
+    if settings.model != Settings.model:  # a vendor key is set, so the settings chose that vendor's model
+        _say(f"Using {settings.model}, because its API key is set (COPYDESK_MODEL chooses another).\n")
+        return settings.model
     _say("No model configured: using the bundled demo script (the `scripted` provider replays recorded "
-         "tool calls; it is not a language model). Set COPYDESK_MODEL to choose one.\n")
+         "tool calls; it is not a language model). Set ANTHROPIC_API_KEY or OPENAI_API_KEY to use one.\n")
     return "scripted:demo"
 
 

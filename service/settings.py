@@ -29,6 +29,11 @@ class Settings:
     git_author_name: str = "Copydesk"
     git_author_email: str = "copydesk@localhost"
     log_json: bool = False
+    # The vendors' own variables; keys are secrets, so they never appear in a repr or a log line.
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    anthropic_base_url: str | None = None
 
     @property
     def allowed_models(self) -> tuple[str, ...]:
@@ -48,7 +53,7 @@ class Settings:
         """Read every `COPYDESK_*` variable once; unset ones keep their defaults."""
         env = os.environ if environ is None else environ
         defaults = cls()
-        model = env.get("COPYDESK_MODEL") or defaults.model
+        model = env.get("COPYDESK_MODEL") or default_model(env)
         return cls(
             redis_url=env.get("COPYDESK_REDIS_URL") or defaults.redis_url,
             data_dir=Path(env["COPYDESK_DATA_DIR"]).expanduser() if env.get("COPYDESK_DATA_DIR") else defaults.data_dir,
@@ -67,7 +72,25 @@ class Settings:
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
             log_json=env.get("COPYDESK_LOG_FORMAT", "text") == "json",
+            openai_api_key=env.get("OPENAI_API_KEY") or None,
+            openai_base_url=env.get("OPENAI_BASE_URL") or None,
+            anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+            anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )
+
+
+# What a configured key gives when COPYDESK_MODEL is not set.
+DEFAULT_ANTHROPIC_MODEL = "anthropic:claude-sonnet-5-5"
+DEFAULT_OPENAI_MODEL = "openai:gpt-5.6-terra"
+
+
+def default_model(env: Mapping[str, str]) -> str:
+    """The model to use when none is configured: a vendor's whose key is set, else the scripted demo."""
+    if env.get("ANTHROPIC_API_KEY"):
+        return DEFAULT_ANTHROPIC_MODEL
+    if env.get("OPENAI_API_KEY"):
+        return DEFAULT_OPENAI_MODEL
+    return Settings.model
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

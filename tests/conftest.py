@@ -136,31 +136,46 @@ def openapi_validator():
 
 
 @pytest.fixture
-def stack(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator):
-    """The whole service on one machine: web server, store, local project, key, scripted model."""
+def stack_factory(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator):
+    """Factory: the whole service on one machine (web server, store, local project, key) with settings
+    overrides; the default model is a scripted one whose runs each test sets."""
+    import contextlib
+
     from bot import context
     from bot.app import create_app
     from service.settings import Settings
     from tests.harness import CheckedSession, LiveServer, Stack
 
-    script_path = tmp_path / "script.json"
-    script_path.write_text('{"runs": []}')
-    port = free_port()
-    settings = Settings(redis_url=redis_url, data_dir=tmp_path / "data", base_url=f"http://127.0.0.1:{port}",
-                        model=f"scripted:{script_path}")
-    ctx = context.build(settings)
-    repo = make_repo(DOCS)
-    project = ctx.local.register(ctx.services.projects, path=repo, ref="main")
-    _key, plaintext = ctx.services.keys.create(account="local", name="tests")
-    with LiveServer(create_app(settings, ctx), port) as server:
-        api = CheckedSession(server.url, openapi_validator)
-        api.headers["Authorization"] = f"Bearer {plaintext}"
-        built = Stack(settings=settings, ctx=ctx, url=server.url, repo=repo, project_id=project.id, key=plaintext,
-                      api=api, script_path=script_path)
-        # The worker's task builds its own context from the environment, as in production.
-        for name, value in built.env().items():
-            monkeypatch.setenv(name, value)
-        yield built
+    with contextlib.ExitStack() as running:
+
+        def build(**overrides) -> Stack:
+            script_path = tmp_path / "script.json"
+            script_path.write_text('{"runs": []}')
+            port = free_port()
+            settings = Settings(redis_url=redis_url, data_dir=tmp_path / "data",
+                                base_url=f"http://127.0.0.1:{port}", model=f"scripted:{script_path}")
+            settings = settings.with_overrides(**overrides)
+            ctx = context.build(settings)
+            repo = make_repo(DOCS)
+            project = ctx.local.register(ctx.services.projects, path=repo, ref="main")
+            _key, plaintext = ctx.services.keys.create(account="local", name="tests")
+            server = running.enter_context(LiveServer(create_app(settings, ctx), port))
+            api = CheckedSession(server.url, openapi_validator)
+            api.headers["Authorization"] = f"Bearer {plaintext}"
+            built = Stack(settings=settings, ctx=ctx, url=server.url, repo=repo, project_id=project.id,
+                          key=plaintext, api=api, script_path=script_path)
+            # The worker's task builds its own context from the environment, as in production.
+            for name, value in built.env().items():
+                monkeypatch.setenv(name, value)
+            return built
+
+        yield build
+
+
+@pytest.fixture
+def stack(stack_factory):
+    """The whole service on one machine with a scripted model."""
+    return stack_factory()
 
 
 @pytest.fixture

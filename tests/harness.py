@@ -91,5 +91,10 @@ class Stack:
 
     def env(self) -> dict[str, str]:
         """Environment variables that point a `copydesk` process at this stack."""
-        return {"COPYDESK_REDIS_URL": self.settings.redis_url, "COPYDESK_DATA_DIR": str(self.settings.data_dir),
-                "COPYDESK_BASE_URL": self.settings.base_url, "COPYDESK_MODEL": self.settings.model}
+        s = self.settings
+        env = {"COPYDESK_REDIS_URL": s.redis_url, "COPYDESK_DATA_DIR": str(s.data_dir),
+               "COPYDESK_BASE_URL": s.base_url, "COPYDESK_MODEL": s.model, "COPYDESK_MODELS": ",".join(s.models)}
+        for name, value in (("OPENAI_API_KEY", s.openai_api_key), ("OPENAI_BASE_URL", s.openai_base_url),
+                            ("ANTHROPIC_API_KEY", s.anthropic_api_key), ("ANTHROPIC_BASE_URL", s.anthropic_base_url)):
+            env[name] = value or ""
+        return env

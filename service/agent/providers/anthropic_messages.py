@@ -1,0 +1,99 @@
+"""The `anthropic` provider: the Messages API with tools."""
+
+import anthropic
+
+from service.agent.model import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
+from service.agent.providers.failures import connection_detail, missing_key, status_failure
+from service.agent.providers.retry import RetryPolicy, Transient
+
+KEY_VARIABLE = "ANTHROPIC_API_KEY"
+# Stands in for a missing first user turn: the API wants the conversation to start with one.
+OPENING_TURN = "(The conversation so far follows.)"
+
+
+class AnthropicModel:
+    """A `ModelClient` over Anthropic's Messages API."""
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
+                 timeout: float = 120, max_tokens: int = 8192) -> None:
+        self.name = f"anthropic:{model}"
+        self.vendor = f"the Anthropic-compatible server at {base_url}" if base_url else "Anthropic"
+        if not api_key:
+            raise missing_key(self.vendor, KEY_VARIABLE)
+        self.model = model
+        self._api_key = api_key
+        self._retry = retry
+        self._timeout = timeout
+        self._max_tokens = max_tokens
+        # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
+        """Send the conversation and tools as one Messages request; return the model's turn."""
+        system, turns = to_anthropic_messages(messages)
+        request = {"model": self.model, "max_tokens": self._max_tokens, "messages": turns}
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = [to_anthropic_tool(spec) for spec in tools]
+        return to_reply(self._retry.call(lambda: self._send(request), what=self.name))
+
+    def _send(self, request: dict):
+        try:
+            return self._client.messages.create(**request)
+        except anthropic.APIStatusError as exc:
+            raise status_failure(exc.status_code, exc.body, exc.response.headers, vendor=self.vendor,
+                                 model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key) from exc
+        except anthropic.APITimeoutError as exc:
+            raise Transient(None, f"no answer from {self.vendor} within {self._timeout:.0f} s") from exc
+        except anthropic.APIConnectionError as exc:
+            raise Transient(None, f"could not connect to {self.vendor}: {connection_detail(exc)}") from exc
+
+
+def to_anthropic_tool(spec: ToolSpec) -> dict:
+    """A tool spec as a Messages API client tool."""
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict]]:
+    """The neutral conversation as (system text, alternating user/assistant turns of content blocks).
+
+    Tool results become `tool_result` blocks of a user turn; neighbouring turns of one role are merged.
+    """
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    turns: list[dict] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role, blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_TURN}]})
+    return system, turns
+
+
+def _blocks(message: ChatMessage) -> tuple[str, list[dict]]:
+    if message.role == "tool":
+        return "user", [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content,
+                         "is_error": message.is_error}]
+    # The API refuses empty or whitespace-only text blocks.
+    blocks = [{"type": "text", "text": message.content}] if message.content.strip() else []
+    if message.role == "assistant":
+        blocks += [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+                   for call in message.tool_calls]
+    return message.role, blocks
+
+
+def to_reply(response) -> ModelReply:
+    """A Messages API response as a neutral reply: its text blocks joined, its tool_use blocks as calls."""
+    text = "".join(block.text for block in response.content if block.type == "text")
+    calls = [ToolCall(block.id, block.name, block.input) for block in response.content if block.type == "tool_use"]
+    usage = response.usage
+    input_tokens = (usage.input_tokens or 0) + (getattr(usage, "cache_creation_input_tokens", None) or 0) \
+        + (getattr(usage, "cache_read_input_tokens", None) or 0)
+    return ModelReply(text=text, tool_calls=calls, usage=Usage(input_tokens, usage.output_tokens or 0))

@@ -1,0 +1,114 @@
+"""The `openai` provider: Chat Completions with tools, for OpenAI and every OpenAI-compatible server."""
+
+import json
+
+import openai
+
+from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
+from service.agent.providers.failures import connection_detail, missing_key, status_failure
+from service.agent.providers.retry import RetryPolicy, Transient
+
+KEY_VARIABLE = "OPENAI_API_KEY"
+ERROR_PREFIX = "ERROR: "
+
+
+class OpenAIChatModel:
+    """A `ModelClient` over the Chat Completions API; `base_url` points it at an OpenAI-compatible server."""
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
+                 timeout: float = 120, max_tokens: int = 8192) -> None:
+        self.name = f"openai:{model}"
+        self.vendor = f"the OpenAI-compatible server at {base_url}" if base_url else "OpenAI"
+        if not api_key:
+            raise missing_key(self.vendor, KEY_VARIABLE)
+        self.model = model
+        self._api_key = api_key
+        self._retry = retry
+        self._timeout = timeout
+        self._max_tokens = max_tokens
+        # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
+        self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
+        """Send the conversation and tools as one chat completion request; return the model's turn."""
+        request = {"model": self.model, "messages": to_openai_messages(messages),
+                   "max_completion_tokens": self._max_tokens}
+        if tools:
+            request["tools"] = [to_openai_tool(spec) for spec in tools]
+            request["tool_choice"] = "auto"
+        completion = self._retry.call(lambda: self._send(request), what=self.name)
+        if not completion.choices:
+            raise ModelError(f"{self.name} answered with no choices", code="model_error")
+        return to_reply(completion)
+
+    def _send(self, request: dict):
+        try:
+            return self._client.chat.completions.create(**request)
+        except openai.APIStatusError as exc:
+            raise status_failure(exc.status_code, exc.body, exc.response.headers, vendor=self.vendor,
+                                 model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key) from exc
+        except openai.APITimeoutError as exc:
+            raise Transient(None, f"no answer from {self.vendor} within {self._timeout:.0f} s") from exc
+        except openai.APIConnectionError as exc:
+            raise Transient(None, f"could not connect to {self.vendor}: {connection_detail(exc)}") from exc
+
+
+def to_openai_tool(spec: ToolSpec) -> dict:
+    """A tool spec as a Chat Completions function tool."""
+    return {"type": "function",
+            "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters}}
+
+
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict]:
+    """The neutral conversation as Chat Completions messages; tool errors are marked in their text."""
+    out = []
+    for message in messages:
+        if message.role == "assistant":
+            item = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                item["tool_calls"] = [
+                    {"id": call.id, "type": "function",
+                     "function": {"name": call.name, "arguments": _arguments_text(call.arguments)}}
+                    for call in message.tool_calls]
+            elif item["content"] is None:
+                item["content"] = ""
+            out.append(item)
+        elif message.role == "tool":
+            # Chat Completions has no error flag on tool results, so the text carries it.
+            content = ERROR_PREFIX + message.content if message.is_error else message.content
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": content})
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def to_reply(completion) -> ModelReply:
+    """The first choice of a chat completion as a neutral reply; usage is zero when the server sent none."""
+    message = completion.choices[0].message
+    calls = []
+    for call in message.tool_calls or []:
+        function = getattr(call, "function", None)
+        if function is None:
+            continue  # a custom (non-function) tool call; we offer none
+        calls.append(ToolCall(call.id, function.name, _parse_arguments(function.arguments)))
+    usage = completion.usage
+    return ModelReply(
+        text=message.content or message.refusal or "",
+        tool_calls=calls,
+        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
+    )
+
+
+def _parse_arguments(raw: str | None):
+    # Invalid JSON stays a string: the tool executor then tells the model its arguments were not an object.
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _arguments_text(arguments) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
