@@ -1,9 +1,7 @@
 """The job flow through the API with each real model adapter, against the vendors' protocol stand-ins."""
 
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -5,7 +5,9 @@ from openai.types.chat import ChatCompletion
 
 from service.agent.loop import AgentTask, RunLimits, run_agent
 from service.agent.model import ChatMessage, ModelError, ModelFactory, ToolCall, Usage
-from service.agent.providers import AnthropicModel, OpenAIChatModel, build_providers
+from service.agent.providers import build_providers
+from service.agent.providers.anthropic_messages import AnthropicModel
+from service.agent.providers.openai_chat import OpenAIChatModel
 from service.agent.providers import openai_chat
 from service.agent.providers.failures import retry_after, status_failure
 from service.agent.providers.retry import RetryPolicy, Transient

@@ -1,21 +1,23 @@
 """The vendor model providers (`openai`, `anthropic`), built from the settings for the model factory."""
 
 from service.agent.model import ModelClient, ProviderBuilder
-from service.agent.providers.anthropic_messages import AnthropicModel
-from service.agent.providers.openai_chat import OpenAIChatModel
-from service.agent.providers.retry import RetryPolicy, Transient
-
-__all__ = ["AnthropicModel", "OpenAIChatModel", "RetryPolicy", "Transient", "build_providers"]
+from service.agent.providers.retry import RetryPolicy
 
 
 def build_providers(settings) -> dict[str, ProviderBuilder]:
     """Builders for `openai:MODEL` and `anthropic:MODEL` using the keys and base URLs in `settings`."""
 
+    # The vendor SDKs take seconds to import, so each is imported on the first run that uses it: the web
+    # process and the CLI never pay for them.
     def openai_builder(model: str, run_index: int) -> ModelClient:
+        from service.agent.providers.openai_chat import OpenAIChatModel
+
         return OpenAIChatModel(model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
                                retry=RetryPolicy())
 
     def anthropic_builder(model: str, run_index: int) -> ModelClient:
+        from service.agent.providers.anthropic_messages import AnthropicModel
+
         return AnthropicModel(model, api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url,
                               retry=RetryPolicy())
 

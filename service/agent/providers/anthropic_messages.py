@@ -3,8 +3,8 @@
 import anthropic
 
 from service.agent.model import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
-from service.agent.providers.failures import connection_detail, missing_key, status_failure
-from service.agent.providers.retry import RetryPolicy, Transient
+from service.agent.providers.failures import missing_key, sdk_call
+from service.agent.providers.retry import RetryPolicy
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 # Stands in for a missing first user turn: the API wants the conversation to start with one.
@@ -39,15 +39,8 @@ class AnthropicModel:
         return to_reply(self._retry.call(lambda: self._send(request), what=self.name))
 
     def _send(self, request: dict):
-        try:
-            return self._client.messages.create(**request)
-        except anthropic.APIStatusError as exc:
-            raise status_failure(exc.status_code, exc.body, exc.response.headers, vendor=self.vendor,
-                                 model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key) from exc
-        except anthropic.APITimeoutError as exc:
-            raise Transient(None, f"no answer from {self.vendor} within {self._timeout:.0f} s") from exc
-        except anthropic.APIConnectionError as exc:
-            raise Transient(None, f"could not connect to {self.vendor}: {connection_detail(exc)}") from exc
+        return sdk_call(anthropic, lambda: self._client.messages.create(**request), vendor=self.vendor,
+                        model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key, timeout=self._timeout)
 
 
 def to_anthropic_tool(spec: ToolSpec) -> dict:

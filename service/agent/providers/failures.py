@@ -35,6 +35,22 @@ def status_failure(status: int, body: object, headers: Mapping[str, str], *, ven
     return ModelError(f"{vendor} refused the request for {model!r}: {detail}{hint}", code="model_error")
 
 
+def sdk_call(sdk, send, *, vendor: str, model: str, key_variable: str, api_key: str, timeout: float):
+    """Call `send()` and turn the vendor SDK's exceptions into Transient or ModelError.
+
+    `sdk` is the `openai` or `anthropic` module: both SDKs name their exceptions alike.
+    """
+    try:
+        return send()
+    except sdk.APIStatusError as exc:
+        raise status_failure(exc.status_code, exc.body, exc.response.headers, vendor=vendor, model=model,
+                             key_variable=key_variable, api_key=api_key) from exc
+    except sdk.APITimeoutError as exc:
+        raise Transient(None, f"no answer from {vendor} within {timeout:.0f} s") from exc
+    except sdk.APIConnectionError as exc:
+        raise Transient(None, f"could not connect to {vendor}: {connection_detail(exc)}") from exc
+
+
 def missing_key(vendor: str, key_variable: str) -> ModelError:
     """The error for a provider used without its API key."""
     return ModelError(f"no API key is configured for {vendor}; set {key_variable}", code="model_auth_failed")

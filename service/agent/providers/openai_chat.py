@@ -5,8 +5,8 @@ import json
 import openai
 
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
-from service.agent.providers.failures import connection_detail, missing_key, status_failure
-from service.agent.providers.retry import RetryPolicy, Transient
+from service.agent.providers.failures import missing_key, sdk_call
+from service.agent.providers.retry import RetryPolicy
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 ERROR_PREFIX = "ERROR: "
@@ -42,15 +42,8 @@ class OpenAIChatModel:
         return to_reply(completion)
 
     def _send(self, request: dict):
-        try:
-            return self._client.chat.completions.create(**request)
-        except openai.APIStatusError as exc:
-            raise status_failure(exc.status_code, exc.body, exc.response.headers, vendor=self.vendor,
-                                 model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key) from exc
-        except openai.APITimeoutError as exc:
-            raise Transient(None, f"no answer from {self.vendor} within {self._timeout:.0f} s") from exc
-        except openai.APIConnectionError as exc:
-            raise Transient(None, f"could not connect to {self.vendor}: {connection_detail(exc)}") from exc
+        return sdk_call(openai, lambda: self._client.chat.completions.create(**request), vendor=self.vendor,
+                        model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key, timeout=self._timeout)
 
 
 def to_openai_tool(spec: ToolSpec) -> dict:
