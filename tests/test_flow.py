@@ -206,7 +206,7 @@ def test_concurrent_runners_on_one_job_take_turns_and_run_each_message_once(stac
         try:
             runner = stack.ctx.runner()  # one per thread, as each worker process has its own
             start.wait()
-            while jobs.pending_message_ids(job_id):
+            while jobs.has_pending(job_id):
                 runner.process(job_id)
         except Exception as exc:  # surfaced below; a thread's exception would otherwise vanish
             errors.append(exc)

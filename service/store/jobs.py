@@ -108,9 +108,6 @@ class JobStore:
         jobs = [load(Job, raw) for raw in raws if raw is not None]
         return jobs, (page[-1] if len(ids) > limit else None)
 
-    def pending_message_ids(self, job_id: str) -> list[str]:
-        return [i.decode() for i in self._redis.lrange(pending_key(job_id), 0, -1)]
-
     def has_pending(self, job_id: str) -> bool:
         """Whether any message of the job waits or runs."""
         return bool(self._redis.llen(pending_key(job_id)))
