@@ -48,6 +48,8 @@ class Project(Record):
     enabled: bool = True
     created_at: str = ""
     host_data: dict = field(default_factory=dict)
+    # Why the project was disabled: the `error.code` a run of it fails with (e.g. "installation_removed").
+    disabled_reason: str | None = None
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Job(Record):
     error: dict | None = None
     as_draft: bool = False
     messages: int = 0  # how many user messages the job has had; the next one's sequence number
+    usage: dict = field(default_factory=dict)  # model tokens of all the job's runs: inputTokens, outputTokens
 
     def __post_init__(self) -> None:
         self.status = JobStatus(self.status)
@@ -106,6 +109,7 @@ class Message(Record):
     commit: str | None = None
     changed_files: list = field(default_factory=list)
     error: dict | None = None
+    usage: dict | None = None  # user messages: model tokens of the run that processed it
 
     def __post_init__(self) -> None:
         self.role = Role(self.role)
@@ -121,7 +125,8 @@ class Message(Record):
             "createdAt": self.created_at,
         }
         if self.role is Role.USER:
-            data.update(status=self.status.value, source=self.source, author=self.author, error=self.error)
+            data.update(status=self.status.value, source=self.source, author=self.author, error=self.error,
+                        usage=self.usage)
         else:
             data.update(replyTo=self.reply_to, commit=self.commit, changedFiles=self.changed_files)
         return data

@@ -25,6 +25,7 @@ class Settings:
     max_steps: int = 50
     max_bytes_written: int = 2 * 1024 * 1024
     run_timeout_seconds: int = 900
+    max_tokens: int = 1_000_000  # model tokens (input + output) one run may use
     max_attempts: int = 3
     git_author_name: str = "Copydesk"
     git_author_email: str = "copydesk@localhost"
@@ -68,6 +69,7 @@ class Settings:
             max_steps=_int(env, "COPYDESK_MAX_STEPS", defaults.max_steps),
             max_bytes_written=_int(env, "COPYDESK_MAX_BYTES_WRITTEN", defaults.max_bytes_written),
             run_timeout_seconds=_int(env, "COPYDESK_RUN_TIMEOUT", defaults.run_timeout_seconds),
+            max_tokens=_int(env, "COPYDESK_MAX_TOKENS", defaults.max_tokens),
             max_attempts=_int(env, "COPYDESK_MAX_ATTEMPTS", defaults.max_attempts),
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,

@@ -93,7 +93,10 @@ class Stack:
         """Environment variables that point a `copydesk` process at this stack."""
         s = self.settings
         env = {"COPYDESK_REDIS_URL": s.redis_url, "COPYDESK_DATA_DIR": str(s.data_dir),
-               "COPYDESK_BASE_URL": s.base_url, "COPYDESK_MODEL": s.model, "COPYDESK_MODELS": ",".join(s.models)}
+               "COPYDESK_BASE_URL": s.base_url, "COPYDESK_MODEL": s.model, "COPYDESK_MODELS": ",".join(s.models),
+               "COPYDESK_MAX_STEPS": str(s.max_steps), "COPYDESK_MAX_TOKENS": str(s.max_tokens),
+               "COPYDESK_MAX_BYTES_WRITTEN": str(s.max_bytes_written),
+               "COPYDESK_RUN_TIMEOUT": str(s.run_timeout_seconds)}
         for name, value in (("OPENAI_API_KEY", s.openai_api_key), ("OPENAI_BASE_URL", s.openai_base_url),
                             ("ANTHROPIC_API_KEY", s.anthropic_api_key), ("ANTHROPIC_BASE_URL", s.anthropic_base_url)):
             env[name] = value or ""

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.model_standin import Failure, ModelStandIn, Reply, ToolUse
+from tests.model_standin import Failure, Hang, ModelStandIn, Reply, ToolUse
 from tests.test_flow import show
 
 PROVIDERS = {
@@ -50,7 +50,13 @@ def test_a_job_and_a_follow_up_with_a_real_adapter(provider, stack_factory, stan
     # The follow-up run saw the earlier prompt and the agent's summary.
     sent = str(standin.requests[-2].body)
     assert "Add an FAQ" in sent and "Added the FAQ." in sent and "Add a line to the section you added" in sent
+    # ...and the pull request's diff against the base, so "the section you added" has a referent.
+    assert "<pull-request-diff>" in sent and "+# FAQ" in sent
     assert stack.conversation(job["id"])[-1]["content"] == "I added a line to the section I wrote."
+    pull = stack.ctx.local.pulls(stack.project_id)[0]
+    assert "## Follow-ups" in pull.body and "Add a line to the section you added" in pull.body
+    assert "I added a line to the section I wrote." in pull.body
+    assert "**Round 2** pushed" in pull.comments[-1]["body"]
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
@@ -97,3 +103,75 @@ def test_the_demo_uses_the_model_whose_key_is_set(redis_url, tmp_path, standin):
     assert "Using openai:gpt-5.6-terra, because its API key is set" in proc.stdout
     assert "+# Troubleshooting" in proc.stdout
     assert standin.requests[0].body["model"] == "gpt-5.6-terra"
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_tokens_are_counted_per_run_and_per_job(provider, stack_factory, standin):
+    stack = stack_factory(**PROVIDERS[provider](standin))
+    write, finish = write_then_finish()
+    write.input_tokens, write.output_tokens = 1200, 80
+    finish.input_tokens, finish.output_tokens = 1500, 40
+    standin.script(write, finish)
+    job = stack.create("Add an FAQ").json()
+    stack.drain()
+    standin.script(Reply(text="The FAQ has one question.", input_tokens=900, output_tokens=12))
+    stack.message(job["id"], "How many questions does the FAQ have?")
+    stack.drain()
+
+    response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()
+    prompts = [m for m in response["messages"] if m["role"] == "user"]
+    assert [p["usage"] for p in prompts] == [{"inputTokens": 2700, "outputTokens": 120},
+                                             {"inputTokens": 900, "outputTokens": 12}]
+    assert response["usage"] == {"inputTokens": 3600, "outputTokens": 132}
+
+
+def _fails_with(stack, standin, code, *items):
+    standin.script(*items)
+    job = stack.create("Rewrite the docs").json()
+    stack.drain()
+    failed = stack.job(job["id"])
+    assert failed["status"] == "failed", failed
+    assert failed["error"]["code"] == code, failed["error"]
+    return failed, stack.conversation(job["id"])
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_each_run_limit_fails_the_job_with_its_own_code(provider, stack_factory, standin):
+    look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})])
+    stack = stack_factory(**PROVIDERS[provider](standin), max_steps=3, max_tokens=5_000,
+                          max_bytes_written=64, run_timeout_seconds=1)
+
+    failed, conversation = _fails_with(stack, standin, "step_limit_exceeded", look, look, look)
+    assert "3 model calls" in failed["error"]["message"]
+    assert conversation[0]["usage"] == {"inputTokens": 30, "outputTokens": 15}  # the failed run's cost is kept
+
+    greedy = Reply(tool_calls=[ToolUse("list_files", {})], input_tokens=4_000, output_tokens=1_500)
+    failed, _ = _fails_with(stack, standin, "token_limit_exceeded", greedy)
+    assert "5,500 model tokens" in failed["error"]["message"] and "5,000" in failed["error"]["message"]
+
+    big = Reply(tool_calls=[ToolUse("write_file", {"path": "docs/big.md", "content": "x" * 100})])
+    failed, _ = _fails_with(stack, standin, "write_limit_exceeded", big)
+    assert "64 bytes" in failed["error"]["message"]
+
+    failed, _ = _fails_with(stack, standin, "time_limit_exceeded", Hang(1.5), look)
+    assert "time limit" in failed["error"]["message"]
+    assert standin.pending == 0
+    # Nothing was pushed by any of the failed runs.
+    assert subprocess.run(["git", "--git-dir", str(stack.repo), "branch", "--list", "copydesk/*"],
+                          capture_output=True, text=True).stdout == ""
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_a_failed_follow_up_is_explained_on_the_pull_request(provider, stack_factory, standin):
+    stack = stack_factory(**PROVIDERS[provider](standin))
+    standin.script(*write_then_finish())
+    job = stack.create("Add an FAQ").json()
+    stack.drain()
+    standin.script(Failure(401, "bad key"))
+    stack.message(job["id"], "Now add a second question")
+    stack.drain()
+    failed = stack.job(job["id"])
+    assert failed["error"]["code"] == "model_auth_failed" and failed["prLink"]
+    pull = stack.ctx.local.pulls(stack.project_id)[0]
+    assert "Round 2 failed and changed nothing" in pull.comments[-1]["body"]
+    assert "`model_auth_failed`" in pull.comments[-1]["body"]

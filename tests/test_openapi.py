@@ -218,9 +218,15 @@ def test_validator_accepts_a_real_conversation(validator):
     answer = Message(id="msg_01JR8Z6Q3V4W5X6Y7Z8A9B0C1G", job_id=JOB_ID, seq=0, role=Role.AGENT, content="Done",
                      created_at=STAMP, reply_to=prompt.id, commit="a" * 40, changed_files=["docs/a.md"])
     path = f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}/messages"
-    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()]}, REQUEST_ID)
+    usage = {"inputTokens": 120, "outputTokens": 30}
+    prompt.usage = usage
+    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()], "usage": usage},
+                       REQUEST_ID)
     with pytest.raises(AssertionError, match="status"):
-        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}]}, REQUEST_ID)
+        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}], "usage": usage},
+                           REQUEST_ID)
+    with pytest.raises(AssertionError, match="usage"):
+        validator.validate("GET", path, 200, {"messages": [prompt.to_api()]}, REQUEST_ID)
 
 
 # -- real responses of the app -----------------------------------------------------------------

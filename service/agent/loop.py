@@ -38,20 +38,42 @@ class AgentTask:
     history: list[tuple[str, str]] = field(default_factory=list)  # (role "user" or "agent", text), oldest first
     instructions: str | None = None  # the repository's AGENTS.md text, see instructions.load_instructions
     docs_root: str = ""
+    branch_diff: str | None = None  # follow-ups: what the job's branch changes against its base so far
+    base_ref: str = ""
 
 
 @dataclass(frozen=True)
 class RunLimits:
-    """Per-run limits; `deadline` is a `time.monotonic()` value, None for no time limit."""
+    """Per-run limits; `deadline` is a `time.monotonic()` value, None for no time or token limit."""
 
     max_steps: int
     max_bytes_written: int
     deadline: float | None = None
+    max_tokens: int | None = None  # input plus output tokens over all the run's model calls
 
     @classmethod
-    def with_timeout(cls, max_steps: int, max_bytes_written: int, seconds: float) -> "RunLimits":
+    def with_timeout(cls, max_steps: int, max_bytes_written: int, seconds: float,
+                     max_tokens: int | None = None) -> "RunLimits":
         """Limits whose deadline is `seconds` from now."""
-        return cls(max_steps, max_bytes_written, time.monotonic() + seconds)
+        return cls(max_steps, max_bytes_written, time.monotonic() + seconds, max_tokens)
+
+
+@dataclass
+class RunMeter:
+    """What a run has cost so far; the caller keeps it, so the cost of a run that failed is known too."""
+
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def record(self, reply_usage: Usage, limits: "RunLimits") -> None:
+        """Count one model call; raise RunFailed when it takes the run past its token limit."""
+        self.steps += 1
+        self.usage += reply_usage
+        spent = self.usage.input_tokens + self.usage.output_tokens
+        if limits.max_tokens is not None and spent > limits.max_tokens:
+            raise RunFailed("token_limit_exceeded",
+                            f"the agent used {spent:,} model tokens, more than the run's limit of "
+                            f"{limits.max_tokens:,}; ask for a smaller change or raise COPYDESK_MAX_TOKENS")
 
 
 @dataclass
@@ -66,32 +88,34 @@ class AgentResult:
     transcript: list[ChatMessage]
 
 
-def run_agent(workspace, model: ModelClient, task: AgentTask, limits: RunLimits) -> AgentResult:
+def run_agent(workspace, model: ModelClient, task: AgentTask, limits: RunLimits,
+              meter: RunMeter | None = None) -> AgentResult:
     """Run the model on `workspace` until it finishes; raise RunFailed when a limit is exceeded.
 
     Tool refusals go back to the model as tool errors; a reply without tool calls is taken as the final answer.
     """
+    meter = meter if meter is not None else RunMeter()
     executor = ToolExecutor(workspace, max_bytes_written=limits.max_bytes_written)
     messages = build_messages(task)
-    steps, usage = 0, Usage()
     while True:
-        if steps >= limits.max_steps:
-            raise RunFailed("step_limit_exceeded", f"the agent did not finish within {limits.max_steps} model calls")
+        if meter.steps >= limits.max_steps:
+            raise RunFailed("step_limit_exceeded",
+                            f"the agent did not finish within {limits.max_steps} model calls; ask for a smaller "
+                            "change or raise COPYDESK_MAX_STEPS")
         _check_deadline(limits)
         reply = model.complete(messages, TOOL_SPECS)
-        steps += 1
-        usage += reply.usage
+        meter.record(reply.usage, limits)
         messages.append(ChatMessage("assistant", reply.text, list(reply.tool_calls)))
         if not reply.tool_calls:
             summary = reply.text.strip() or "The agent ended the run without a summary."
-            return _result(workspace, None, summary, steps, usage, messages)
+            return _result(workspace, None, summary, meter, messages)
         for call in reply.tool_calls:
             _check_deadline(limits)
             result = executor.execute(call)
             messages.append(ChatMessage("tool", result.content, tool_call_id=call.id, is_error=result.is_error))
             if result.finish:
                 # Calls after `finish` in the same reply are not run: the run is over.
-                return _result(workspace, result.finish.title, result.finish.summary, steps, usage, messages)
+                return _result(workspace, result.finish.title, result.finish.summary, meter, messages)
 
 
 def build_messages(task: AgentTask) -> list[ChatMessage]:
@@ -109,15 +133,34 @@ def build_messages(task: AgentTask) -> list[ChatMessage]:
         if role not in HISTORY_ROLES:
             raise ValueError(f"history role must be one of {', '.join(HISTORY_ROLES)}, not {role!r}")
         messages.append(ChatMessage(HISTORY_ROLES[role], text))
-    messages.append(ChatMessage("user", task.prompt))
+    messages.append(ChatMessage("user", _with_branch_diff(task)))
     return messages
+
+
+# A follow-up sees the pull request's diff; past this size it gets the start and is told how to read the rest.
+MAX_DIFF_CHARS = 24_000
+
+
+def _with_branch_diff(task: AgentTask) -> str:
+    if not task.branch_diff:
+        return task.prompt
+    diff = task.branch_diff
+    if len(diff) > MAX_DIFF_CHARS:
+        cut = diff.rfind("\n", 0, MAX_DIFF_CHARS)
+        diff = (diff[: cut if cut > 0 else MAX_DIFF_CHARS] + f"\n[diff truncated: {len(task.branch_diff):,} characters "
+                "in all; read the changed files with read_file to see the rest]")
+    base = f" against {task.base_ref}" if task.base_ref else ""
+    return (f"{task.prompt}\n\n<pull-request-diff>\nThis follow-up continues the job above. The workspace "
+            f"already holds the pull request's changes; this is their diff{base} (\"the section you added\" "
+            f"and the like refer to it):\n{diff}\n</pull-request-diff>")
 
 
 def _check_deadline(limits: RunLimits) -> None:
     if limits.deadline is not None and time.monotonic() > limits.deadline:
-        raise RunFailed("time_limit_exceeded", "the agent run took longer than its time limit")
+        raise RunFailed("time_limit_exceeded", "the agent run took longer than its time limit "
+                        "(COPYDESK_RUN_TIMEOUT); ask for a smaller change or raise the limit")
 
 
-def _result(workspace, title, summary, steps, usage, messages) -> AgentResult:
+def _result(workspace, title, summary, meter: RunMeter, messages) -> AgentResult:
     report = check_docs(workspace) if workspace.changes() else None
-    return AgentResult(title, summary, steps, usage, report, messages)
+    return AgentResult(title, summary, meter.steps, meter.usage, report, messages)

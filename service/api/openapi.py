@@ -116,7 +116,9 @@ def _message_schemas() -> dict:
         "source": string("Where the message came from: `api`, or the code host for a pull-request comment."),
         "author": nullable(string("Who wrote it, when known (e.g. the commenter's login).")),
         "error": nullable(ref("schemas", "JobError")),
-    }, description="A prompt: the create call's (first) or a follow-up message.")
+        "usage": nullable(ref("schemas", "Usage")),
+    }, description="A prompt: the create call's (first) or a follow-up message. `usage` is what the run that "
+                   "processed it cost; null until that run ends, and for a run that never called the model.")
     agent = closed_object({
         **common("agent"),
         "replyTo": nullable(string("The user message this answers.", pattern=MESSAGE_ID_PATTERN)),
@@ -183,9 +185,14 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
             "nextCursor": nullable(string("Pass as `cursor` for the next page; null on the last page.")),
         }),
         **_message_schemas(),
+        "Usage": closed_object({
+            "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
+            "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
+        }, description="Model tokens as the vendor counted them."),
         "Conversation": closed_object({
             "messages": {"type": "array", "items": ref("schemas", "Message"), "description": "Oldest first."},
-        }),
+            "usage": ref("schemas", "Usage"),
+        }, description="`usage` totals every run of the job."),
         "CreateJobRequest": _create_body(models, max_prompt_chars),
         "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
                                         description="Only `prompt`; any other field is a `400`."),

@@ -8,7 +8,7 @@ from service.api import body as bodies
 from service.errors import JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
 from service.models import ApiKey, Job, JobStatus, Project
 from service.services import Services
-from service.store.jobs import IdempotencyClaim
+from service.store.jobs import IdempotencyClaim, add_usage
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
@@ -122,7 +122,8 @@ def list_jobs(project_id: str) -> Response:
 def conversation(project_id: str, job_id: str) -> Response:
     project = _project(project_id, _caller())
     job = _job(project, job_id)
-    return jsonify({"messages": [m.to_api() for m in _services().jobs.conversation(job.id)]})
+    messages = [m.to_api() for m in _services().jobs.conversation(job.id)]
+    return jsonify({"messages": messages, "usage": add_usage({}, job.usage)})
 
 
 @bp.post("/<project_id>/job/<job_id>/archive")

@@ -65,6 +65,13 @@ class RunOutcome:
     branch: str | None = None
     pr_link: str | None = None
     pr_number: int | None = None
+    usage: dict | None = None  # {"inputTokens", "outputTokens"} of the run, when a model was called
+
+
+def add_usage(total: dict, run: dict | None) -> dict:
+    """`total` plus one run's token counts (both in the API's camelCase form)."""
+    keys = ("inputTokens", "outputTokens")
+    return {k: int(total.get(k, 0)) + int((run or {}).get(k, 0)) for k in keys}
 
 
 class JobStore:
@@ -255,6 +262,8 @@ class JobStore:
             stamp = now_iso()
             message.status = MessageStatus.FAILED if outcome.error else MessageStatus.PROCESSED
             message.error = outcome.error
+            message.usage = outcome.usage
+            job.usage = add_usage(job.usage, outcome.usage)
             old_status = job.status
             job.updated_at = stamp
             for name in ("branch", "pr_link", "pr_number"):

@@ -4,7 +4,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 # Settings every git call gets: nothing in the repository or the machine may run code or prompt.
 _SAFE_CONFIG = (
@@ -30,13 +30,21 @@ class Remote:
 
     `config` (e.g. an `http.extraHeader`) is handed to git through `GIT_CONFIG_*` environment
     variables, so it never appears in a process listing, a `.git/config` or a log line.
+    `config_source`, when given, is called for every git command instead, so credentials that
+    expire during a long run (installation tokens) are fresh for each fetch and push.
     """
 
     url: str
     config: Mapping[str, str] = field(default_factory=dict, repr=False)
+    config_source: Callable[[], Mapping[str, str]] | None = field(default=None, repr=False, compare=False)
+
+    def current_config(self) -> Mapping[str, str]:
+        """The config for the git command about to run."""
+        return self.config_source() if self.config_source is not None else self.config
 
     def __repr__(self) -> str:
-        return f"Remote(url={self.url!r}, config=<{len(self.config)} hidden>)"
+        hidden = "from source" if self.config_source is not None else f"{len(self.config)} hidden"
+        return f"Remote(url={self.url!r}, config=<{hidden}>)"
 
 
 class GitError(Exception):
@@ -59,9 +67,10 @@ class Git:
     def env(self, remote: Remote | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment for one git command, with the remote's secret config if any."""
         env = dict(self._base_env)
-        if remote is not None and remote.config:
-            env["GIT_CONFIG_COUNT"] = str(len(remote.config))
-            for i, (key, value) in enumerate(remote.config.items()):
+        config = remote.current_config() if remote is not None else {}
+        if config:
+            env["GIT_CONFIG_COUNT"] = str(len(config))
+            for i, (key, value) in enumerate(config.items()):
                 env[f"GIT_CONFIG_KEY_{i}"] = key
                 env[f"GIT_CONFIG_VALUE_{i}"] = value
         if extra:
