@@ -4,8 +4,9 @@ import logging
 from dataclasses import dataclass
 
 from service import describe, logcontext
-from service.agent.instructions import load_instructions
-from service.agent.loop import AgentTask, RunLimits, RunMeter, run_agent
+from service.agent.compaction import compact_history
+from service.agent.briefing import brief
+from service.agent.loop import RunLimits, RunMeter, run_agent
 from service.agent.model import ModelFactory
 from service.codehost.base import CodeHostError
 from service.errors import RunFailed
@@ -141,12 +142,13 @@ class JobRunner:
         request = earlier[0].content if earlier else message.content  # the prompt the job was created with
         model = self._models.client(job.model, run_index=message.seq)
         with mirror.open(start) as workspace:
-            task = AgentTask(prompt=_prompt_text(message), history=_history(earlier),
-                             instructions=load_instructions(workspace), docs_root=project.docs_root,
-                             branch_diff=self._branch_diff(mirror, base, start) if earlier else None,
-                             base_ref=job.ref)
+            task = brief(workspace, _prompt_text(message),
+                         history=compact_history(_history(earlier), max_chars=settings.agent_history_chars),
+                         docs_root=project.docs_root, base_ref=job.ref,
+                         branch_diff=self._branch_diff(mirror, base, start) if earlier else None)
             limits = RunLimits.with_timeout(settings.max_steps, settings.max_bytes_written,
-                                            settings.run_timeout_seconds, settings.max_tokens)
+                                            settings.run_timeout_seconds, max_tokens=settings.max_tokens,
+                                            context_chars=settings.agent_context_chars)
             result = run_agent(workspace, model, task, limits, meter)
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)

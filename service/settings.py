@@ -26,6 +26,10 @@ class Settings:
     max_bytes_written: int = 2 * 1024 * 1024
     run_timeout_seconds: int = 900
     max_tokens: int = 1_000_000  # model tokens (input + output) one run may use
+    # Characters of context per model request (~4 per token): older tool output is elided past it...
+    agent_context_chars: int = 200_000
+    # ...and of the job's earlier rounds a follow-up sees, older rounds squeezed past it.
+    agent_history_chars: int = 40_000
     max_attempts: int = 3
     git_author_name: str = "Copydesk"
     git_author_email: str = "copydesk@localhost"
@@ -70,6 +74,8 @@ class Settings:
             max_bytes_written=_int(env, "COPYDESK_MAX_BYTES_WRITTEN", defaults.max_bytes_written),
             run_timeout_seconds=_int(env, "COPYDESK_RUN_TIMEOUT", defaults.run_timeout_seconds),
             max_tokens=_int(env, "COPYDESK_MAX_TOKENS", defaults.max_tokens),
+            agent_context_chars=_int(env, "COPYDESK_AGENT_CONTEXT_CHARS", defaults.agent_context_chars),
+            agent_history_chars=_int(env, "COPYDESK_AGENT_HISTORY_CHARS", defaults.agent_history_chars),
             max_attempts=_int(env, "COPYDESK_MAX_ATTEMPTS", defaults.max_attempts),
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,

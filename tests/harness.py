@@ -20,7 +20,7 @@ class LiveServer:
     def __init__(self, app, port: int | None = None) -> None:
         self.port = port or free_port()
         self._server = make_server("127.0.0.1", self.port, app, threaded=True)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -1,15 +1,17 @@
-"""The docs check on a real workspace: broken relative links in changed pages, links to removed pages."""
+"""The docs check on a real workspace: links, anchors, front matter and JSX tags in changed pages, and links
+this run broke in pages it did not touch."""
 
 import pytest
 
-from service.agent.docs_check import DocsProblem, DocsReport, check_docs, extract_links, resolve
+from service.agent.docs_check import DocsProblem, DocsReport, check_docs
+from service.agent.docsite.links import extract_links, resolve
 from service.workspace.git import Git
 from tests.test_agent_support import make_repository
 
 FILES = {
     "README.md": "# Project\n\n[Docs](docs/index.md)\n",
     "docs/index.md": "# Docs\n\n[Install](install.md)\n[Old](gone.md)\n",
-    "docs/install.md": "# Install\n",
+    "docs/install.md": "# Install\n\n## Steps\n",
     "docs/guide/index.mdx": "# Guide\n",
     "docs/guide/intro.md": "# Intro\n\n[Back](../index.md)\n",
     "docs/api/README.md": "# API\n",
@@ -23,7 +25,7 @@ GOOD_PAGE = """\
 
 [intro as written](guide/intro.md) [no extension](guide/intro) [mdx folder](guide/) [readme folder](./api)
 ![logo](img/logo.png "Logo") [section](install.md#steps) [query](install.md?x=1) [parent](../README.md)
-[external](https://example.com/x.md) [mail](mailto:docs@example.com) [anchor](#top) [site](/docs/elsewhere)
+[external](https://example.com/x.md) [mail](mailto:docs@example.com) [anchor](#new-page) [site](/docs/elsewhere)
 <a href="install.md">html</a> [spaces](<guide/intro.md> "title")
 
 [ref]: guide/intro.md
@@ -44,7 +46,7 @@ def test_good_links_in_a_changed_page_pass(workspace):
     report = check_docs(workspace)
     assert report.problems == []
     assert report.pages_checked == 1
-    assert report.to_text() == "docs check passed: no broken links in 1 changed page(s)"
+    assert report.to_text() == "docs check passed: 1 changed page(s), no problems found"
 
 
 def test_broken_relative_links_in_a_changed_page_are_found(workspace):
@@ -70,8 +72,8 @@ def test_links_to_a_deleted_page_from_unchanged_pages_are_found(workspace):
     # docs/index.md's old broken link to gone.md is not this run's doing, so it is not reported.
     assert report.problems == [
         DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
-    assert report.to_text() == ("docs check found 1 problem(s):\n"
-                                "- docs/index.md:3: link to install.md, which this run moved or deleted")
+    assert report.to_text() == ("- `docs/index.md:3` link to install.md, which this run moved or deleted\n"
+                                "docs check failed: 1 problem(s) found, 0 changed page(s) checked")
 
 
 def test_moving_a_page_away_is_found_and_fixing_the_link_clears_it(workspace):
@@ -99,6 +101,49 @@ def test_deleting_a_folder_index_breaks_links_to_the_folder(workspace):
                                         "README.md)"),
         DocsProblem("docs/overview.md", 3, "link to guide, which this run moved or deleted"),
     ]
+
+
+def test_broken_anchors_in_a_changed_page_are_found(workspace):
+    workspace.write("docs/new.md", b"# New\n\n[a](install.md#step) [b](#missing) [c](install.md#Steps)\n"
+                                   b"[d](#new) [e](guide/#guide) [f](install.md#:~:text=Run)\n")
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/new.md", 3, "broken anchor: install.md#step (docs/install.md has no heading or id `step`); "
+                                      "did you mean #steps?"),
+        DocsProblem("docs/new.md", 3, "broken anchor: #missing (this page has no heading or id `missing`); link to an "
+                                      "existing heading or remove the anchor"),
+    ]
+
+
+def test_anchors_of_pages_that_include_other_content_are_not_judged(open_workspace):
+    workspace = open_workspace({"api.md": "# API\n\n::: widgets.core\n", "_intro.mdx": "## Shared heading\n",
+                                "usage.mdx": "import Intro from './_intro.mdx'\n\n<Intro />\n"})
+    workspace.write("guide.md", b"[run](api.md#widgets.core.run) [shared](usage.mdx#shared-heading)\n")
+    assert check_docs(workspace).problems == []
+
+
+def test_renaming_a_heading_breaks_anchor_links_in_untouched_pages(open_workspace):
+    workspace = open_workspace({"install.md": "# Install\n\n## Steps\n", "ref.md": "# Ref\n\n[how](install.md#steps)\n",
+                                "other.md": "[unrelated](#steps)\n"})
+    workspace.write("install.md", b"# Install\n\n## Procedure\n")
+    assert check_docs(workspace).problems == [
+        DocsProblem("ref.md", 3, "link to install.md#steps: this run removed that anchor from install.md (a heading "
+                                 "was renamed or deleted); point the link at the new heading")]
+
+
+def test_bad_front_matter_and_unclosed_tags_in_changed_pages_are_found(workspace):
+    workspace.write("docs/new.mdx", b"---\ntitle: Setup: the basics\n---\n\n<Note>\nRead this.\n")
+    assert [(p.line, p.message.split(" (")[0].split(":")[0]) for p in check_docs(workspace).problems] == [
+        (2, "front matter is not valid YAML"),
+        (5, "<Note> is never closed"),
+    ]
+
+
+def test_old_problems_in_untouched_pages_are_not_reported(open_workspace):
+    workspace = open_workspace({"old.mdx": "---\ntitle: a: b\n---\n<Note>\n[x](gone.md) [y](#nope)\n",
+                                "new-home.md": "# Home\n"})
+    workspace.write("new-home.md", b"# Home\n\nUpdated.\n")
+    report = check_docs(workspace)
+    assert report.ok and report.to_text() == "docs check passed: 1 changed page(s), no problems found"
 
 
 def test_extract_links_skips_code():

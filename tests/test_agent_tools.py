@@ -162,7 +162,9 @@ def test_list_files_caps_its_output(executor, monkeypatch):
     monkeypatch.setattr(tools, "LIST_LIMIT", 2)
     lines = call(executor, "list_files", pattern="*.md").content.splitlines()
     assert lines[:2] == ["README.md", "docs/index.md"]
-    assert lines[2] == "[3 more files not shown; narrow the list with a pattern]"
+    assert lines[2] == ("[3 more files not shown (of 5); list them with a narrower pattern: "
+                        "list_files(pattern='docs/i*') for 1, list_files(pattern='docs/l*') for 1, "
+                        "list_files(pattern='docs/u*') for 1]")
 
 
 # --- read_file -----------------------------------------------------------------------------------------
@@ -308,13 +310,13 @@ def test_delete_file(executor, workspace):
 # --- check_docs, finish --------------------------------------------------------------------------------
 
 def test_check_docs_reports_as_text(executor):
-    assert call(executor, "check_docs").content == "docs check passed: no broken links in 0 changed page(s)"
+    assert call(executor, "check_docs").content == "docs check passed: 0 changed page(s), no problems found"
     call(executor, "delete_file", path="docs/install.md")
     report = call(executor, "check_docs")
     assert not report.is_error
     assert report.content.splitlines() == [
-        "docs check found 1 problem(s):",
-        "- docs/index.md:3: link to install.md, which this run moved or deleted",
+        "- `docs/index.md:3` link to install.md, which this run moved or deleted",
+        "docs check failed: 1 problem(s) found, 0 changed page(s) checked",
     ]
 
 
@@ -339,3 +341,93 @@ def test_writing_past_the_byte_limit_fails_the_run_and_writes_nothing(workspace)
         call(executor, "edit_file", path="a.md", old="1", new="abc")
     assert workspace.changes() == {"a.md": b"12345678"}
     assert executor.bytes_written == 8
+
+
+# --- output caps: a cut result says how to get the rest ------------------------------------------------
+
+@pytest.fixture
+def roomy(workspace):
+    return ToolExecutor(workspace, max_bytes_written=10_000_000)
+
+
+def test_read_file_stops_at_the_line_cap_and_says_where_to_read_on(roomy, workspace):
+    workspace.write("docs/long.md", "".join(f"line {n}\n" for n in range(1, 1001)).encode())
+    lines = call(roomy, "read_file", path="docs/long.md").content.splitlines()
+    assert lines[0] == f"docs/long.md (lines 1-{tools.READ_MAX_LINES} of 1000)"
+    assert lines[-1] == f"[more lines follow; call read_file with start_line={tools.READ_MAX_LINES + 1} to read on]"
+    assert len(lines) == tools.READ_MAX_LINES + 2
+    last = call(roomy, "read_file", path="docs/long.md", start_line=901).content.splitlines()
+    assert last[0] == "docs/long.md (lines 901-1000 of 1000)" and last[-1] == "  1000\tline 1000"
+
+
+def test_read_file_stops_at_the_character_cap_and_says_where_to_read_on(roomy, workspace):
+    workspace.write("docs/wide.md", ("x" * 1_000 + "\n").encode() * 100)
+    result = call(roomy, "read_file", path="docs/wide.md").content
+    assert len(result) <= tools.READ_MAX_CHARS + 200
+    shown = result.splitlines()[-2].split("\t")[0].strip()
+    assert result.splitlines()[-1] == f"[more lines follow; call read_file with start_line={int(shown) + 1} to read on]"
+    assert int(shown) < 100
+
+
+def test_list_files_over_the_cap_suggests_narrower_patterns(roomy, workspace):
+    for n in range(450):
+        workspace.write(f"src/core/m{n:03}.py", b"x\n")
+    for n in range(150):
+        workspace.write(f"src/web/v{n:03}.py", b"x\n")
+    lines = call(roomy, "list_files", pattern="src").content.splitlines()
+    assert len(lines) == tools.LIST_LIMIT + 1
+    assert lines[-2] == "src/web/v049.py"  # sorted: src/core/* (450), then the first 50 of src/web
+    assert lines[-1] == ("[100 more files not shown (of 600); list them with a narrower pattern: "
+                         "list_files(pattern='src/web/v0*') for 50, list_files(pattern='src/web/v1*') for 50]")
+    everything = call(roomy, "list_files").content.splitlines()
+    assert everything[-1].startswith("[") and "list_files(pattern='src/**')" in everything[-1]
+    assert len("\n".join(everything)) <= tools.LIST_MAX_CHARS + 500
+
+
+def test_search_over_the_cap_says_so_and_suggests_a_path_glob(roomy, workspace):
+    for folder in ("guides", "reference"):
+        for n in range(15):
+            workspace.write(f"docs/{folder}/p{n:02}.md", "".join(f"term {k}\n" for k in range(10)).encode())
+    lines = call(roomy, "search", pattern="^term").content.splitlines()
+    assert len(lines) == tools.SEARCH_LIMIT + 1
+    assert lines[-1] == (f"[stopped after {tools.SEARCH_LIMIT} matches; there are more: search again with a "
+                         "narrower pattern or a path_glob, e.g. path_glob='docs/guides/**' (150 of these), "
+                         "path_glob='docs/reference/**' (50 of these)]")
+
+
+def test_search_over_the_cap_in_one_file_points_at_the_file(roomy, workspace):
+    workspace.write("docs/many.md", "".join(f"term {n}\n" for n in range(300)).encode())
+    lines = call(roomy, "search", pattern="^term").content.splitlines()
+    assert lines[-1] == (f"[stopped after {tools.SEARCH_LIMIT} matches; there are more: all in docs/many.md; "
+                         "narrow the pattern, or read the file with read_file]")
+
+
+def test_search_stops_at_the_character_cap(roomy, workspace):
+    workspace.write("docs/wide.md", ("term " + "y" * 400 + "\n").encode() * 150)
+    content = call(roomy, "search", pattern="^term").content
+    lines = content.splitlines()
+    assert len(content) <= tools.SEARCH_MAX_CHARS + 300
+    assert len(lines) - 1 < 150 and lines[-1].startswith(f"[stopped after {len(lines) - 1} matches; there are more")
+    assert all(line.endswith(" [...]") for line in lines[:-1])  # each long line clipped too
+
+
+def test_check_docs_report_is_capped_with_a_note_and_keeps_its_last_line(roomy, workspace):
+    from service.agent.docs_check import check_docs
+
+    links = "".join(f"- [missing {n}](missing-page-number-{n}.md)\n" for n in range(600))
+    call(roomy, "write_file", path="docs/broken.md", content=links)
+    full = check_docs(workspace).to_text().splitlines()
+    assert len(full) == 601
+    lines = call(roomy, "check_docs").content.splitlines()
+    assert len("\n".join(lines)) <= tools.REPORT_MAX_CHARS
+    shown = len(lines) - 2
+    assert 10 < shown < 600 and lines[:shown] == full[:shown]
+    assert lines[-2] == (f"[{600 - shown} more line(s) of this report not shown; fix these problems and run "
+                         "check_docs again to see the rest]")
+    assert lines[-1] == full[-1]
+
+
+def test_search_with_exactly_the_cap_of_matches_has_no_note(roomy, workspace):
+    workspace.write("docs/exact.md", "".join(f"term {n}\n" for n in range(tools.SEARCH_LIMIT)).encode())
+    lines = call(roomy, "search", pattern="^term").content.splitlines()
+    assert len(lines) == tools.SEARCH_LIMIT and lines[-1] == f"docs/exact.md:{tools.SEARCH_LIMIT}: term 199"

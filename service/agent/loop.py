@@ -3,7 +3,9 @@
 import time
 from dataclasses import dataclass, field
 
+from service.agent.compaction import compact_transcript
 from service.agent.docs_check import DocsReport, check_docs
+from service.agent.docsite.site import DocsSite
 from service.agent.model import ChatMessage, ModelClient, Usage
 from service.agent.tools import TOOL_SPECS, ToolExecutor
 from service.errors import RunFailed
@@ -20,7 +22,9 @@ mentioned.
 layout, headings, front matter, link style, tone and terminology.
 - Prefer edit_file for changes to existing files; use write_file for new files.
 - When you move, rename or delete a page, update the links and navigation that point to it.
-- Run check_docs before you finish and fix what it reports.
+- Run check_docs before you finish and fix every problem your changes caused: broken links and anchors, \
+navigation entries, new pages missing from navigation, front matter, unclosed MDX tags. Its final result \
+goes into the pull request.
 - End with finish: `title` is the pull request title, `summary` tells the person what you changed and why.
 - If the message needs no change (a question, a review request), do not change any file: answer it in \
 the finish summary.
@@ -40,6 +44,8 @@ class AgentTask:
     docs_root: str = ""
     branch_diff: str | None = None  # follow-ups: what the job's branch changes against its base so far
     base_ref: str = ""
+    overview: str | None = None  # see overview.repository_overview: the repository at a glance, not its tree
+    site: DocsSite | None = None  # the docs framework, where pages and navigation live (docsite.detect)
 
 
 @dataclass(frozen=True)
@@ -50,12 +56,12 @@ class RunLimits:
     max_bytes_written: int
     deadline: float | None = None
     max_tokens: int | None = None  # input plus output tokens over all the run's model calls
+    context_chars: int | None = None  # budget of one model request; older tool output is elided past it
 
     @classmethod
-    def with_timeout(cls, max_steps: int, max_bytes_written: int, seconds: float,
-                     max_tokens: int | None = None) -> "RunLimits":
+    def with_timeout(cls, max_steps: int, max_bytes_written: int, seconds: float, **others) -> "RunLimits":
         """Limits whose deadline is `seconds` from now."""
-        return cls(max_steps, max_bytes_written, time.monotonic() + seconds, max_tokens)
+        return cls(max_steps, max_bytes_written, time.monotonic() + seconds, **others)
 
 
 @dataclass
@@ -95,7 +101,7 @@ def run_agent(workspace, model: ModelClient, task: AgentTask, limits: RunLimits,
     Tool refusals go back to the model as tool errors; a reply without tool calls is taken as the final answer.
     """
     meter = meter if meter is not None else RunMeter()
-    executor = ToolExecutor(workspace, max_bytes_written=limits.max_bytes_written)
+    executor = ToolExecutor(workspace, max_bytes_written=limits.max_bytes_written, site=task.site)
     messages = build_messages(task)
     while True:
         if meter.steps >= limits.max_steps:
@@ -103,19 +109,21 @@ def run_agent(workspace, model: ModelClient, task: AgentTask, limits: RunLimits,
                             f"the agent did not finish within {limits.max_steps} model calls; ask for a smaller "
                             "change or raise COPYDESK_MAX_STEPS")
         _check_deadline(limits)
-        reply = model.complete(messages, TOOL_SPECS)
+        # The full transcript is kept for the result; the model gets it trimmed to the context budget.
+        sent = compact_transcript(messages, max_chars=limits.context_chars) if limits.context_chars else messages
+        reply = model.complete(sent, TOOL_SPECS)
         meter.record(reply.usage, limits)
         messages.append(ChatMessage("assistant", reply.text, list(reply.tool_calls)))
         if not reply.tool_calls:
             summary = reply.text.strip() or "The agent ended the run without a summary."
-            return _result(workspace, None, summary, meter, messages)
+            return _result(workspace, task.site, None, summary, meter, messages)
         for call in reply.tool_calls:
             _check_deadline(limits)
             result = executor.execute(call)
             messages.append(ChatMessage("tool", result.content, tool_call_id=call.id, is_error=result.is_error))
             if result.finish:
                 # Calls after `finish` in the same reply are not run: the run is over.
-                return _result(workspace, result.finish.title, result.finish.summary, meter, messages)
+                return _result(workspace, task.site, result.finish.title, result.finish.summary, meter, messages)
 
 
 def build_messages(task: AgentTask) -> list[ChatMessage]:
@@ -123,6 +131,11 @@ def build_messages(task: AgentTask) -> list[ChatMessage]:
     system = SYSTEM_PROMPT
     if task.docs_root.strip("/"):
         system += f"\n\nThe documentation lives under {task.docs_root.strip('/')}/ in this repository."
+    if task.site is not None:
+        system += f"\n\n<docs-site>\n{task.site.describe()}\n</docs-site>"
+    if task.overview:
+        # Paths are repository data, fenced like the instructions below.
+        system += f"\n\n<repository-overview>\n{task.overview}\n</repository-overview>"
     if task.instructions:
         system += ("\n\nThe repository's own instructions for agents (the team's conventions; follow them "
                    "where they do not conflict with the rules above):\n<repository-instructions>\n"
@@ -161,6 +174,6 @@ def _check_deadline(limits: RunLimits) -> None:
                         "(COPYDESK_RUN_TIMEOUT); ask for a smaller change or raise the limit")
 
 
-def _result(workspace, title, summary, meter: RunMeter, messages) -> AgentResult:
-    report = check_docs(workspace) if workspace.changes() else None
+def _result(workspace, site, title, summary, meter: RunMeter, messages) -> AgentResult:
+    report = check_docs(workspace, site) if workspace.changes() else None
     return AgentResult(title, summary, meter.steps, meter.usage, report, messages)

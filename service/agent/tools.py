@@ -1,5 +1,6 @@
 """The agent's file tools: their JSON Schema specs and the executor that runs them on the workspace overlay."""
 
+from collections import Counter
 from dataclasses import dataclass
 
 from service.agent.docs_check import check_docs
@@ -9,12 +10,18 @@ from service.errors import RunFailed
 from service.workspace.entries import EntryKind, WorkspaceError
 from service.workspace.globs import matches as glob_matches
 
+# Every tool's text result is capped so one call cannot crowd the model's context; a cut result ends with a
+# note in [brackets] that says how to get the rest.
 LIST_LIMIT = 500
+LIST_MAX_CHARS = 30_000
 READ_MAX_LINES = 400
-READ_MAX_CHARS = 60_000
+READ_MAX_CHARS = 40_000
 LINE_MAX_CHARS = 2_000
 SEARCH_LIMIT = 200
+SEARCH_MAX_CHARS = 20_000
 MATCH_MAX_CHARS = 300
+REPORT_MAX_CHARS = 20_000
+SUGGESTIONS = 3  # narrower patterns offered in a "more not shown" note
 
 
 def _schema(properties: dict, required: list[str]) -> dict:
@@ -29,7 +36,8 @@ TOOL_SPECS: list[ToolSpec] = [
         "List the repository's files (your pending changes included), sorted. Without a pattern every file is "
         "listed. The pattern is a gitignore-style glob: `*` and `?` stay within one folder, `**` spans folders, "
         "a pattern without `/` matches names at any depth (`*.mdx`), a leading `/` anchors it to the root, and "
-        "a folder (`docs/guides`) matches everything below it.",
+        "a folder (`docs/guides`) matches everything below it. "
+        f"At most {LIST_LIMIT} paths are returned; a note at the end says how to list the rest.",
         _schema({"pattern": {"type": "string", "description": "Glob such as docs/**/*.md; omit to list all."}}, []),
     ),
     ToolSpec(
@@ -47,7 +55,7 @@ TOOL_SPECS: list[ToolSpec] = [
     ToolSpec(
         "search",
         f"Search the text files' contents, line by line, with a Perl-compatible regular expression. Returns up "
-        f"to {SEARCH_LIMIT} matches as path:line: text, sorted by path.",
+        f"to {SEARCH_LIMIT} matches as path:line: text, sorted by path; a note at the end says when there are more.",
         _schema({
             "pattern": {"type": "string", "description": "Regular expression to look for."},
             "path_glob": {"type": "string", "description": "Only search files matching this glob (as in "
@@ -131,8 +139,9 @@ class InvalidArguments(Exception):
 class ToolExecutor:
     """Runs the model's tool calls on one workspace, enforcing the path policy and the bytes-written limit."""
 
-    def __init__(self, workspace, *, max_bytes_written: int) -> None:
+    def __init__(self, workspace, *, max_bytes_written: int, site=None) -> None:
         self.workspace = workspace
+        self.site = site  # the detected docs site (docsite.detect), so check_docs knows the docs root
         self.max_bytes_written = max_bytes_written
         self.bytes_written = 0
 
@@ -157,10 +166,13 @@ class ToolExecutor:
             files = [path for path in files if glob_matches([pattern], path)]
         if not files:
             return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
-        shown = files[:LIST_LIMIT]
+        shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
         text = "\n".join(shown)
-        if len(files) > LIST_LIMIT:
-            text += f"\n[{len(files) - LIST_LIMIT} more files not shown; narrow the list with a pattern]"
+        if len(shown) < len(files):
+            rest = files[len(shown):]
+            hints = ", ".join(f"list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
+            text += (f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
+                     f"pattern: {hints}]")
         return ToolResult(text)
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
@@ -199,19 +211,20 @@ class ToolExecutor:
         if not pattern or "\0" in pattern:
             raise InvalidArguments("pattern must be a non-empty regular expression without NUL characters")
         globs = [_check_glob(path_glob, "path_glob")] if path_glob else None
-        matches = self.workspace.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT)
-        capped = len(matches) >= SEARCH_LIMIT
+        # One match past the cap tells "there are more" apart from "exactly the cap".
+        found = self.workspace.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT + 1)
+        capped = len(found) > SEARCH_LIMIT
+        matches = [match for match in found[:SEARCH_LIMIT] if is_allowed(match.path)]
         lines = []
         for match in matches:
-            if not is_allowed(match.path):
-                continue
             text = match.text if len(match.text) <= MATCH_MAX_CHARS else match.text[:MATCH_MAX_CHARS] + " [...]"
             lines.append(f"{match.path}:{match.line}: {text}")
         if not lines:
             return ToolResult("no matches")
-        if capped:
-            lines.append(f"[stopped at {SEARCH_LIMIT} matches; there may be more: narrow the pattern or path_glob]")
-        return ToolResult("\n".join(lines))
+        shown = _fitting(lines, SEARCH_MAX_CHARS)
+        if capped or len(shown) < len(lines):
+            shown.append(f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches)}]")
+        return ToolResult("\n".join(shown))
 
     def _write_file(self, path: str, content: str) -> ToolResult:
         path = self._writable(path)
@@ -265,7 +278,14 @@ class ToolExecutor:
         return ToolResult(f"deleted {path}")
 
     def _check_docs(self) -> ToolResult:
-        return ToolResult(check_docs(self.workspace).to_text())
+        lines = check_docs(self.workspace, self.site).to_text().splitlines()
+        if len("\n".join(lines)) <= REPORT_MAX_CHARS:
+            return ToolResult("\n".join(lines))
+        # The last line (the verdict) is kept: the cut falls among the problem lines before it.
+        shown = _fitting(lines[:-1], REPORT_MAX_CHARS - len(lines[-1]) - 200)
+        note = (f"[{len(lines) - 1 - len(shown):,} more line(s) of this report not shown; fix these problems and "
+                "run check_docs again to see the rest]")
+        return ToolResult("\n".join([*shown, note, lines[-1]]))
 
     def _finish(self, title: str, summary: str) -> ToolResult:
         if not summary.strip():
@@ -334,6 +354,47 @@ def _check_glob(glob: str, name: str) -> str:
     if not glob or "\0" in glob or ".." in glob.split("/"):
         raise InvalidArguments(f"{name} {glob!r} must be a glob inside the repository, such as docs/**/*.md")
     return glob
+
+
+def _fitting(lines: list[str], max_chars: int) -> list[str]:
+    """The leading lines whose total length, newlines included, stays within `max_chars` (at least one)."""
+    size = 0
+    for count, line in enumerate(lines):
+        size += len(line) + 1
+        if size > max_chars and count:
+            return lines[:count]
+    return list(lines)
+
+
+def _narrower_search(matches) -> str:
+    paths = [match.path for match in matches]
+    if len(set(paths)) == 1:
+        return f"all in {paths[0]}; narrow the pattern, or read the file with read_file"
+    hints = ", ".join(f"path_glob={glob!r} ({count:,} of these)" for glob, count in _narrower(paths))
+    return f"search again with a narrower pattern or a path_glob, e.g. {hints}"
+
+
+def _narrower(paths: list[str]) -> list[tuple[str, int]]:
+    """Globs that split `paths` into smaller lists, with how many paths each holds, the largest first.
+
+    Paths are grouped by the folder one level below the folder they all share; files directly in that folder
+    are grouped by the shortest name prefix that splits them.
+    """
+    folders = [path.split("/")[:-1] for path in paths]
+    common: list[str] = []
+    for parts in zip(*folders):
+        if len(set(parts)) > 1:
+            break
+        common.append(parts[0])
+    base = "/".join(common) + "/" if common else ""
+    rests = [path[len(base):] for path in paths]
+    names = [rest for rest in rests if "/" not in rest]
+    width = next((n for n in range(1, 9) if len({name[:n] for name in names}) > 1), 1)
+    groups: Counter = Counter()
+    for rest in rests:
+        folder, sep, _ = rest.partition("/")
+        groups[f"{base}{folder}/**" if sep else f"{base}{rest[:width]}*"] += 1
+    return sorted(groups.items(), key=lambda item: (-item[1], item[0]))[:SUGGESTIONS]
 
 
 def _is_binary(data: bytes) -> bool:

@@ -1,0 +1,102 @@
+"""Which docs framework a repository uses and where its pages and navigation live, found cheaply."""
+
+import posixpath
+from collections import Counter
+from dataclasses import replace
+
+from service.agent.docsite import docusaurus, mintlify, mkdocs, sphinx
+from service.agent.docsite.frontmatter import front_matter_keys
+from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite, Navigation, read_text
+
+# Tried in this order when configs are equally deep; the first that accepts its config wins.
+FRAMEWORKS = {"mintlify": mintlify, "docusaurus": docusaurus, "mkdocs": mkdocs, "sphinx": sphinx}
+CONFIG_FILES = {name: framework for framework, module in FRAMEWORKS.items() for name in module.CONFIG_NAMES}
+MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
+SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
+# Folders whose configs belong to test fixtures or dependencies, not to the repository's own docs.
+NOT_SITE_FOLDERS = frozenset({*SKIPPED_FOLDERS, "tests", "test", "fixtures", "testdata"})
+MARKDOWN_HINT = ("No docs framework config was found, so there is no navigation file: link each new page from an "
+                 "existing index page or README so readers can find it.")
+
+
+def detect_site(workspace, docs_root: str = "") -> DocsSite:
+    """The docs site in `workspace` (within `docs_root` when given): one file listing, configs and a page sample."""
+    files = workspace.list_files()
+    file_set = set(files)
+    root = docs_root.strip("/")
+    site = None
+    for config in _config_candidates(files, root):
+        found = FRAMEWORKS[CONFIG_FILES[posixpath.basename(config)]].detect(workspace, config, file_set)
+        if found is not None and _related(found.docs_root, root):
+            site = found
+            break
+    if site is None:
+        site = _markdown_site(files, root)
+    return _with_page_stats(workspace, site, files)
+
+
+def read_navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+    """The site's navigation as it is now in the workspace; an empty, incomplete one for plain Markdown."""
+    module = FRAMEWORKS.get(site.framework)
+    if module is None:
+        return Navigation(complete=False)
+    return module.navigation(workspace, site, files)
+
+
+def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+    """How to list a new page in the site's navigation, for the docs check's message."""
+    return FRAMEWORKS[site.framework].suggest_entry(site, page, files)
+
+
+def _config_candidates(files: list[str], root: str) -> list[str]:
+    depth_of_root = len(root.split("/")) if root else 0
+    ranked = []
+    for path in files:
+        name = posixpath.basename(path)
+        if name not in CONFIG_FILES:
+            continue
+        folder = posixpath.dirname(path)
+        parts = folder.split("/") if folder else []
+        if any(part.startswith(".") or part in NOT_SITE_FOLDERS for part in parts):
+            continue
+        if _inside(folder, root):
+            distance = len(parts) - depth_of_root
+            if distance > MAX_CONFIG_DEPTH:
+                continue
+        elif _inside(root, folder):
+            distance = depth_of_root - len(parts)  # a config above the docs root, e.g. mkdocs.yml beside docs/
+        else:
+            continue
+        order = list(FRAMEWORKS).index(CONFIG_FILES[name])
+        ranked.append((distance, order, path))
+    return [path for *_, path in sorted(ranked)]
+
+
+def _markdown_site(files: list[str], root: str) -> DocsSite:
+    if not root and any(p.startswith("docs/") and p.lower().endswith((".md", ".mdx")) for p in files):
+        root = "docs"
+    return DocsSite("markdown", None, root, nav_hint=MARKDOWN_HINT)
+
+
+def _with_page_stats(workspace, site: DocsSite, files: list[str]) -> DocsSite:
+    pages = [p for p in files if site.is_page(p)]
+    extensions = Counter(posixpath.splitext(p)[1].lower() for p in pages)
+    count = min(SAMPLE_PAGES, len(pages))
+    sample = [pages[i * len(pages) // count] for i in range(count)]
+    keys: Counter[str] = Counter()
+    with_front_matter = 0
+    for page in sample:
+        found = front_matter_keys(read_text(workspace, page) or "")
+        with_front_matter += bool(found)
+        keys.update(found)
+    common = [key for key, seen in keys.most_common() if seen * 5 >= with_front_matter]
+    return replace(site, page_count=len(pages), page_extensions=[e for e, _ in extensions.most_common()],
+                   front_matter_keys=common[:10])
+
+
+def _related(site_root: str, root: str) -> bool:
+    return not root or _inside(site_root, root) or _inside(root, site_root)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return not folder or path == folder or path.startswith(folder + "/")

@@ -1,0 +1,216 @@
+"""The literal value a small JavaScript/TypeScript/JSON config exports; anything computed becomes `OPAQUE`.
+
+It reads object, array and string literals and the `const` names they refer to; it never runs code.
+"""
+
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
+  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<template>`(?:[^`\\]|\\.)*`)
+  | (?P<word>[A-Za-z_$][\w$]*|\d[\w.]*)
+  | (?P<spread>\.\.\.)
+  | (?P<punct>\S)
+""", re.DOTALL | re.VERBOSE)
+_CLOSERS = {"{": "}", "[": "]", "(": ")"}
+_CONSTANTS = {"true": True, "false": False, "null": None, "undefined": None}
+
+
+@dataclass(frozen=True)
+class Str:
+    """A string literal and the line it is on."""
+
+    value: str
+    line: int
+
+
+class _Opaque:
+    def __repr__(self) -> str:
+        return "OPAQUE"
+
+
+OPAQUE = _Opaque()  # a value the reader cannot know without running the code
+
+
+@dataclass(frozen=True)
+class _Name:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    text: str
+    line: int
+
+
+def exported_value(source: str):
+    """The value a module exports (`module.exports =`, `export default`) or a JSON document is, else OPAQUE."""
+    try:
+        return _exported_value(_tokenize(source))
+    except RecursionError:  # nesting deeper than any real config
+        return OPAQUE
+
+
+def _exported_value(tokens: list["_Token"]):
+    bindings: dict[str, object] = {}
+    exported: object = OPAQUE
+    if tokens and tokens[0].text in "{[":
+        exported, _ = _Parser(tokens).value(0)
+    index = 0
+    while index < len(tokens):
+        parser = _Parser(tokens)
+        if _texts(tokens, index, 3) == ["module", ".", "exports"] and _text(tokens, index + 3) == "=":
+            exported, index = parser.value(index + 4)
+        elif _texts(tokens, index, 2) == ["export", "default"]:
+            exported, index = parser.value(index + 2)
+        elif _text(tokens, index) in ("const", "let", "var") and _kind(tokens, index + 1) == "word":
+            name, index = tokens[index + 1].text, _skip_type(tokens, index + 2)
+            if _text(tokens, index) == "=":
+                bindings[name], index = parser.value(index + 1)
+        elif _text(tokens, index) in _CLOSERS:
+            index = _skip_balanced(tokens, index)
+        else:
+            index += 1
+    return _resolve(exported, bindings, depth=0)
+
+
+class _Parser:
+    def __init__(self, tokens: list[_Token]) -> None:
+        self.tokens = tokens
+
+    def value(self, index: int):
+        """Parse one value at `index`; return it and the index after it (and after trailing `as`/`satisfies`)."""
+        value, index = self._primary(index)
+        end = self._expression_end(index)
+        trailing = [t.text for t in self.tokens[index:end]]
+        if trailing and trailing[0] not in ("as", "satisfies"):
+            value = OPAQUE  # an expression such as `[...].concat(x)` or `a || b`
+        return value, end
+
+    def _primary(self, index: int):
+        token = self.tokens[index] if index < len(self.tokens) else None
+        if token is None:
+            return OPAQUE, index
+        if token.kind == "string":
+            return Str(_unescape(token.text[1:-1]), token.line), index + 1
+        if token.kind == "template":
+            return (OPAQUE if "${" in token.text else Str(token.text[1:-1], token.line)), index + 1
+        if token.text == "{":
+            return self._object(index + 1)
+        if token.text == "[":
+            return self._array(index + 1)
+        if token.kind == "word":
+            if token.text in _CONSTANTS:
+                return _CONSTANTS[token.text], index + 1
+            if token.text[0].isdigit():
+                return token.text, index + 1
+            if _text(self.tokens, index + 1) in (".", "(", "["):
+                return OPAQUE, index + 1  # a call or member access: left to _expression_end
+            return _Name(token.text), index + 1
+        return OPAQUE, index + 1
+
+    def _object(self, index: int):
+        result: dict = {}
+        while index < len(self.tokens) and self.tokens[index].text != "}":
+            token = self.tokens[index]
+            if token.kind == "spread":
+                _, index = self.value(index + 1)
+                result[OPAQUE] = OPAQUE
+            elif token.kind in ("string", "word") and _text(self.tokens, index + 1) == ":":
+                key = _unescape(token.text[1:-1]) if token.kind == "string" else token.text
+                result[key], index = self.value(index + 2)
+            else:
+                index = self._expression_end(index)  # a method, shorthand or computed key
+                result[OPAQUE] = OPAQUE
+            if _text(self.tokens, index) in (",", ";", "]", ")"):  # stray closers in broken code are skipped
+                index += 1
+        return result, index + 1
+
+    def _array(self, index: int):
+        result: list = []
+        while index < len(self.tokens) and self.tokens[index].text != "]":
+            if self.tokens[index].kind == "spread":
+                _, index = self.value(index + 1)
+                result.append(OPAQUE)
+            else:
+                item, index = self.value(index)
+                result.append(item)
+            if _text(self.tokens, index) == ",":
+                index += 1
+            elif _text(self.tokens, index) != "]":
+                index = self._expression_end(index) + 1
+        return result, index + 1
+
+    def _expression_end(self, index: int) -> int:
+        # The index of the next `,`, `;` or closing bracket at this depth.
+        while index < len(self.tokens):
+            text = self.tokens[index].text
+            if text in ",;}])":
+                return index
+            index = _skip_balanced(self.tokens, index) if text in _CLOSERS else index + 1
+        return index
+
+
+def _resolve(value, bindings: dict, depth: int):
+    if depth > 20:
+        return OPAQUE
+    if isinstance(value, _Name):
+        return _resolve(bindings.get(value.name, OPAQUE), bindings, depth + 1)
+    if isinstance(value, list):
+        return [_resolve(item, bindings, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key: _resolve(item, bindings, depth + 1) for key, item in value.items()}
+    return value
+
+
+def _tokenize(source: str) -> list[_Token]:
+    tokens, line = [], 1
+    for match in _TOKEN.finditer(source):
+        kind = match.lastgroup
+        if kind not in ("space", "comment"):
+            tokens.append(_Token(kind, match.group(), line))
+        line += match.group().count("\n")
+    return tokens
+
+
+def _skip_balanced(tokens: list[_Token], index: int) -> int:
+    stack = []
+    while index < len(tokens):
+        text = tokens[index].text
+        if text in _CLOSERS:
+            stack.append(_CLOSERS[text])
+        elif stack and text == stack[-1]:
+            stack.pop()
+            if not stack:
+                return index + 1
+        index += 1
+    return index
+
+
+def _skip_type(tokens: list[_Token], index: int) -> int:
+    # `const sidebars: SidebarsConfig = {...}`: skip the annotation up to `=`.
+    if _text(tokens, index) != ":":
+        return index
+    while index < len(tokens) and tokens[index].text not in ("=", ";"):
+        index = _skip_balanced(tokens, index) if tokens[index].text in _CLOSERS else index + 1
+    return index
+
+
+def _unescape(body: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+def _text(tokens: list[_Token], index: int) -> str | None:
+    return tokens[index].text if index < len(tokens) else None
+
+
+def _kind(tokens: list[_Token], index: int) -> str | None:
+    return tokens[index].kind if index < len(tokens) else None
+
+
+def _texts(tokens: list[_Token], index: int, count: int) -> list[str]:
+    return [t.text for t in tokens[index:index + count]]

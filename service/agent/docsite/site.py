@@ -1,0 +1,140 @@
+"""What a docs site looks like: its framework, where pages and navigation live, and its navigation entries."""
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
+from service.workspace.entries import WorkspaceError
+from service.workspace.globs import compile_glob, matches
+
+FRAMEWORK_NAMES = {"mintlify": "Mintlify", "mkdocs": "MkDocs", "docusaurus": "Docusaurus", "sphinx": "Sphinx",
+                   "markdown": "plain Markdown (no docs framework detected)"}
+# Repository files that sit beside pages but are not pages of the site.
+NOT_PAGES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "CODE_OF_CONDUCT.md", "LICENSE.md", "SECURITY.md",
+             "AGENTS.md", "CLAUDE.md")
+SKIPPED_FOLDERS = ("node_modules", "vendor", "site-packages")
+
+
+@dataclass
+class DocsSite:
+    """A repository's docs site as the agent should see it; `describe()` is the system prompt's paragraph."""
+
+    framework: str  # "mintlify", "mkdocs", "docusaurus", "sphinx" or "markdown"
+    config_path: str | None
+    docs_root: str  # the folder that holds the pages, "" for the repository root
+    nav_files: list[str] = field(default_factory=list)
+    page_extensions: list[str] = field(default_factory=list)  # seen, most used first
+    front_matter_keys: list[str] = field(default_factory=list)  # most used first, from a sample of pages
+    page_count: int = 0
+    nav_hint: str = ""  # how navigation works here and where new pages go, one or two sentences
+    page_suffixes: tuple[str, ...] = (".md", ".mdx")  # what the framework renders as pages
+    ignored: tuple[str, ...] = ()  # globs (repository paths) of files under docs_root that are not pages
+    unlisted_ok: tuple[str, ...] = ()  # globs of pages that need no navigation entry
+    explicit_nav: bool = False  # whether navigation lists pages, so a new page must be added to it
+    unlisted_keys: tuple[str, ...] = ()  # front matter keys (or reST fields) that, when true, leave a page unlisted
+
+    def is_page(self, path: str) -> bool:
+        """Whether `path` is a page of this site (by folder, extension and the framework's exclusions)."""
+        if not path.lower().endswith(self.page_suffixes) or not _inside(path, self.docs_root):
+            return False
+        relative = path[len(self.docs_root) + 1:] if self.docs_root else path
+        parts = relative.split("/")
+        if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in parts):
+            return False
+        if len(parts) == 1 and parts[0] in NOT_PAGES:
+            return False
+        return not (self.ignored and matches(list(self.ignored), path))
+
+    def needs_nav_entry(self, path: str, text: str) -> bool:
+        """Whether the page at `path` (with content `text`) must be listed in the navigation for readers to find it."""
+        if not self.explicit_nav or not self.is_page(path):
+            return False
+        if self.unlisted_ok and matches(list(self.unlisted_ok), path):
+            return False
+        return not any(_flag_set(text, key) for key in self.unlisted_keys)
+
+    def describe(self) -> str:
+        """A short paragraph for the system prompt: framework, where pages and navigation live, conventions."""
+        where = f"{self.docs_root}/" if self.docs_root else "the repository root"
+        config = f" (config: {self.config_path})" if self.config_path else ""
+        parts = [f"Docs site: {FRAMEWORK_NAMES[self.framework]}{config}."]
+        extensions = ", ".join(self.page_extensions[:3]) or ", ".join(self.page_suffixes)
+        parts.append(f"Pages live under {where} ({self.page_count} pages; file types: {extensions}).")
+        if self.front_matter_keys:
+            parts.append("Front matter keys in use: " + ", ".join(self.front_matter_keys[:8]) + ".")
+        if self.nav_hint:
+            parts.append(self.nav_hint)
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class NavEntry:
+    """One page reference in a navigation file, with the page files it may stand for."""
+
+    file: str
+    line: int
+    ref: str  # as written
+    targets: tuple[str, ...]  # repository paths the entry may stand for, most likely first
+    found: bool  # whether the page it names exists now
+
+
+@dataclass(frozen=True)
+class NavError:
+    """A navigation file the framework could not read (invalid JSON or YAML)."""
+
+    file: str
+    line: int
+    message: str
+
+
+@dataclass
+class Navigation:
+    """The navigation of a site: its entries, and which pages it lists (by path or by folder/glob)."""
+
+    entries: list[NavEntry] = field(default_factory=list)
+    patterns: list[str] = field(default_factory=list)  # globs over page paths without extension, listed wholesale
+    complete: bool = True  # False when part of it could not be read: no page is then reported as missing
+    errors: list[NavError] = field(default_factory=list)
+
+    def lists(self, page: str) -> bool:
+        """Whether the navigation lists `page`, by an entry or a folder/glob."""
+        if any(page in entry.targets for entry in self.entries if entry.found):
+            return True
+        stem = posixpath.splitext(page)[0]
+        return any(compile_glob(pattern).fullmatch(stem) for pattern in self.patterns)
+
+
+def _flag_set(text: str, key: str) -> bool:
+    # `key: true` in front matter, or a reST field list line `:key:` at the top of the page.
+    if re.match(rf"\A(?:\s*:[\w-]+:.*\n)*\s*:{re.escape(key)}:", text):
+        return True
+    try:
+        value = parse_front_matter(text).get(key)
+    except FrontMatterError:
+        return False
+    return value is True or str(value).lower() in ("true", "yes")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return not folder or path.startswith(folder + "/")
+
+
+def read_text(workspace, path: str) -> str | None:
+    """The text of the regular file at `path`, or None when it is absent, a symlink or a submodule."""
+    try:
+        return workspace.read(path).decode("utf-8", "replace")
+    except (WorkspaceError, ValueError):
+        return None
+
+
+def page_targets(folder: str, ref: str, suffixes: tuple[str, ...]) -> tuple[str, ...]:
+    """The files a navigation reference to `ref` (relative to `folder`) may stand for; () outside the repository."""
+    path = posixpath.normpath(posixpath.join(folder, ref.strip("/")))
+    if path == ".." or path.startswith("../"):
+        return ()
+    path = "" if path == "." else path
+    if path.lower().endswith(suffixes):
+        return (path,)
+    return tuple(path + suffix for suffix in suffixes) + tuple(
+        posixpath.join(path, "index" + suffix) for suffix in suffixes)

@@ -1,0 +1,205 @@
+"""A compact overview of the repository for the agent's first request: counts, folders, docs pages, key files."""
+
+import json
+from collections import Counter
+
+from service.agent.paths import is_allowed
+
+PAGE_SUFFIXES = (".md", ".mdx", ".rst")
+ROOT_NOTABLE = ("README", "AGENTS.md", "CONTRIBUTING", "CHANGELOG", "SUMMARY.md")
+DOCS_CONFIG_NAMES = frozenset({
+    "docs.json", "mint.json", "mkdocs.yml", "mkdocs.yaml", "conf.py", "_toc.yml", "book.toml", "SUMMARY.md",
+    "_sidebar.md", "antora.yml",
+})
+DOCS_CONFIG_PREFIXES = ("docusaurus.config.", "sidebars.")
+# Docs configs sit at the root or a few folders down (website/docusaurus.config.js, docs/source/conf.py);
+# deeper files with those names (a conf.py in a test fixture) are not about the docs site.
+CONFIG_MAX_DEPTH = 3
+MAX_PAGES = 60
+MAX_CONFIGS = 10
+INDEX_NAMES = ("index.", "readme.", "_index.", "overview.")
+PAGES_LABEL = "Pages ({shown} of {total:,}: the shallowest, then the first of each folder):"
+
+
+def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000) -> str:
+    """A short description of the repository (file counts, folders, docs pages, key files) within `max_chars`.
+
+    One `workspace.list_files()` call and no file reads, so its cost and size do not grow with the repository.
+    """
+    paths = [path for path in workspace.list_files() if is_allowed(path)]
+    pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
+    area = _docs_area(pages, docs_root.strip("/"))
+    area_pages = [path for path in pages if _under(path, area)]
+    budget = _Budget(max_chars)
+    header = (f"Repository overview: {len(paths):,} files at the run's start. This is a summary; use list_files, "
+              "read_file and search to look further.")
+    if not budget.add(header):
+        return header[:max_chars]
+    budget.add(_joined("Root files: ", _root_files(paths), max_chars // 5))
+    budget.add(_joined("Top-level folders (files): ", _counted(_folder_counts(paths, ""), "/"), max_chars // 4))
+    budget.add(_joined("Docs configuration files: ", _docs_configs(paths), max_chars // 6))
+    if not area_pages:
+        budget.add("No Markdown, MDX or reStructuredText pages found.")
+        return budget.text()
+    where = f"under {area}/" if area else "in the repository"
+    by_suffix = Counter(_suffix(path) for path in area_pages)
+    kinds = ", ".join(f"{suffix} {count:,}" for suffix, count in sorted(by_suffix.items()))
+    budget.add(f"Docs pages {where}: {len(area_pages):,} ({kinds}).")
+    budget.add(_joined(f"Folders {where} (pages): ", _counted(_folder_counts(area_pages, area), "/"),
+                       max_chars // 4))
+    _add_pages(budget, area_pages, area)
+    return budget.text()
+
+
+class _Budget:
+    """Lines that together stay within a character limit; a line that does not fit is left out."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.lines: list[str] = []
+        self.size = -1  # the first line needs no newline before it
+
+    def room(self) -> int:
+        return self.max_chars - self.size - 1
+
+    def add(self, line: str | None, *, reserve: int = 0) -> bool:
+        if not line:
+            return True
+        if len(line) > self.room() - reserve:
+            return False
+        self.lines.append(line)
+        self.size += len(line) + 1
+        return True
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _docs_area(pages: list[str], docs_root: str) -> str:
+    """The folder whose pages the overview lists: the configured docs root, else the one with the most pages."""
+    if docs_root and any(_under(path, docs_root) for path in pages):
+        return docs_root
+    counts = Counter(path.split("/", 1)[0] if "/" in path else "" for path in pages)
+    if not counts:
+        return ""
+    # Most pages first, then the name, so ties resolve the same way every time.
+    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
+def _under(path: str, folder: str) -> bool:
+    return not folder or path.startswith(folder + "/")
+
+
+def _folder_counts(paths: list[str], parent: str) -> Counter:
+    """Files per folder one level below `parent` (files directly in `parent` are not counted)."""
+    offset = len(parent) + 1 if parent else 0
+    counts: Counter = Counter()
+    for path in paths:
+        if _under(path, parent):
+            rest = path[offset:]
+            if "/" in rest:
+                counts[path[:offset] + rest.split("/", 1)[0]] += 1
+    return counts
+
+
+def _counted(counts: Counter, suffix: str) -> list[str]:
+    return [f"{_show(name)}{suffix} {count:,}" for name, count in sorted(counts.items())]
+
+
+def _root_files(paths: list[str]) -> list[str]:
+    root = [path for path in paths if "/" not in path]
+    notable = [path for path in root if path.startswith(ROOT_NOTABLE) or _is_docs_config(path)]
+    return [_show(path) for path in notable + [path for path in root if path not in notable]]
+
+
+def _docs_configs(paths: list[str]) -> list[str]:
+    found = [path for path in paths if path.count("/") < CONFIG_MAX_DEPTH and _is_docs_config(path.rsplit("/", 1)[-1])]
+    # Shallow ones first: the root's mkdocs.yml says more than a nested sidebars.js.
+    found.sort(key=lambda path: (path.count("/"), path))
+    return [_show(path) for path in found[:MAX_CONFIGS]] + (["…"] if len(found) > MAX_CONFIGS else [])
+
+
+def _is_docs_config(name: str) -> bool:
+    return name in DOCS_CONFIG_NAMES or name.startswith(DOCS_CONFIG_PREFIXES)
+
+
+def _joined(label: str, items: list[str], limit: int) -> str | None:
+    """`label` and as many `items` as fit in `limit` characters, then how many were left out."""
+    if not items:
+        return None
+    tail = f" … and {len(items):,} more"
+    line = label
+    for shown, item in enumerate(items):
+        piece = ("" if shown == 0 else ", ") + item
+        last = shown == len(items) - 1
+        if len(line) + len(piece) + (0 if last else len(tail)) > limit:
+            return line + f" … and {len(items) - shown:,} more" if shown else None
+        line += piece
+    return line
+
+
+def _add_pages(budget: _Budget, pages: list[str], area: str) -> None:
+    """List a spread of pages (shallowest first, then the first of each folder) while they fit, then say how
+    to list the rest."""
+    hint = _more_hint(pages, area)
+    chosen: list[str] = []
+    reserve = len(hint(len(pages))) + 1
+    label_size = len(PAGES_LABEL.format(shown=min(MAX_PAGES, len(pages)), total=len(pages))) + 1
+    room = budget.room() - label_size - reserve
+    for path in _by_priority(pages)[:MAX_PAGES]:
+        if len(_show(path)) + 1 > room:
+            break
+        chosen.append(path)
+        room -= len(_show(path)) + 1
+    if not chosen:
+        budget.add(hint(len(pages)))
+        return
+    budget.add(PAGES_LABEL.format(shown=len(chosen), total=len(pages)))
+    for path in sorted(chosen):
+        budget.add(_show(path))
+    if len(chosen) < len(pages):
+        budget.add(hint(len(pages) - len(chosen)))
+
+
+def _by_priority(pages: list[str]) -> list[str]:
+    """Pages ordered so that any prefix is a fair sample: shallow pages first, then each folder's first pages
+    (index pages before the rest) taken across sibling folders in turn."""
+    children: dict[str, set[str]] = {}
+    in_folder: dict[str, list[str]] = {}
+    for path in pages:
+        folder = path.rpartition("/")[0]
+        in_folder.setdefault(folder, []).append(path)
+        parts = folder.split("/") if folder else []
+        for depth in range(len(parts)):
+            children.setdefault("/".join(parts[:depth]), set()).add("/".join(parts[:depth + 1]))
+    folder_rank = {child: n for kids in children.values() for n, child in enumerate(sorted(kids))}
+    page_rank = {path: n for members in in_folder.values()
+                 for n, path in enumerate(sorted(members, key=lambda p: (not _is_index(p), p)))}
+
+    def key(path: str) -> tuple:
+        parts = path.split("/")[:-1]
+        # Deepest folder first: pages of neighbouring folders alternate before those of cousin folders.
+        ranks = [folder_rank["/".join(parts[:n])] for n in range(len(parts), 0, -1)]
+        return (len(parts), page_rank[path], *ranks, path)
+
+    return sorted(pages, key=key)
+
+
+def _is_index(path: str) -> bool:
+    return path.rpartition("/")[2].lower().startswith(INDEX_NAMES)
+
+
+def _more_hint(pages: list[str], area: str):
+    prefix = f"{area}/**/" if area else ""
+    suffixes = sorted(set(_suffix(path) for path in pages))
+    calls = " or ".join(f"list_files('{prefix}*{suffix}')" for suffix in suffixes)
+    return lambda left: f"… and {left:,} more: use {calls}"
+
+
+def _suffix(path: str) -> str:
+    return "." + path.rsplit(".", 1)[-1].lower()
+
+
+def _show(path: str) -> str:
+    # Paths are data from the repository: a newline in one must not pass for a line of the overview.
+    return json.dumps(path, ensure_ascii=False) if any(ord(c) < 32 for c in path) else path
