@@ -7,10 +7,11 @@ RUN apt-get update \
 
 RUN useradd --create-home --uid 10001 copydesk
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md app.yml ./
 COPY service ./service
 COPY bot ./bot
-RUN pip install --no-cache-dir .
+# Editable, so the GitHub registration page finds app.yml beside the code.
+RUN pip install --no-cache-dir -e .
 
 RUN mkdir /data && chown copydesk /data
 USER copydesk

@@ -1,9 +1,10 @@
-"""The Flask application factory: API, local pull-request pages, health checks."""
+"""The Flask application factory: API, GitHub webhooks and registration, local pull-request pages, health checks."""
 
 import redis
 from flask import Flask, jsonify
 
 from bot import context
+from bot.github import registration, webhooks
 from service.api import problems
 from service.api.openapi import openapi_document
 from service.api.routes import bp as agent_api
@@ -24,6 +25,13 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     problems.register(app)
     app.register_blueprint(agent_api)
     app.register_blueprint(local_pages(ctx.local, ctx.services.projects))
+    github = ctx.github_settings
+    if github.configured:
+        app.register_blueprint(webhooks.create_blueprint(secret=github.webhook_secret, redis_client=ctx.services.redis,
+                                                         queue_name=settings.queue_name))
+    app.register_blueprint(registration.create_blueprint(ctx.services.redis, base_url=settings.base_url,
+                                                         data_dir=settings.data_dir, web_url=github.web_url,
+                                                         api_url=github.api_url, configured_app_id=github.app_id))
 
     document = openapi_document(settings.base_url, settings.allowed_models,
                                 rate_limit=settings.rate_limit_per_hour,

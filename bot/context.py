@@ -1,10 +1,18 @@
 """Builds Copydesk's object graph from settings: the one place where parts are wired together."""
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import redis
+import requests
 
+from bot.github.apps import GitHubApp
+from bot.github.codehost import GitHubCodeHost
+from bot.github.events import GitHubBot
+from bot.github.registration import load_registration
+from bot.github.settings import GitHubSettings
 from service.agent.model import ModelFactory
 from service.agent.providers import build_providers
 from service.codehost.local import LocalCodeHost
@@ -25,6 +33,9 @@ class Context:
     services: Services
     git: Git
     local: LocalCodeHost
+    github_settings: GitHubSettings
+    github_app: GitHubApp | None  # None until a GitHub App is configured
+    github: GitHubCodeHost | None
 
     def runner(self) -> JobRunner:
         """The job runner a worker uses (mirrors live under the data directory)."""
@@ -32,11 +43,35 @@ class Context:
         models = ModelFactory(scripts=BUNDLED_SCRIPTS, providers=build_providers(self.settings))
         return JobRunner(self.services, mirrors, models)
 
+    def github_bot(self) -> GitHubBot:
+        """What the webhook event handlers work with; only for a configured GitHub App."""
+        if self.github is None:
+            raise RuntimeError("no GitHub App is configured (GITHUB_APP_ID, GITHUB_PRIVATE_KEY, "
+                               "GITHUB_WEBHOOK_SECRET)")
+        return GitHubBot(services=self.services, app=self.github_app, host=self.github)
 
-def build(settings: Settings) -> Context:
+
+def github_settings(settings: Settings, environ: Mapping[str, str] | None = None) -> GitHubSettings:
+    """The GitHub App's settings: the environment, over what `/github/register` saved in the data directory."""
+    env = os.environ if environ is None else environ
+    if env.get("GITHUB_APP_ID"):
+        # An app configured in the environment wins whole; mixing in the saved file could pair keys wrongly.
+        return GitHubSettings.from_env(env)
+    return GitHubSettings.from_env({**load_registration(settings.data_dir), **env})
+
+
+def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Context:
     """Wire Redis, stores, code hosts and queue for `settings`."""
     client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
     git = Git()
     local = LocalCodeHost(client, git, settings.base_url)
-    services = build_services(settings, client, task=TASK, code_hosts={local.name: local})
-    return Context(settings=settings, services=services, git=git, local=local)
+    hosts = {local.name: local}
+    gh_settings = github_settings(settings, environ)
+    github_app = github = None
+    if gh_settings.configured:
+        github_app = GitHubApp(gh_settings, client, requests.Session())
+        github = GitHubCodeHost(github_app, web_url=gh_settings.web_url)
+        hosts[github.name] = github
+    services = build_services(settings, client, task=TASK, code_hosts=hosts)
+    return Context(settings=settings, services=services, git=git, local=local, github_settings=gh_settings,
+                   github_app=github_app, github=github)

@@ -11,6 +11,9 @@ import redis
 
 from service.workspace.git import Git
 
+# The GitHub emulator's fixtures (`github`, `github_app`), for every test module.
+pytest_plugins = ["tests.github_fixtures"]
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""

@@ -1,0 +1,1 @@
+"""GitHub: App authentication, a synchronous API client, and the `github` code host."""

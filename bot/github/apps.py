@@ -1,0 +1,55 @@
+"""The GitHub App as the rest of `bot` uses it: App and installation clients, tokens, and the App's slug."""
+
+import time
+from typing import Callable
+
+import redis
+import requests
+
+from bot.github.auth import InstallationTokens, app_jwt
+from bot.github.client import GitHubClient
+from bot.github.settings import GitHubSettings
+
+SLUG_TTL = 24 * 3600  # the slug changes only when an owner renames the App
+
+
+class GitHubApp:
+    """Builds GitHub clients that authenticate as the App or as one of its installations."""
+
+    def __init__(self, settings: GitHubSettings, client: redis.Redis, session: requests.Session, *,
+                 requester: str = "copydesk", sleep: Callable[[float], None] = time.sleep,
+                 max_wait: float = 60, retries: int = 3) -> None:
+        self.settings = settings
+        self.redis = client
+        self.session = session
+        self._options = {"requester": requester, "sleep": sleep, "max_wait": max_wait, "retries": retries}
+        self.tokens = InstallationTokens(client, settings, self.app_client)
+
+    def app_client(self) -> GitHubClient:
+        """A client that authenticates as the App (a fresh JWT for every request)."""
+        return self._client(lambda: f"bearer {app_jwt(self.settings)}")
+
+    def installation_client(self, installation_id: int, repository: str | None = None) -> GitHubClient:
+        """A client that acts as the installation, with a token limited to `repository` when given.
+
+        The token cache is read before every request, so a token that expires during a long job is replaced.
+        """
+        return self._client(lambda: f"token {self.tokens.token(installation_id, repository)}")
+
+    def slug(self) -> str:
+        """The App's slug (what people @mention), from GITHUB_APP_SLUG or GitHub, cached in Redis."""
+        if self.settings.app_slug:
+            return self.settings.app_slug
+        key = f"cd:gh:app-slug:{self.settings.app_id}"
+        cached = self.redis.get(key)
+        if cached:
+            return cached.decode() if isinstance(cached, bytes) else cached
+        slug = self.app_client().getitem("/app")["slug"]
+        self.redis.set(key, slug, ex=SLUG_TTL)
+        return slug
+
+    def _client(self, auth: Callable[[], str]) -> GitHubClient:
+        return GitHubClient(self.session, api_url=self.settings.api_url, auth=auth, **self._options)
+
+    def __repr__(self) -> str:
+        return f"GitHubApp(app_id={self.settings.app_id!r}, api_url={self.settings.api_url!r})"

@@ -1,0 +1,195 @@
+"""The `github` code host: git over HTTPS with installation tokens; pull requests, comments and reactions."""
+
+import base64
+import logging
+from contextlib import contextmanager
+from typing import Iterator, Literal
+from urllib.parse import quote
+
+from gidgethub import BadRequest, GitHubException, InvalidField, ValidationError
+
+from bot.github.apps import GitHubApp
+from bot.github.auth import InstallationGone
+from bot.github.client import GitHubClient, GitHubUnavailable
+from service.codehost.base import CodeHostError
+from service.errors import RunFailed
+from service.models import Project, PullRequest
+from service.workspace.git import Remote
+
+log = logging.getLogger(__name__)
+
+HOST = "github"
+
+ReactionTarget = Literal["issue_comment", "review_comment", "issue"]
+_REACTION_URLS = {
+    "issue_comment": "/repos/{owner}/{repo}/issues/comments/{id}/reactions",
+    "review_comment": "/repos/{owner}/{repo}/pulls/comments/{id}/reactions",
+    "issue": "/repos/{owner}/{repo}/issues/{id}/reactions",
+}
+
+
+class GitHubCodeHost:
+    """Repositories of the App's installations; a project's `host_data` holds its installation id."""
+
+    name = HOST
+
+    def __init__(self, app: GitHubApp, *, web_url: str | None = None) -> None:
+        self._app = app
+        self._web_url = (web_url or app.settings.web_url).rstrip("/")
+
+    # -- the CodeHost interface --------------------------------------------------------------
+
+    def remote(self, project: Project) -> Remote:
+        """The repository's HTTPS clone URL; the token header is built afresh for every git command."""
+        owner, name = _owner_and_name(project)
+        installation_id = _installation_id(project)
+
+        def credentials() -> dict[str, str]:
+            with _as_host_error("authenticate git"):
+                token = self._app.tokens.token(installation_id, project.repository)
+            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            # Keyed by URL, so git sends the header only to this host, never to a redirect elsewhere.
+            return {f"http.{self._web_url}/.extraHeader": f"Authorization: Basic {basic}"}
+
+        return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
+
+    def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
+                            body: str, draft: bool) -> PullRequest:
+        """Update the branch's open pull request, or open one; never two open pull requests for one branch.
+
+        Only an open pull request is reused: one that a person closed or merged stays as they left it,
+        and new commits on the branch get a new pull request.
+        """
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"open the pull request for {branch}"):
+            client = self._client(project)
+            found = self._open_pull(client, owner, name, branch)
+            if found is None:
+                try:
+                    return _pull(self._create_pull(client, owner, name, branch=branch, base=base, title=title,
+                                                   body=body, draft=draft))
+                except (InvalidField, ValidationError) as exc:
+                    # Another attempt of this run opened it between our look-up and our create.
+                    if "already exists" not in str(exc):
+                        raise
+                    found = self._open_pull(client, owner, name, branch)
+                    if found is None:
+                        raise
+            log.info("job %s: updating pull request #%s of %s", job_id, found["number"], project.repository)
+            updated = client.patch("/repos/{owner}/{repo}/pulls/{number}",
+                                   {"owner": owner, "repo": name, "number": found["number"]},
+                                   data={"title": title, "body": body})
+            return _pull(updated)
+
+    def comment(self, project: Project, number: int, body: str) -> None:
+        """Add a comment to pull request (or issue) `number`."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"comment on #{number}"):
+            self._client(project).post("/repos/{owner}/{repo}/issues/{number}/comments",
+                                       {"owner": owner, "repo": name, "number": number}, data={"body": body})
+
+    # -- what the webhook handlers use -------------------------------------------------------
+
+    def reply_to_review_comment(self, project: Project, number: int, comment_id: int, body: str) -> None:
+        """Reply in the thread of review (line) comment `comment_id` on pull request `number`."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"reply to review comment {comment_id}"):
+            self._client(project).post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
+                                       {"owner": owner, "repo": name, "number": number, "comment_id": comment_id},
+                                       data={"body": body})
+
+    def react(self, project: Project, *, kind: ReactionTarget, id: int, content: str = "eyes") -> None:
+        """Add a reaction (👀 by default): `id` is a comment id, or for kind "issue" the pull request's number.
+
+        Adding a reaction the App already left is a no-op on GitHub's side."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"react to {kind} {id}"):
+            self._client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
+                                       data={"content": content})
+
+    def delete_branch(self, project: Project, branch: str) -> None:
+        """Delete a branch; one that is already gone is fine."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"delete branch {branch}"):
+            try:
+                self._client(project).delete("/repos/{owner}/{repo}/git/refs/{+ref}",
+                                             {"owner": owner, "repo": name, "ref": quote(f"heads/{branch}", safe="/")})
+            except BadRequest as exc:
+                # 422 "Reference does not exist" or 404: someone (or GitHub's auto-delete) was first.
+                if exc.status_code not in (404, 422):
+                    raise
+
+    def collaborator_permission(self, project: Project, username: str) -> str:
+        """`username`'s permission on the repository: "admin", "write", "read" or "none"."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"check {username}'s permission"):
+            try:
+                answer = self._client(project).getitem(
+                    "/repos/{owner}/{repo}/collaborators/{username}/permission",
+                    {"owner": owner, "repo": name, "username": username})
+            except BadRequest as exc:
+                if exc.status_code == 404:  # no such user: no access
+                    return "none"
+                raise
+        return answer.get("permission") or "none"
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _client(self, project: Project) -> GitHubClient:
+        return self._app.installation_client(_installation_id(project), project.repository)
+
+    @staticmethod
+    def _open_pull(client: GitHubClient, owner: str, name: str, branch: str) -> dict | None:
+        pulls = client.getiter("/repos/{owner}/{repo}/pulls{?state,head,per_page}",
+                               {"owner": owner, "repo": name, "state": "open", "head": f"{owner}:{branch}",
+                                "per_page": 10})
+        return next(iter(pulls), None)
+
+    @staticmethod
+    def _create_pull(client: GitHubClient, owner: str, name: str, *, branch: str, base: str, title: str,
+                     body: str, draft: bool) -> dict:
+        url_vars = {"owner": owner, "repo": name}
+        data = {"title": title, "head": branch, "base": base, "body": body, "draft": draft}
+        try:
+            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data=data)
+        except (InvalidField, ValidationError) as exc:
+            # Draft pull requests need a plan that has them; rather a ready one than none.
+            if not draft or "draft" not in str(exc).lower():
+                raise
+            log.warning("%s/%s does not support draft pull requests; opening a ready one", owner, name)
+            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data={**data, "draft": False})
+
+
+@contextmanager
+def _as_host_error(action: str) -> Iterator[None]:
+    """Turn GitHub failures into the CodeHostError the worker understands (the cause stays attached)."""
+    try:
+        yield
+    except InstallationGone as exc:
+        # Not a passing failure: the run ends with the code a disabled project's runs get.
+        code = "installation_suspended" if exc.reason == "suspended" else "installation_removed"
+        raise RunFailed(code, f"could not {action}: {exc}; reinstall the App or re-enable the installation") from exc
+    except GitHubUnavailable as exc:
+        raise CodeHostError(f"could not {action}: {exc}") from exc
+    except GitHubException as exc:
+        status = getattr(exc, "status_code", None)
+        raise CodeHostError(f"GitHub refused to {action}" + (f" (HTTP {int(status)})" if status else "")
+                            + f": {exc}") from exc
+
+
+def _owner_and_name(project: Project) -> tuple[str, str]:
+    owner, sep, name = project.repository.partition("/")
+    if not (sep and owner and name) or "/" in name:
+        raise CodeHostError(f"project {project.id}: {project.repository!r} is not an owner/name repository")
+    return owner, name
+
+
+def _installation_id(project: Project) -> int:
+    try:
+        return int(project.host_data["installation_id"])
+    except (KeyError, TypeError, ValueError):
+        raise CodeHostError(f"project {project.id} has no GitHub installation id") from None
+
+
+def _pull(data: dict) -> PullRequest:
+    return PullRequest(number=data["number"], url=data["html_url"], state=data["state"])

@@ -1,0 +1,97 @@
+"""Projects follow the App's installations: one per repository, disabled (jobs kept) when access ends."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from gidgethub import BadRequest
+from gidgethub.sansio import Event
+
+from bot.github.codehost import HOST
+from service.models import Project
+
+if TYPE_CHECKING:
+    from bot.github.events import GitHubBot
+
+log = logging.getLogger(__name__)
+
+# The `error.code` a run of a disabled project fails with, and what `unsuspend` may undo.
+REMOVED = "installation_removed"
+SUSPENDED = "installation_suspended"
+
+
+def installation_created(bot: GitHubBot, event: Event) -> None:
+    """The App was installed: every repository it can see becomes a project (or is enabled again)."""
+    _ensure_projects(bot, event.data["installation"], event.data.get("repositories") or [])
+
+
+def repositories_added(bot: GitHubBot, event: Event) -> None:
+    """Repositories were added to an installation: each becomes a project (or is enabled again)."""
+    _ensure_projects(bot, event.data["installation"], event.data.get("repositories_added") or [])
+
+
+def repositories_removed(bot: GitHubBot, event: Event) -> None:
+    """Repositories were taken out of an installation: their projects are disabled, their jobs kept."""
+    for repository in event.data.get("repositories_removed") or []:
+        project = bot.services.projects.find_by_repository(HOST, repository["full_name"])
+        if project is not None and _removable(project):
+            _disable(bot, project, REMOVED)
+
+
+def installation_deleted(bot: GitHubBot, event: Event) -> None:
+    """The App was uninstalled: every project of the installation is disabled."""
+    for project in _projects_of(bot, event.data["installation"]["id"]):
+        if _removable(project):
+            _disable(bot, project, REMOVED)
+
+
+def installation_suspended(bot: GitHubBot, event: Event) -> None:
+    """The installation was suspended: its projects are disabled until it is unsuspended."""
+    for project in _projects_of(bot, event.data["installation"]["id"]):
+        if project.enabled:
+            _disable(bot, project, SUSPENDED)
+
+
+def installation_unsuspended(bot: GitHubBot, event: Event) -> None:
+    """The installation was unsuspended: the projects its suspension disabled take work again."""
+    for project in _projects_of(bot, event.data["installation"]["id"]):
+        # A repository removed from the installation before the suspension stays disabled.
+        if not project.enabled and project.disabled_reason == SUSPENDED:
+            bot.services.projects.set_enabled(project.id, True)
+            log.info("project %s (%s) enabled again: installation unsuspended", project.id, project.repository)
+
+
+def _ensure_projects(bot: GitHubBot, installation: dict, repositories: list[dict]) -> None:
+    # One client for all repositories: a token per repository would cost a round trip each.
+    client = bot.app.installation_client(installation["id"])
+    account = installation["account"]["login"]
+    for listed in repositories:
+        owner, _, name = listed["full_name"].partition("/")
+        try:
+            repository = client.getitem("/repos/{owner}/{repo}", {"owner": owner, "repo": name})
+        except BadRequest as exc:
+            # Deleted or renamed since the delivery was sent; a later event will bring the new name.
+            log.warning("installation %s: repository %s is not readable (%s); no project for it",
+                        installation["id"], listed["full_name"], exc.status_code)
+            continue
+        project, created = bot.services.projects.ensure(
+            account=account, host=HOST, repository=repository["full_name"], web_url=repository["html_url"],
+            ref=repository["default_branch"],
+            host_data={"installation_id": installation["id"], "repository_id": repository["id"]})
+        log.info("project %s for %s %s", project.id, project.repository, "created" if created else "enabled")
+
+
+def _projects_of(bot: GitHubBot, installation_id: int) -> list[Project]:
+    return [p for p in bot.services.projects.all()
+            if p.host == HOST and p.host_data.get("installation_id") == installation_id]
+
+
+def _removable(project: Project) -> bool:
+    # A suspended project that is then removed fails its runs as removed: unsuspending must not revive it.
+    return project.enabled or project.disabled_reason == SUSPENDED
+
+
+def _disable(bot: GitHubBot, project: Project, reason: str) -> None:
+    bot.services.projects.set_enabled(project.id, False, reason=reason)
+    log.info("project %s (%s) disabled: %s", project.id, project.repository, reason)

@@ -1,0 +1,212 @@
+"""Registering the GitHub App from `app.yml` with GitHub's manifest flow, and keeping what GitHub returns."""
+
+import json
+import logging
+import os
+import re
+import secrets
+from pathlib import Path
+
+import redis
+import requests
+from flask import Blueprint, render_template_string, request
+from gidgethub import BadRequest
+
+from bot.github.client import GitHubClient, GitHubUnavailable
+from bot.github.manifest import DEFAULT_PATH, load_manifest, render_manifest
+from service.clock import now_iso
+
+log = logging.getLogger(__name__)
+
+REGISTRATION_FILE = "github-app.env"
+STATE_TTL_SECONDS = 3600  # GitHub's manifest code is valid for an hour too
+# The conversion's fields, under the variables GitHubSettings (and the dashboard's sign-in) read.
+FIELDS = (("GITHUB_APP_ID", "id"), ("GITHUB_APP_SLUG", "slug"), ("GITHUB_PRIVATE_KEY", "pem"),
+          ("GITHUB_WEBHOOK_SECRET", "webhook_secret"), ("GITHUB_CLIENT_ID", "client_id"),
+          ("GITHUB_CLIENT_SECRET", "client_secret"))
+_ORGANIZATION = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+_CODE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Copydesk · {{ title }}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:44rem;margin:3rem auto;padding:0 1rem}
+code{background:#f3f3f3;padding:0 .25rem}input,button{font:inherit;padding:.3rem .6rem}</style></head>
+<body><h1>{{ title }}</h1>{% block body %}{% endblock %}</body></html>"""
+
+_REGISTER = _PAGE.replace("{% block body %}{% endblock %}", """
+{% if registered %}
+<p>A GitHub App is registered already{% if app_id %} (id <code>{{ app_id }}</code>){% endif %}.
+To register another one, move <code>{{ path }}</code> away and unset the <code>GITHUB_APP_*</code> variables.</p>
+{% else %}
+<p>This creates a private GitHub App named <strong>{{ manifest.name }}</strong> from <code>app.yml</code>, with its
+webhooks sent to <code>{{ manifest.hook_attributes.url }}</code>. GitHub asks you to confirm the name first.</p>
+<form method="get" action="">
+  <label>Register it for an organization (leave empty for your own account):
+  <input name="organization" value="{{ organization }}" placeholder="organization login"></label>
+  <button>Use this owner</button>
+</form>
+<form method="post" action="{{ action }}">
+  <input type="hidden" name="manifest" value="{{ manifest_json }}">
+  <p><button>Register on GitHub for {{ organization or "my account" }}</button></p>
+</form>
+{% endif %}""")
+
+_DONE = _PAGE.replace("{% block body %}{% endblock %}", """
+<p>GitHub App <strong>{{ app.slug }}</strong> (id <code>{{ app.id }}</code>) is registered.
+Its private key, webhook secret and OAuth client credentials are in <code>{{ path }}</code>
+(readable by this account only). They are not shown here: keep that file private.</p>
+{% if earlier %}<p><strong>Note:</strong> <code>{{ earlier }}</code> already held a registration and was left
+as it was; replace it with <code>{{ path }}</code> to use this App.</p>{% endif %}
+<h2>Next</h2>
+<ol>
+  <li>Restart Copydesk's web and worker processes so they read <code>{{ path }}</code>
+      (or copy its values into your secret store as environment variables).</li>
+  <li><a href="{{ install_url }}">Install the App</a> on the repositories whose docs Copydesk should edit.</li>
+  <li>Run <code>copydesk project list</code> to see the projects the installation created, with their ids.</li>
+</ol>""")
+
+_SETUP = _PAGE.replace("{% block body %}{% endblock %}", """
+<p>Copydesk is installed. Every repository you gave it is now a project; it takes jobs once the web and worker
+processes run with the App's credentials.</p>
+<ol>
+  <li><code>copydesk project list</code> shows the projects and their ids.</li>
+  <li><code>copydesk key create --account &lt;owner login&gt;</code> makes an API key for that account's projects.</li>
+  <li>Create a job with <code>POST /v2/agent/&lt;project id&gt;/job</code>; comment on its pull request, mentioning
+      the App, to ask for more changes.</li>
+</ol>""")
+
+_PROBLEM = _PAGE.replace("{% block body %}{% endblock %}", "<p>{{ detail }}</p>")
+
+
+class RegistrationError(Exception):
+    """GitHub's answer to the manifest conversion cannot be stored."""
+
+
+def registration_path(data_dir: Path) -> Path:
+    """Where the App's credentials are kept after registration."""
+    return Path(data_dir) / REGISTRATION_FILE
+
+
+def load_registration(data_dir: Path) -> dict[str, str]:
+    """The variables a registration stored (empty when none did), to merge under the environment."""
+    try:
+        text = registration_path(data_dir).read_text("utf-8")
+    except FileNotFoundError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and not line.startswith("#"):
+            values[name.strip()] = value
+    return values
+
+
+def save_registration(data_dir: Path, conversion: dict) -> tuple[Path, Path | None]:
+    """Write the conversion's credentials, mode 0600, without replacing an earlier registration.
+
+    Returns the file written and, when `github-app.env` was there already, that file (left unchanged).
+    """
+    lines = [f"# GitHub App {conversion.get('slug')} registered by Copydesk on {now_iso()}.",
+             "# Credentials: keep this file private. Environment variables of the same name win over it."]
+    for name, key in FIELDS:
+        # One line per value, so the file also works as a Docker env file; GitHubSettings undoes the escape.
+        value = str(conversion.get(key) or "").strip().replace("\n", "\\n")
+        if not value or "\r" in value:
+            raise RegistrationError(f"GitHub's answer has no usable `{key}`")
+        lines.append(f"{name}={value}")
+    directory = Path(data_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = registration_path(directory)
+    earlier = None
+    if target.exists():
+        earlier, target = target, directory / f"github-app-{int(conversion['id'])}.env"
+    _create_private(target, "\n".join(lines) + "\n")
+    return target, earlier
+
+
+def _create_private(target: Path, text: str) -> None:
+    """Create `target` (mode 0600) with `text` all at once: readers never see a part, nothing is replaced."""
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.link(temporary, target)  # fails rather than replace a file that appeared meanwhile
+    finally:
+        temporary.unlink()
+
+
+def create_blueprint(redis_client: redis.Redis, *, base_url: str, data_dir: Path, web_url: str, api_url: str,
+                     session: requests.Session | None = None, configured_app_id: str | None = None,
+                     manifest_path: Path = DEFAULT_PATH) -> Blueprint:
+    """`GET /github/register`, its return `GET /github/register/done` and the post-install `GET /github/setup`.
+
+    `configured_app_id` (from the environment) switches registration off, like an existing registration file.
+    """
+    bp = Blueprint("github_registration", __name__)
+    session = session or requests.Session()
+    web_url, data_dir = web_url.rstrip("/"), Path(data_dir)
+
+    def registered() -> bool:
+        return bool(configured_app_id) or registration_path(data_dir).exists()
+
+    @bp.get("/github/register")
+    def register():
+        if registered():
+            app_id = configured_app_id or load_registration(data_dir).get("GITHUB_APP_ID")
+            return _page(_REGISTER, 409, "Already registered", registered=True, app_id=app_id,
+                         path=registration_path(data_dir))
+        organization = request.args.get("organization", "").strip()
+        if organization and not _ORGANIZATION.match(organization):
+            return _page(_PROBLEM, 400, "Not an organization login",
+                         detail="An organization login has letters, digits and hyphens only.")
+        manifest = render_manifest(load_manifest(manifest_path), base_url)
+        state = secrets.token_urlsafe(24)
+        redis_client.set(_state_key(state), "1", ex=STATE_TTL_SECONDS)
+        owner = f"/organizations/{organization}" if organization else ""
+        return _page(_REGISTER, 200, "Register the GitHub App", registered=False, manifest=manifest,
+                     manifest_json=json.dumps(manifest), organization=organization,
+                     action=f"{web_url}{owner}/settings/apps/new?state={state}")
+
+    @bp.get("/github/register/done")
+    def done():
+        code, state = request.args.get("code", ""), request.args.get("state", "")
+        # The state is used up at once: a replayed or forged return finds nothing.
+        if not state or not redis_client.delete(_state_key(state)) or not _CODE.match(code):
+            return _page(_PROBLEM, 400, "Registration link not valid",
+                         detail="This link is expired, used already or not from this Copydesk. Start again at "
+                                "/github/register.")
+        try:
+            # No authentication: the one-time code is the credential.
+            conversion = GitHubClient(session, api_url=api_url).post("/app-manifests/{code}/conversions",
+                                                                     {"code": code}, data={})
+            path, earlier = save_registration(data_dir, conversion)
+        except BadRequest as exc:
+            log.warning("GitHub refused the app-manifest code (HTTP %s)", exc.status_code)
+            return _page(_PROBLEM, 502, "GitHub refused the registration",
+                         detail="GitHub did not accept the code (it works once, within an hour). Start again at "
+                                "/github/register.")
+        except (GitHubUnavailable, RegistrationError) as exc:
+            log.warning("app registration failed: %s", exc)
+            return _page(_PROBLEM, 502, "Registration not finished", detail=f"{exc}. Start again at /github/register.")
+        log.info("GitHub App %s (id %s) registered; credentials written to %s", conversion["slug"],
+                 conversion["id"], path)
+        app = {"id": conversion["id"], "slug": conversion["slug"]}
+        return _page(_DONE, 200, "GitHub App registered", app=app, path=path, earlier=earlier,
+                     install_url=f"{conversion['html_url']}/installations/new")
+
+    @bp.get("/github/setup")
+    def setup():
+        return _page(_SETUP, 200, "Copydesk is installed")
+
+    return bp
+
+
+def _state_key(state: str) -> str:
+    return f"cd:gh:register:state:{state}"
+
+
+def _page(template: str, status: int, title: str, **context):
+    return render_template_string(template, title=title, **context), status

@@ -1,0 +1,96 @@
+"""The webhook endpoint: check GitHub's signature, drop redeliveries, queue the work, answer at once."""
+
+import logging
+import re
+
+import redis
+import rq
+from flask import Blueprint, Response, jsonify, request
+from gidgethub import BadRequest, ValidationFailure
+from gidgethub.sansio import Event
+
+from bot.github import events
+from service.api import problems
+
+log = logging.getLogger(__name__)
+
+HOOK_PATH = "/github/webhooks"  # the path of app.yml's `hook_attributes.url`
+TASK = "bot.tasks.handle_github_event"  # by name, so the web process need not import the worker's code
+DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # longer than GitHub keeps deliveries for redelivery (3 days)
+MAX_PAYLOAD_BYTES = 25 * 1024 * 1024  # GitHub caps a webhook payload at 25 MB
+JOB_TIMEOUT_SECONDS = 300
+_DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")
+
+
+def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str) -> Blueprint:
+    """The `POST /github/webhooks` endpoint, verifying deliveries with the App's webhook `secret`."""
+    if not secret:
+        # Without a secret gidgethub would accept unsigned deliveries: refuse to serve at all.
+        raise ValueError("the webhook endpoint needs the App's webhook secret (GITHUB_WEBHOOK_SECRET)")
+    bp = Blueprint("github_webhooks", __name__)
+    queue = rq.Queue(queue_name, connection=redis_client)
+
+    @bp.post(HOOK_PATH)
+    def receive() -> Response:
+        request.max_content_length = MAX_PAYLOAD_BYTES  # the API's 64 KiB body limit is for API calls
+        event = _verified_event(secret)
+        if isinstance(event, Response):
+            return event
+        if event.event == "ping":
+            return jsonify({"status": "pong"})
+        action = event.data.get("action")
+        if not events.handles(event.event, action):
+            return Response(status=204)
+        return _queue_once(queue, redis_client, event, action)
+
+    return bp
+
+
+def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str | None) -> Response:
+    """Queue the delivery for the worker unless its id was seen before."""
+    seen = f"cd:gh:delivery:{event.delivery_id}"
+    if not client.set(seen, "1", nx=True, ex=DELIVERY_TTL_SECONDS):
+        log.info("delivery %s (%s.%s) seen already: ignored", event.delivery_id, event.event, action)
+        return jsonify({"status": "duplicate"})
+    # No RQ retry: the GitHub client already retries GitHub's own failures, and a handler that still
+    # fails stays in RQ's failed-job registry for the operator.
+    try:
+        queue.enqueue(TASK, event.event, event.delivery_id, event.data, job_timeout=JOB_TIMEOUT_SECONDS,
+                      result_ttl=3600, failure_ttl=DELIVERY_TTL_SECONDS,
+                      description=f"github {event.event}.{action} {event.delivery_id}")
+    except redis.RedisError:
+        log.warning("delivery %s could not be queued", event.delivery_id, exc_info=True)
+        _forget(client, seen)
+        return problems.problem("unavailable", "the work queue is unreachable; redeliver this later")
+    log.info("delivery %s (%s.%s) queued", event.delivery_id, event.event, action)
+    accepted = jsonify({"status": "queued"})
+    accepted.status_code = 202
+    return accepted
+
+
+def _verified_event(secret: str) -> Event | Response:
+    """The delivery as a gidgethub Event, or the problem response that refuses it."""
+    # Only the SHA-256 signature counts; gidgethub would fall back to the SHA-1 one when it is absent.
+    headers = {k.lower(): v for k, v in request.headers.items() if k.lower() != "x-hub-signature"}
+    body = request.get_data(cache=False)
+    try:
+        event = Event.from_http(headers, body, secret=secret)
+    except ValidationFailure:
+        log.warning("webhook refused: missing or wrong X-Hub-Signature-256 (delivery %s)",
+                    headers.get("x-github-delivery", "?")[:100])
+        return problems.problem("unauthorized", "the X-Hub-Signature-256 signature is missing or wrong")
+    except BadRequest:
+        return problems.problem("unsupported_media_type", "a delivery's body must be JSON sent as application/json")
+    except KeyError:
+        return problems.problem("invalid_request", "X-GitHub-Event and X-GitHub-Delivery headers are required")
+    if not isinstance(event.data, dict) or not _DELIVERY_ID.match(event.delivery_id):
+        return problems.problem("invalid_request", "a delivery needs a JSON object and a delivery id")
+    return event
+
+
+def _forget(client: redis.Redis, key: str) -> None:
+    """Release a delivery's de-duplication mark so GitHub's redelivery of it is taken."""
+    try:
+        client.delete(key)
+    except redis.RedisError:
+        log.warning("could not release %s; a redelivery within %d s will be ignored", key, DELIVERY_TTL_SECONDS)

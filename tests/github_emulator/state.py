@@ -1,0 +1,213 @@
+"""The emulated GitHub's records: users, repositories (real bare git repositories), installations, tokens,
+pull requests, comments, reviews and reactions."""
+
+import itertools
+import secrets
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from service.workspace.git import Git
+
+# GitHub's roles and the legacy `permission` each one reports (maintain reads as write, triage as read).
+ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read",
+                   "none": "none"}
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
+
+
+@dataclass
+class User:
+    login: str
+    id: int
+    type: str = "User"  # "User", "Organization" or "Bot"
+
+
+@dataclass
+class Repo:
+    id: int
+    owner: str
+    name: str
+    path: Path
+    default_branch: str
+    private: bool
+    delete_branch_on_merge: bool
+    created_at: datetime
+    roles: dict[str, str] = field(default_factory=dict)  # login -> role
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass
+class Installation:
+    id: int
+    account: str
+    repo_ids: list[int]
+    selection: str  # "all" or "selected"
+    permissions: dict
+    events: list
+    created_at: datetime
+    suspended_at: datetime | None = None
+    suspended_by: str | None = None
+
+
+@dataclass
+class Token:
+    value: str = field(repr=False)
+    installation_id: int
+    expires_at: datetime
+    repo_ids: list[int] | None  # None: every repository of the installation, now and later
+    permissions: dict
+
+
+@dataclass
+class Pull:
+    id: int
+    number: int
+    repo_id: int
+    title: str
+    body: str | None
+    head: str
+    base: str
+    user: str
+    draft: bool
+    created_at: datetime
+    head_sha: str
+    base_sha: str
+    state: str = "open"
+    updated_at: datetime | None = None
+    closed_at: datetime | None = None
+    merged_at: datetime | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+
+
+@dataclass
+class Comment:
+    id: int
+    repo_id: int
+    number: int
+    user: str
+    body: str
+    created_at: datetime
+    kind: str  # "issue" (conversation) or "review" (on a line of the diff)
+    via_app: bool = False
+    path: str | None = None
+    line: int | None = None
+    commit_id: str | None = None
+    review_id: int | None = None
+    in_reply_to: int | None = None
+
+
+@dataclass
+class Review:
+    id: int
+    repo_id: int
+    number: int
+    user: str
+    body: str | None
+    state: str  # webhook spelling: "commented", "approved", "changes_requested"
+    commit_id: str
+    submitted_at: datetime
+
+
+@dataclass
+class Reaction:
+    id: int
+    subject: tuple[str, int]  # ("issue_comment" | "review_comment" | "issue", id or (repo_id, number))
+    user: str
+    content: str
+    created_at: datetime
+
+
+class State:
+    """Every record of the emulated GitHub, guarded by one lock (the server is threaded)."""
+
+    def __init__(self) -> None:
+        self.git = Git()
+        self.lock = threading.RLock()
+        self._ids = itertools.count(1001)
+        self._numbers: dict[int, itertools.count] = {}
+        self.users: dict[str, User] = {}
+        self.repos: dict[str, Repo] = {}
+        self.installations: dict[int, Installation] = {}
+        self.tokens: dict[str, Token] = {}
+        self.pulls: dict[tuple[int, int], Pull] = {}
+        self.comments: dict[int, Comment] = {}
+        self.reviews: dict[int, Review] = {}
+        self.reactions: list[Reaction] = []
+        self.manifest_codes: set[str] = set()
+
+    def new_id(self) -> int:
+        return next(self._ids)
+
+    def next_number(self, repo: Repo) -> int:
+        """Issues and pull requests share one number sequence per repository."""
+        return next(self._numbers.setdefault(repo.id, itertools.count(1)))
+
+    def user(self, login: str, type: str = "User") -> User:
+        """The user with this login, created on first mention."""
+        with self.lock:
+            if login.lower() not in self.users:
+                self.users[login.lower()] = User(login, self.new_id(), type)
+            return self.users[login.lower()]
+
+    def repo(self, full_name: str) -> Repo | None:
+        return self.repos.get(full_name.lower())
+
+    def repo_by_id(self, repo_id: int) -> Repo:
+        return next(r for r in list(self.repos.values()) if r.id == repo_id)
+
+    def pull(self, repo: Repo, number: int) -> Pull | None:
+        """The pull request, its head sha refreshed while open (pushes move it, as on GitHub)."""
+        pull = self.pulls.get((repo.id, number))
+        if pull is not None and pull.state == "open":
+            pull.head_sha = self.branch_sha(repo, pull.head) or pull.head_sha
+        return pull
+
+    def installation_of(self, repo: Repo) -> Installation | None:
+        return next((i for i in list(self.installations.values()) if repo.id in i.repo_ids), None)
+
+    def pulls_of(self, repo_id: int) -> list[Pull]:
+        """The repository's pull requests by number (a snapshot: other threads may be adding some)."""
+        with self.lock:
+            return sorted((p for p in self.pulls.values() if p.repo_id == repo_id), key=lambda p: p.number)
+
+    def comments_on(self, repo_id: int, number: int, kind: str | None = None) -> list[Comment]:
+        """The comments on one pull request, oldest first, all or of one kind ("issue" or "review")."""
+        with self.lock:
+            return sorted((c for c in self.comments.values() if c.repo_id == repo_id and c.number == number
+                           and kind in (None, c.kind)), key=lambda c: c.id)
+
+    def mint_token(self, installation: Installation, ttl: float, repo_ids: list[int] | None,
+                   permissions: dict) -> Token:
+        token = Token("ghs_" + secrets.token_hex(18), installation.id,
+                      now() + timedelta(seconds=ttl), repo_ids, permissions)
+        with self.lock:
+            self.tokens[token.value] = token
+        return token
+
+    def revoke_tokens(self, installation_id: int) -> None:
+        with self.lock:
+            for value in [v for v, t in self.tokens.items() if t.installation_id == installation_id]:
+                del self.tokens[value]
+
+    # -- the git side of a repository --------------------------------------------------------
+
+    def branch_sha(self, repo: Repo, branch: str) -> str | None:
+        proc = self.git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=repo.path,
+                            check=False)
+        return proc.stdout.decode().strip() or None
+
+    def is_ancestor(self, repo: Repo, older: str, newer: str) -> bool:
+        return self.git.run("merge-base", "--is-ancestor", older, newer, git_dir=repo.path, check=False).returncode == 0

@@ -1,0 +1,150 @@
+"""Registering the App from app.yml: the page that posts the manifest, and the return that keeps the credentials."""
+
+import html
+import json
+import logging
+import re
+import stat
+
+import pytest
+from flask import Flask
+
+from bot.github import registration
+from bot.github.settings import GitHubSettings
+from service.api import problems
+
+
+BASE = "https://copydesk.example.org"
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path / "data"
+
+
+def make_client(github, redis_client, data_dir, **options):
+    app = Flask(__name__)
+    problems.register(app)
+    app.register_blueprint(registration.create_blueprint(redis_client, base_url=BASE, data_dir=data_dir,
+                                                         web_url=github.url, api_url=github.url, **options))
+    return app.test_client()
+
+
+@pytest.fixture
+def client(github, redis_client, data_dir):
+    return make_client(github, redis_client, data_dir)
+
+
+def form(page: str) -> tuple[str, dict]:
+    """The GitHub form's action and the manifest it posts."""
+    action = re.search(r'<form method="post" action="([^"]+)"', page).group(1)
+    manifest = re.search(r'name="manifest" value="([^"]+)"', page).group(1)
+    return html.unescape(action), json.loads(html.unescape(manifest))
+
+
+def start(client) -> str:
+    """Open the registration page and return the state GitHub will send back."""
+    action, _ = form(client.get("/github/register").get_data(as_text=True))
+    return action.split("state=", 1)[1]
+
+
+def test_the_page_posts_the_rendered_manifest_to_github(client, github, redis_client):
+    response = client.get("/github/register")
+    assert response.status_code == 200 and response.mimetype == "text/html"
+    action, manifest = form(response.get_data(as_text=True))
+    assert re.fullmatch(re.escape(f"{github.url}/settings/apps/new?state=") + r"[\w-]{20,}", action)
+    assert manifest["hook_attributes"]["url"] == f"{BASE}/github/webhooks"
+    assert manifest["redirect_url"] == f"{BASE}/github/register/done"
+    assert manifest["setup_url"] == f"{BASE}/github/setup"
+    assert manifest["public"] is False
+    state = action.split("state=", 1)[1]
+    assert 0 < redis_client.ttl(f"cd:gh:register:state:{state}") <= registration.STATE_TTL_SECONDS
+
+
+def test_an_organization_gets_its_own_form_target(client, github):
+    action, _ = form(client.get("/github/register?organization=acme-docs").get_data(as_text=True))
+    assert action.startswith(f"{github.url}/organizations/acme-docs/settings/apps/new?state=")
+    assert client.get("/github/register?organization=../evil").status_code == 400
+
+
+def test_the_return_exchanges_the_code_and_keeps_the_credentials_private(client, github, data_dir, caplog):
+    caplog.set_level(logging.DEBUG)
+    state = start(client)
+    response = client.get(f"/github/register/done?code={github.add_manifest_code()}&state={state}")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200, page
+
+    path = data_dir / "github-app.env"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    stored = registration.load_registration(data_dir)
+    assert stored["GITHUB_APP_ID"] == str(github.app.id)
+    assert stored["GITHUB_APP_SLUG"] == github.app.slug
+    assert stored["GITHUB_WEBHOOK_SECRET"] == github.app.webhook_secret
+    assert stored["GITHUB_CLIENT_ID"] == github.app.client_id
+    assert stored["GITHUB_CLIENT_SECRET"] == github.app.client_secret
+    settings = GitHubSettings.from_env(stored)
+    assert settings.configured and settings.private_key.strip() == github.app.private_key_pem.strip()
+
+    assert str(github.app.id) in page and github.app.slug in page and str(path) in page
+    assert f"{github.url}/apps/{github.app.slug}/installations/new" in page
+    secrets = (github.app.webhook_secret, github.app.client_secret, "PRIVATE KEY")
+    assert not any(secret in page for secret in secrets)
+    assert not any(secret in caplog.text for secret in secrets)
+    [conversion] = [r for r in github.requests if r.operation == "apps/create-from-manifest"]
+    assert conversion.auth is None
+
+
+def test_a_state_works_once_and_only_if_this_copydesk_issued_it(client, github, data_dir):
+    state = start(client)
+    assert client.get(f"/github/register/done?code={github.add_manifest_code()}&state={state}").status_code == 200
+    (data_dir / "github-app.env").unlink()
+    again = client.get(f"/github/register/done?code={github.add_manifest_code()}&state={state}")
+    assert again.status_code == 400
+    forged = client.get(f"/github/register/done?code={github.add_manifest_code()}&state=made-up")
+    assert forged.status_code == 400
+    assert not (data_dir / "github-app.env").exists()
+
+
+def test_a_code_github_refuses_is_reported_and_nothing_is_written(client, github, data_dir):
+    response = client.get(f"/github/register/done?code=never-issued&state={start(client)}")
+    assert response.status_code == 502
+    assert "did not accept the code" in response.get_data(as_text=True)
+    assert not data_dir.exists() or not any(data_dir.iterdir())
+
+
+def test_registration_is_off_once_an_app_is_configured(github, redis_client, data_dir):
+    configured = make_client(github, redis_client, data_dir, configured_app_id="77")
+    response = configured.get("/github/register")
+    assert response.status_code == 409
+    page = response.get_data(as_text=True)
+    assert "already" in page and 'name="manifest"' not in page
+
+
+def test_a_registration_file_switches_registration_off(client, github):
+    client.get(f"/github/register/done?code={github.add_manifest_code()}&state={start(client)}")
+    response = client.get("/github/register")
+    assert response.status_code == 409
+    assert str(github.app.id) in response.get_data(as_text=True)
+
+
+def test_an_earlier_registration_is_never_overwritten(client, github, data_dir):
+    state = start(client)
+    data_dir.mkdir(parents=True)
+    (data_dir / "github-app.env").write_text("GITHUB_APP_ID=1\n")
+    response = client.get(f"/github/register/done?code={github.add_manifest_code()}&state={state}")
+    assert response.status_code == 200
+    assert (data_dir / "github-app.env").read_text() == "GITHUB_APP_ID=1\n"
+    second = data_dir / f"github-app-{github.app.id}.env"
+    assert stat.S_IMODE(second.stat().st_mode) == 0o600
+    assert str(second) in response.get_data(as_text=True)
+    assert [p.name for p in data_dir.iterdir() if p.name.startswith(".")] == []
+
+
+def test_no_registration_file_means_no_values(data_dir):
+    assert registration.load_registration(data_dir) == {}
+
+
+def test_the_setup_page_says_what_comes_next(client):
+    response = client.get("/github/setup?installation_id=5&setup_action=install")
+    assert response.status_code == 200
+    assert "copydesk project list" in response.get_data(as_text=True)

@@ -1,0 +1,190 @@
+"""The webhook endpoint: signatures, redeliveries, ping, unknown events, and the queue behind it."""
+
+import hashlib
+import hmac
+import json
+import uuid
+
+import pytest
+import redis
+import rq
+from flask import Flask
+
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from bot.github import webhooks
+from service.api import problems
+from service.ids import UlidGenerator
+from service.store.projects import ProjectStore
+from tests.conftest import free_port
+from tests.harness import LiveServer
+
+
+SECRET = "webhook-secret-for-tests"
+QUEUE = "copydesk-hooks-test"
+COMMENT = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "comment": {"id": 7, "body": "hi"},
+           "repository": {"id": 1, "full_name": "acme/docs"}, "installation": {"id": 9}}
+
+
+@pytest.fixture
+def client(redis_client):
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # the API's limit, as the real app sets it
+    problems.register(app)
+    app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
+    return app.test_client()
+
+
+@pytest.fixture
+def queue(redis_client):
+    return rq.Queue(QUEUE, connection=redis_client)
+
+
+def deliver(client, event: str, payload, *, delivery: str | None = None, secret: str = SECRET,
+            signature: str | None = None, sha1: bool = False):
+    body = json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+               "Content-Type": "application/json"}
+    if sha1:
+        headers["X-Hub-Signature"] = "sha1=" + hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
+    elif signature is not None:
+        headers["X-Hub-Signature-256"] = signature
+    else:
+        headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return client.post(webhooks.HOOK_PATH, data=body, headers=headers)
+
+
+def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue):
+    response = deliver(client, "issue_comment", COMMENT, delivery="d-1")
+    assert response.status_code == 202
+    assert response.get_json() == {"status": "queued"}
+    [job] = queue.get_jobs()
+    assert job.func_name == webhooks.TASK
+    assert job.args == ("issue_comment", "d-1", COMMENT)
+    assert job.timeout == webhooks.JOB_TIMEOUT_SECONDS
+
+
+@pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "sha256=nothex", "md5=abc"])
+def test_a_wrong_or_missing_signature_is_refused_and_nothing_is_stored(client, queue, redis_client, signature):
+    if signature is None:
+        response = client.post(webhooks.HOOK_PATH, data=json.dumps(COMMENT),
+                               headers={"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-2",
+                                        "Content-Type": "application/json"})
+    else:
+        response = deliver(client, "issue_comment", COMMENT, delivery="d-2", signature=signature)
+    assert response.status_code == 401
+    assert response.mimetype == "application/problem+json"
+    assert response.get_json()["code"] == "unauthorized"
+    assert queue.count == 0
+    assert redis_client.keys("cd:gh:*") == []
+
+
+def test_a_signature_made_with_another_secret_is_refused(client, queue):
+    assert deliver(client, "issue_comment", COMMENT, secret="not-the-secret").status_code == 401
+    assert queue.count == 0
+
+
+def test_only_the_sha256_signature_counts(client, queue):
+    # A correct SHA-1 signature alone is what a downgrade would send.
+    assert deliver(client, "issue_comment", COMMENT, sha1=True).status_code == 401
+    assert queue.count == 0
+
+
+def test_a_redelivery_is_acknowledged_but_not_queued_again(client, queue):
+    assert deliver(client, "issue_comment", COMMENT, delivery="d-3").status_code == 202
+    again = deliver(client, "issue_comment", COMMENT, delivery="d-3")
+    assert again.status_code == 200
+    assert again.get_json() == {"status": "duplicate"}
+    assert queue.count == 1
+
+
+def test_ping_is_answered(client, queue):
+    response = deliver(client, "ping", {"zen": "Keep it logically awesome.", "hook_id": 1})
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "pong"}
+    assert queue.count == 0
+
+
+@pytest.mark.parametrize("event,payload", [("star", {"action": "created"}),
+                                           ("issue_comment", {**COMMENT, "action": "edited"}),
+                                           ("pull_request", {"action": "opened"})])
+def test_events_without_a_handler_answer_204(client, queue, redis_client, event, payload):
+    response = deliver(client, event, payload)
+    assert response.status_code == 204
+    assert response.data == b""
+    assert queue.count == 0
+    assert redis_client.keys("cd:gh:delivery:*") == []
+
+
+def test_a_payload_larger_than_the_api_limit_is_taken(client, queue):
+    # GitHub's payloads reach megabytes (a big installation, a long review); 64 KiB is the API's limit only.
+    big = {**COMMENT, "comment": {"id": 7, "body": "x" * 200_000}}
+    assert deliver(client, "issue_comment", big).status_code == 202
+    assert queue.count == 1
+
+
+def test_a_delivery_that_cannot_be_queued_answers_503_and_can_be_redelivered(client, queue, redis_client):
+    # A key of the wrong type where RQ keeps its queue makes the real enqueue fail inside Redis.
+    redis_client.set(queue.key, "not a list")
+    failed = deliver(client, "issue_comment", COMMENT, delivery="d-4")
+    assert failed.status_code == 503
+    assert failed.get_json()["code"] == "unavailable"
+    assert not redis_client.exists("cd:gh:delivery:d-4")
+    redis_client.delete(queue.key)
+    assert deliver(client, "issue_comment", COMMENT, delivery="d-4").status_code == 202
+    assert queue.count == 1
+
+
+def test_a_body_that_is_not_json_is_refused(client, queue):
+    body = b"payload=not-json"
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-5", "X-Hub-Signature-256": signature,
+        "Content-Type": "text/plain"})
+    assert response.status_code == 415
+    assert queue.count == 0
+
+
+def test_the_endpoint_refuses_to_exist_without_a_secret(redis_client):
+    with pytest.raises(ValueError, match="GITHUB_WEBHOOK_SECRET"):
+        webhooks.create_blueprint(secret="", redis_client=redis_client, queue_name=QUEUE)
+
+
+def test_redis_down_answers_503():
+    app = Flask(__name__)
+    problems.register(app)
+    down = redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0))  # nothing listens there
+    app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=down, queue_name=QUEUE))
+    assert deliver(app.test_client(), "issue_comment", COMMENT).status_code == 503
+
+
+def test_deliveries_from_github_run_their_handlers_in_the_worker_once(github, redis_client, redis_url, tmp_path,
+                                                                     monkeypatch):
+    # The worker's task builds its own context from the environment, as in production.
+    for name, value in {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"),
+                        "COPYDESK_QUEUE": QUEUE, "GITHUB_APP_ID": str(github.app.id),
+                        "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
+                        "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
+                        "GITHUB_API_URL": github.url, "GITHUB_WEB_URL": github.url}.items():
+        monkeypatch.setenv(name, value)
+    app = Flask(__name__)
+    problems.register(app)
+    app.register_blueprint(webhooks.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
+                                                     queue_name=QUEUE))
+    github.add_repo("acme/docs", {"README.md": "# Docs\n"})
+    with LiveServer(app) as server:
+        github.deliver_to(server.url + webhooks.HOOK_PATH)
+        github.install("acme", ["acme/docs"])
+        [delivery] = github.deliveries
+        assert delivery.status == 202
+        rq.SimpleWorker([rq.Queue(QUEUE, connection=redis_client)], connection=redis_client).work(
+            burst=True, logging_level="WARNING")
+        projects = ProjectStore(redis_client, UlidGenerator())
+        project = projects.find_by_repository("github", "acme/docs")
+        assert project is not None and project.enabled
+
+        projects.set_enabled(project.id, False)
+        assert github.redeliver(delivery.id).status == 200
+        assert rq.Queue(QUEUE, connection=redis_client).count == 0
+        assert not projects.get(project.id).enabled  # the redelivery did not run the handler again
