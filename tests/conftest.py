@@ -11,8 +11,8 @@ import redis
 
 from service.workspace.git import Git
 
-# The GitHub emulator's fixtures (`github`, `github_app`), for every test module.
-pytest_plugins = ["tests.github_fixtures"]
+# The GitHub emulator's fixtures (`github`, `github_app`) and the docs-site fixtures (`sites`, `open_site`).
+pytest_plugins = ["tests.github_fixtures", "tests.docsite_fixtures"]
 
 
 def free_port() -> int:

@@ -1,28 +1,7 @@
 """Framework detection on small real sites: where pages and navigation live and which conventions they use."""
 
-import pytest
 
 from service.agent.docsite.detect import detect_site
-from tests.test_docsite_layouts import Sites
-
-
-@pytest.fixture(scope="module")
-def sites(tmp_path_factory):
-    return Sites(tmp_path_factory.mktemp("sites"))
-
-
-@pytest.fixture
-def open_site(sites):
-    opened = []
-
-    def open_(name: str):
-        workspace = sites.repository(name).open()
-        opened.append(workspace)
-        return workspace
-
-    yield open_
-    for workspace in opened:
-        workspace.close()
 
 
 def test_mintlify_docs_json(open_site):

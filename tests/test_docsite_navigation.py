@@ -1,28 +1,7 @@
 """The docs check's navigation findings on small real sites of each framework, after edits like the agent's."""
 
-import pytest
 
 from service.agent.docs_check import DocsProblem, check_docs
-from tests.test_docsite_layouts import Sites
-
-
-@pytest.fixture(scope="module")
-def sites(tmp_path_factory):
-    return Sites(tmp_path_factory.mktemp("sites"))
-
-
-@pytest.fixture
-def open_site(sites):
-    opened = []
-
-    def open_(name: str):
-        workspace = sites.repository(name).open()
-        opened.append(workspace)
-        return workspace
-
-    yield open_
-    for workspace in opened:
-        workspace.close()
 
 
 def edit(workspace, path: str, old: str, new: str) -> None:
