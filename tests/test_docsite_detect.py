@@ -1,6 +1,5 @@
 """Framework detection on small real sites: where pages and navigation live and which conventions they use."""
 
-
 from service.agent.docsite.detect import detect_site
 
 

@@ -1,6 +1,5 @@
 """The docs check's navigation findings on small real sites of each framework, after edits like the agent's."""
 
-
 from service.agent.docs_check import DocsProblem, check_docs
 
 
