@@ -10,7 +10,7 @@ from service.agent.loop import RunLimits, RunMeter, run_agent
 from service.agent.model import ModelFactory
 from service.codehost.base import CodeHostError
 from service.errors import RunFailed
-from service.models import Job, Message, MessageStatus, Project, Role
+from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.runlock import LOCK_TTL_SECONDS, JobLock, LockLost
 from service.services import Services
 from service.store.jobs import RunOutcome
@@ -69,7 +69,7 @@ class JobRunner:
                     outcome = self._attempt(job, message, lock)
                     lock.ensure_held()
                     self._s.jobs.finish_message(job_id, message.id, outcome)
-                    if outcome.error and job.pr_number is not None:
+                    if outcome.error and job.pr_number is not None and outcome.error["code"] != "job_archived":
                         self._reply_failure(job, message, outcome.error)
         except LockLost:
             # Another worker may be running this message now; it records the outcome (and finds our push).
@@ -111,6 +111,15 @@ class JobRunner:
             reason = project.disabled_reason or "project_disabled"
             raise RunFailed(reason, _DISABLED.get(reason, _DISABLED["project_disabled"]))
         return project
+
+    def _ensure_still_wanted(self, job_id: str, project_id: str) -> None:
+        """Checked before anything reaches the code host: the agent may have worked for minutes."""
+        self._ensure_enabled(project_id)  # access may have been removed meanwhile
+        if self._s.jobs.get(job_id).status is JobStatus.ARCHIVED:
+            # Its pull request was merged or closed (or the job archived): a push now would revive the branch
+            # and open a second pull request nobody follows.
+            raise RunFailed("job_archived", "the job was archived during the run (its pull request was merged "
+                            "or closed, or it was archived); nothing was pushed")
 
     def _run(self, job: Job, message: Message, lock: JobLock, meter: RunMeter) -> RunOutcome:
         project = self._ensure_enabled(job.project_id)
@@ -160,7 +169,7 @@ class JobRunner:
         if commit is None:
             return _Published(title, result.summary, None, [], docs_check)
         lock.ensure_held()  # never push on behalf of a run that another worker may have taken over
-        self._ensure_enabled(project.id)  # access may have been removed while the agent worked
+        self._ensure_still_wanted(job.id, project.id)
         pushed = push_commit(mirror, remote, commit=commit, branch=branch, start_commit=start, changes=changes,
                              message=text, author=self._identity, committer=self._identity)
         return _Published(title, result.summary, pushed.commit, sorted(changes), docs_check)
@@ -209,6 +218,7 @@ class JobRunner:
             return outcome  # nothing changed and no pull request yet: nothing to show on the host
         outcome.branch = branch
         if published.commit is not None:
+            self._ensure_still_wanted(job.id, project.id)
             body = describe.pull_body(rounds=_rounds(earlier, message, published.summary), files=files,
                                       docs_check=published.docs_check, job_id=job.id)
             pull = host.open_or_update_pull(project, job_id=job.id, branch=branch, base=job.ref,

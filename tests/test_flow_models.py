@@ -175,3 +175,35 @@ def test_a_failed_follow_up_is_explained_on_the_pull_request(provider, stack_fac
     pull = stack.ctx.local.pulls(stack.project_id)[0]
     assert "Round 2 failed and changed nothing" in pull.comments[-1]["body"]
     assert "`model_auth_failed`" in pull.comments[-1]["body"]
+
+
+def test_a_job_archived_during_its_run_pushes_nothing_and_opens_no_second_pull_request(stack_factory, standin):
+    import threading
+    import time
+
+    stack = stack_factory(**PROVIDERS["openai"](standin))
+    standin.script(*write_then_finish())
+    job = stack.create("Add an FAQ").json()
+    stack.drain()
+    head = stack.ctx.git.out("rev-parse", f"refs/heads/{stack.job(job['id'])['branch']}", git_dir=stack.repo)
+
+    # The pull request is merged (here: the job archived) while the follow-up's model is thinking.
+    standin.script(Hang(1.5), *write_then_finish("docs/more.md", "# More\n", "More", "Added more."))
+    stack.message(job["id"], "Add another page")
+
+    def archive_while_the_model_thinks():
+        while len(standin.requests) < 3:
+            time.sleep(0.02)
+        assert stack.api.post(f"/v2/agent/{stack.project_id}/job/{job['id']}/archive").status_code == 200
+
+    archiver = threading.Thread(target=archive_while_the_model_thinks)
+    archiver.start()
+    stack.drain()
+    archiver.join()
+
+    assert stack.job(job["id"])["status"] == "archived"
+    assert stack.ctx.git.out("rev-parse", f"refs/heads/{stack.job(job['id'])['branch']}",
+                             git_dir=stack.repo) == head
+    assert len(stack.ctx.local.pulls(stack.project_id)) == 1
+    follow_up = stack.conversation(job["id"])[2]
+    assert follow_up["status"] == "failed" and follow_up["error"]["code"] == "job_archived"
