@@ -87,6 +87,17 @@ def _key_list(args, settings: Settings) -> None:
     _print(args, {"keys": [k.to_public() for k in keys]}, "\n".join(lines) or "No API keys yet.")
 
 
+# -- GitHub App ------------------------------------------------------------------------------
+
+def _github_register_link(args, settings: Settings) -> None:
+    from bot.github.registration import TOKEN_TTL_SECONDS, issue_registration_token, registration_link
+
+    token = issue_registration_token(context.build(settings).services.redis)
+    link = registration_link(settings.base_url, token)
+    _print(args, {"url": link, "expiresIn": TOKEN_TTL_SECONDS},
+           f"{link}\n\nOpen this link to register the GitHub App. It works once, within an hour.")
+
+
 # -- local pull requests -------------------------------------------------------------------
 
 def _pull_settle(args, settings: Settings) -> None:
@@ -167,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
     keys = key.add_parser("list", help="list API keys (never their secrets)")
     keys.add_argument("--json", action="store_true")
     keys.set_defaults(handler=_key_list)
+
+    github = sub.add_parser("github", help="register the GitHub App").add_subparsers(dest="action", required=True)
+    register_link = github.add_parser("register-link", help="print a one-time link to register the GitHub App")
+    register_link.add_argument("--json", action="store_true")
+    register_link.set_defaults(handler=_github_register_link)
 
     pull = sub.add_parser("pull", help="merge or close a local pull request").add_subparsers(
         dest="action", required=True)

@@ -127,3 +127,17 @@ def test_disable_and_enable_a_project(env, make_repo):
     assert json.loads(run(env, "project", "enable", project["id"], "--json").stdout)["enabled"] is True
     missing = run(env, "project", "disable", "prj_01JD0000000000000000000000", check=False)
     assert missing.returncode == 2 and "no project" in missing.stderr
+
+
+def test_a_github_register_link_opens_the_registration_page_until_used(stack):
+    import requests
+
+    env = stack.env()
+    out = json.loads(run(env, "github", "register-link", "--json").stdout)
+    assert out["url"].startswith(f"{env['COPYDESK_BASE_URL']}/github/register?token=")
+    page = requests.get(out["url"], timeout=30)
+    assert page.status_code == 200 and 'name="manifest"' in page.text
+    forged = requests.get(out["url"].replace("token=", "token=x"), timeout=30)
+    assert forged.status_code == 403 and "copydesk github register-link" in forged.text
+    human = run(env, "github", "register-link").stdout
+    assert "/github/register?token=" in human and "works once, within an hour" in human

@@ -1,5 +1,10 @@
-"""Registering the GitHub App from `app.yml` with GitHub's manifest flow, and keeping what GitHub returns."""
+"""Registering the GitHub App from `app.yml` with GitHub's manifest flow, and keeping what GitHub returns.
 
+Only the operator may register: `copydesk github register-link` issues a one-time token (Redis keeps its
+SHA-256 only), the registration page needs it, and the return from GitHub uses it up.
+"""
+
+import hashlib
 import json
 import logging
 import os
@@ -20,6 +25,8 @@ log = logging.getLogger(__name__)
 
 REGISTRATION_FILE = "github-app.env"
 STATE_TTL_SECONDS = 3600  # GitHub's manifest code is valid for an hour too
+TOKEN_TTL_SECONDS = 3600
+REGISTER_LINK_COMMAND = "copydesk github register-link"
 # The conversion's fields, under the variables GitHubSettings (and the dashboard's sign-in) read.
 FIELDS = (("GITHUB_APP_ID", "id"), ("GITHUB_APP_SLUG", "slug"), ("GITHUB_PRIVATE_KEY", "pem"),
           ("GITHUB_WEBHOOK_SECRET", "webhook_secret"), ("GITHUB_CLIENT_ID", "client_id"),
@@ -41,6 +48,7 @@ To register another one, move <code>{{ path }}</code> away and unset the <code>G
 <p>This creates a private GitHub App named <strong>{{ manifest.name }}</strong> from <code>app.yml</code>, with its
 webhooks sent to <code>{{ manifest.hook_attributes.url }}</code>. GitHub asks you to confirm the name first.</p>
 <form method="get" action="">
+  <input type="hidden" name="token" value="{{ token }}">
   <label>Register it for an organization (leave empty for your own account):
   <input name="organization" value="{{ organization }}" placeholder="organization login"></label>
   <button>Use this owner</button>
@@ -80,6 +88,35 @@ _PROBLEM = _PAGE.replace("{% block body %}{% endblock %}", "<p>{{ detail }}</p>"
 
 class RegistrationError(Exception):
     """GitHub's answer to the manifest conversion cannot be stored."""
+
+
+def issue_registration_token(redis_client: redis.Redis) -> str:
+    """A new one-time registration token, valid for `TOKEN_TTL_SECONDS`; only its SHA-256 is stored."""
+    token = secrets.token_urlsafe(32)
+    redis_client.set(_token_key(_digest(token)), "1", ex=TOKEN_TTL_SECONDS)
+    return token
+
+
+def registration_link(base_url: str, token: str) -> str:
+    """The registration page's address carrying `token`."""
+    return f"{base_url.rstrip('/')}/github/register?token={token}"
+
+
+def _token_is_valid(redis_client: redis.Redis, token: str) -> bool:
+    return bool(token) and bool(redis_client.exists(_token_key(_digest(token))))
+
+
+def _consume_state(redis_client: redis.Redis, state: str) -> bool:
+    """Use up `state` and the registration token it is bound to; False when either is gone.
+
+    Each step is one atomic Redis command, so of several states bound to one token only the first to
+    reach here succeeds; a state is used up even when its token was, since it can never work again.
+    """
+    digest = redis_client.getdel(_state_key(state))
+    if digest is None:
+        return False
+    digest = digest.decode() if isinstance(digest, bytes) else digest
+    return bool(redis_client.delete(_token_key(digest)))
 
 
 def registration_path(data_dir: Path) -> Path:
@@ -154,6 +191,12 @@ def create_blueprint(redis_client: redis.Redis, *, base_url: str, data_dir: Path
 
     @bp.get("/github/register")
     def register():
+        token = request.args.get("token", "")
+        if not _token_is_valid(redis_client, token):
+            return _page(_PROBLEM, 403, "Registration needs a link from the server",
+                         detail=f"Only the operator can register the GitHub App. Run `{REGISTER_LINK_COMMAND}` "
+                                "on the server running Copydesk and open the link it prints (it works once, "
+                                "within an hour).")
         if registered():
             app_id = configured_app_id or load_registration(data_dir).get("GITHUB_APP_ID")
             return _page(_REGISTER, 409, "Already registered", registered=True, app_id=app_id,
@@ -164,33 +207,33 @@ def create_blueprint(redis_client: redis.Redis, *, base_url: str, data_dir: Path
                          detail="An organization login has letters, digits and hyphens only.")
         manifest = render_manifest(load_manifest(manifest_path), base_url)
         state = secrets.token_urlsafe(24)
-        redis_client.set(_state_key(state), "1", ex=STATE_TTL_SECONDS)
+        # The state carries the token's digest: returning with it proves the operator started this.
+        redis_client.set(_state_key(state), _digest(token), ex=STATE_TTL_SECONDS)
         owner = f"/organizations/{organization}" if organization else ""
         return _page(_REGISTER, 200, "Register the GitHub App", registered=False, manifest=manifest,
-                     manifest_json=json.dumps(manifest), organization=organization,
+                     manifest_json=json.dumps(manifest), organization=organization, token=token,
                      action=f"{web_url}{owner}/settings/apps/new?state={state}")
 
     @bp.get("/github/register/done")
     def done():
         code, state = request.args.get("code", ""), request.args.get("state", "")
-        # The state is used up at once: a replayed or forged return finds nothing.
-        if not state or not redis_client.delete(_state_key(state)) or not _CODE.match(code):
+        # State and token are used up at once: a replayed or forged return finds nothing.
+        if not state or not _CODE.match(code) or not _consume_state(redis_client, state):
             return _page(_PROBLEM, 400, "Registration link not valid",
-                         detail="This link is expired, used already or not from this Copydesk. Start again at "
-                                "/github/register.")
+                         detail=f"This link is expired, used already or not from this Copydesk. {_AGAIN}")
         try:
-            # No authentication: the one-time code is the credential.
-            conversion = GitHubClient(session, api_url=api_url).post("/app-manifests/{code}/conversions",
-                                                                     {"code": code}, data={})
+            # No authentication: the one-time code is the credential. Never retried (retries=0): a retry
+            # after a lost answer would spend the code again and fail, hiding the App GitHub created.
+            client = GitHubClient(session, api_url=api_url, retries=0)
+            conversion = client.post("/app-manifests/{code}/conversions", {"code": code}, data={})
             path, earlier = save_registration(data_dir, conversion)
         except BadRequest as exc:
             log.warning("GitHub refused the app-manifest code (HTTP %s)", exc.status_code)
             return _page(_PROBLEM, 502, "GitHub refused the registration",
-                         detail="GitHub did not accept the code (it works once, within an hour). Start again at "
-                                "/github/register.")
+                         detail=f"GitHub did not accept the code (it works once, within an hour). {_AGAIN}")
         except (GitHubUnavailable, RegistrationError) as exc:
             log.warning("app registration failed: %s", exc)
-            return _page(_PROBLEM, 502, "Registration not finished", detail=f"{exc}. Start again at /github/register.")
+            return _page(_PROBLEM, 502, "Registration not finished", detail=f"{exc}. {_AGAIN}")
         log.info("GitHub App %s (id %s) registered; credentials written to %s", conversion["slug"],
                  conversion["id"], path)
         app = {"id": conversion["id"], "slug": conversion["slug"]}
@@ -202,6 +245,17 @@ def create_blueprint(redis_client: redis.Redis, *, base_url: str, data_dir: Path
         return _page(_SETUP, 200, "Copydesk is installed")
 
     return bp
+
+
+_AGAIN = f"To start again, run `{REGISTER_LINK_COMMAND}` on the server and open the new link."
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _token_key(digest: str) -> str:
+    return f"cd:gh:register-token:{digest}"
 
 
 def _state_key(state: str) -> str:
