@@ -200,8 +200,8 @@ def _parser() -> argparse.ArgumentParser:
     web.add_argument("--workers", type=int, default=2)
     web.set_defaults(handler=_web)
 
-    worker = sub.add_parser("worker", help="run a worker on Copydesk's queue")
-    worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    worker = sub.add_parser("worker", help="run a worker on Copydesk's GitHub events and runs queues (events first)")
+    worker.add_argument("--burst", action="store_true", help="exit when both queues are empty")
     worker.set_defaults(handler=_worker)
 
     recover = sub.add_parser("recover", help="queue messages that were stored but never queued")

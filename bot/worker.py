@@ -1,4 +1,4 @@
-"""Worker start-up: recover stranded messages, keep sweeping, and run an RQ worker on Copydesk's queue."""
+"""Worker start-up: recover stranded messages, keep sweeping, and run an RQ worker on Copydesk's queues."""
 
 import logging
 import threading
@@ -9,6 +9,7 @@ import redis
 import rq
 
 from bot.context import Context
+from bot.github.webhooks import events_queue_name
 from service.dispatch import archive_inactive
 from service.workspace.git import GitError
 from service.workspace.mirror import MirrorStore
@@ -51,13 +52,15 @@ def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
 
 
 def run_worker(ctx: Context, *, burst: bool = False) -> bool:
-    """Process jobs until stopped (or, with `burst`, until the queue is empty)."""
+    """`copydesk worker`: process GitHub events and agent runs until stopped (or, with `burst`, until both
+    queues are empty). Events come first: RQ takes from the first non-empty queue, and runs are long."""
     sweep_once(ctx)
     stop = threading.Event()
     if not burst:
         threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
-    queue = rq.Queue(ctx.settings.queue_name, connection=ctx.services.redis)
-    worker = rq.Worker([queue], connection=ctx.services.redis)
+    names = [events_queue_name(ctx.settings.queue_name), ctx.settings.queue_name]
+    queues = [rq.Queue(name, connection=ctx.services.redis) for name in names]
+    worker = rq.Worker(queues, connection=ctx.services.redis)
     try:
         return worker.work(burst=burst, with_scheduler=False, logging_level="INFO")
     finally:

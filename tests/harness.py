@@ -10,6 +10,7 @@ import rq
 from werkzeug.serving import make_server
 
 from bot import context
+from bot.github.webhooks import events_queue_name
 from service.settings import Settings
 from tests.conftest import free_port
 
@@ -85,9 +86,9 @@ class Stack:
         return self.api.get(f"/v2/agent/{self.project_id}/job/{job_id}/messages").json()["messages"]
 
     def drain(self) -> None:
-        """Run a worker in this process until the queue is empty."""
-        queue = rq.Queue(self.settings.queue_name, connection=self.ctx.services.redis)
-        rq.SimpleWorker([queue], connection=self.ctx.services.redis).work(burst=True, logging_level="WARNING")
+        """Run a worker in this process until the events and runs queues are empty (events first, as
+        `copydesk worker` serves them)."""
+        drain_queues(self.ctx.services.redis, self.settings.queue_name)
 
     def env(self) -> dict[str, str]:
         """Environment variables that point a `copydesk` process at this stack."""
@@ -101,3 +102,11 @@ class Stack:
                             ("ANTHROPIC_API_KEY", s.anthropic_api_key), ("ANTHROPIC_BASE_URL", s.anthropic_base_url)):
             env[name] = value or ""
         return env
+
+
+def drain_queues(redis_client, queue_name: str) -> None:
+    """Run a worker in this process on the GitHub events queue and the runs queue `queue_name`, in the
+    order `copydesk worker` serves them, until both are empty."""
+    names = [events_queue_name(queue_name), queue_name]
+    queues = [rq.Queue(name, connection=redis_client) for name in names]
+    rq.SimpleWorker(queues, connection=redis_client).work(burst=True, logging_level="WARNING")

@@ -286,6 +286,31 @@ def test_installation_client_sends_the_cached_token(scripted, app):
     assert [s.headers["Authorization"] for s in scripted.seen[1:]] == ["token ghs_for_calls"] * 2
 
 
+def test_a_refused_installation_token_is_replaced_once(scripted, app):
+    scripted.then(token_answer("ghs_revoked", 3600), Answer(401, body={"message": "Bad credentials"}),
+                  token_answer("ghs_new", 3600), Answer(201, body={"id": 1}))
+    assert app.installation_client(7, "acme/docs").post("/repos/acme/docs/issues/1/comments", data={"body": "x"})
+    assert [(s.method, s.path) for s in scripted.seen] == [
+        ("POST", "/app/installations/7/access_tokens"), ("POST", "/repos/acme/docs/issues/1/comments"),
+        ("POST", "/app/installations/7/access_tokens"), ("POST", "/repos/acme/docs/issues/1/comments")]
+    assert [s.headers["Authorization"] for s in scripted.seen[1::2]] == ["token ghs_revoked", "token ghs_new"]
+    assert app.tokens.token(7, "acme/docs") == "ghs_new"  # cached in place of the refused one
+
+
+def test_a_refused_app_jwt_is_not_retried(scripted, app):
+    from gidgethub import BadRequest
+    scripted.then(Answer(401, body={"message": "A JSON web token could not be decoded"}))
+    with pytest.raises(BadRequest):
+        app.app_client().getitem("/app")
+    assert len(scripted.seen) == 1
+
+
+def test_a_token_mint_answered_5xx_is_retried(scripted, app):
+    scripted.then(Answer(502), token_answer("ghs_after_502", 3600))
+    assert app.tokens.token(7) == "ghs_after_502"
+    assert len(scripted.seen) == 2
+
+
 def test_slug_from_settings_github_then_cache(scripted, app, settings, redis_client):
     scripted.then(Answer(body={"id": 4242, "slug": "copydesk-test"}))
     assert app.slug() == "copydesk-test"
@@ -355,3 +380,16 @@ def test_emulator_uninstalled_and_suspended_installations_are_gone(github, emula
     github.uninstall(installation_id)
     with pytest.raises(InstallationGone, match="gone"):
         app.tokens.token(installation_id, "acme/docs")
+
+
+def test_emulator_revoked_token_is_invalidated_and_replaced(github, emulated):  # noqa: F811
+    app, installation_id = emulated
+    client = app.installation_client(installation_id, "acme/docs")
+    assert client.getitem("/repos/acme/docs")["full_name"] == "acme/docs"
+    revoked = app.tokens.token(installation_id, "acme/docs")  # cached
+    github.state.revoke_tokens(installation_id)
+    assert client.getitem("/repos/acme/docs")["full_name"] == "acme/docs"
+    fresh = app.tokens.token(installation_id, "acme/docs")
+    assert fresh != revoked and fresh in github.state.tokens
+    assert [r.status for r in github.requests if r.operation == "repos/get"] == [200, 401, 200]
+    assert len(mints(github)) == 2

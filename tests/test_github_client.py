@@ -1,10 +1,11 @@
-"""The GitHub client against a scripted HTTP server: headers, pagination, retries, rate limits, errors."""
+"""The GitHub client against a scripted HTTP server: headers, pagination, retries, rate limits, errors, 401s."""
 
 import json
 import logging
 import threading
 import time
 from collections import deque
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 import pytest
@@ -177,6 +178,86 @@ def test_connection_refused_is_retried_then_unavailable(sleeps):
     with pytest.raises(GitHubUnavailable, match=r"3 times \(last: ConnectionError\)"):
         client.getitem("/nobody-home")
     assert len(sleeps) == 2
+
+
+# -- POST: retried only when it cannot have been carried out, or when doing it twice is harmless ----
+
+def test_a_post_answered_5xx_is_not_retried(github, client, sleeps):
+    github.then(Answer(502, body={"message": "Server Error"}), Answer(201, body={"id": 2}))
+    with pytest.raises(GitHubUnavailable, match=r"failed POST http://127.0.0.1:\d+/repos/acme/docs/issues/1/comments "
+                                                r"\(HTTP 502\); not retried, as GitHub may have carried it out"):
+        client.post("/repos/acme/docs/issues/1/comments", data={"body": "once"})
+    assert len(github.seen) == 1 and sleeps == []
+
+
+def test_a_post_that_times_out_is_not_retried(github, sleeps):
+    client = make_client(github.url, sleeps, timeout=0.3)
+    github.then(Answer(201, delay=1.0))
+    with pytest.raises(GitHubUnavailable, match=r"\(ReadTimeout\); not retried") as caught:
+        client.post("/repos/acme/docs/pulls/1/comments/5/replies", data={"body": "once"})
+    assert isinstance(caught.value.__cause__, requests.exceptions.ReadTimeout)
+    assert len(github.seen) == 1 and sleeps == []
+
+
+def test_a_post_that_cannot_connect_is_retried(github):
+    port = free_port()
+    with ExitStack() as servers:
+        def sleep(delay):  # GitHub comes back while the client backs off
+            servers.enter_context(LiveServer(github, port=port))
+        client = make_client(f"http://127.0.0.1:{port}", [], sleep=sleep)
+        github.then(Answer(201, body={"id": 3}))
+        assert client.post("/repos/acme/docs/issues/1/comments", data={"body": "once"}) == {"id": 3}
+    assert [(s.method, json.loads(s.body)) for s in github.seen] == [("POST", {"body": "once"})]
+
+
+def test_a_post_that_never_connects_is_unavailable(sleeps):
+    client = make_client(f"http://127.0.0.1:{free_port()}", sleeps, retries=2)
+    with pytest.raises(GitHubUnavailable, match=r"failed POST .* 3 times \(last: ConnectionError\)"):
+        client.post("/nobody-home", data={})
+    assert len(sleeps) == 2
+
+
+def test_an_idempotent_post_answered_5xx_is_retried(github, client, sleeps):
+    github.then(Answer(502), Answer(503), Answer(201, body={"id": 4}))
+    assert client.post("/repos/acme/docs/pulls", data={"head": "b"}, idempotent=True) == {"id": 4}
+    assert [s.method for s in github.seen] == ["POST"] * 3 and len(sleeps) == 2
+
+
+def test_an_idempotent_post_that_times_out_is_retried(github, sleeps):
+    client = make_client(github.url, sleeps, timeout=0.3)
+    github.then(Answer(delay=1.0), Answer(201, body={"content": "eyes"}))
+    assert client.post("/reactions", data={"content": "eyes"}, idempotent=True) == {"content": "eyes"}
+    assert len(sleeps) == 1
+
+
+def test_the_other_methods_are_still_retried_after_5xx(github, client, sleeps):
+    github.then(Answer(502), Answer(200), Answer(502), Answer(204, body=None), Answer(502), Answer(204, body=None))
+    client.patch("/a", data={"x": 1})
+    client.put("/b")
+    client.delete("/c")
+    assert [s.method for s in github.seen] == ["PATCH", "PATCH", "PUT", "PUT", "DELETE", "DELETE"]
+    assert len(sleeps) == 3
+
+
+# -- 401: new credentials, one more try -------------------------------------------------------------
+
+def test_a_401_asks_for_new_credentials_and_tries_once_more(github, sleeps):
+    tokens, refused = iter(["token revoked", "token fresh"]), []
+    client = make_client(github.url, sleeps, auth=lambda: next(tokens), on_unauthorized=lambda: refused.append(1))
+    github.then(Answer(401, body={"message": "Bad credentials"}), Answer(201, body={"id": 5}))
+    assert client.post("/repos/acme/docs/issues/1/comments", data={"body": "once"}) == {"id": 5}
+    assert refused == [1] and sleeps == []
+    assert [s.headers["Authorization"] for s in github.seen] == ["token revoked", "token fresh"]
+
+
+def test_a_second_401_is_raised(github, sleeps):
+    refused = []
+    client = make_client(github.url, sleeps, on_unauthorized=lambda: refused.append(1))
+    github.then(*[Answer(401, body={"message": "Bad credentials"})] * 3)
+    with pytest.raises(BadRequest) as caught:
+        client.getitem("/repos/acme/docs")
+    assert caught.value.status_code == 401
+    assert refused == [1] and len(github.seen) == 2
 
 
 @pytest.mark.parametrize("status", [403, 429])

@@ -257,6 +257,41 @@ def test_reactions_on_each_kind_of_target(scene, pull_number):
     assert scene.github.reactions(scene.github.pull("acme/docs", pull_number)["id"]) == [(bot, "+1")]
 
 
+def test_a_comment_answered_502_is_not_posted_again(scene, pull_number, sleeps):
+    scene.github.inject("server", 1, status=502, match="POST /repos/acme/docs/issues/")
+    with pytest.raises(CodeHostError, match=r"could not comment on #\d+: .*HTTP 502\); not retried"):
+        scene.host.comment(scene.project, pull_number, "Round 2 done")
+    posts = [r for r in scene.github.requests if r.operation == "issues/create-comment"]
+    assert [r.status for r in posts] == [502] and sleeps == []
+
+
+def test_a_review_reply_answered_502_is_not_posted_again(scene, pull_number, sleeps):
+    asked = scene.github.review_comment("acme/docs", pull_number, "alice", "@copydesk-test reword", "docs/intro.md", 1)
+    scene.github.inject("server", 1, status=502, match="POST /repos/acme/docs/pulls/")
+    with pytest.raises(CodeHostError, match=r"HTTP 502\); not retried"):
+        scene.host.reply_to_review_comment(scene.project, pull_number, asked["comment"]["id"], "Reworded")
+    assert sleeps == []
+
+
+def test_reactions_and_pull_creation_are_retried_after_502(scene, sleeps):
+    scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
+    scene.github.inject("server", 1, status=502, match="POST /repos/acme/docs/pulls$")
+    number = scene.open().number
+    issue_comment = scene.github.comment("acme/docs", number, "alice", "@copydesk-test hi")["comment"]["id"]
+    scene.github.inject("server", 1, status=503, match="POST /repos/acme/docs/issues/comments/.*/reactions")
+    scene.host.react(scene.project, kind="issue_comment", id=issue_comment)
+    assert scene.github.reactions(issue_comment) == [(scene.github.app.bot_login, "eyes")]
+    assert len(scene.github.pulls("acme/docs")) == 1 and len(sleeps) == 2
+
+
+def test_a_revoked_token_is_replaced_and_the_comment_posted_once(scene, pull_number):
+    scene.github.state.revoke_tokens(scene.installation_id)  # the cached token now gets 401
+    scene.host.comment(scene.project, pull_number, "Round 2 done")
+    assert [c["body"] for c in scene.github.comments("acme/docs", pull_number)] == ["Round 2 done"]
+    posts = [r.status for r in scene.github.requests if r.operation == "issues/create-comment"]
+    assert posts == [401, 201] and len(scene.minted()) == 2
+
+
 def test_react_to_a_missing_comment_is_a_code_host_error(scene):
     with pytest.raises(CodeHostError, match=r"HTTP 404"):
         scene.host.react(scene.project, kind="issue_comment", id=999999)
@@ -280,9 +315,8 @@ def test_unknown_user_has_no_permission(scene):
     assert scene.host.collaborator_permission(scene.project, "nobody-at-all") == "none"
 
 
-def test_a_suspended_installation_ends_the_run_as_installation_suspended(scene, pull_number, redis_client):
-    scene.github.suspend(scene.installation_id)
-    redis_client.flushdb()  # the cached token was revoked with the suspension
+def test_a_suspended_installation_ends_the_run_as_installation_suspended(scene, pull_number):
+    scene.github.suspend(scene.installation_id)  # revokes the cached token: the 401 leads to a new mint
     with pytest.raises(RunFailed, match="suspended") as failed:
         scene.host.comment(scene.project, pull_number, "hello")
     assert failed.value.code == "installation_suspended"

@@ -278,6 +278,33 @@ def test_the_permission_check_fails_closed(github, bot, pull):
     assert github.reactions(payload["comment"]["id"]) == []
 
 
+def test_a_comment_whose_permission_check_failed_is_acted_on_when_handled_again(github, bot, pull):
+    # RQ runs a failed delivery again: nothing was claimed, so the second run adds the message.
+    job, number = pull
+    github.set_permission(REPO, "alice", "write")
+    github.inject("server", count=2, match="collaborators")  # the bot's client tries twice
+    payload = github.comment(REPO, number, "alice", "@copydesk-test go")
+    with pytest.raises(Exception):
+        deliver(bot, "issue_comment", payload)
+    deliver(bot, "issue_comment", payload)
+    assert len(user_messages(bot, job.id)) == 2
+    assert github.reactions(payload["comment"]["id"]) == [("copydesk-test[bot]", "eyes")]
+
+
+def test_a_reply_that_failed_is_sent_when_the_comment_is_handled_again(github, bot, pull):
+    # The comment was claimed before the reply failed; the claim is released so that the retry replies.
+    _, number = pull
+    github.set_permission(REPO, "visitor", "read")
+    github.inject("server", match="POST .*/issues/.*/comments")  # a POST that failed is not repeated
+    payload = github.comment(REPO, number, "visitor", "@copydesk-test go")
+    with pytest.raises(Exception):
+        deliver(bot, "issue_comment", payload, "first")
+    deliver(bot, "issue_comment", payload, "first")
+    deliver(bot, "issue_comment", payload, "first")
+    [reply] = [c for c in github.comments(REPO, number) if c["user"]["login"] == "copydesk-test[bot]"]
+    assert "write access" in reply["body"]
+
+
 def test_a_mention_on_an_archived_job_gets_a_reply_saying_so(github, bot, pull):
     job, number = pull
     bot.services.jobs.archive(job.id)

@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import rq
 
 from bot import context
 from bot.app import create_app
 from service.settings import Settings
 from tests.conftest import DOCS, free_port
 from tests.github_schemas import validate_request
-from tests.harness import CheckedSession, LiveServer
+from tests.harness import CheckedSession, LiveServer, drain_queues
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
 from tests.test_cli import run
 
@@ -34,11 +33,9 @@ class GitHubStack:
         self.script_path.write_text(json.dumps({"runs": [{"steps": steps} for steps in runs]}))
 
     def drain(self) -> None:
-        """Let GitHub's in-flight deliveries land, then run a worker until the queue is empty."""
+        """Let GitHub's in-flight deliveries land, then run a worker until the events and runs queues are empty."""
         self.github.flush_deliveries()
-        redis_client = self.ctx.services.redis
-        queue = rq.Queue(self.ctx.settings.queue_name, connection=redis_client)
-        rq.SimpleWorker([queue], connection=redis_client).work(burst=True, logging_level="WARNING")
+        drain_queues(self.ctx.services.redis, self.ctx.settings.queue_name)
 
     def api(self, account: str = "acme") -> CheckedSession:
         _key, plaintext = self.ctx.services.keys.create(account=account, name="tests")

@@ -13,16 +13,22 @@ from flask import Flask
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from bot import context
 from bot.github import webhooks
+from bot.worker import run_worker
 from service.api import problems
 from service.ids import UlidGenerator
+from service.models import Job
+from service.settings import Settings
+from service.store.jobs import RunOutcome
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
-from tests.harness import LiveServer
+from tests.harness import LiveServer, drain_queues
 
 
 SECRET = "webhook-secret-for-tests"
 QUEUE = "copydesk-hooks-test"
+REPO = "acme/docs"
 COMMENT = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "comment": {"id": 7, "body": "hi"},
            "repository": {"id": 1, "full_name": "acme/docs"}, "installation": {"id": 9}}
 
@@ -38,7 +44,7 @@ def client(redis_client):
 
 @pytest.fixture
 def queue(redis_client):
-    return rq.Queue(QUEUE, connection=redis_client)
+    return rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client)
 
 
 def deliver(client, event: str, payload, *, delivery: str | None = None, secret: str = SECRET,
@@ -63,6 +69,8 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
     assert job.func_name == webhooks.TASK
     assert job.args == ("issue_comment", "d-1", COMMENT)
     assert job.timeout == webhooks.JOB_TIMEOUT_SECONDS
+    assert job.retries_left == 3 and job.retry_intervals == [0]  # at once: the worker runs no RQ scheduler
+    assert rq.Queue(QUEUE, connection=queue.connection).count == 0  # not behind the runs
 
 
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "sha256=nothex", "md5=abc"])
@@ -159,9 +167,10 @@ def test_redis_down_answers_503():
     assert deliver(app.test_client(), "issue_comment", COMMENT).status_code == 503
 
 
-def test_deliveries_from_github_run_their_handlers_in_the_worker_once(github, redis_client, redis_url, tmp_path,
-                                                                     monkeypatch):
-    # The worker's task builds its own context from the environment, as in production.
+@pytest.fixture
+def live(github, redis_client, redis_url, tmp_path, monkeypatch):
+    """The endpoint on a real HTTP server that the emulated GitHub delivers to, acme/docs on GitHub, and the
+    worker's environment (its task builds its own context from it, as in production)."""
     for name, value in {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"),
                         "COPYDESK_QUEUE": QUEUE, "GITHUB_APP_ID": str(github.app.id),
                         "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
@@ -172,19 +181,80 @@ def test_deliveries_from_github_run_their_handlers_in_the_worker_once(github, re
     problems.register(app)
     app.register_blueprint(webhooks.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
                                                      queue_name=QUEUE))
-    github.add_repo("acme/docs", {"README.md": "# Docs\n"})
+    github.add_repo(REPO, {"README.md": "# Docs\n"})
     with LiveServer(app) as server:
         github.deliver_to(server.url + webhooks.HOOK_PATH)
-        github.install("acme", ["acme/docs"])
-        [delivery] = github.deliveries
-        assert delivery.status == 202
-        rq.SimpleWorker([rq.Queue(QUEUE, connection=redis_client)], connection=redis_client).work(
-            burst=True, logging_level="WARNING")
-        projects = ProjectStore(redis_client, UlidGenerator())
-        project = projects.find_by_repository("github", "acme/docs")
-        assert project is not None and project.enabled
+        yield github
 
-        projects.set_enabled(project.id, False)
-        assert github.redeliver(delivery.id).status == 200
-        assert rq.Queue(QUEUE, connection=redis_client).count == 0
-        assert not projects.get(project.id).enabled  # the redelivery did not run the handler again
+
+def work_on_events(redis_client) -> None:
+    """A burst worker on the events queue only: the runs a comment queues are not this file's subject."""
+    events = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client)
+    rq.SimpleWorker([events], connection=redis_client).work(burst=True, logging_level="WARNING")
+
+
+def test_deliveries_from_github_run_their_handlers_in_the_worker_once(live, redis_client):
+    github = live
+    github.install("acme", [REPO])
+    [delivery] = github.deliveries
+    assert delivery.status == 202
+    drain_queues(redis_client, QUEUE)
+    projects = ProjectStore(redis_client, UlidGenerator())
+    project = projects.find_by_repository("github", REPO)
+    assert project is not None and project.enabled
+
+    projects.set_enabled(project.id, False)
+    assert github.redeliver(delivery.id).status == 200
+    assert rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).count == 0
+    assert not projects.get(project.id).enabled  # the redelivery did not run the handler again
+
+
+def test_a_delivery_whose_handler_fails_is_retried_and_acted_on_once(live, redis_client):
+    github = live
+    github.install("acme", [REPO])
+    work_on_events(redis_client)
+    bot = context.build(Settings.from_env()).github_bot()
+    job, number = _pull_of_a_completed_job(github, bot)
+    github.set_permission(REPO, "alice", "write")
+    # Enough failures of the permission check to outlast the GitHub client's own retries once.
+    github.inject("secondary", count=4, retry_after=0, match="collaborators")
+    comment = github.comment(REPO, number, "alice", "@copydesk-test add a FAQ link")
+    github.flush_deliveries()
+    [rq_job] = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).get_jobs()
+    work_on_events(redis_client)
+
+    rq_job.refresh()
+    assert rq_job.get_status() == rq.job.JobStatus.FINISHED and rq_job.retries_left < 3
+    followups = [m for m in bot.services.jobs.conversation(job.id) if m.role.value == "user"][1:]
+    assert [(m.author, m.source) for m in followups] == [("alice", "github")]
+    assert github.reactions(comment["comment"]["id"]) == [("copydesk-test[bot]", "eyes")]
+
+
+def test_the_worker_serves_github_events_before_queued_runs(live, redis_client):
+    github = live
+    runs = rq.Queue(QUEUE, connection=redis_client)
+    run = runs.enqueue("time.sleep", 0)  # queued first, as a run waiting when a delivery comes in
+    github.install("acme", [REPO])
+    github.flush_deliveries()
+    [event] = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).get_jobs()
+    run_worker(context.build(Settings.from_env()), burst=True)
+
+    run.refresh()
+    event.refresh()
+    assert event.get_status() == run.get_status() == rq.job.JobStatus.FINISHED
+    assert event.ended_at <= run.started_at
+
+
+def _pull_of_a_completed_job(github, bot) -> tuple[Job, int]:
+    """A job that ran and opened its pull request, as Copydesk leaves it."""
+    project = bot.services.projects.find_by_repository("github", REPO)
+    job, _ = bot.services.jobs.create(project, prompt="Fix the readme", model="scripted:demo", ref=project.ref,
+                                      as_draft=False)
+    branch = f"copydesk/{job.id}"
+    github.push(REPO, {"README.md": "# Docs\n\nMore.\n"}, branch=branch)
+    opened = bot.host.open_or_update_pull(project, job_id=job.id, branch=branch, base=project.ref,
+                                          title="Docs: readme", body="Opened by Copydesk", draft=False)
+    _, message = bot.services.jobs.start_next(job.id)
+    bot.services.jobs.finish_message(job.id, message.id, RunOutcome(reply="Done.", branch=branch,
+                                                                    pr_link=opened.url, pr_number=opened.number))
+    return job, opened.number

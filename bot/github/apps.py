@@ -32,9 +32,11 @@ class GitHubApp:
     def installation_client(self, installation_id: int, repository: str | None = None) -> GitHubClient:
         """A client that acts as the installation, with a token limited to `repository` when given.
 
-        The token cache is read before every request, so a token that expires during a long job is replaced.
+        The token cache is read before every request, so a token that expires during a long job is replaced;
+        a token GitHub refuses (401, e.g. revoked) is dropped from the cache and the request tried once more.
         """
-        return self._client(lambda: f"token {self.tokens.token(installation_id, repository)}")
+        return self._client(lambda: f"token {self.tokens.token(installation_id, repository)}",
+                            on_unauthorized=lambda: self.tokens.invalidate(installation_id, repository))
 
     def slug(self) -> str:
         """The App's slug (what people @mention), from GITHUB_APP_SLUG or GitHub, cached in Redis."""
@@ -48,8 +50,9 @@ class GitHubApp:
         self.redis.set(key, slug, ex=SLUG_TTL)
         return slug
 
-    def _client(self, auth: Callable[[], str]) -> GitHubClient:
-        return GitHubClient(self.session, api_url=self.settings.api_url, auth=auth, **self._options)
+    def _client(self, auth: Callable[[], str], *, on_unauthorized: Callable[[], None] | None = None) -> GitHubClient:
+        return GitHubClient(self.session, api_url=self.settings.api_url, auth=auth, on_unauthorized=on_unauthorized,
+                            **self._options)
 
     def __repr__(self) -> str:
         return f"GitHubApp(app_id={self.settings.app_id!r}, api_url={self.settings.api_url!r})"

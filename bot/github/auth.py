@@ -77,8 +77,9 @@ class InstallationTokens:
         # Limited to one repository: a token that leaks from a job reaches only that job's repository.
         body = {"repositories": [repository.rsplit("/", 1)[-1]]} if repository else {}
         try:
+            # Idempotent: a second mint after a lost answer only leaves an unused token to expire.
             answer = self._app_client().post("/app/installations/{installation_id}/access_tokens",
-                                             {"installation_id": installation_id}, data=body)
+                                             {"installation_id": installation_id}, data=body, idempotent=True)
         except BadRequest as exc:
             if exc.status_code == 404:
                 raise InstallationGone(installation_id, "gone (the App was uninstalled)") from exc

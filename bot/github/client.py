@@ -1,8 +1,10 @@
 """A synchronous GitHub REST client: gidgethub's sans-I/O helpers over a `requests.Session`.
 
-Retries 5xx answers, connection errors and time-outs with exponential backoff and jitter; waits out
-primary and secondary rate limits when the wait fits the bound; every other 4xx is raised at once as
-gidgethub's exception (`BadRequest`, `InvalidField`, `ValidationError`, `RateLimitExceeded`, ...).
+Retries 5xx answers, connection errors and time-outs with exponential backoff and jitter; a POST that
+is not marked idempotent is retried only when it certainly never reached GitHub, since GitHub often
+carries out a POST and then answers 502 or times out. Waits out primary and secondary rate limits when
+the wait fits the bound; on a 401 calls `on_unauthorized` (when given) and tries once more; every other
+4xx is raised at once as gidgethub's exception (`BadRequest`, `InvalidField`, `ValidationError`, ...).
 """
 
 import json
@@ -13,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Mapping
 
 import requests
+import urllib3
 from gidgethub.sansio import accept_format, create_headers, decipher_response, format_url
 
 log = logging.getLogger(__name__)
@@ -28,7 +31,8 @@ _TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.Ch
 
 
 class GitHubUnavailable(Exception):
-    """GitHub kept failing (5xx, connection errors, time-outs) after every retry."""
+    """GitHub kept failing (5xx, connection errors, time-outs) after every retry, or a POST that may have
+    been carried out failed and was not retried."""
 
 
 class GitHubRateLimited(GitHubUnavailable):
@@ -45,7 +49,9 @@ class GitHubClient:
     def __init__(self, session: requests.Session, *, api_url: str, auth: Callable[[], str] | None = None,
                  requester: str = "copydesk", sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.time, max_wait: float = 60, retries: int = 3,
-                 backoff: float = 1.0, timeout: float | tuple[float, float] = DEFAULT_TIMEOUT) -> None:
+                 backoff: float = 1.0, timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
+                 on_unauthorized: Callable[[], None] | None = None) -> None:
+        """`on_unauthorized` is called when GitHub refuses the credentials (401), before one more attempt."""
         self._session = session
         self.api_url = api_url.rstrip("/")
         self._auth = auth
@@ -56,6 +62,7 @@ class GitHubClient:
         self._retries = retries
         self._backoff = backoff
         self._timeout = timeout
+        self._on_unauthorized = on_unauthorized
 
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r})"
@@ -63,7 +70,7 @@ class GitHubClient:
     def getitem(self, url: str, url_vars: Mapping[str, Any] | None = None, *,
                 accept: str = accept_format()) -> Any:
         """GET one resource (decoded JSON)."""
-        return self._request("GET", url, url_vars, _NO_BODY, accept)[0]
+        return self._request("GET", url, url_vars, _NO_BODY, accept, True)[0]
 
     def getiter(self, url: str, url_vars: Mapping[str, Any] | None = None, *, iterable_key: str | None = None,
                 accept: str = accept_format()) -> Iterator[Any]:
@@ -73,44 +80,58 @@ class GitHubClient:
         """
         next_url: str | None = format_url(url, url_vars, base_url=self.api_url)
         while next_url:
-            page, next_url = self._request("GET", next_url, None, _NO_BODY, accept)
+            page, next_url = self._request("GET", next_url, None, _NO_BODY, accept, True)
             yield from (page[iterable_key] if iterable_key else page)
 
-    def post(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any,
+    def post(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any, idempotent: bool = False,
              accept: str = accept_format()) -> Any:
-        return self._request("POST", url, url_vars, data, accept)[0]
+        """POST; retried after a 5xx or a time-out only when `idempotent` (doing it twice does no harm)."""
+        return self._request("POST", url, url_vars, data, accept, idempotent)[0]
 
     def patch(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any,
               accept: str = accept_format()) -> Any:
-        return self._request("PATCH", url, url_vars, data, accept)[0]
+        return self._request("PATCH", url, url_vars, data, accept, True)[0]
 
     def put(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any = _NO_BODY,
             accept: str = accept_format()) -> Any:
-        return self._request("PUT", url, url_vars, data, accept)[0]
+        return self._request("PUT", url, url_vars, data, accept, True)[0]
 
     def delete(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any = _NO_BODY,
                accept: str = accept_format()) -> Any:
-        return self._request("DELETE", url, url_vars, data, accept)[0]
+        return self._request("DELETE", url, url_vars, data, accept, True)[0]
 
     # -- one logical request, with its retries and waits ---------------------------------------
 
     def _request(self, method: str, url: str, url_vars: Mapping[str, Any] | None, data: Any,
-                 accept: str) -> tuple[Any, str | None]:
+                 accept: str, repeatable: bool) -> tuple[Any, str | None]:
         full_url = format_url(url, url_vars, base_url=self.api_url)
         body = None if data is _NO_BODY else json.dumps(data).encode("utf-8")
         failures = waits = 0
         waited = 0.0
+        reauthorized = False
         while True:
             try:
                 response = self._send(method, full_url, body, accept)
             except _TRANSIENT as exc:
+                what = exc.__class__.__name__
+                if not (repeatable or _never_sent(exc)):
+                    raise _maybe_done(method, full_url, what) from exc
                 failures += 1
-                self._backoff_or_give_up(method, full_url, failures, exc.__class__.__name__, exc)
+                self._backoff_or_give_up(method, full_url, failures, what, exc)
                 continue
             status, headers, content = response.status_code, response.headers, response.content
             if status >= 500:
+                if not repeatable:
+                    raise _maybe_done(method, full_url, f"HTTP {status}")
                 failures += 1
                 self._backoff_or_give_up(method, full_url, failures, f"HTTP {status}")
+                continue
+            if status == 401 and self._on_unauthorized is not None and not reauthorized:
+                # GitHub did not act on a refused request, so even a POST may be sent again.
+                log.warning("GitHub refused the credentials for %s %s (401); retrying once with new ones",
+                            method, _path(full_url))
+                reauthorized = True
+                self._on_unauthorized()
                 continue
             wait = self._rate_limit_wait(status, headers, content)
             if wait is not None:
@@ -166,6 +187,21 @@ class GitHubClient:
         if _mentions_secondary_limit(content):
             return SECONDARY_LIMIT_DEFAULT_WAIT
         return None
+
+
+def _never_sent(exc: Exception) -> bool:
+    """Whether the request certainly never reached GitHub: the connection itself could not be made."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    # requests reports refused connections and unknown hosts as a plain ConnectionError wrapping urllib3's
+    # MaxRetryError; a connection dropped mid-request is a ConnectionError too, so look at the reason.
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(reason, urllib3.exceptions.NewConnectionError)
+
+
+def _maybe_done(method: str, url: str, what: str) -> GitHubUnavailable:
+    return GitHubUnavailable(f"GitHub failed {method} {_path(url)} ({what}); not retried, as GitHub may "
+                             "have carried it out: check before trying again")
 
 
 def _mentions_secondary_limit(content: bytes) -> bool:

@@ -104,8 +104,9 @@ class GitHubCodeHost:
         Adding a reaction the App already left is a no-op on GitHub's side."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"react to {kind} {id}"):
+            # Idempotent: GitHub answers 200 with the existing reaction when it is already there.
             self._client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
-                                       data={"content": content})
+                                       data={"content": content}, idempotent=True)
 
     def delete_branch(self, project: Project, branch: str) -> None:
         """Delete a branch; one that is already gone is fine."""
@@ -150,14 +151,16 @@ class GitHubCodeHost:
                      body: str, draft: bool) -> dict:
         url_vars = {"owner": owner, "repo": name}
         data = {"title": title, "head": branch, "base": base, "body": body, "draft": draft}
+        # Idempotent: a repeat after a lost answer gets 422 "already exists", which the caller resolves.
         try:
-            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data=data)
+            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data=data, idempotent=True)
         except (InvalidField, ValidationError) as exc:
             # Draft pull requests need a plan that has them; rather a ready one than none.
             if not draft or "draft" not in str(exc).lower():
                 raise
             log.warning("%s/%s does not support draft pull requests; opening a ready one", owner, name)
-            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data={**data, "draft": False})
+            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data={**data, "draft": False},
+                               idempotent=True)
 
 
 @contextmanager

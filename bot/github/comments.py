@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import redis
 from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
@@ -116,23 +117,40 @@ def _answer(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> Non
     may_steer = _may_steer(bot, project, comment.login)
     if not _claim(bot, comment, job):
         return
+    try:
+        added = _act(bot, project, job, comment, may_steer)
+    except Exception:
+        # No message was stored and the reply failed: let RQ's retry of the delivery act on the comment.
+        _release(bot, comment)
+        raise
+    if added:
+        _acknowledge(bot, project, job, comment)
+
+
+def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> bool:
+    """Add the comment as a message, or reply why not; True when the message was added."""
     if not may_steer:
         _reply(bot, project, comment, NO_PERMISSION.format(login=comment.login))
-        return
+        return False
     if job.status is JobStatus.ARCHIVED:
         _reply_archived(bot, project, job, comment)
-        return
+        return False
     text = message_text(comment)
     limit = bot.services.settings.max_prompt_chars
     if len(text) > limit:
         _reply(bot, project, comment, TOO_LONG.format(login=comment.login, length=len(text), limit=limit))
-        return
+        return False
     quota = bot.services.limiter.consume(project.id)
     if not quota.allowed:
         _reply(bot, project, comment, RATE_LIMITED.format(login=comment.login, limit=quota.limit,
                                                           minutes=max(1, round(quota.reset_seconds / 60))))
-        return
-    _add_message(bot, project, job, comment, text)
+        return False
+    try:
+        bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login)
+    except JobArchived:
+        _reply_archived(bot, project, job, comment)
+        return False
+    return True
 
 
 def message_text(comment: Comment) -> str:
@@ -199,26 +217,36 @@ def _may_steer(bot: GitHubBot, project: Project, login: str) -> bool:
 def _claim(bot: GitHubBot, comment: Comment, job: Job) -> bool:
     """True for the first handling of a comment: one run twice (a requeued delivery, a redelivery under a
     new id) neither queues it nor answers it again."""
-    claim = f"cd:gh:comment:{comment.kind}:{comment.id}"
+    claim = _claim_key(comment)
     if bot.services.redis.set(claim, job.id, nx=True, ex=CLAIM_TTL_SECONDS):
         return True
     log.info("%s %s was handled already", comment.kind, comment.id)
     return False
 
 
-def _add_message(bot: GitHubBot, project: Project, job: Job, comment: Comment, text: str) -> None:
+def _claim_key(comment: Comment) -> str:
+    return f"cd:gh:comment:{comment.kind}:{comment.id}"
+
+
+def _release(bot: GitHubBot, comment: Comment) -> None:
+    """Undo `_claim` so that handling the comment again acts on it."""
+    claim = _claim_key(comment)
     try:
-        bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login)
-    except JobArchived:
-        _reply_archived(bot, project, job, comment)
-        return
+        bot.services.redis.delete(claim)
+    except redis.RedisError:
+        log.warning("could not release %s; %s %s will not be acted on", claim, comment.kind, comment.id)
+
+
+def _acknowledge(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
+    """Queue the stored message's run and leave 👀 on the comment; neither may fail the handler, as running
+    it again would add the message twice."""
     bot.services.dispatcher.try_kick(job.id)
     log.info("job %s: follow-up message from @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
     kind, target = ("issue", comment.number) if comment.kind == "review" else (comment.kind, comment.id)
     try:
         bot.host.react(project, kind=kind, id=target, content="eyes")
     except CodeHostError as exc:
-        # The message is stored and queued; the 👀 is only a courtesy.
+        # The message is stored and queued (or found by the sweep); the 👀 is only a courtesy.
         log.warning("job %s: could not react to %s %s: %s", job.id, comment.kind, comment.id, exc)
 
 

@@ -19,16 +19,27 @@ TASK = "bot.tasks.handle_github_event"  # by name, so the web process need not i
 DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # longer than GitHub keeps deliveries for redelivery (3 days)
 MAX_PAYLOAD_BYTES = 25 * 1024 * 1024  # GitHub caps a webhook payload at 25 MB
 JOB_TIMEOUT_SECONDS = 300
+# A failed handler is run again at once (the worker has no RQ scheduler, so retries take no interval);
+# handlers are safe to repeat. The GitHub client's own retries cover short outages first.
+RETRY = rq.Retry(max=3)
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")
 
 
+def events_queue_name(queue_name: str) -> str:
+    """The RQ queue of webhook deliveries next to the runs' queue `queue_name`.
+
+    Runs take many minutes each; on their own queue, which the worker serves first, events do not wait."""
+    return f"{queue_name}-events"
+
+
 def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str) -> Blueprint:
-    """The `POST /github/webhooks` endpoint, verifying deliveries with the App's webhook `secret`."""
+    """The `POST /github/webhooks` endpoint, verifying deliveries with the App's webhook `secret`; they are
+    queued on `events_queue_name(queue_name)`."""
     if not secret:
         # Without a secret gidgethub would accept unsigned deliveries: refuse to serve at all.
         raise ValueError("the webhook endpoint needs the App's webhook secret (GITHUB_WEBHOOK_SECRET)")
     bp = Blueprint("github_webhooks", __name__)
-    queue = rq.Queue(queue_name, connection=redis_client)
+    queue = rq.Queue(events_queue_name(queue_name), connection=redis_client)
 
     @bp.post(HOOK_PATH)
     def receive() -> Response:
@@ -52,11 +63,11 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     if not client.set(seen, "1", nx=True, ex=DELIVERY_TTL_SECONDS):
         log.info("delivery %s (%s.%s) seen already: ignored", event.delivery_id, event.event, action)
         return jsonify({"status": "duplicate"})
-    # No RQ retry: the GitHub client already retries GitHub's own failures, and a handler that still
-    # fails stays in RQ's failed-job registry for the operator.
+    # The delivery id is marked seen now, so GitHub's redelivery will not bring it back: RQ retries a failed
+    # handler instead, and one that fails every time stays in RQ's failed-job registry for the operator.
     try:
         queue.enqueue(TASK, event.event, event.delivery_id, event.data, job_timeout=JOB_TIMEOUT_SECONDS,
-                      result_ttl=3600, failure_ttl=DELIVERY_TTL_SECONDS,
+                      retry=RETRY, result_ttl=3600, failure_ttl=DELIVERY_TTL_SECONDS,
                       description=f"github {event.event}.{action} {event.delivery_id}")
     except redis.RedisError:
         log.warning("delivery %s could not be queued", event.delivery_id, exc_info=True)
