@@ -3,30 +3,19 @@
 import anthropic
 
 from service.agent.model import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
-from service.agent.providers.failures import missing_key, sdk_call
-from service.agent.providers.retry import RetryPolicy
+from service.agent.providers.sdk_model import SdkModel
 
-KEY_VARIABLE = "ANTHROPIC_API_KEY"
 # Stands in for a missing first user turn: the API wants the conversation to start with one.
 OPENING_TURN = "(The conversation so far follows.)"
 
 
-class AnthropicModel:
+class AnthropicModel(SdkModel):
     """A `ModelClient` over Anthropic's Messages API."""
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
-                 timeout: float = 120, max_tokens: int = 8192) -> None:
-        self.name = f"anthropic:{model}"
-        self.vendor = f"the Anthropic-compatible server at {base_url}" if base_url else "Anthropic"
-        if not api_key:
-            raise missing_key(self.vendor, KEY_VARIABLE)
-        self.model = model
-        self._api_key = api_key
-        self._retry = retry
-        self._timeout = timeout
-        self._max_tokens = max_tokens
-        # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    PROVIDER, VENDOR, KEY_VARIABLE, SDK = "anthropic", "Anthropic", "ANTHROPIC_API_KEY", anthropic
+
+    def _new_client(self, **options):
+        return anthropic.Anthropic(**options)
 
     def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
         """Send the conversation and tools as one Messages request; return the model's turn."""
@@ -36,11 +25,7 @@ class AnthropicModel:
             request["system"] = system
         if tools:
             request["tools"] = [to_anthropic_tool(spec) for spec in tools]
-        return to_reply(self._retry.call(lambda: self._send(request), what=self.name))
-
-    def _send(self, request: dict):
-        return sdk_call(anthropic, lambda: self._client.messages.create(**request), vendor=self.vendor,
-                        model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key, timeout=self._timeout)
+        return to_reply(self._call(lambda: self._client.messages.create(**request)))
 
 
 def to_anthropic_tool(spec: ToolSpec) -> dict:

@@ -5,29 +5,18 @@ import json
 import openai
 
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
-from service.agent.providers.failures import missing_key, sdk_call
-from service.agent.providers.retry import RetryPolicy
+from service.agent.providers.sdk_model import SdkModel
 
-KEY_VARIABLE = "OPENAI_API_KEY"
 ERROR_PREFIX = "ERROR: "
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(SdkModel):
     """A `ModelClient` over the Chat Completions API; `base_url` points it at an OpenAI-compatible server."""
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
-                 timeout: float = 120, max_tokens: int = 8192) -> None:
-        self.name = f"openai:{model}"
-        self.vendor = f"the OpenAI-compatible server at {base_url}" if base_url else "OpenAI"
-        if not api_key:
-            raise missing_key(self.vendor, KEY_VARIABLE)
-        self.model = model
-        self._api_key = api_key
-        self._retry = retry
-        self._timeout = timeout
-        self._max_tokens = max_tokens
-        # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
-        self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    PROVIDER, VENDOR, KEY_VARIABLE, SDK = "openai", "OpenAI", "OPENAI_API_KEY", openai
+
+    def _new_client(self, **options):
+        return openai.OpenAI(**options)
 
     def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
         """Send the conversation and tools as one chat completion request; return the model's turn."""
@@ -36,14 +25,10 @@ class OpenAIChatModel:
         if tools:
             request["tools"] = [to_openai_tool(spec) for spec in tools]
             request["tool_choice"] = "auto"
-        completion = self._retry.call(lambda: self._send(request), what=self.name)
+        completion = self._call(lambda: self._client.chat.completions.create(**request))
         if not completion.choices:
             raise ModelError(f"{self.name} answered with no choices", code="model_error")
         return to_reply(completion)
-
-    def _send(self, request: dict):
-        return sdk_call(openai, lambda: self._client.chat.completions.create(**request), vendor=self.vendor,
-                        model=self.model, key_variable=KEY_VARIABLE, api_key=self._api_key, timeout=self._timeout)
 
 
 def to_openai_tool(spec: ToolSpec) -> dict:

@@ -1,0 +1,40 @@
+"""What both vendor adapters share: the key check, one SDK client without its own retries, and failure mapping."""
+
+from types import ModuleType
+
+from service.agent.providers.failures import missing_key, sdk_call
+from service.agent.providers.retry import RetryPolicy
+
+
+class SdkModel:
+    """Base of a `ModelClient` over a vendor SDK; subclasses set the class attributes and build `request`s."""
+
+    PROVIDER: str  # the `provider:` part of model names
+    VENDOR: str  # the vendor's name in messages
+    KEY_VARIABLE: str  # where the key comes from, named in errors (never the key)
+    SDK: ModuleType  # the SDK module, whose exceptions sdk_call translates
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
+                 timeout: float = 120, max_tokens: int = 8192) -> None:
+        self.name = f"{self.PROVIDER}:{model}"
+        self.vendor = f"the {self.VENDOR}-compatible server at {base_url}" if base_url else self.VENDOR
+        if not api_key:
+            raise missing_key(self.vendor, self.KEY_VARIABLE)
+        self.model = model
+        self._api_key = api_key
+        self._retry = retry
+        self._timeout = timeout
+        self._max_tokens = max_tokens
+        # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
+        self._client = self._new_client(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    def _new_client(self, **options):
+        """The SDK's client, built with `options` (api_key, base_url, timeout, max_retries)."""
+        raise NotImplementedError
+
+    def _call(self, send):
+        """Run one SDK call under the retry policy, vendor failures translated to ModelError."""
+        return self._retry.call(
+            lambda: sdk_call(self.SDK, send, vendor=self.vendor, model=self.model, key_variable=self.KEY_VARIABLE,
+                             api_key=self._api_key, timeout=self._timeout),
+            what=self.name)
