@@ -11,8 +11,9 @@ import redis
 
 from service.workspace.git import Git
 
-# The GitHub emulator's fixtures (`github`, `github_app`) and the docs-site fixtures (`sites`, `open_site`).
-pytest_plugins = ["tests.github_fixtures", "tests.docsite_fixtures"]
+# The GitHub emulator's fixtures (`github`, `github_app`), the scripted GitHub's (`scripted_github_server`)
+# and the docs-site fixtures (`sites`, `open_site`).
+pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures"]
 
 
 def free_port() -> int:

@@ -15,8 +15,7 @@ from bot.github.auth import InstallationGone, InstallationTokens, app_jwt
 from bot.github.secretbox import SecretBox
 from bot.github.settings import GitHubSettings
 from service.settings import SettingsError
-from tests.harness import LiveServer
-from tests.test_github_client import Answer, ScriptedGitHub
+from tests.scripted_github import Answer
 
 
 def pem_of(key) -> str:
@@ -174,19 +173,9 @@ def test_app_jwt_needs_id_and_key():
 
 # -- installation tokens (against a scripted GitHub) ----------------------------------------------
 
-@pytest.fixture(scope="module")
-def server():
-    scripted = ScriptedGitHub()
-    with LiveServer(scripted) as live:
-        scripted.url = live.url
-        yield scripted
-
-
 @pytest.fixture
-def scripted(server):
-    server.answers.clear()
-    server.seen.clear()
-    return server
+def scripted(scripted_github_server):
+    return scripted_github_server.reset()
 
 
 def token_answer(token: str, lifetime: float) -> Answer:
