@@ -55,12 +55,18 @@ def installed(github, bot):
 def pull(github, bot, installed):
     """A completed job whose pull request Copydesk opened; returns (job, pull request number)."""
     project, _ = installed
-    job, _ = bot.services.jobs.create(project, prompt="Fix the install page", model="scripted:demo",
-                                      ref=project.ref, as_draft=False)
+    return pull_of_a_completed_job(github, bot, project, "docs/install.md", "# Install\n\nRun `widgets`.\n")
+
+
+def pull_of_a_completed_job(github, bot, project, path: str, content: str):
+    """A job that ran, changed `path` on its branch and opened its pull request, as Copydesk leaves it;
+    returns (job, pull request number)."""
+    job, _ = bot.services.jobs.create(project, prompt=f"Fix {path}", model="scripted:demo", ref=project.ref,
+                                      as_draft=False)
     branch = f"copydesk/{job.id}"
-    github.push(REPO, {"docs/install.md": "# Install\n\nRun `widgets`.\n"}, branch=branch)
+    github.push(REPO, {path: content}, branch=branch)
     opened = bot.host.open_or_update_pull(project, job_id=job.id, branch=branch, base=project.ref,
-                                          title="Docs: install", body="Opened by Copydesk", draft=False)
+                                          title=f"Docs: {path}", body="Opened by Copydesk", draft=False)
     _, message = bot.services.jobs.start_next(job.id)
     bot.services.jobs.finish_message(job.id, message.id, RunOutcome(reply="Done.", branch=branch,
                                                                     pr_link=opened.url, pr_number=opened.number))

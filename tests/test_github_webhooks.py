@@ -18,12 +18,11 @@ from bot.github import webhooks
 from bot.worker import run_worker
 from service.api import problems
 from service.ids import UlidGenerator
-from service.models import Job
 from service.settings import Settings
-from service.store.jobs import RunOutcome
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
 from tests.harness import LiveServer, drain_queues
+from tests.test_github_events import pull_of_a_completed_job
 
 
 SECRET = "webhook-secret-for-tests"
@@ -214,7 +213,8 @@ def test_a_delivery_whose_handler_fails_is_retried_and_acted_on_once(live, redis
     github.install("acme", [REPO])
     work_on_events(redis_client)
     bot = context.build(Settings.from_env()).github_bot()
-    job, number = _pull_of_a_completed_job(github, bot)
+    project = bot.services.projects.find_by_repository("github", REPO)
+    job, number = pull_of_a_completed_job(github, bot, project, "README.md", "# Docs\n\nMore.\n")
     github.set_permission(REPO, "alice", "write")
     # Enough failures of the permission check to outlast the GitHub client's own retries once.
     github.inject("secondary", count=4, retry_after=0, match="collaborators")
@@ -243,18 +243,3 @@ def test_the_worker_serves_github_events_before_queued_runs(live, redis_client):
     event.refresh()
     assert event.get_status() == run.get_status() == rq.job.JobStatus.FINISHED
     assert event.ended_at <= run.started_at
-
-
-def _pull_of_a_completed_job(github, bot) -> tuple[Job, int]:
-    """A job that ran and opened its pull request, as Copydesk leaves it."""
-    project = bot.services.projects.find_by_repository("github", REPO)
-    job, _ = bot.services.jobs.create(project, prompt="Fix the readme", model="scripted:demo", ref=project.ref,
-                                      as_draft=False)
-    branch = f"copydesk/{job.id}"
-    github.push(REPO, {"README.md": "# Docs\n\nMore.\n"}, branch=branch)
-    opened = bot.host.open_or_update_pull(project, job_id=job.id, branch=branch, base=project.ref,
-                                          title="Docs: readme", body="Opened by Copydesk", draft=False)
-    _, message = bot.services.jobs.start_next(job.id)
-    bot.services.jobs.finish_message(job.id, message.id, RunOutcome(reply="Done.", branch=branch,
-                                                                    pr_link=opened.url, pr_number=opened.number))
-    return job, opened.number
