@@ -118,6 +118,17 @@ def test_writes_are_read_back_listed_and_reported_as_changes(ws):
     assert ws.changes() == {"README.md": b"# Docs\nChanged\n", "docs/new/page.md": b"fresh page\n"}
 
 
+def test_the_start_view_shows_the_start_tree_and_leaves_the_workspace_open(ws):
+    ws.write("docs/new/page.md", b"fresh page\n")
+    ws.write("README.md", b"# Docs\nChanged\n")
+    with ws.start_view() as start:
+        assert start.read("README.md") == FILES["README.md"].encode()
+        assert start.kind("docs/new/page.md") is None and start.changes() == {}
+    # Closing the view did not stop the workspace's git process.
+    assert ws.read("docs/new/page.md") == b"fresh page\n"
+    assert ws.read("README.md") == b"# Docs\nChanged\n"
+
+
 def test_writing_back_the_original_content_is_not_a_change(ws):
     ws.write("README.md", b"something else")
     ws.write("README.md", FILES["README.md"].encode())

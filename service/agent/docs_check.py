@@ -16,7 +16,6 @@ from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matt
 from service.agent.docsite.links import extract_links, fragment, resolve
 from service.agent.docsite.mdx import tag_problems
 from service.agent.docsite.site import DocsSite, Navigation, NavEntry, read_text
-from service.agent.docsite.starttree import open_start_tree
 from service.workspace.entries import EntryKind, WorkspaceError
 
 PAGE_SUFFIXES = (".md", ".mdx")
@@ -61,7 +60,7 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
     changes = workspace.changes()
     if not changes:
         return DocsReport()
-    with open_start_tree(workspace) as start:
+    with workspace.start_view() as start:
         run = _Run(workspace, start, site or detect_site(workspace), changes)
         problems = _changed_page_problems(run)
         problems += _links_to_removed_files(run)

@@ -1,6 +1,7 @@
 """A commit's tree plus an in-memory overlay of writes, moves and deletes; nothing is checked out."""
 
 import bisect
+import copy
 import re
 import tempfile
 from pathlib import Path
@@ -54,6 +55,7 @@ class Workspace:
         self.start_commit = start_commit
         self._object_format = "sha256" if len(start_commit) == 64 else "sha1"
         self._cat = CatFile(git, git_dir)
+        self._owns_cat = True  # False for a start_view, which borrows its workspace's process
         self._overlay: dict[str, bytes | None] = {}  # path -> new content, or None for deleted
         self._trees: dict[str, dict[str, tuple[int, str]]] = {}  # tree id -> name -> (mode, id)
         self._root: str | None = None
@@ -67,8 +69,16 @@ class Workspace:
         self.close()
 
     def close(self) -> None:
-        """Stop the background `git cat-file` process."""
-        self._cat.close()
+        """Stop the background `git cat-file` process (a start view leaves its workspace's running)."""
+        if self._owns_cat:
+            self._cat.close()
+
+    def start_view(self) -> "Workspace":
+        """The start tree without this run's changes, read through this workspace's process and tree cache."""
+        view = copy.copy(self)
+        view._overlay = {}
+        view._owns_cat = False
+        return view
 
     # Queries
 
