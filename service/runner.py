@@ -261,9 +261,10 @@ def _mention(message: Message) -> str | None:
 
 
 def _prompt_text(message: Message) -> str:
-    if message.source == "api" or not message.author:
+    author = _mention(message)
+    if author is None:
         return message.content
-    return f"(A follow-up from @{message.author}, written on the pull request.)\n\n{message.content}"
+    return f"(A follow-up from @{author}, written on the pull request.)\n\n{message.content}"
 
 
 def _history(earlier: list[Message]) -> list[tuple[str, str]]:
