@@ -15,7 +15,7 @@ from service.models import Project, PullRequest
 from service.workspace.mirror import MirrorStore
 from service.workspace.publish import Identity, build_commit, push_commit
 from tests.harness import LiveServer
-from tests.test_github_client import Answer, ScriptedGitHub
+from tests.scripted_github import Answer, ScriptedGitHub
 
 DOCS = {"README.md": "# Docs\n", "docs/intro.md": "Intro\n"}
 BRANCH = "copydesk/job_1"
