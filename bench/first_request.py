@@ -50,14 +50,14 @@ def repository_files(count: int):
             f"    return x + {i}\n"
 
 
-def generate(bare: Path, count: int, env: dict[str, str]) -> None:
-    """A bare repository whose `main` holds `count` files from `repository_files`, written with fast-import."""
+def generate(bare: Path, files, env: dict[str, str]) -> None:
+    """A bare repository whose `main` holds `files` ((path, content) pairs), written with fast-import."""
     subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(bare)], check=True, env=env)
     proc = subprocess.Popen(["git", f"--git-dir={bare}", "fast-import", "--quiet"], stdin=subprocess.PIPE, env=env)
     assert proc.stdin is not None
     proc.stdin.write(b"commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\n"
                      b"data 7\nInitial\n")
-    for path, content in repository_files(count):
+    for path, content in files:
         data = content.encode()
         proc.stdin.write(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
     proc.stdin.write(b"done\n")
@@ -68,7 +68,7 @@ def generate(bare: Path, count: int, env: dict[str, str]) -> None:
 
 def first_request(workspace) -> list[ChatMessage]:
     """The first request exactly as a run builds it: the runner's briefing, then the loop's messages."""
-    return build_messages(brief(workspace, PROMPT, docs_root="docs"))
+    return build_messages(brief(workspace, PROMPT, base_commit=workspace.start_commit, docs_root="docs"))
 
 
 def whole_tree_request(workspace) -> list[ChatMessage]:
@@ -93,7 +93,7 @@ def measure(count: int) -> dict:
         tmp = Path(tmp_s)
         bare = tmp / "source.git"
         started = time.perf_counter()
-        generate(bare, count, plain_env(tmp))
+        generate(bare, repository_files(count), plain_env(tmp))
         print(f"  generated {count} files in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         git = Git()
         with Workspace(git, bare, git.out("rev-parse", "refs/heads/main", git_dir=bare)) as workspace:

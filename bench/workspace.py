@@ -71,7 +71,7 @@ def measure(files: int, repeat: int) -> dict[str, float]:
 
         clones = []
         for n in range(repeat):
-            clones.append(timed(lambda: git_plain("clone", "-q", "--no-local", str(bare), str(tmp / f"clone{n}"))))
+            clones.append(timed(lambda n=n: git_plain("clone", "-q", "--no-local", str(bare), str(tmp / f"clone{n}"))))
         work = tmp / "clone0"
 
         remote = Remote(str(bare))

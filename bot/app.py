@@ -1,14 +1,17 @@
-"""The Flask application factory: API, GitHub webhooks and registration, local pull-request pages, health checks."""
+"""The Flask application factory: API, GitHub webhooks and registration, the dashboard (with the local
+pull-request pages), health checks."""
 
 import redis
 from flask import Flask, jsonify
+from flask.json.provider import DefaultJSONProvider
 
-from bot import context
+from bot import context, dashboard, headers
 from bot.github import registration, webhooks
 from service.api import problems
 from service.api.openapi import openapi_document
 from service.api.routes import bp as agent_api
-from service.codehost.local_pages import create_blueprint as local_pages
+from service.api.streams import StreamSlots
+from service.api.webhook_routes import bp as webhooks_api
 from service.settings import Settings
 
 
@@ -19,14 +22,20 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     app = Flask(__name__)
     # Werkzeug enforces this while reading, so an oversized body is refused without buffering it.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.json.sort_keys = False
+    if isinstance(app.json, DefaultJSONProvider):
+        app.json.sort_keys = False
     app.extensions["copydesk"] = ctx.services
     app.extensions["copydesk.context"] = ctx
+    app.extensions["copydesk.streams"] = StreamSlots(settings.max_streams)
     problems.register(app)
-    app.register_blueprint(agent_api)
-    app.register_blueprint(local_pages(ctx.local, ctx.services.projects))
     github = ctx.github_settings
+    # The registration page posts its manifest to GitHub, the one other place a form here may go.
+    headers.install(app, form_targets=(github.web_url,))
+    app.register_blueprint(agent_api)
+    app.register_blueprint(webhooks_api)
+    dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings))
     if github.configured:
+        assert github.webhook_secret is not None  # configured means the App id, private key and secret are set
         app.register_blueprint(webhooks.create_blueprint(secret=github.webhook_secret, redis_client=ctx.services.redis,
                                                          queue_name=settings.queue_name))
     app.register_blueprint(registration.create_blueprint(ctx.services.redis, base_url=settings.base_url,

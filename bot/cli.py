@@ -1,4 +1,4 @@
-"""The `copydesk` command: projects, API keys, the web server, the worker and the demo."""
+"""The `copydesk` command: projects, API keys, the web server, the worker, the doctor and the demo."""
 
 import argparse
 import json
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import redis
 
-from bot import context, logs
+from bot import cli_events, context, logs
+from bot.web import WORKER_CLASSES
 from service.codehost.base import CodeHostError
 from service.errors import ServiceError
-from service.settings import Settings, SettingsError
+from service.settings import Settings, SettingsError, worker_name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,26 +66,49 @@ def _project_json(project) -> dict:
 # -- API keys --------------------------------------------------------------------------------
 
 def _key_create(args, settings: Settings) -> None:
+    from service.apikeys import expiry_days
+    from service.models import KeyAccess
+
     services = context.build(settings).services
     for project_id in args.project:
         project = services.projects.find(project_id)
         if project is None or project.account != args.account:
             raise CodeHostError(f"account {args.account!r} has no project {project_id}")
-    key, plaintext = services.keys.create(account=args.account, name=args.name or "", projects=args.project)
-    _print(args, {"id": key.id, "key": plaintext},
-           f"{key.id}\n{plaintext}\n\nThis key is shown once; store it now. Use it as `Authorization: Bearer <key>`.")
+    key, plaintext = services.keys.create(account=args.account, name=args.name or "", projects=args.project,
+                                          access=KeyAccess(args.access.replace("-", "_")),
+                                          expires_in_days=expiry_days(args.expires), created_by="operator")
+    expiry = f"expires {key.expires_at}" if key.expires_at else "never expires"
+    _print(args, {"id": key.id, "key": plaintext, **key.to_public()},
+           f"{key.id}\n{plaintext}\n\n{args.access}, {expiry}. This key is shown once; store it now. "
+           "Use it as `Authorization: Bearer <key>`.")
 
 
 def _key_revoke(args, settings: Settings) -> None:
-    key = context.build(settings).services.keys.revoke(args.id)
+    key = context.build(settings).services.keys.revoke(args.id, by="operator")
     _print(args, key.to_public(), f"revoked {key.id}")
 
 
 def _key_list(args, settings: Settings) -> None:
+    from service.clock import now_iso
+
     keys = context.build(settings).services.keys.all()
-    lines = [f"{k.id}  {k.account:12}  {k.name or '-':16}  last used {k.last_used_at or 'never'}"
-             + ("  [revoked]" if k.revoked_at else "") for k in keys]
-    _print(args, {"keys": [k.to_public() for k in keys]}, "\n".join(lines) or "No API keys yet.")
+    if args.account:
+        keys = [k for k in keys if k.account == args.account]
+    stamp = now_iso()
+
+    def line(k) -> str:
+        state = "revoked" if k.revoked_at else ("expired" if k.expired(stamp) else f"expires {k.expires_at or 'never'}")
+        scope = ",".join(k.projects) or "all projects"
+        return (f"{k.prefix}  {k.account:12}  {k.name or '-':16}  {k.access.value:10}  {scope}  by {k.created_by or '-'} "
+                f"{k.created_at}  {state}  last used {k.last_used_at or 'never'}  uses {k.use_count}")
+
+    _print(args, {"keys": [k.to_public() for k in keys]}, "\n".join(map(line, keys)) or "No API keys yet.")
+
+
+def _key_audit(args, settings: Settings) -> None:
+    events = context.build(settings).services.keys.audit(args.account)
+    lines = [f"{e.at}  {e.actor:16}  {e.action:8}  {e.key_id}  {e.key_name}" for e in events]
+    _print(args, {"events": [e.to_public() for e in events]}, "\n".join(lines) or "No key events yet.")
 
 
 # -- GitHub App ------------------------------------------------------------------------------
@@ -96,6 +120,17 @@ def _github_register_link(args, settings: Settings) -> None:
     link = registration_link(settings.base_url, token)
     _print(args, {"url": link, "expiresIn": TOKEN_TTL_SECONDS},
            f"{link}\n\nOpen this link to register the GitHub App. It works once, within an hour.")
+
+
+# -- dashboard -------------------------------------------------------------------------------
+
+def _dashboard_login_link(args, settings: Settings) -> None:
+    from bot.dashboard.operator import LINK_TTL_SECONDS, issue_login_link
+
+    link = issue_login_link(context.build(settings).services.redis, settings.base_url)
+    _print(args, {"url": link, "expiresIn": LINK_TTL_SECONDS},
+           f"{link}\n\nOpen this link to sign in to the dashboard as the operator (admin of the local accounts). "
+           f"It works once, within {LINK_TTL_SECONDS // 60} minutes.")
 
 
 # -- local pull requests -------------------------------------------------------------------
@@ -116,17 +151,35 @@ def _pull_settle(args, settings: Settings) -> None:
 
 # -- processes -------------------------------------------------------------------------------
 
-def _web(args, settings: Settings) -> None:
+def _web(args, settings: Settings) -> int:
+    from bot.doctor import startup_checks
     from bot.web import serve
 
-    serve(settings, host=args.host, port=args.port, workers=args.workers)
+    if not startup_checks(context.build(settings), "web"):
+        return 2
+    serve(host=args.host, port=args.port, workers=args.workers, worker_class=args.worker_class)
+    return 0
 
 
 def _worker(args, settings: Settings) -> int:
+    from bot.doctor import startup_checks
     from bot.worker import run_worker
 
-    run_worker(context.build(settings), burst=args.burst)
+    if args.name:
+        settings = settings.with_overrides(worker_name=worker_name(args.name, "--name"))
+    ctx = context.build(settings)
+    if not startup_checks(ctx, "worker"):
+        return 2
+    run_worker(ctx, burst=args.burst)
     return 0
+
+
+def _doctor(args, settings: Settings) -> int:
+    from bot.doctor import doctor, worker_alive
+
+    if args.worker_alive is not None:
+        return worker_alive(settings, args.worker_alive or None, args.max_age)
+    return doctor(context.build(settings), as_json=args.json)
 
 
 def _recover(args, settings: Settings) -> None:
@@ -139,7 +192,7 @@ def _recover(args, settings: Settings) -> None:
 def _demo(args, settings: Settings) -> int:
     from bot.demo import run_demo
 
-    return run_demo(settings, keep=args.keep)
+    return run_demo(settings, keep=args.keep, serve=args.serve)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -169,6 +222,10 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--account", required=True)
     create.add_argument("--project", action="append", default=[], help="limit the key to this project (repeatable)")
     create.add_argument("--name", help="a label to recognise the key by")
+    create.add_argument("--access", choices=("read-write", "read-only"), default="read-write",
+                        help="read-only keys may only GET (default: read-write)")
+    create.add_argument("--expires", default="90", metavar="{7,30,60,90,never}",
+                        help="days until the key stops working, or never (default: 90)")
     create.add_argument("--json", action="store_true")
     create.set_defaults(handler=_key_create)
     revoke = key.add_parser("revoke", help="revoke an API key by id")
@@ -176,8 +233,19 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("--json", action="store_true")
     revoke.set_defaults(handler=_key_revoke)
     keys = key.add_parser("list", help="list API keys (never their secrets)")
+    keys.add_argument("--account", help="only this account's keys")
     keys.add_argument("--json", action="store_true")
     keys.set_defaults(handler=_key_list)
+    audit = key.add_parser("audit", help="who created or revoked which key of an account, newest first")
+    audit.add_argument("--account", required=True)
+    audit.add_argument("--json", action="store_true")
+    audit.set_defaults(handler=_key_audit)
+
+    dashboard = sub.add_parser("dashboard", help="sign in to the dashboard without GitHub").add_subparsers(
+        dest="action", required=True)
+    login_link = dashboard.add_parser("login-link", help="print a one-time dashboard sign-in link for the operator")
+    login_link.add_argument("--json", action="store_true")
+    login_link.set_defaults(handler=_dashboard_login_link)
 
     github = sub.add_parser("github", help="register the GitHub App").add_subparsers(dest="action", required=True)
     register_link = github.add_parser("register-link", help="print a one-time link to register the GitHub App")
@@ -194,22 +262,40 @@ def _parser() -> argparse.ArgumentParser:
         settle.add_argument("--json", action="store_true")
         settle.set_defaults(handler=_pull_settle)
 
-    web = sub.add_parser("web", help="serve the API (gunicorn)")
+    web = sub.add_parser("web", help="serve the API (gunicorn, gevent workers)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8000)
     web.add_argument("--workers", type=int, default=2)
+    web.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent",
+                     help="gevent (default): a greenlet per connection; gthread: a thread each, 8 per worker")
     web.set_defaults(handler=_web)
 
-    worker = sub.add_parser("worker", help="run a worker on Copydesk's GitHub events and runs queues (events first)")
+    worker = sub.add_parser("worker", help="run a worker on Copydesk's GitHub events, webhook and runs queues "
+                                           "(in that order), with RQ's scheduler for webhook retries")
     worker.add_argument("--burst", action="store_true", help="exit when both queues are empty")
+    worker.add_argument("--name", help="the worker's name in heartbeats (default: COPYDESK_WORKER_NAME, else "
+                                       "<hostname>.<pid>)")
     worker.set_defaults(handler=_worker)
+
+    doctor = sub.add_parser("doctor", help="check Redis, git, the data folder and the models; list the workers")
+    doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--worker-alive", nargs="?", const="", metavar="NAME",
+                        help="liveness probe: exit 0 if worker NAME (without NAME: a worker of this host) published "
+                             "a heartbeat recently, else 1; reads the heartbeat files only, not Redis")
+    doctor.add_argument("--max-age", type=float, metavar="SECONDS",
+                        help="with --worker-alive: the oldest heartbeat that counts (default: 3 heartbeat intervals)")
+    doctor.set_defaults(handler=_doctor)
 
     recover = sub.add_parser("recover", help="queue messages that were stored but never queued")
     recover.add_argument("--json", action="store_true")
     recover.set_defaults(handler=_recover)
 
+    cli_events.add_commands(sub)
+
     demo = sub.add_parser("demo", help="run a whole job end to end on this machine")
     demo.add_argument("--keep", action="store_true", help="keep the demo's folder and print where it is")
+    demo.add_argument("--serve", action="store_true",
+                      help="afterwards, print a dashboard sign-in link and keep serving until Ctrl-C")
     demo.set_defaults(handler=_demo)
     return parser
 

@@ -21,8 +21,11 @@ from service.workspace.git import Git
 _TERMINAL = {"completed", "failed", "archived"}
 
 
-def run_demo(settings: Settings, *, keep: bool = False) -> int:
-    """Create a sample repository, project and key, start web and worker, run one job and show its diff."""
+def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> int:
+    """Create a sample repository, project and key, start web and worker, run one job and show its diff.
+
+    With `serve`, then print a one-time dashboard sign-in link and keep serving until interrupted.
+    """
     with ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix="copydesk-demo-"))
         if not keep:
@@ -63,11 +66,28 @@ def run_demo(settings: Settings, *, keep: bool = False) -> int:
         if job["prLink"]:
             number = int(job["prLink"].rsplit("/", 1)[1])
             pull = ctx.local.pull(project.id, number)
+            assert pull is not None  # the job's prLink names it
             _say(f"\nPull request #{number}: {pull.title}\n{job['prLink']}\n")
             _say(_colour(ctx.local.diff(project, pull)))
         if keep:
             _say(f"\nKept the demo's files in {root}")
+        if serve:
+            _serve_dashboard(ctx, settings)
         return 0 if job["status"] == "completed" else 1
+
+
+def _serve_dashboard(ctx: context.Context, settings: Settings) -> None:
+    """Print a one-time operator sign-in link and keep the web server and worker up until Ctrl-C."""
+    from bot.dashboard.operator import issue_login_link
+
+    link = issue_login_link(ctx.services.redis, settings.base_url)
+    _say(f"\nSee the job on the dashboard (this link signs you in once, within 15 minutes):\n  {link}\n"
+         "Press Ctrl-C to stop the demo.")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        _say("\nStopping the demo.")
 
 
 def _choose_model(settings: Settings) -> str:

@@ -1,28 +1,75 @@
-"""Serves the Flask app with gunicorn, the production server."""
+"""Serves the Flask app with gunicorn's gevent workers: slow clients and event streams cost a greenlet each.
+
+Run as `python -m bot.web`: gevent patches the standard library in each worker before the app (redis,
+requests, ssl) is imported, which is why `copydesk web` starts this module in a fresh interpreter.
+"""
+
+import argparse
+import os
+import sys
 
 from gunicorn.app.base import BaseApplication
 
-from bot.app import create_app
 from service.settings import Settings
+
+WORKER_CLASSES = ("gevent", "gthread")  # gthread: the thread-per-connection model, kept for the benchmark
+WORKER_CONNECTIONS = 1000  # open connections one gevent worker holds (slow bodies, event streams, requests)
+
+
+def options(*, host: str, port: int, workers: int, worker_class: str = "gevent") -> dict:
+    """gunicorn's settings for `copydesk web`."""
+    chosen = {"bind": f"{host}:{port}", "workers": workers, "worker_class": worker_class, "timeout": 30,
+              "graceful_timeout": 10, "accesslog": "-", "errorlog": "-",
+              "logger_class": "bot.accesslog.RedactingLogger",
+              # gunicorn >= 25.1 opens a control socket at one path per user: two servers would fight over it.
+              "control_socket_disable": True}
+    if worker_class == "gevent":
+        chosen["worker_connections"] = WORKER_CONNECTIONS
+    else:
+        chosen["threads"] = 8
+    return chosen
 
 
 class _Gunicorn(BaseApplication):
-    def __init__(self, settings: Settings, options: dict) -> None:
+    def __init__(self, settings: Settings, chosen: dict) -> None:
         self._settings = settings
-        self._options = options
+        self._options = chosen
         super().__init__()
 
     def load_config(self) -> None:
         for key, value in self._options.items():
-            self.cfg.set(key, value)
+            if key in self.cfg.settings:  # settings newer than the installed gunicorn are skipped
+                self.cfg.set(key, value)
 
     def load(self):
+        # Imported here, in the worker, after gevent has patched sockets, ssl and threads.
+        from bot import logs
+        from bot.app import create_app
+
+        logs.configure(self._settings.log_json)
         return create_app(self._settings)
 
 
-def serve(settings: Settings, *, host: str, port: int, workers: int) -> None:
-    """Run the web app under gunicorn until interrupted."""
-    # Threads, not more processes: requests mostly wait on Redis, and a process each is costly.
-    options = {"bind": f"{host}:{port}", "workers": workers, "threads": 8, "worker_class": "gthread",
-               "timeout": 30, "graceful_timeout": 10, "accesslog": "-", "errorlog": "-"}
-    _Gunicorn(settings, options).run()
+def serve(*, host: str, port: int, workers: int, worker_class: str = "gevent") -> None:
+    """Replace this process with the web server (a fresh interpreter, so nothing is imported unpatched)."""
+    argv = [sys.executable, "-m", "bot.web", "--host", host, "--port", str(port), "--workers", str(workers),
+            "--worker-class", worker_class]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run gunicorn with the app until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m bot.web")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent")
+    args = parser.parse_args(argv)
+    chosen = options(host=args.host, port=args.port, workers=args.workers, worker_class=args.worker_class)
+    _Gunicorn(Settings.from_env(), chosen).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,13 @@
-"""Worker start-up: recover stranded messages, keep sweeping, and run an RQ worker on Copydesk's queues."""
+"""Worker start-up: recover stranded messages, keep sweeping, fan webhooks out, and run an RQ worker (with its
+scheduler, for webhook retries) on Copydesk's queues."""
 
 import logging
+import os
+import signal
+import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import redis
@@ -10,14 +15,20 @@ import rq
 
 from bot.context import Context
 from bot.github.webhooks import events_queue_name
+from bot.heartbeat import WorkerHeartbeat
+from bot.rqworker import CopydeskWorker
 from service.dispatch import archive_inactive
+from service.webhooks.fanout import Fanout
+from service.webhooks.queue import webhooks_queue_name
 from service.workspace.git import GitError
 from service.workspace.mirror import MirrorStore
 
 log = logging.getLogger(__name__)
 
-SWEEP_INTERVAL_SECONDS = 30
+FANOUT_THREADS = 8  # first attempts of webhook deliveries sent at once by one worker process
 MAINTENANCE_INTERVAL_SECONDS = 600
+# The longest wait between attempts to reach Redis again after RQ's loop ended on a Redis error.
+RECONNECT_MAX_DELAY_SECONDS = 5.0
 
 
 def sweep_once(ctx: Context) -> list[str]:
@@ -40,28 +51,107 @@ def maintain_mirrors(ctx: Context) -> None:
 
 
 def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
+    interval = ctx.settings.sweep_interval_seconds
     last_maintenance = time.monotonic()
-    while not stop.wait(SWEEP_INTERVAL_SECONDS):
+    while not stop.wait(interval):
         try:
-            sweep_once(ctx)
+            # One sweep per interval across all workers: the first to take the turn does it.
+            if ctx.services.redis.set("cd:sweep:turn", "1", nx=True, px=int(interval * 1000)):
+                sweep_once(ctx)
         except redis.RedisError:
-            log.warning("sweep skipped: Redis unreachable", exc_info=True)
+            log.warning("sweep skipped: Redis unreachable")
         if time.monotonic() - last_maintenance > MAINTENANCE_INTERVAL_SECONDS:
             maintain_mirrors(ctx)
             last_maintenance = time.monotonic()
 
 
+def fanout(ctx: Context, executor: ThreadPoolExecutor) -> Fanout:
+    """The webhook fan-out of this worker process (one consumer of the outbox's group)."""
+    services = ctx.services
+    return Fanout(services.redis, services.webhooks, services.sender,
+                  consumer=f"{socket.gethostname()}-{os.getpid()}", executor=executor)
+
+
+def _fan_out_forever(ctx: Context, stop: threading.Event) -> None:
+    with ThreadPoolExecutor(FANOUT_THREADS, thread_name_prefix="copydesk-webhook") as executor:
+        fan = fanout(ctx, executor)
+        while not stop.is_set():
+            try:
+                fan.run_once(block_ms=1000)
+            except redis.RedisError:
+                log.warning("webhook fan-out paused: Redis unreachable", exc_info=True)
+                stop.wait(2)
+            except Exception:
+                log.exception("webhook fan-out failed; retrying")
+                stop.wait(2)
+
+
+def worker_queues(queue_name: str) -> list[str]:
+    """The queues a worker serves, first first: GitHub events, webhook attempts (short), then runs (long)."""
+    return [events_queue_name(queue_name), webhooks_queue_name(queue_name), queue_name]
+
+
 def run_worker(ctx: Context, *, burst: bool = False) -> bool:
-    """`copydesk worker`: process GitHub events and agent runs until stopped (or, with `burst`, until both
-    queues are empty). Events come first: RQ takes from the first non-empty queue, and runs are long."""
-    sweep_once(ctx)
+    """`copydesk worker`: process GitHub events, webhook attempts and agent runs until stopped (or, with `burst`,
+    until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
+    A Redis outage never ends it: it backs off, reconnects and carries on."""
     stop = threading.Event()
     if not burst:
         threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
-    names = [events_queue_name(ctx.settings.queue_name), ctx.settings.queue_name]
-    queues = [rq.Queue(name, connection=ctx.services.redis) for name in names]
-    worker = rq.Worker(queues, connection=ctx.services.redis)
+        threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
+    names = worker_queues(ctx.settings.queue_name)
+    worked = False
     try:
-        return worker.work(burst=burst, with_scheduler=False, logging_level="INFO")
+        with WorkerHeartbeat(ctx) as heartbeat:
+            while True:
+                worker = None
+                try:
+                    worker = CopydeskWorker([rq.Queue(name, connection=ctx.services.redis) for name in names],
+                                            ctx=ctx)
+                    heartbeat.watch(worker)
+                    sweep_once(ctx)
+                    # The scheduler moves webhook retries (enqueue_in) onto their queue when they are due.
+                    worked = worker.work(burst=burst, with_scheduler=True, logging_level="INFO") or worked
+                except redis.RedisError:
+                    log.warning("worker: Redis unreachable", exc_info=True)
+                if (worker is not None and worker.shutting_down) or (burst and _reachable(ctx)):
+                    return worked
+                # RQ's loop ends on any error it does not handle, a Redis outage among them: wait, start again.
+                if _wait_for_redis(ctx):
+                    return worked
     finally:
         stop.set()
+
+
+def _reachable(ctx: Context) -> bool:
+    try:
+        return bool(ctx.services.redis.ping())
+    except redis.RedisError:
+        return False
+
+
+def _wait_for_redis(ctx: Context) -> bool:
+    """Back off until Redis answers; True if a stop signal came meanwhile (then the worker exits)."""
+    stopping = threading.Event()
+    in_main = threading.current_thread() is threading.main_thread()
+    signals = (signal.SIGTERM, signal.SIGINT) if in_main else ()
+    handlers = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in signals}
+    try:
+        for delay in _backoff():
+            if stopping.wait(delay):
+                return True
+            if _reachable(ctx):
+                log.info("worker: Redis is reachable again; resuming")
+                return False
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    return False
+
+
+def _backoff():
+    """0.5 s, doubling, capped at RECONNECT_MAX_DELAY_SECONDS, for ever."""
+    delay = 0.5
+    while True:
+        yield delay
+        delay = min(delay * 2, RECONNECT_MAX_DELAY_SECONDS)

@@ -51,6 +51,10 @@ OPERATIONS = (
     "reactions/create-for-pull-request-review-comment",
     "reactions/create-for-issue",
     "git/delete-ref",
+    # The dashboard's sign-in with GitHub, with the user-to-server token.
+    "users/get-authenticated",
+    "apps/list-installations-for-authenticated-user",
+    "orgs/get-membership-for-authenticated-user",
 )
 # (event, action or None); the OpenAPI document names them "<event>-<action>" with dashes.
 WEBHOOKS = (
@@ -97,8 +101,16 @@ def fetch_tarball(package: tuple[str, str, str], cache: Path | None) -> bytes:
 
 def read_member(tarball: bytes, member: str):
     """Parse one JSON file inside a .tgz."""
+    return json.loads(read_text_member(tarball, member))
+
+
+def read_text_member(tarball: bytes, member: str) -> str:
+    """One text file inside a .tgz."""
     with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
-        return json.load(archive.extractfile(member))
+        handle = archive.extractfile(member)
+        if handle is None:
+            raise ValueError(f"{member} is not a regular file in the package")
+        return handle.read().decode("utf-8")
 
 
 def clean_schema(node):

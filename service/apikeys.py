@@ -1,14 +1,16 @@
-"""API keys: `cdk_` + base62, shown once, kept as a SHA-256 hash, checked in constant time."""
+"""API keys: `cdk_` + base62, shown once, kept as a SHA-256 hash, checked in constant time; scoped, read-only or
+read-write, expiring, counted and audited."""
 
 import hashlib
 import hmac
 import re
 import secrets
 import string
+from datetime import timedelta
 
-from service.clock import now_iso
-from service.errors import Unauthorized
-from service.models import ApiKey
+from service.clock import iso, now, now_iso
+from service.errors import InvalidRequest, RateLimited, Unauthorized
+from service.models import ApiKey, KeyAccess, KeyEvent
 from service.store.apikeys import ApiKeyStore
 
 PREFIX = "cdk_"
@@ -16,6 +18,10 @@ _ALPHABET = string.digits + string.ascii_letters
 _LOOKUP_LEN = 12  # public part: the key id is `key_` + these characters
 _SECRET_LEN = 32
 _FORMAT = re.compile(rf"^{PREFIX}[0-9A-Za-z]{{{_LOOKUP_LEN + _SECRET_LEN}}}$")
+EXPIRY_DAYS = (7, 30, 60, 90)  # or None: never
+DEFAULT_EXPIRY_DAYS = 90
+NEW_KEYS_PER_HOUR = 10  # per account
+NAME_MAX = 100
 
 
 def _random(length: int) -> str:
@@ -33,19 +39,48 @@ def key_id_of(plaintext: str) -> str | None:
     return "key_" + plaintext[len(PREFIX):len(PREFIX) + _LOOKUP_LEN]
 
 
+def expiry_days(text: str | None) -> int | None:
+    """Read an expiry choice ("7", "30", "60", "90" or "never"); empty means the default."""
+    text = (text or "").strip().lower()
+    if not text:
+        return DEFAULT_EXPIRY_DAYS
+    if text == "never":
+        return None
+    if text.isdigit() and int(text) in EXPIRY_DAYS:
+        return int(text)
+    raise InvalidRequest(f"expiry must be one of {', '.join(map(str, EXPIRY_DAYS))} (days) or never", field="expiry")
+
+
 class ApiKeys:
     """Creates, checks and revokes API keys."""
 
     def __init__(self, store: ApiKeyStore) -> None:
         self._store = store
 
-    def create(self, *, account: str, name: str = "", projects: list[str] | None = None) -> tuple[ApiKey, str]:
-        """Make a key; returns the record and the plaintext, which is never available again."""
+    def create(self, *, account: str, name: str = "", projects: list[str] | None = None,
+               access: KeyAccess = KeyAccess.READ_WRITE, expires_in_days: int | None = DEFAULT_EXPIRY_DAYS,
+               created_by: str = "operator") -> tuple[ApiKey, str]:
+        """Make a key; returns the record and the plaintext, which is never available again.
+
+        At most NEW_KEYS_PER_HOUR per account (RateLimited past it); the creation is audited.
+        """
+        name = name.strip()
+        if len(name) > NAME_MAX or not name.isprintable():
+            raise InvalidRequest(f"a key's name is at most {NAME_MAX} printable characters", field="name")
+        if expires_in_days is not None and expires_in_days not in EXPIRY_DAYS:
+            raise InvalidRequest(f"expiry must be one of {EXPIRY_DAYS} days or never", field="expiry")
         lookup = _random(_LOOKUP_LEN)
+        wait = self._store.claim_creation(account, "key_" + lookup, limit=NEW_KEYS_PER_HOUR, window_seconds=3600)
+        if wait:
+            raise RateLimited(f"account {account} may create {NEW_KEYS_PER_HOUR} API keys per hour; "
+                              f"try again in {int(wait) // 60 + 1} minutes", retry_after=int(wait))
         plaintext = PREFIX + lookup + _random(_SECRET_LEN)
-        key = ApiKey(id="key_" + lookup, account=account, hash=_digest(plaintext), created_at=now_iso(),
-                     name=name, projects=list(projects or []))
-        self._store.add(key)
+        created = now()
+        key = ApiKey(id="key_" + lookup, account=account, hash=_digest(plaintext), created_at=iso(created),
+                     name=name, projects=list(projects or []), access=KeyAccess(access), created_by=created_by,
+                     expires_at=iso(created + timedelta(days=expires_in_days)) if expires_in_days else None)
+        self._store.add(key, KeyEvent(at=key.created_at, account=account, actor=created_by, action="created",
+                                      key_id=key.id, key_name=name))
         return key, plaintext
 
     def authenticate(self, authorization: str | None) -> ApiKey:
@@ -60,11 +95,26 @@ class ApiKeys:
         expected = key.hash if key else _digest("")
         if not hmac.compare_digest(expected, _digest(token)) or key is None or key.revoked_at:
             raise Unauthorized("the API key is not valid or has been revoked")
+        if key.expired(now_iso()):
+            raise Unauthorized("the API key has expired; create a new one on the dashboard's API keys page")
         self._store.touch(key)
         return key
 
-    def revoke(self, key_id: str) -> ApiKey:
-        return self._store.revoke(key_id)
+    def find(self, key_id: str) -> ApiKey | None:
+        return self._store.find(key_id) if key_id.startswith("key_") else None
+
+    def revoke(self, key_id: str, *, by: str = "operator") -> ApiKey:
+        """Revoke a key at once; `by` is recorded in the audit list."""
+        return self._store.revoke(key_id, by=by)
 
     def all(self) -> list[ApiKey]:
         return self._store.all()
+
+    def of_account(self, account: str) -> list[ApiKey]:
+        """The account's keys, newest first."""
+        return sorted((k for k in self._store.all() if k.account == account), key=lambda k: k.created_at,
+                      reverse=True)
+
+    def audit(self, account: str, limit: int = 100) -> list[KeyEvent]:
+        """Who created or revoked which of the account's keys, and when; newest first."""
+        return self._store.audit(account, limit)

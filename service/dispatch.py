@@ -6,12 +6,14 @@ from datetime import timedelta
 import redis
 import rq
 from rq.exceptions import NoSuchJobError
-from rq.job import Job as RqJob, JobStatus as RqStatus
+from rq.job import Job as RqJob
+from rq.job import JobStatus as RqStatus
 
 from service.clock import now
+from service.lease import is_leased
 from service.models import JobStatus
-from service.runlock import LOCK_TTL_SECONDS, is_locked
 from service.store.jobs import JobStore
+from service.store.replies import text
 
 log = logging.getLogger(__name__)
 
@@ -26,21 +28,20 @@ class Dispatcher:
     """Enqueues `task(job_id)` on RQ; `task` is the dotted path of the worker's entry function."""
 
     def __init__(self, client: redis.Redis, jobs: JobStore, *, queue_name: str, task: str,
-                 job_timeout: int, lock_ttl: float = LOCK_TTL_SECONDS) -> None:
+                 job_timeout: int) -> None:
         self._redis = client
         self._jobs = jobs
         self._queue = rq.Queue(queue_name, connection=client)
         self._task = task
         self._job_timeout = job_timeout
-        self._lock_ttl = lock_ttl
 
-    def kick(self, job_id: str) -> None:
-        """Queue a run of the job's next waiting message."""
+    def kick(self, job_id: str, *, first: bool = False) -> None:
+        """Queue a run of the job's next waiting message (`first`: ahead of the queue, for a handed-back run)."""
         # A run handles one message; a failure is recorded on the job by the run itself, so RQ's
         # own failure record is only kept for operators and expires.
         rq_job = self._queue.enqueue(self._task, job_id, job_timeout=self._job_timeout,
                                      result_ttl=3600, failure_ttl=7 * 24 * 3600,
-                                     description=f"copydesk run {job_id}")
+                                     description=f"copydesk run {job_id}", at_front=first)
         self._redis.set(_rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
 
     def try_kick(self, job_id: str) -> bool:
@@ -53,33 +54,28 @@ class Dispatcher:
             return False
 
     def sweep(self) -> list[str]:
-        """Kick every job whose waiting messages have no live run and no queued run; return their ids."""
+        """Kick every job whose waiting messages have no run holding their lease and no run waiting in the
+        queue; return their ids. A kick too many is harmless: a run that finds the lease taken does nothing."""
         kicked = []
         for job_id in self._jobs.pending_jobs():
-            if is_locked(self._redis, job_id) or self._run_is_queued(job_id):
+            if is_leased(self._redis, job_id) or self._run_is_waiting(job_id):
                 continue
             self.kick(job_id)
             kicked.append(job_id)
         if kicked:
-            log.info("recovered %d job(s) whose messages were not queued: %s", len(kicked), kicked)
+            log.info("recovered %d job(s) whose messages had no live run: %s", len(kicked), kicked)
         return kicked
 
-    def _run_is_queued(self, job_id: str) -> bool:
+    def _run_is_waiting(self, job_id: str) -> bool:
+        # A started RQ job does not count: once started, a live run holds the lease within moments, and a dead
+        # one must not hold up recovery (the lease, not RQ's record, says whether a run is alive).
         rq_id = self._redis.get(_rq_key(job_id))
         if rq_id is None:
             return False
         try:
-            rq_job = RqJob.fetch(rq_id.decode(), connection=self._redis)
-            status = rq_job.get_status()
+            return RqJob.fetch(text(rq_id), connection=self._redis).get_status() in _WAITING
         except NoSuchJobError:
             return False
-        if status in _WAITING:
-            return True
-        if status == RqStatus.STARTED and rq_job.started_at is not None:
-            # Started but not holding the lock: about to take it, unless its worker died long ago.
-            started = rq_job.started_at.replace(tzinfo=now().tzinfo)
-            return now() - started < timedelta(seconds=2 * self._lock_ttl)
-        return False
 
 
 def archive_inactive(jobs: JobStore, *, older_than: timedelta) -> list[str]:

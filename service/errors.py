@@ -27,6 +27,12 @@ class Unauthorized(ServiceError):
     code = "unauthorized"
 
 
+class Forbidden(ServiceError):
+    """The key is valid but may not do this (a read-only key on a write)."""
+
+    code = "forbidden"
+
+
 class ProjectNotFound(ServiceError):
     code = "project_not_found"
 
@@ -37,6 +43,10 @@ class JobNotFound(ServiceError):
 
 class JobArchived(ServiceError):
     code = "job_archived"
+
+
+class JobNotActive(ServiceError):
+    code = "job_not_active"
 
 
 class ProjectDisabled(ServiceError):
@@ -56,6 +66,26 @@ class RateLimited(ServiceError):
         self.headers = headers or {}
 
 
+class MonthlyBudgetExceeded(ServiceError):
+    code = "monthly_budget_exceeded"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class WebhookNotFound(ServiceError):
+    code = "webhook_not_found"
+
+
+class DeliveryNotFound(ServiceError):
+    code = "delivery_not_found"
+
+
+class StreamsBusy(ServiceError):
+    code = "unavailable"
+
+
 class KeyNotFound(ServiceError):
     code = "key_not_found"
 
@@ -66,6 +96,14 @@ class PayloadTooLarge(ServiceError):
 
 class UnsupportedMediaType(ServiceError):
     code = "unsupported_media_type"
+
+
+# The `error.code` of a run stopped by its job's token budget (it also emits `job.budget_reached`).
+BUDGET_EXCEEDED = "budget_exceeded"
+
+
+class RunCancelled(Exception):
+    """The run stopped because its job was cancelled; nothing it had not pushed yet is pushed."""
 
 
 class RunFailed(Exception):

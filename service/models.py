@@ -1,7 +1,8 @@
 """The records the service keeps, as dataclasses, and the enums of their states."""
 
 import enum
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 
 class JobStatus(str, enum.Enum):
@@ -19,6 +20,13 @@ class MessageStatus(str, enum.Enum):
     CANCELLED = "cancelled"
 
 
+class KeyAccess(str, enum.Enum):
+    """What an API key may do: read only (GET), or read and write."""
+
+    READ_ONLY = "read_only"
+    READ_WRITE = "read_write"
+
+
 class Role(str, enum.Enum):
     USER = "user"
     AGENT = "agent"
@@ -26,6 +34,8 @@ class Role(str, enum.Enum):
 
 class Record:
     """JSON round-trip for the dataclasses below (enums stored as their values)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # set on each subclass by @dataclass
 
     def to_dict(self) -> dict:
         return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in asdict(self).items()}
@@ -50,6 +60,7 @@ class Project(Record):
     host_data: dict = field(default_factory=dict)
     # Why the project was disabled: the `error.code` a run of it fails with (e.g. "installation_removed").
     disabled_reason: str | None = None
+    max_tokens: int | None = None  # the default token budget of the project's jobs; None: no cap
 
 
 @dataclass
@@ -71,6 +82,7 @@ class Job(Record):
     as_draft: bool = False
     messages: int = 0  # how many user messages the job has had; the next one's sequence number
     usage: dict = field(default_factory=dict)  # model tokens of all the job's runs: inputTokens, outputTokens
+    max_tokens: int | None = None  # the job's token budget over all its rounds (input + output); None: no cap
 
     def __post_init__(self) -> None:
         self.status = JobStatus(self.status)
@@ -110,6 +122,7 @@ class Message(Record):
     changed_files: list = field(default_factory=list)
     error: dict | None = None
     usage: dict | None = None  # user messages: model tokens of the run that processed it
+    key_id: str | None = None  # user messages sent through the API: the key that sent it (monthly usage per key)
 
     def __post_init__(self) -> None:
         self.role = Role(self.role)
@@ -118,13 +131,14 @@ class Message(Record):
 
     def to_api(self) -> dict:
         """The message as the conversation endpoint returns it."""
-        data = {
+        data: dict[str, Any] = {
             "id": self.id,
             "role": self.role.value,
             "content": self.content,
             "createdAt": self.created_at,
         }
         if self.role is Role.USER:
+            assert self.status is not None  # a user message always has a status
             data.update(status=self.status.value, source=self.source, author=self.author, error=self.error,
                         usage=self.usage)
         else:
@@ -142,6 +156,27 @@ class ApiKey(Record):
     projects: list = field(default_factory=list)  # empty: every project of the account
     last_used_at: str | None = None
     revoked_at: str | None = None
+    access: KeyAccess = KeyAccess.READ_WRITE
+    expires_at: str | None = None  # None: never expires
+    created_by: str = ""  # who made it: a GitHub login, or "operator" for the CLI and the login link
+    revoked_by: str | None = None
+    use_count: int = 0  # kept beside the record, like last_used_at
+
+    def __post_init__(self) -> None:
+        self.access = KeyAccess(self.access)
+
+    @property
+    def prefix(self) -> str:
+        """The part of the key that may be shown: `cdk_` and the public id."""
+        return "cdk_" + self.id.removeprefix("key_")
+
+    def expired(self, at: str) -> bool:
+        """Whether the key had expired at the ISO timestamp `at`."""
+        return self.expires_at is not None and self.expires_at <= at
+
+    @property
+    def writes(self) -> bool:
+        return self.access is KeyAccess.READ_WRITE
 
     def allows(self, project: "Project") -> bool:
         """Whether this key may act on `project`."""
@@ -153,13 +188,35 @@ class ApiKey(Record):
         """What may be shown about a key after creation: never its hash."""
         return {
             "id": self.id,
+            "prefix": self.prefix,
             "account": self.account,
             "name": self.name,
             "projects": self.projects,
+            "access": self.access.value,
             "createdAt": self.created_at,
+            "createdBy": self.created_by,
+            "expiresAt": self.expires_at,
             "lastUsedAt": self.last_used_at,
+            "useCount": self.use_count,
             "revokedAt": self.revoked_at,
+            "revokedBy": self.revoked_by,
         }
+
+
+@dataclass
+class KeyEvent(Record):
+    """One line of an account's API-key audit list: who created or revoked which key, and when."""
+
+    at: str
+    account: str
+    actor: str
+    action: str  # "created" or "revoked"
+    key_id: str
+    key_name: str = ""
+
+    def to_public(self) -> dict:
+        return {"at": self.at, "account": self.account, "actor": self.actor, "action": self.action,
+                "keyId": self.key_id, "keyName": self.key_name}
 
 
 @dataclass
@@ -169,3 +226,65 @@ class PullRequest(Record):
     number: int
     url: str
     state: str = "open"
+
+
+class DeliveryStatus(str, enum.Enum):
+    PENDING = "pending"  # not yet delivered; a retry is scheduled
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # every attempt failed and no retry is left
+
+
+@dataclass
+class WebhookEndpoint(Record):
+    """Where a project's events are pushed (Standard Webhooks); the secret is kept sealed, never in plain text."""
+
+    id: str
+    project_id: str
+    url: str
+    sealed_secret: str
+    created_at: str
+    description: str = ""
+    events: list = field(default_factory=list)  # event types to send; empty: every type
+    enabled: bool = True
+    disabled_reason: str | None = None
+    failing_since: str | None = None  # the first failed attempt since the last success
+    # After a rotation the previous secret still signs (a second signature) until `previous_until`.
+    sealed_previous: str | None = None
+    previous_until: str | None = None
+
+    def wants(self, event_type: str) -> bool:
+        return self.enabled and (not self.events or event_type in self.events)
+
+    def to_api(self) -> dict:
+        return {"id": self.id, "url": self.url, "description": self.description, "events": self.events,
+                "enabled": self.enabled, "disabledReason": self.disabled_reason,
+                "failingSince": self.failing_since, "createdAt": self.created_at}
+
+
+@dataclass
+class Delivery(Record):
+    """One event sent to one endpoint, with its attempts; `id` is the `webhook-id` every attempt carries."""
+
+    id: str
+    endpoint_id: str
+    job_id: str
+    event_id: str  # the id of the event's entry in the outbox
+    event_type: str
+    payload: str  # the body exactly as signed and sent
+    created_at: str
+    status: DeliveryStatus = DeliveryStatus.PENDING
+    attempts: int = 0
+    response_status: int | None = None
+    latency_ms: int | None = None
+    error: str | None = None
+    last_attempt_at: str | None = None
+    next_attempt_at: str | None = None
+
+    def __post_init__(self) -> None:
+        self.status = DeliveryStatus(self.status)
+
+    def to_api(self) -> dict:
+        return {"id": self.id, "webhookId": self.endpoint_id, "jobId": self.job_id, "type": self.event_type, "status": self.status.value, "attempts": self.attempts,
+                "responseStatus": self.response_status, "latencyMs": self.latency_ms, "error": self.error,
+                "createdAt": self.created_at, "lastAttemptAt": self.last_attempt_at,
+                "nextAttemptAt": self.next_attempt_at}

@@ -1,25 +1,40 @@
-"""Runs a job's next message: workspace, agent, commit, push, pull request, and the job's new state."""
+"""Runs a job's next message under a lease: workspace, agent, commit, push, pull request, and the job's new state."""
 
 import logging
+import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 
+import redis
+
 from service import describe, logcontext
-from service.agent.compaction import compact_history
 from service.agent.briefing import brief
-from service.agent.loop import RunLimits, RunMeter, run_agent
-from service.agent.model import ModelFactory
-from service.codehost.base import CodeHostError
+from service.agent.compaction import compact_history
+from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failure
+from service.agent.model import ModelFactory, ToolCall
+from service.agent.progress import step_event
+from service.codehost.base import CodeHost, CodeHostError
 from service.errors import RunFailed
+from service.events import EventType
+from service.faults import AFTER_PULL, AFTER_PUSH, FREEZE_BEFORE_PUSH, Faults
+from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
-from service.runlock import LOCK_TTL_SECONDS, JobLock, LockLost
+from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
-from service.store.jobs import RunOutcome
+from service.store.jobs import JobStore, RunOutcome, spent
 from service.workspace.entries import BranchConflict
-from service.workspace.git import GitError
+from service.workspace.git import GitError, Remote
+from service.workspace.history import BranchHistory
 from service.workspace.mirror import Mirror, MirrorStore
 from service.workspace.publish import Identity, build_commit, push_commit
 
 log = logging.getLogger(__name__)
+
+# How long past its deadline a run may take to stop before its worker process kills it (a C loop does not
+# notice a Python-level interrupt); the worker process then records `time_limit_exceeded` itself.
+BACKSTOP_GRACE_SECONDS = 5.0
+# How long publishing (push, pull request, outcome) may take before the worker process ends the run anyway.
+PUBLISH_ALLOWANCE_SECONDS = 900.0
 
 # Why a project can be disabled, in words for the job's error (the code is the project's `disabled_reason`).
 _DISABLED = {
@@ -28,6 +43,16 @@ _DISABLED = {
     "installation_suspended": "the app's installation on this repository is suspended; an owner can unsuspend it",
     "project_disabled": "the project was disabled by the operator; its repository is no longer reachable",
 }
+
+
+@dataclass
+class _Edited:
+    """What the agent left: its words, its changes (path -> content, None deletes) and the docs check."""
+
+    title: str
+    summary: str
+    changes: dict
+    docs_check: str | None
 
 
 @dataclass
@@ -43,212 +68,384 @@ class JobRunner:
     """Processes one waiting message of a job per call, never two runs of one job at once."""
 
     def __init__(self, services: Services, mirrors: MirrorStore, models: ModelFactory, *,
-                 lock_ttl: float = LOCK_TTL_SECONDS) -> None:
-        self._s = services
-        self._mirrors = mirrors
-        self._models = models
-        self._lock_ttl = lock_ttl
+                 faults: Faults = Faults(), worker: str = "") -> None:
+        self.services = services
+        self.mirrors = mirrors
+        self.models = models
+        self.faults = faults
+        self.worker = worker  # the RQ worker process that renews this process's leases too ("" for none)
         settings = services.settings
-        self._identity = Identity(settings.git_author_name, settings.git_author_email)
+        self.identity = Identity(settings.git_author_name, settings.git_author_email)
 
     def process(self, job_id: str) -> None:
         """Run the job's next waiting message, if no other run of the job is going."""
         with logcontext.job(job_id):
-            self._process(job_id)
+            try:
+                self._process(job_id)
+            except redis.RedisError:
+                # Nothing was recorded; the lease lapses and the sweep resumes the message once Redis is back.
+                log.warning("job %s: Redis became unreachable; the run is left for the recovery sweep",
+                            job_id, exc_info=True)
 
     def _process(self, job_id: str) -> None:
-        lock = JobLock(self._s.redis, job_id, self._lock_ttl)
-        if not lock.acquire():
+        settings = self.services.settings
+        lease = Lease(self.services.redis, job_id, settings.lease_ttl_seconds)
+        kill_at = time.time() + settings.run_timeout_seconds + BACKSTOP_GRACE_SECONDS
+        if not lease.acquire(worker=self.worker, kill_at=kill_at):
             log.info("job %s already has a run going; it will take the next message", job_id)
             return
+        handed_back = False
         try:
-            with lock.heartbeat():
-                started = self._s.jobs.start_next(job_id)
-                if started is not None:
-                    job, message = started
-                    outcome = self._attempt(job, message, lock)
-                    lock.ensure_held()
-                    self._s.jobs.finish_message(job_id, message.id, outcome)
-                    if outcome.error and job.pr_number is not None and outcome.error["code"] != "job_archived":
-                        self._reply_failure(job, message, outcome.error)
-        except LockLost:
-            # Another worker may be running this message now; it records the outcome (and finds our push).
-            log.warning("job %s: the run lock expired during the run; leaving the outcome to its new holder", job_id)
-            return
+            started = self.services.jobs.start_next(job_id, lease.fence)
+            if started is not None:
+                job, message = started
+                lease.note("message", message.id)
+                handed_back = Run(self, job, message, lease).execute() is StopReason.HAND_BACK
+        except LeaseLost:
+            log.warning("job %s: the lease lapsed before the run started; its new holder runs it", job_id)
         finally:
-            lock.release()
-        # Checked after releasing, so a message that arrived while we held the lock is not stranded.
-        if self._s.jobs.has_pending(job_id):
-            self._s.dispatcher.kick(job_id)
+            lease.release()
+        # Checked after releasing, so a message that arrived while we held the lease is not stranded.
+        if self.services.jobs.has_pending(job_id):
+            self.services.dispatcher.kick(job_id, first=handed_back)
 
-    def _attempt(self, job: Job, message: Message, lock: JobLock) -> RunOutcome:
-        if message.attempts > self._s.settings.max_attempts:
-            return _failed("run_interrupted", f"the run was interrupted {message.attempts - 1} times "
-                           "(worker crash or time-out); send the message again to retry")
-        meter = RunMeter()
+
+class Run:
+    """One run of one message: job, message, project, host, workspace, lease and meter, with the lifecycle of
+    a run as its methods (start, edit, push, publish the pull request, record) and one way to end per stop."""
+
+    def __init__(self, runner: JobRunner, job: Job, message: Message, lease: Lease) -> None:
+        self.services = runner.services
+        self.settings = runner.services.settings
+        self.runner = runner
+        self.job = job
+        self.message = message
+        self.lease = lease
+        self.meter = RunMeter()
+        self.stop = RunStop(deadline=time.monotonic() + self.settings.run_timeout_seconds)
+        self.branch = job.branch or f"copydesk/{job.id}"
+        self.trailer = f"{describe.TRAILER_MESSAGE}: {message.id}"
+        self.earlier = [m for m in self.services.jobs.conversation(job.id) if m.seq < message.seq]
+        self.project: Project | None = None
+        self.host: CodeHost | None = None
+        self.remote: Remote | None = None
+        self.mirror: Mirror | None = None
+        self.history: BranchHistory | None = None
+
+    # -- the lifecycle ---------------------------------------------------------------------------
+
+    def execute(self) -> StopReason | None:
+        """Run the message and record how it ended; returns why it was stopped, if it was."""
         try:
-            outcome = self._run(job, message, lock, meter)
-        except LockLost:
+            with self.stop.watch(self._stop_sources()):
+                self._record(self._attempt())
+            return None
+        except RunStopped as stopped:
+            reason = self.stop.reason or stopped.reason
+            assert reason is not None  # a stop raised without a reason was recorded in self.stop first
+        except LeaseLost:
+            reason = StopReason.LEASE_LOST
+        except redis.RedisError:
+            log.warning("job %s message %s: Redis became unreachable mid-run; handing the message back",
+                        self.job.id, self.message.id, exc_info=True)
+            self._hand_back(retry_for=self.lease.ttl_seconds)
+            return StopReason.HAND_BACK
+        self._on_stop[reason](self)
+        return reason
+
+    def _attempt(self) -> RunOutcome:
+        if self.message.attempts > self.settings.max_attempts:
+            return _failed("run_interrupted", f"the run was interrupted {self.message.attempts - 1} times "
+                           "(worker crash or time-out); send the message again to retry")
+        try:
+            outcome = self._run()
+        except (RunStopped, LeaseLost, redis.RedisError):
             raise
         except RunFailed as failure:
-            log.info("job %s message %s failed: %s", job.id, message.id, failure)
+            log.info("job %s message %s failed: %s", self.job.id, self.message.id, failure)
             outcome = _failed(failure.code, failure.message)
         except CodeHostError as exc:
-            log.warning("job %s message %s: the code host failed: %s", job.id, message.id, exc)
+            log.warning("job %s message %s: the code host failed: %s", self.job.id, self.message.id, exc)
             outcome = _failed("code_host_error", f"the code host refused or failed a request: {exc}")
         except Exception:
-            log.exception("job %s message %s: unexpected error", job.id, message.id)
+            log.exception("job %s message %s: unexpected error", self.job.id, self.message.id)
             outcome = _failed("internal_error",
                               "an unexpected error stopped the run; the operator's logs have details")
-        if meter.steps:
-            outcome.usage = {"inputTokens": meter.usage.input_tokens, "outputTokens": meter.usage.output_tokens}
         return outcome
 
-    def _ensure_enabled(self, project_id: str) -> Project:
+    def _run(self) -> RunOutcome:
+        self.project = self._ensure_enabled()
+        self.host = self.services.code_hosts[self.project.host]
+        self.remote = self.host.remote(self.project)
+        self.mirror = self.runner.mirrors.mirror(self.remote)
+        try:
+            with ExitStack() as refs:
+                with self.stop.interruptible():
+                    heads = refs.enter_context(self.mirror.run_refs(
+                        self.remote, {"base": f"refs/heads/{self.job.ref}", "branch": f"refs/heads/{self.branch}"}))
+                    start = heads["branch"] or heads["base"]
+                    if start is None:
+                        raise RunFailed("ref_not_found", f"the repository has no branch {self.job.ref!r}")
+                    self.history = BranchHistory(self.mirror, heads["base"])
+                    published = self._earlier_push(heads["branch"])
+                    edited = self._edit(start) if published is None else None
+                if published is None:
+                    assert edited is not None  # edited just above, as nothing was pushed before
+                    published = self._push(start, edited)
+                files = self.history.files(published.commit or start)
+        except GitError as exc:
+            raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
+        except BranchConflict as exc:
+            raise RunFailed("branch_conflict", str(exc)) from exc
+        return self._publish_pull(published, files)
+
+    def _edit(self, start: str) -> _Edited:
+        """The agent's part: brief the model, let it edit the workspace, collect its changes."""
+        settings = self.settings
+        request = self.earlier[0].content if self.earlier else self.message.content  # the job's first prompt
+        model = self.runner.models.client(self.job.model, run_index=self.message.seq)
+        assert self.mirror is not None and self.history is not None and self.project is not None  # set by _run
+        with self.mirror.open(start) as workspace:
+            task = brief(workspace, _prompt_text(self.message), base_commit=self.history.base,
+                         history=compact_history(_history(self.earlier), max_chars=settings.agent_history_chars),
+                         docs_root=self.project.docs_root, base_ref=self.job.ref,
+                         branch_diff=self.history.diff(start) if self.earlier else None)
+            budget = None if self.job.max_tokens is None else self.job.max_tokens - spent(self.job.usage)
+            limits = RunLimits(settings.max_steps, settings.max_bytes_written, deadline=self.stop.deadline,
+                               max_tokens=settings.max_tokens, context_chars=settings.agent_context_chars,
+                               tool_seconds=settings.tool_timeout_seconds, budget=budget)
+            result = run_agent(workspace, model, task, limits, self.meter, stop=self.stop, faults=self.runner.faults,
+                               on_step=self._step)
+            changes = workspace.changes()
+        title = result.title or describe.fallback_title(request)
+        docs_check = result.docs_report.to_text() if result.docs_report else None
+        return _Edited(title, result.summary, changes, docs_check)
+
+    def _push(self, start: str, edited: _Edited) -> _Published:
+        """Commit the agent's changes and push them: fenced by the lease, never twice for one message."""
+        # The last moment a stop (deadline, hand-back) keeps the run from writing anything outside.
+        self.stop.check()
+        if not edited.changes:
+            return _Published(edited.title, edited.summary, None, [], edited.docs_check)
+        text = describe.commit_message(edited.title, edited.summary, job_id=self.job.id, message_id=self.message.id)
+        assert self.mirror is not None and self.remote is not None and self.history is not None  # set by _run
+        commit = build_commit(self.mirror, start, edited.changes, text, author=self.runner.identity,
+                              committer=self.runner.identity)
+        if commit is None:
+            return _Published(edited.title, edited.summary, None, [], edited.docs_check)
+        self._ensure_still_wanted()
+        # From here on the run publishes: git and the code host bound each call themselves, and the worker
+        # process must not kill a horse that is past the deadline but pushing (it would record a failure).
+        self.lease.note("kill_at", repr(time.time() + PUBLISH_ALLOWANCE_SECONDS))
+        pushed = push_commit(self.mirror, self.remote, commit=commit, branch=self.branch, start_commit=start,
+                             changes=edited.changes, message=text, author=self.runner.identity,
+                             committer=self.runner.identity, trailer=self.trailer, base_head=self.history.base,
+                             guard=self._guard_push)
+        self.runner.faults.reach(AFTER_PUSH)
+        if pushed.already:
+            return self._published_from(pushed.commit)
+        self.services.events.emit(self.job, EventType.RUN_PUSHED, run={"messageId": self.message.id,
+                                                                        "commit": pushed.commit})
+        return _Published(edited.title, edited.summary, pushed.commit, sorted(edited.changes), edited.docs_check)
+
+    def _publish_pull(self, published: _Published, files: list[tuple[str, str]]) -> RunOutcome:
+        """Open or update the job's pull request (and comment on a follow-up round), each after a lease check."""
+        outcome = RunOutcome(reply=published.summary, commit=published.commit,
+                             changed_files=published.changed_files)
+        if published.commit is None and self.job.pr_number is None:
+            return outcome  # nothing changed and no pull request yet: nothing to show on the host
+        outcome.branch = self.branch
+        assert self.host is not None and self.project is not None  # set by _run
+        if published.commit is not None:
+            self._ensure_still_wanted()
+            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary), files=files,
+                                      docs_check=published.docs_check, job_id=self.job.id)
+            self.lease.ensure_held()  # the host's pull request is one per branch, so a retry updates, not opens
+            pull = self.host.open_or_update_pull(self.project, job_id=self.job.id, branch=self.branch,
+                                                 base=self.job.ref, title=published.title, body=body,
+                                                 draft=self.job.as_draft)
+            outcome.pr_link, outcome.pr_number = pull.url, pull.number
+            self.runner.faults.reach(AFTER_PULL)
+        if self.message.seq > 0:
+            self.lease.ensure_held()
+            number = outcome.pr_number or self.job.pr_number
+            assert number is not None  # the job had a pull request or this run opened one (see the return above)
+            self._comment(number,
+                          describe.round_comment(round_number=self.message.seq, summary=published.summary,
+                                                 changed_files=published.changed_files, commit=published.commit,
+                                                 mention=_mention(self.message)))
+        return outcome
+
+    def _record(self, outcome: RunOutcome) -> None:
+        """Record the outcome, fenced: a run whose lease lapsed writes nothing (LeaseLost)."""
+        if self.meter.steps:
+            outcome.usage = {"inputTokens": self.meter.usage.input_tokens,
+                             "outputTokens": self.meter.usage.output_tokens}
+        self.services.jobs.finish_message(self.job.id, self.message.id, outcome, fence=self.lease.fence)
+        if outcome.error and self.job.pr_number is not None and outcome.error["code"] != "job_archived":
+            self._reply_failure(outcome.error)
+
+    def _guard_push(self) -> None:
+        """Right before each push: the lease is still this run's (a push is the one write Redis cannot fence)."""
+        self.lease.ensure_held()
+        self.runner.faults.reach(FREEZE_BEFORE_PUSH)
+
+    # -- the ways a stopped run ends: one per StopReason -----------------------------------------
+
+    def _time_limit_exceeded(self) -> None:
+        failure = time_limit_failure()
+        try:
+            self._record(_failed(failure.code, failure.message))
+        except LeaseLost:
+            log.warning("job %s: the lease lapsed as the run hit its time limit; its new holder records it", self.job.id)
+
+    def _walk_away(self) -> None:
+        # Another run may hold the job now: it finds any commit of ours by its trailer and records the outcome.
+        log.warning("job %s message %s: the lease was lost mid-run; stopping without writing anything",
+                    self.job.id, self.message.id)
+
+    def _hand_back(self, retry_for: float = 0.0) -> None:
+        """Requeue the message without counting the attempt; retried for `retry_for` seconds (Redis blips)."""
+        give_up = time.monotonic() + retry_for
+        delay = 0.2
+        while True:
+            try:
+                if self.services.jobs.hand_back(self.job.id, self.message.id, self.lease.fence):
+                    log.info("job %s message %s: handed back to the queue", self.job.id, self.message.id)
+                return
+            except LeaseLost:
+                return  # someone else runs it now
+            except redis.RedisError:
+                if time.monotonic() + delay > give_up:
+                    log.warning("job %s: could not hand the message back; the recovery sweep will resume it",
+                                self.job.id)
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def _cancelled(self) -> None:
+        """The job was cancelled: nothing was pushed (a stop never cuts a publish); the store settles the job."""
+        log.info("job %s message %s: cancelled; the run stopped", self.job.id, self.message.id)
+        try:
+            self._record(RunOutcome(cancelled=True))
+        except LeaseLost:
+            log.warning("job %s: the lease lapsed as the run was cancelled; its new holder records it", self.job.id)
+
+    _on_stop = {
+        StopReason.DEADLINE: _time_limit_exceeded,
+        StopReason.LEASE_LOST: _walk_away,
+        StopReason.HAND_BACK: _hand_back,
+        StopReason.CANCELLED: _cancelled,
+    }
+
+    def _stop_sources(self) -> list[StopSource]:
+        """What the watchdog asks every tick besides the clock (a hand-back comes from a signal handler).
+
+        A new way to stop a run is a StopReason member, a source here that returns it, and its ending in
+        `_on_stop`; the delivery (interrupting a model call or a tool, never a publish) is the same for all."""
+        return [LeaseKeeper(self.lease), CancelWatch(self.services.jobs, self.job.id, self.message.id)]
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _step(self, number: int, call: ToolCall) -> None:
+        self.services.events.emit(self.job, EventType.RUN_STEP, run=step_event(self.message.id, number, call))
+
+    def _earlier_push(self, branch_head: str | None) -> _Published | None:
+        """The commit an interrupted attempt of this message already pushed, found by its trailer."""
+        assert self.history is not None  # set by _run
+        found = self.history.find_trailer(branch_head, self.trailer)
+        return self._published_from(found) if found else None
+
+    def _published_from(self, commit: str) -> _Published:
+        assert self.history is not None  # set by _run
+        title, summary = describe.parse_commit_message(self.history.message(commit))
+        return _Published(title, summary, commit, self.history.commit_paths(commit), None)
+
+    def _ensure_enabled(self) -> Project:
         """The project, or RunFailed with the reason it was disabled (checked at start and again before a push)."""
-        project = self._s.projects.get(project_id)
+        project = self.services.projects.get(self.job.project_id)
         if not project.enabled:
             reason = project.disabled_reason or "project_disabled"
             raise RunFailed(reason, _DISABLED.get(reason, _DISABLED["project_disabled"]))
         return project
 
-    def _ensure_still_wanted(self, job_id: str, project_id: str) -> None:
+    def _ensure_still_wanted(self) -> None:
         """Checked before anything reaches the code host: the agent may have worked for minutes."""
-        self._ensure_enabled(project_id)  # access may have been removed meanwhile
-        if self._s.jobs.get(job_id).status is JobStatus.ARCHIVED:
+        self.project = self._ensure_enabled()  # access may have been removed meanwhile
+        if self.services.jobs.get(self.job.id).status is JobStatus.ARCHIVED:
             # Its pull request was merged or closed (or the job archived): a push now would revive the branch
             # and open a second pull request nobody follows.
             raise RunFailed("job_archived", "the job was archived during the run (its pull request was merged "
                             "or closed, or it was archived); nothing was pushed")
 
-    def _run(self, job: Job, message: Message, lock: JobLock, meter: RunMeter) -> RunOutcome:
-        project = self._ensure_enabled(job.project_id)
-        host = self._s.code_hosts[project.host]
-        remote = host.remote(project)
-        mirror = self._mirrors.mirror(remote)
-        branch = job.branch or f"copydesk/{job.id}"
-        earlier = [m for m in self._s.jobs.conversation(job.id) if m.seq < message.seq]
-        try:
-            with mirror.run_refs(remote, {"base": f"refs/heads/{job.ref}",
-                                          "branch": f"refs/heads/{branch}"}) as heads:
-                start = heads["branch"] or heads["base"]
-                if start is None:
-                    raise RunFailed("ref_not_found", f"the repository has no branch {job.ref!r}")
-                published = (self._earlier_push(mirror, heads["branch"], heads["base"], message)
-                             or self._edit_and_push(mirror, remote, project, job, message, start, branch,
-                                                    earlier, lock, meter, heads["base"]))
-                files = self._branch_files(mirror, heads["base"], published.commit or start)
-        except GitError as exc:
-            raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}")
-        except BranchConflict as exc:
-            raise RunFailed("branch_conflict", str(exc))
-        return self._publish_pull(host, project, job, message, branch, published, files, earlier)
-
-    def _edit_and_push(self, mirror: Mirror, remote, project: Project, job: Job, message: Message,
-                       start: str, branch: str, earlier: list[Message], lock: JobLock, meter: RunMeter,
-                       base: str | None) -> _Published:
-        settings = self._s.settings
-        request = earlier[0].content if earlier else message.content  # the prompt the job was created with
-        model = self._models.client(job.model, run_index=message.seq)
-        with mirror.open(start) as workspace:
-            task = brief(workspace, _prompt_text(message),
-                         history=compact_history(_history(earlier), max_chars=settings.agent_history_chars),
-                         docs_root=project.docs_root, base_ref=job.ref,
-                         branch_diff=self._branch_diff(mirror, base, start) if earlier else None)
-            limits = RunLimits.with_timeout(settings.max_steps, settings.max_bytes_written,
-                                            settings.run_timeout_seconds, max_tokens=settings.max_tokens,
-                                            context_chars=settings.agent_context_chars)
-            result = run_agent(workspace, model, task, limits, meter)
-            changes = workspace.changes()
-        title = result.title or describe.fallback_title(request)
-        docs_check = result.docs_report.to_text() if result.docs_report else None
-        if not changes:
-            return _Published(title, result.summary, None, [], docs_check)
-        text = describe.commit_message(title, result.summary, job_id=job.id, message_id=message.id)
-        commit = build_commit(mirror, start, changes, text, author=self._identity, committer=self._identity)
-        if commit is None:
-            return _Published(title, result.summary, None, [], docs_check)
-        lock.ensure_held()  # never push on behalf of a run that another worker may have taken over
-        self._ensure_still_wanted(job.id, project.id)
-        pushed = push_commit(mirror, remote, commit=commit, branch=branch, start_commit=start, changes=changes,
-                             message=text, author=self._identity, committer=self._identity)
-        return _Published(title, result.summary, pushed.commit, sorted(changes), docs_check)
-
-    def _earlier_push(self, mirror: Mirror, branch_head: str | None, base_head: str | None,
-                      message: Message) -> _Published | None:
-        """The commit an interrupted attempt of this message already pushed, found by its trailer."""
-        if branch_head is None:
-            return None
-        git = self._mirrors.git
-        # Only the branch's own commits are searched, so the cost does not grow with the base's history.
-        only_branch = [f"^{base_head}"] if base_head else []
-        found = git.out("rev-list", "-n", "1", "--fixed-strings",
-                        f"--grep={describe.TRAILER_MESSAGE}: {message.id}", branch_head, *only_branch,
-                        git_dir=mirror.path)
-        if not found:
-            return None
-        title, summary = describe.parse_commit_message(git.out("log", "-1", "--format=%B", found,
-                                                               git_dir=mirror.path))
-        files = git.out("diff-tree", "--no-commit-id", "--name-only", "-r", found, git_dir=mirror.path).splitlines()
-        return _Published(title, summary, found, files, None)
-
-    def _branch_diff(self, mirror: Mirror, base: str | None, head: str) -> str | None:
-        """What the job's branch changes against its base so far: the diff a follow-up run starts from."""
-        if base is None or base == head:
-            return None
-        git = self._mirrors.git
-        merge_base = git.out("merge-base", base, head, git_dir=mirror.path)
-        return git.out("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
-                       merge_base, head, git_dir=mirror.path) or None
-
-    def _branch_files(self, mirror: Mirror, base: str | None, head: str) -> list[tuple[str, str]]:
-        if base is None or base == head:
-            return []
-        git = self._mirrors.git
-        merge_base = git.out("merge-base", base, head, git_dir=mirror.path)
-        out = git.out("diff", "--name-status", "--no-renames", merge_base, head, git_dir=mirror.path)
-        names = {"A": "added", "M": "modified", "D": "deleted", "T": "type changed"}
-        return [(names.get(line[0], line[0]), line.split("\t", 1)[1]) for line in out.splitlines() if "\t" in line]
-
-    def _publish_pull(self, host, project: Project, job: Job, message: Message, branch: str,
-                      published: _Published, files: list[tuple[str, str]], earlier: list[Message]) -> RunOutcome:
-        outcome = RunOutcome(reply=published.summary, commit=published.commit,
-                             changed_files=published.changed_files)
-        if published.commit is None and job.pr_number is None:
-            return outcome  # nothing changed and no pull request yet: nothing to show on the host
-        outcome.branch = branch
-        if published.commit is not None:
-            self._ensure_still_wanted(job.id, project.id)
-            body = describe.pull_body(rounds=_rounds(earlier, message, published.summary), files=files,
-                                      docs_check=published.docs_check, job_id=job.id)
-            pull = host.open_or_update_pull(project, job_id=job.id, branch=branch, base=job.ref,
-                                            title=published.title, body=body, draft=job.as_draft)
-            outcome.pr_link, outcome.pr_number = pull.url, pull.number
-        if message.seq > 0:
-            self._comment(host, project, outcome.pr_number or job.pr_number,
-                          describe.round_comment(round_number=message.seq, summary=published.summary,
-                                                 changed_files=published.changed_files, commit=published.commit,
-                                                 mention=_mention(message)))
-        return outcome
-
-    def _reply_failure(self, job: Job, message: Message, error: dict) -> None:
+    def _reply_failure(self, error: dict) -> None:
         """Tell the pull request's readers that a run failed and why (its PR exists from an earlier run)."""
-        try:
-            project = self._s.projects.get(job.project_id)
-            host = self._s.code_hosts[project.host]
-        except Exception:
-            log.warning("job %s: could not reach the code host to report the failure", job.id, exc_info=True)
-            return
-        self._comment(host, project, job.pr_number,
-                      describe.failure_comment(round_number=message.seq, error=error, mention=_mention(message)))
+        if self.host is None:
+            try:
+                self.project = self.project or self.services.projects.get(self.job.project_id)
+                self.host = self.services.code_hosts[self.project.host]
+            except Exception:
+                log.warning("job %s: could not reach the code host to report the failure", self.job.id, exc_info=True)
+                return
+        assert self.job.pr_number is not None  # _record replies only on a job with a pull request
+        self._comment(self.job.pr_number, describe.failure_comment(round_number=self.message.seq, error=error,
+                                                                   mention=_mention(self.message)))
 
-    @staticmethod
-    def _comment(host, project: Project, number: int, body: str) -> None:
+    def _comment(self, number: int, body: str) -> None:
         # The run's work is pushed and recorded by now; a comment the host refuses must not undo that.
+        assert self.host is not None and self.project is not None  # set by _run or _reply_failure
         try:
-            host.comment(project, number, body)
+            self.host.comment(self.project, number, body)
         except Exception:
-            log.warning("could not comment on pull request #%s of %s", number, project.id, exc_info=True)
+            log.warning("could not comment on pull request #%s of %s", number, self.project.id, exc_info=True)
+
+
+class LeaseKeeper:
+    """A stop source that renews the lease every third of its time to live and says LEASE_LOST when it is gone
+    (or when Redis stayed unreachable for longer than the lease lives, so it may have lapsed)."""
+
+    def __init__(self, lease: Lease, *, clock=time.monotonic) -> None:
+        self._lease = lease
+        self._clock = clock
+        self._every = lease.ttl_seconds / 3
+        self._renewed = clock()
+
+    def __call__(self) -> StopReason | None:
+        now = self._clock()
+        if now - self._renewed < self._every:
+            return None
+        try:
+            if not self._lease.renew():
+                return StopReason.LEASE_LOST
+            self._renewed = now
+        except redis.RedisError:
+            if now - self._renewed > self._lease.ttl_seconds:
+                return StopReason.LEASE_LOST
+        return None
+
+
+class CancelWatch:
+    """A stop source that says CANCELLED once a cancel of the running message is asked for (looked up twice a
+    second; a Redis blip only delays it)."""
+
+    EVERY_SECONDS = 0.5
+
+    def __init__(self, jobs: JobStore, job_id: str, message_id: str, *, clock=time.monotonic) -> None:
+        self._jobs = jobs
+        self._job_id = job_id
+        self._message_id = message_id
+        self._clock = clock
+        self._looked = float("-inf")
+
+    def __call__(self) -> StopReason | None:
+        now = self._clock()
+        if now - self._looked < self.EVERY_SECONDS:
+            return None
+        self._looked = now
+        try:
+            return StopReason.CANCELLED if self._jobs.cancel_requested(self._job_id, self._message_id) else None
+        except redis.RedisError:
+            return None
 
 
 def _failed(code: str, text: str) -> RunOutcome:

@@ -1,6 +1,7 @@
 """The service's collaborators, held together so the composition root can hand them around."""
 
 from dataclasses import dataclass
+from functools import partial
 
 import redis
 
@@ -8,11 +9,17 @@ from service.apikeys import ApiKeys
 from service.codehost.base import CodeHost
 from service.dispatch import Dispatcher
 from service.ids import UlidGenerator
+from service.sealing import operator_key
 from service.settings import Settings
 from service.store.apikeys import ApiKeyStore
+from service.store.events import EventLog
 from service.store.jobs import JobStore
 from service.store.projects import ProjectStore
 from service.store.ratelimit import RateLimiter
+from service.store.usage import UsageLedger
+from service.store.webhooks import WebhookStore
+from service.webhooks.queue import DeliveryQueue
+from service.webhooks.sender import WebhookSender
 
 
 @dataclass
@@ -25,13 +32,23 @@ class Services:
     limiter: RateLimiter
     dispatcher: Dispatcher
     code_hosts: dict[str, CodeHost]
+    events: EventLog
+    usage: UsageLedger
+    webhooks: WebhookStore
+    deliveries: DeliveryQueue
+    sender: WebhookSender
 
 
-def build_services(settings: Settings, client: redis.Redis, *, task: str,
+def build_services(settings: Settings, client: redis.Redis, *, task: str, delivery_task: str,
                    code_hosts: dict[str, CodeHost]) -> Services:
-    """Wire the stores and queue over one Redis client; `task` is the worker's entry point."""
+    """Wire the stores and queues over one Redis client; `task` and `delivery_task` are the worker's entry points
+    for a run and a webhook attempt."""
     ids = UlidGenerator()
-    jobs = JobStore(client, ids)
+    events = EventLog(client, retention=settings.event_retention)
+    usage = UsageLedger(client)
+    jobs = JobStore(client, ids, events, usage)
+    webhooks = WebhookStore(client, ids)
+    deliveries = DeliveryQueue(client, queue_name=settings.queue_name, task=delivery_task)
     return Services(
         settings=settings,
         redis=client,
@@ -42,4 +59,11 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str,
         dispatcher=Dispatcher(client, jobs, queue_name=settings.queue_name, task=task,
                               job_timeout=settings.run_timeout_seconds + 120),
         code_hosts=code_hosts,
+        events=events,
+        usage=usage,
+        webhooks=webhooks,
+        deliveries=deliveries,
+        sender=WebhookSender(webhooks, partial(operator_key, settings.secret_key, settings.data_dir), deliveries,
+                             allow_private=settings.webhook_allow_private,
+                             retry_seconds=settings.webhook_retry_seconds, timeout=settings.webhook_timeout_seconds),
     )

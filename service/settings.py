@@ -1,9 +1,10 @@
 """Configuration, read once from the environment into a typed, immutable settings object."""
 
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
 
 
 class SettingsError(ValueError):
@@ -24,6 +25,8 @@ class Settings:
     retention_days: int = 30
     max_steps: int = 50
     max_bytes_written: int = 2 * 1024 * 1024
+    # Files larger than this are never loaded whole: the agent may read line ranges, not edit, move or search.
+    max_file_bytes: int = 10 * 1024 * 1024
     run_timeout_seconds: int = 900
     max_tokens: int = 1_000_000  # model tokens (input + output) one run may use
     # Characters of context per model request (~4 per token): older tool output is elided past it...
@@ -31,9 +34,37 @@ class Settings:
     # ...and of the job's earlier rounds a follow-up sees, older rounds squeezed past it.
     agent_history_chars: int = 40_000
     max_attempts: int = 3
+    tool_timeout_seconds: int = 60  # one tool call's time budget; past it the model gets a tool error
+    # A run's lease lapses this long after its worker stopped renewing it; the sweep looks this often for
+    # messages with neither a lease nor a queued run. Together they bound how soon a dead worker's run resumes.
+    lease_ttl_seconds: int = 6
+    sweep_interval_seconds: int = 2
+    stop_grace_seconds: int = 30  # on SIGTERM, how long a worker lets its run go on before handing it back
+    # Tests only: fault points (service.faults) where a worker process dies or stalls; empty in production.
+    test_faults: frozenset[str] = frozenset()
+    # Seconds a model call keeps being retried after it first fails (outages, rate limits) before model_unavailable.
+    model_retry_seconds: int = 120
+    # Start even though Redis may evict keys (maxmemory-policy other than noeviction): jobs and leases can vanish.
+    allow_redis_eviction: bool = False
+    # How often each worker publishes its heartbeat (Redis and a file in the data directory).
+    worker_heartbeat_seconds: int = 5
+    # This worker's name in heartbeats and `copydesk doctor`; empty: <hostname>.<pid>.
+    worker_name: str = ""
     git_author_name: str = "Copydesk"
     git_author_email: str = "copydesk@localhost"
     log_json: bool = False
+    event_retention: int = 1000  # events kept per job (the stream is trimmed past it, roughly)
+    sse_keepalive_seconds: int = 15  # a comment line on an idle event stream this often
+    max_streams: int = 200  # event streams one web process serves at once; past it 503
+    # Webhooks: private, loopback and link-local targets are refused unless the operator allows them.
+    webhook_allow_private: bool = False
+    webhook_retry_seconds: int = 10  # the first retry's delay; each next one waits 3 times longer
+    webhook_timeout_seconds: int = 10
+    # Seals webhook secrets at rest; unset, a random key is kept in the data directory (one machine only).
+    secret_key: str | None = field(default=None, repr=False)
+    # Dashboard sign-in sessions end after this long unused, and after this long whatever happens.
+    session_idle_seconds: int = 2 * 3600
+    session_max_seconds: int = 12 * 3600
     # The vendors' own variables; keys are secrets, so they never appear in a repr or a log line.
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
@@ -72,14 +103,33 @@ class Settings:
             retention_days=_int(env, "COPYDESK_RETENTION_DAYS", defaults.retention_days),
             max_steps=_int(env, "COPYDESK_MAX_STEPS", defaults.max_steps),
             max_bytes_written=_int(env, "COPYDESK_MAX_BYTES_WRITTEN", defaults.max_bytes_written),
+            max_file_bytes=_int(env, "COPYDESK_MAX_FILE_BYTES", defaults.max_file_bytes),
             run_timeout_seconds=_int(env, "COPYDESK_RUN_TIMEOUT", defaults.run_timeout_seconds),
             max_tokens=_int(env, "COPYDESK_MAX_TOKENS", defaults.max_tokens),
             agent_context_chars=_int(env, "COPYDESK_AGENT_CONTEXT_CHARS", defaults.agent_context_chars),
             agent_history_chars=_int(env, "COPYDESK_AGENT_HISTORY_CHARS", defaults.agent_history_chars),
             max_attempts=_int(env, "COPYDESK_MAX_ATTEMPTS", defaults.max_attempts),
+            tool_timeout_seconds=_int(env, "COPYDESK_TOOL_TIMEOUT", defaults.tool_timeout_seconds),
+            lease_ttl_seconds=_int(env, "COPYDESK_LEASE_TTL", defaults.lease_ttl_seconds),
+            sweep_interval_seconds=_int(env, "COPYDESK_SWEEP_INTERVAL", defaults.sweep_interval_seconds),
+            stop_grace_seconds=_int(env, "COPYDESK_STOP_GRACE", defaults.stop_grace_seconds),
+            test_faults=_fault_points(env.get("COPYDESK_TEST_FAULTS", "")),
+            model_retry_seconds=_int(env, "COPYDESK_MODEL_RETRY_SECONDS", defaults.model_retry_seconds),
+            allow_redis_eviction=_bool(env, "COPYDESK_ALLOW_REDIS_EVICTION", defaults.allow_redis_eviction),
+            worker_heartbeat_seconds=_int(env, "COPYDESK_WORKER_HEARTBEAT", defaults.worker_heartbeat_seconds),
+            worker_name=worker_name(env.get("COPYDESK_WORKER_NAME", "")),
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
             log_json=env.get("COPYDESK_LOG_FORMAT", "text") == "json",
+            event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
+            sse_keepalive_seconds=_int(env, "COPYDESK_SSE_KEEPALIVE", defaults.sse_keepalive_seconds),
+            max_streams=_int(env, "COPYDESK_MAX_STREAMS", defaults.max_streams),
+            webhook_allow_private=_bool(env, "COPYDESK_WEBHOOK_ALLOW_PRIVATE", defaults.webhook_allow_private),
+            webhook_retry_seconds=_int(env, "COPYDESK_WEBHOOK_RETRY_SECONDS", defaults.webhook_retry_seconds),
+            webhook_timeout_seconds=_int(env, "COPYDESK_WEBHOOK_TIMEOUT", defaults.webhook_timeout_seconds),
+            secret_key=env.get("COPYDESK_SECRET_KEY") or None,
+            session_idle_seconds=_int(env, "COPYDESK_SESSION_IDLE_MINUTES", defaults.session_idle_seconds // 60) * 60,
+            session_max_seconds=_int(env, "COPYDESK_SESSION_MAX_HOURS", defaults.session_max_seconds // 3600) * 3600,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
@@ -101,6 +151,18 @@ def default_model(env: Mapping[str, str]) -> str:
     return Settings.model
 
 
+WORKER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def worker_name(raw: str, variable: str = "COPYDESK_WORKER_NAME") -> str:
+    """A worker name as given (letters, digits, `.`, `_`, `-`; it names a file), or "" for the default."""
+    name = raw.strip()
+    if name and not WORKER_NAME.fullmatch(name):
+        raise SettingsError(f"{variable} must be 1-100 letters, digits, '.', '_' or '-' (starting with a letter or "
+                            f"digit), not {raw!r}")
+    return name
+
+
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if not raw:
@@ -112,6 +174,27 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise SettingsError(f"{name} must be positive, not {value}")
     return value
+
+
+def _fault_points(raw: str) -> frozenset[str]:
+    from service.faults import POINTS
+
+    points = frozenset(p.strip() for p in raw.split(",") if p.strip())
+    unknown = sorted(points - set(POINTS))
+    if unknown:
+        raise SettingsError(f"COPYDESK_TEST_FAULTS names unknown fault points {unknown}; known: {list(POINTS)}")
+    return points
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be 1 or 0 (true or false), not {raw!r}")
 
 
 def _names(raw: str, default_model: str) -> tuple[str, ...]:

@@ -1,9 +1,8 @@
 """Shared fixtures: a real redis-server per test session, real git repositories in temp folders."""
 
-import shutil
+import contextlib
+import itertools
 import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,9 @@ import redis
 
 from service.workspace.git import Git
 
-# The GitHub emulator's fixtures (`github`, `github_app`), the scripted GitHub's (`scripted_github_server`)
-# and the docs-site fixtures (`sites`, `open_site`).
-pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures"]
+# The GitHub emulator's fixtures (`github`, `github_app`), the scripted GitHub's (`scripted_github_server`),
+# the docs-site fixtures (`sites`, `open_site`) and the dashboard's (`dash`, `chromium`, `browser_page`).
+pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures", "tests.dashboard_fixtures"]
 
 
 def free_port() -> int:
@@ -26,37 +25,26 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory):
     """Start a private redis-server on a free port for the whole session; yields its base URL."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not installed; .ci/run installs it (apt-get install redis-server)")
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir), "--databases", "64"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
+    from tests.redis_servers import NO_PERSISTENCE, RedisStartError, running_redis
+
+    with contextlib.ExitStack() as stack:
         try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
+            url = stack.enter_context(running_redis(tmp_path_factory.mktemp("redis"), *NO_PERSISTENCE,
+                                                    "--databases", "64"))
+        except RedisStartError as exc:
+            pytest.fail(str(exc))
+        yield url
+
+
+# Each test takes the next of the session server's databases (9 is the start-up checks' own), so a process an
+# earlier test left behind (an orphaned RQ scheduler, a horse handing its run back) cannot touch this test's data.
+_DATABASES = itertools.cycle([n for n in range(64) if n != 9])
 
 
 @pytest.fixture
 def redis_url(redis_server):
-    """A Redis URL on an empty database of the session's server."""
-    url = f"{redis_server}/0"
+    """A Redis URL on an empty database of the session's server, not the one the previous test used."""
+    url = f"{redis_server}/{next(_DATABASES)}"
     redis.Redis.from_url(url).flushdb()
     return url
 
@@ -112,16 +100,23 @@ def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, 
 
 @pytest.fixture
 def make_repo(tmp_path, git):
-    """Factory: a bare repository at tmp/<name>.git whose `main` holds the given files."""
+    """Factory: a bare repository at tmp/<name>.git whose `main` holds the given files. On teardown every
+    commit Copydesk made in it must pass `git fsck --strict`."""
+    from tests.fsck_check import assert_copydesk_commits_pass_fsck
+
+    made: list[Path] = []
 
     def make(files: dict[str, str | bytes], name: str = "docs", branch: str = "main") -> Path:
         bare = tmp_path / f"{name}.git"
         git.run("init", "--bare", "-q", str(bare))
         git.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=bare)
         commit_files(git, bare, files, branch=branch, message="Initial docs")
+        made.append(bare)
         return bare
 
-    return make
+    yield make
+    for bare in made:
+        assert_copydesk_commits_pass_fsck(bare, git)
 
 
 DOCS = {
@@ -142,8 +137,8 @@ def openapi_validator():
 @pytest.fixture
 def stack_factory(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator):
     """Factory: the whole service on one machine (web server, store, local project, key) with settings
-    overrides; the default model is a scripted one whose runs each test sets."""
-    import contextlib
+    overrides; the default model is a scripted one whose runs each test sets. On teardown every commit
+    Copydesk made in the project's repository must pass `git fsck --strict` (see `make_repo`)."""
 
     from bot import context
     from bot.app import create_app

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.fsck_check import assert_copydesk_commits_pass_fsck
 from tests.github_emulator import GitHubEmulator, TestApp
 
 
@@ -13,6 +14,9 @@ def github_app() -> TestApp:
 
 @pytest.fixture
 def github(tmp_path, github_app):
-    """A running GitHub emulator with no repositories or installations yet."""
+    """A running GitHub emulator with no repositories or installations yet; on teardown every commit Copydesk
+    pushed to its repositories must pass `git fsck --strict`."""
     with GitHubEmulator(tmp_path / "github", github_app) as emulator:
         yield emulator
+    for repo in sorted((tmp_path / "github").glob("**/*.git")):
+        assert_copydesk_commits_pass_fsck(repo)

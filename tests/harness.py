@@ -10,7 +10,7 @@ import rq
 from werkzeug.serving import make_server
 
 from bot import context
-from bot.github.webhooks import events_queue_name
+from bot.worker import worker_queues
 from service.settings import Settings
 from tests.conftest import free_port
 
@@ -85,6 +85,15 @@ class Stack:
     def conversation(self, job_id: str) -> list[dict]:
         return self.api.get(f"/v2/agent/{self.project_id}/job/{job_id}/messages").json()["messages"]
 
+    def operator(self) -> requests.Session:
+        """A requests session signed in to the dashboard with the operator's one-time link."""
+        from bot.dashboard.operator import issue_login_link
+
+        session = requests.Session()
+        response = session.get(issue_login_link(self.ctx.services.redis, self.url), timeout=10)
+        assert response.status_code == 200 and response.url.endswith("/dashboard/"), response.text
+        return session
+
     def drain(self) -> None:
         """Run a worker in this process until the events and runs queues are empty (events first, as
         `copydesk worker` serves them)."""
@@ -96,8 +105,16 @@ class Stack:
         env = {"COPYDESK_REDIS_URL": s.redis_url, "COPYDESK_DATA_DIR": str(s.data_dir),
                "COPYDESK_BASE_URL": s.base_url, "COPYDESK_MODEL": s.model, "COPYDESK_MODELS": ",".join(s.models),
                "COPYDESK_MAX_STEPS": str(s.max_steps), "COPYDESK_MAX_TOKENS": str(s.max_tokens),
-               "COPYDESK_MAX_BYTES_WRITTEN": str(s.max_bytes_written),
-               "COPYDESK_RUN_TIMEOUT": str(s.run_timeout_seconds)}
+               "COPYDESK_MAX_BYTES_WRITTEN": str(s.max_bytes_written), "COPYDESK_MAX_FILE_BYTES": str(s.max_file_bytes),
+               "COPYDESK_RUN_TIMEOUT": str(s.run_timeout_seconds),
+               "COPYDESK_WEBHOOK_ALLOW_PRIVATE": str(s.webhook_allow_private).lower(),
+               "COPYDESK_WEBHOOK_RETRY_SECONDS": str(s.webhook_retry_seconds),
+               "COPYDESK_SSE_KEEPALIVE": str(s.sse_keepalive_seconds), "COPYDESK_MAX_STREAMS": str(s.max_streams),
+               "COPYDESK_TOOL_TIMEOUT": str(s.tool_timeout_seconds), "COPYDESK_LEASE_TTL": str(s.lease_ttl_seconds),
+               "COPYDESK_SWEEP_INTERVAL": str(s.sweep_interval_seconds),
+               "COPYDESK_STOP_GRACE": str(s.stop_grace_seconds), "COPYDESK_MAX_ATTEMPTS": str(s.max_attempts),
+               "COPYDESK_TEST_FAULTS": ",".join(sorted(s.test_faults)),
+               "COPYDESK_MODEL_RETRY_SECONDS": str(s.model_retry_seconds)}
         for name, value in (("OPENAI_API_KEY", s.openai_api_key), ("OPENAI_BASE_URL", s.openai_base_url),
                             ("ANTHROPIC_API_KEY", s.anthropic_api_key), ("ANTHROPIC_BASE_URL", s.anthropic_base_url)):
             env[name] = value or ""
@@ -105,8 +122,7 @@ class Stack:
 
 
 def drain_queues(redis_client, queue_name: str) -> None:
-    """Run a worker in this process on the GitHub events queue and the runs queue `queue_name`, in the
-    order `copydesk worker` serves them, until both are empty."""
-    names = [events_queue_name(queue_name), queue_name]
-    queues = [rq.Queue(name, connection=redis_client) for name in names]
+    """Run a worker in this process on the GitHub events, webhook attempts and runs queues of `queue_name`, in
+    the order `copydesk worker` serves them, until they are empty."""
+    queues = [rq.Queue(name, connection=redis_client) for name in worker_queues(queue_name)]
     rq.SimpleWorker(queues, connection=redis_client).work(burst=True, logging_level="WARNING")

@@ -62,6 +62,23 @@ class Hang:
 
 
 @dataclass
+class Outage:
+    """From the first request that meets it, every request fails with `status` for `seconds`; then the
+    items after it answer again. `Outage(3, 503)` is a vendor down for three seconds."""
+    seconds: float
+    status: int = 503
+    message: str = "the service is temporarily unavailable"
+    headers: dict[str, str] = field(default_factory=dict)
+    started: float | None = None  # monotonic time of the first request it failed
+
+    def failure(self, now: float) -> Failure | None:
+        """The failure to answer at `now`, or None once the outage is over."""
+        if self.started is None:
+            self.started = now
+        return Failure(self.status, self.message, dict(self.headers)) if now - self.started < self.seconds else None
+
+
+@dataclass
 class Recorded:
     """One request the stand-in received. Header names are lower-case."""
     path: str
@@ -86,6 +103,7 @@ class ModelStandIn:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._key: str | None = None
+        self._responder = None
         self.requests: list[Recorded] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
@@ -106,10 +124,16 @@ class ModelStandIn:
         self._server.shutdown()
         self._server.server_close()
 
-    def script(self, *items: Reply | Failure | Hang) -> ModelStandIn:
+    def script(self, *items: Reply | Failure | Hang | Outage) -> ModelStandIn:
         """Append items to the queue both protocols answer from."""
         with self._lock:
             self._items.extend(items)
+        return self
+
+    def respond(self, responder) -> ModelStandIn:
+        """Answer every request with `responder(body)` -> (delay in seconds, Reply or Failure) instead of the
+        script: a model whose turns follow the conversation it is sent, for runs in parallel and retried runs."""
+        self._responder = responder
         return self
 
     def expect_key(self, key: str) -> ModelStandIn:
@@ -131,11 +155,19 @@ class ModelStandIn:
             return len(self.requests)
 
     def _next_item(self) -> tuple[float, Reply | Failure | None]:
-        """Pop the next item; a Hang also takes the one after it. None means the script ran out."""
+        """Pop the next item; a Hang also takes the one after it; an Outage stays until it is over. None means
+        the script ran out."""
         with self._lock:
             delay = 0.0
-            while self._items and isinstance(self._items[0], Hang):
-                delay += self._items.popleft().seconds
+            while self._items and isinstance(self._items[0], (Hang, Outage)):
+                head = self._items[0]
+                if isinstance(head, Outage):
+                    failure = head.failure(time.monotonic())
+                    if failure is not None:
+                        return delay, failure
+                    self._items.popleft()
+                else:
+                    delay += self._items.popleft().seconds
             return delay, (self._items.popleft() if self._items else None)
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict, dict[str, str]]:
@@ -159,7 +191,7 @@ class ModelStandIn:
             return vendor.error(400, err.message, param=err.param)
         except (AttributeError, TypeError, KeyError) as err:  # e.g. a message that is not an object
             return vendor.error(400, f"model stand-in: malformed request ({type(err).__name__}: {err})")
-        delay, item = self._next_item()
+        delay, item = self._responder(body) if self._responder is not None else self._next_item()
         if delay:
             self._closing.wait(delay)
         if item is None:

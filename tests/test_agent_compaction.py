@@ -1,9 +1,15 @@
 """Compacting a job's earlier conversation and a run's transcript: budgets kept, the essentials never lost."""
 
+from itertools import pairwise
+
 import pytest
 
 from service.agent.compaction import (
-    NOTE_HEAD, compact_history, compact_transcript, history_chars, transcript_chars,
+    NOTE_HEAD,
+    compact_history,
+    compact_transcript,
+    history_chars,
+    transcript_chars,
 )
 from service.agent.loop import AgentTask, build_messages
 from service.agent.model import ChatMessage, ToolCall
@@ -39,7 +45,7 @@ def test_fifty_rounds_keep_the_first_prompt_and_the_last_rounds_within_budget(bu
     assert verbatim == history[-len(verbatim):]  # the most recent rounds, whole
     assert len(verbatim) >= 4 and verbatim[0][0] == "user"
     roles = [role for role, _ in compacted]
-    assert all(a != b for a, b in zip(roles, roles[1:]))  # user and agent still take turns
+    assert all(a != b for a, b in pairwise(roles))  # user and agent still take turns
 
 
 def test_a_modest_excess_squeezes_older_messages_instead_of_replacing_them():
@@ -48,7 +54,7 @@ def test_a_modest_excess_squeezes_older_messages_instead_of_replacing_them():
     assert len(compacted) == len(history)
     assert [role for role, _ in compacted] == [role for role, _ in history]
     assert compacted[0] == history[0] and compacted[-2:] == history[-2:]
-    clipped = [new for new, old in zip(compacted, history) if new != old]
+    clipped = [new for new, old in zip(compacted, history, strict=True) if new != old]
     assert clipped and all("characters elided to save context]" in text for _, text in clipped)
 
 
@@ -131,7 +137,7 @@ def test_the_oldest_tool_outputs_become_stubs_and_the_pairing_stays_valid():
     assert compacted[3].content == ("[read_file output from step 1 elided to save context; call the tool again if "
                                     "you need it]")
     assert compacted[3].tool_call_id == "s1a" and compacted[4].is_error
-    stubbed = [i for i, (new, old) in enumerate(zip(compacted, messages)) if new.content != old.content]
+    stubbed = [i for i, (new, old) in enumerate(zip(compacted, messages, strict=True)) if new.content != old.content]
     assert stubbed == sorted(stubbed) and stubbed[0] == 3
     assert compacted[stubbed[-1] + 3] == messages[stubbed[-1] + 3]  # later outputs kept whole
 

@@ -4,7 +4,10 @@ this run broke in pages it did not touch."""
 import pytest
 
 from service.agent.docs_check import DocsProblem, DocsReport, check_docs
-from service.agent.docsite.links import extract_links, resolve
+from service.agent.docsite.pages import Link, Mode, parse_page
+from service.agent.docsite.routing import Router, Verdict, join
+from service.agent.docsite.site import DocsSite
+from service.agent.docsite.tree import Tree
 from service.workspace.git import Git
 from tests.test_agent_support import make_repository
 
@@ -25,7 +28,7 @@ GOOD_PAGE = """\
 
 [intro as written](guide/intro.md) [no extension](guide/intro) [mdx folder](guide/) [readme folder](./api)
 ![logo](img/logo.png "Logo") [section](install.md#steps) [query](install.md?x=1) [parent](../README.md)
-[external](https://example.com/x.md) [mail](mailto:docs@example.com) [anchor](#new-page) [site](/docs/elsewhere)
+[external](https://example.com/x.md) [mail](mailto:docs@example.com) [anchor](#new-page) [site](/docs/install)
 <a href="install.md">html</a> [spaces](<guide/intro.md> "title")
 
 [ref]: guide/intro.md
@@ -53,17 +56,20 @@ def test_broken_relative_links_in_a_changed_page_are_found(workspace):
     workspace.write("docs/new.md", b"# New\n\n[a](instal.md) and <a href='empty/'>x</a>\n[up](../../../x.md)\n")
     workspace.write("docs/notes.txt", b"[not a page](nowhere.md)\n")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/new.md", 3, "broken link: instal.md (no file docs/instal.md)"),
         DocsProblem("docs/new.md", 3, "broken link: empty/ (the folder docs/empty has no index.md, index.mdx, "
                                       "README.md)"),
+        DocsProblem("docs/new.md", 3, "broken link: instal.md (no file docs/instal.md)"),
         DocsProblem("docs/new.md", 4, "link to ../../../x.md points outside the repository"),
     ]
 
 
-def test_changed_pages_are_checked_whole(workspace):
+def test_problems_already_in_an_edited_page_are_not_reported_new_ones_are(workspace):
     workspace.write("docs/index.md", FILES["docs/index.md"].replace("# Docs", "# Documentation").encode())
+    assert check_docs(workspace).problems == []  # its old broken link to gone.md is not this run's doing
+    workspace.write("docs/index.md", FILES["docs/index.md"].replace("[Install]", "[Gone again](gone.md) [Install]")
+                    .encode())
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/index.md", 4, "broken link: gone.md (no file docs/gone.md)")]
+        DocsProblem("docs/index.md", 3, "broken link: gone.md (no file docs/gone.md)")]
 
 
 def test_links_to_a_deleted_page_from_unchanged_pages_are_found(workspace):
@@ -81,9 +87,8 @@ def test_moving_a_page_away_is_found_and_fixing_the_link_clears_it(workspace):
     assert check_docs(workspace).problems == [
         DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
     workspace.write("docs/index.md", workspace.read("docs/index.md").replace(b"(install.md)", b"(setup/install)"))
-    # Now docs/index.md is a changed page, so it is checked whole: its old broken link counts too.
-    assert check_docs(workspace).problems == [
-        DocsProblem("docs/index.md", 4, "broken link: gone.md (no file docs/gone.md)")]
+    # docs/index.md is now a changed page; its old broken link to gone.md was there before, so it is left be.
+    assert check_docs(workspace).problems == []
 
 
 def test_a_moved_page_is_checked_from_its_new_folder(workspace):
@@ -107,10 +112,10 @@ def test_broken_anchors_in_a_changed_page_are_found(workspace):
     workspace.write("docs/new.md", b"# New\n\n[a](install.md#step) [b](#missing) [c](install.md#Steps)\n"
                                    b"[d](#new) [e](guide/#guide) [f](install.md#:~:text=Run)\n")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/new.md", 3, "broken anchor: install.md#step (docs/install.md has no heading or id `step`); "
-                                      "did you mean #steps?"),
         DocsProblem("docs/new.md", 3, "broken anchor: #missing (this page has no heading or id `missing`); link to an "
                                       "existing heading or remove the anchor"),
+        DocsProblem("docs/new.md", 3, "broken anchor: install.md#step (docs/install.md has no heading or id `step`); "
+                                      "did you mean #steps?"),
     ]
 
 
@@ -126,8 +131,8 @@ def test_renaming_a_heading_breaks_anchor_links_in_untouched_pages(open_workspac
                                 "other.md": "[unrelated](#steps)\n"})
     workspace.write("install.md", b"# Install\n\n## Procedure\n")
     assert check_docs(workspace).problems == [
-        DocsProblem("ref.md", 3, "link to install.md#steps: this run removed that anchor from install.md (a heading "
-                                 "was renamed or deleted); point the link at the new heading")]
+        DocsProblem("ref.md", 3, "link to install.md#steps: this run removed the anchor `steps` from install.md (a "
+                                 "heading was renamed or deleted); point the link at the new heading")]
 
 
 def test_bad_front_matter_and_unclosed_tags_in_changed_pages_are_found(workspace):
@@ -146,31 +151,36 @@ def test_old_problems_in_untouched_pages_are_not_reported(open_workspace):
     assert report.ok and report.to_text() == "docs check passed: 1 changed page(s), no problems found"
 
 
-def test_extract_links_skips_code():
-    links = extract_links(GOOD_PAGE)
+def test_links_come_from_the_parsed_page_not_code():
+    links = parse_page(GOOD_PAGE, Mode.MARKDOWN).links
     targets = [link.target for link in links]
     assert "missing-in-fence.md" not in targets and "missing-in-code.md" not in targets
     assert "guide/intro.md" in targets and "install.md" in targets
-    assert [link.line for link in links if link.target == "guide/intro.md"] == [3, 6, 8]
+    assert [link.line for link in links if link.target == "guide/intro.md"] == [3, 6]  # and the [ref] use: line 3
 
 
 @pytest.mark.parametrize("target, expected", [
     ("a.md", "docs/a.md"),
-    ("./a.md#x", "docs/a.md"),
+    ("./a.md", "docs/a.md"),
     ("../README.md", "README.md"),
-    ("my%20page.md", "docs/my page.md"),
     ("..", ""),
     ("../..", None),
 ])
-def test_resolve(target, expected):
-    assert resolve("docs/page.md", target) == expected
+def test_join(target, expected):
+    assert join("docs", target) == expected
 
 
-@pytest.mark.parametrize("target", ["https://x", "mailto:a@b", "#top", "/abs", "//host/x", "", "{props.href}",
-                                    "?q=1", "%00.md"])
-def test_resolve_skips_links_it_does_not_follow(target):
-    with pytest.raises(ValueError):
-        resolve("docs/page.md", target)
+@pytest.mark.parametrize("target", ["https://x", "mailto:a@b", "//host/x", "", "{props.href}", "?q=1", "%00.md"])
+def test_the_plain_router_skips_links_it_does_not_follow(workspace, target):
+    router = Router(DocsSite("markdown", None, "docs"), Tree(workspace))
+    assert router.resolve("docs/page.md", Link(1, target)).verdict is Verdict.SKIP
+
+
+def test_the_plain_router_resolves_root_relative_links_from_the_repository_root(workspace):
+    router = Router(DocsSite("markdown", None, "docs"), Tree(workspace))
+    outcome = router.resolve("docs/guide/intro.md", Link(1, "/docs/install.md#steps"))
+    assert (outcome.verdict, outcome.landing) == (Verdict.OK, "docs/install.md")
+    assert router.resolve("docs/page.md", Link(1, "/docs/nope")).verdict is Verdict.BROKEN
 
 
 def test_empty_report_text():

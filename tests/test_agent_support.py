@@ -5,7 +5,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from service.agent.model import ToolCall
 from service.agent.tools import ToolExecutor
 from service.workspace.git import Git, Remote

@@ -431,3 +431,42 @@ def test_search_with_exactly_the_cap_of_matches_has_no_note(roomy, workspace):
     workspace.write("docs/exact.md", "".join(f"term {n}\n" for n in range(tools.SEARCH_LIMIT)).encode())
     lines = call(roomy, "search", pattern="^term").content.splitlines()
     assert len(lines) == tools.SEARCH_LIMIT and lines[-1] == f"docs/exact.md:{tools.SEARCH_LIMIT}: term 199"
+
+
+def test_a_file_past_the_size_limit_is_read_in_ranges_but_never_loaded_or_edited(tmp_path):
+    big = "".join(f"entry {n}\n" for n in range(1, 200_001))  # ~1.9 MB
+    repository = make_repository(Git(), tmp_path, {"docs/big.md": big, "docs/a.md": "entry 7\n"})
+    with repository.open() as workspace:
+        workspace.max_file_bytes = 64 * 1024  # what COPYDESK_MAX_FILE_BYTES sets; tests lower it
+        executor = ToolExecutor(workspace, max_bytes_written=10_000)
+        text = call(executor, "read_file", path="docs/big.md", start_line=199_999).content
+        assert text.splitlines() == ["docs/big.md (lines 199999-200000 of 200000)", "199999\tentry 199999",
+                                     "200000\tentry 200000"]
+        for tool, args in (("edit_file", {"old": "entry 5\n", "new": "entry five\n"}), ("move_file", {"new_path": "b.md"})):
+            refused = call(executor, tool, path="docs/big.md", **args)
+            assert refused.is_error and "more than the 65,536-byte limit" in refused.content
+        # Search skips it (and says nothing of it): the small file still answers.
+        assert call(executor, "search", pattern="^entry 7$").content == "docs/a.md:1: entry 7"
+        assert workspace.changes() == {}
+
+
+def test_binary_files_are_reported_as_binary_with_their_size(executor):
+    result = call(executor, "read_file", path="docs/logo.png")
+    assert not result.is_error and result.content == "docs/logo.png is a binary file (17 bytes); its content is not shown"
+
+
+def test_a_very_long_line_is_cut_and_measured(executor, workspace):
+    workspace.write("docs/wide.md", b"x" * 50_000 + b"\nsecond\n")
+    lines = call(executor, "read_file", path="docs/wide.md").content.splitlines()
+    assert lines[1] == "     1\t" + "x" * tools.LINE_MAX_CHARS + f" [... {50_000 - tools.LINE_MAX_CHARS} more bytes]"
+    assert lines[2] == "     2\tsecond"
+
+
+@pytest.mark.parametrize("tool, args", [
+    ("write_file", {"path": ".gitmodules", "content": "[submodule \"x\"]\n\turl = --upload-pack=touch /tmp/p\n"}),
+    ("write_file", {"path": "docs/.gitattributes", "content": "* filter=evil\n"}),
+    ("move_file", {"path": "docs/install.md", "new_path": ".gitattributes"}),
+])
+def test_files_that_change_how_git_treats_the_repository_are_read_only(executor, tool, args):
+    result = call(executor, tool, **args)
+    assert result.is_error and "changes how git treats the repository" in result.content

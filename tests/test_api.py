@@ -12,11 +12,26 @@ from tests.harness import LiveServer
 
 def problem_of(response, status, code):
     assert response.status_code == status, response.text
-    assert response.headers["Content-Type"] == "application/problem+json"
+    # The anchor service's clients expect application/json; problem+json only when asked for (test_problem_types).
+    assert response.headers["Content-Type"] == "application/json"
     body = response.json()
     assert body["code"] == code and body["status"] == status
     assert body["error"] == body["detail"] and body["title"] and body["type"]
     return body
+
+
+def test_a_body_nested_deeper_than_64_levels_is_invalid_json_on_every_write(stack, caplog):
+    job = stack.create("Add an FAQ").json()
+    for path in (f"/v2/agent/{stack.project_id}/job", f"/v2/agent/{stack.project_id}/job/{job['id']}/message"):
+        for depth in (65, 1_000, 20_000):
+            body = '{"prompt": "x", "deep": ' + "[" * depth + "]" * depth + "}"
+            response = stack.api.post(path, data=body, headers={"Content-Type": "application/json"})
+            assert "levels deep" in problem_of(response, 400, "invalid_json")["detail"]
+    nested = '{"prompt": "x", "ok": ' + "[" * 62 + "]" * 62 + "}"  # 63 levels: parsed, then refused by field
+    problem = problem_of(stack.api.post(f"/v2/agent/{stack.project_id}/job", data=nested,
+                                        headers={"Content-Type": "application/json"}), 400, "invalid_request")
+    assert problem["field"] == "ok"
+    assert "RecursionError" not in caplog.text and "Traceback" not in caplog.text
 
 
 def test_bad_json_and_bad_fields_are_400_naming_the_field(stack):
@@ -94,8 +109,10 @@ def test_a_key_of_another_account_sees_nothing(stack, make_repo):
     acme = requests.Session()
     acme.headers["Authorization"] = f"Bearer {acme_key}"
     base = f"{stack.url}/v2/agent/{stack.project_id}"
+    # Create answers 400 (the anchor service's description of it has no 404), naming the project, never more.
+    refused = problem_of(acme.post(f"{base}/job", json={"prompt": "x"}, timeout=10), 400, "invalid_request")
+    assert refused["field"] == "projectId"
     attempts = [
-        ("post", f"{base}/job", {"prompt": "x"}),
         ("post", f"{base}/job/{job['id']}/message", {"prompt": "x"}),
         ("get", f"{base}/job/{job['id']}", None),
         ("get", f"{base}/jobs", None),
@@ -117,6 +134,27 @@ def test_a_key_narrowed_to_projects_sees_only_those(stack, make_repo):
     problem_of(requests.get(f"{stack.url}/v2/agent/{stack.project_id}/jobs", headers=headers, timeout=10), 404,
                "project_not_found")
     assert requests.get(f"{stack.url}/v2/agent/{second.id}/jobs", headers=headers, timeout=10).status_code == 200
+
+
+def test_a_read_only_key_reads_and_every_write_is_403_forbidden(stack, openapi_validator):
+    from service.models import KeyAccess
+    from tests.harness import CheckedSession
+
+    job = stack.create().json()
+    made, plaintext = stack.ctx.services.keys.create(account="local", access=KeyAccess.READ_ONLY)
+    reader = CheckedSession(stack.url, openapi_validator)  # every answer checked against the OpenAPI document
+    reader.headers["Authorization"] = f"Bearer {plaintext}"
+    base = f"/v2/agent/{stack.project_id}"
+    for path in (f"{base}/job/{job['id']}", f"{base}/jobs", f"{base}/job/{job['id']}/messages",
+                 f"{base}/job/{job['id']}/events?after=0", f"{base}/webhooks", "/v2/agent/usage"):
+        assert reader.get(path).status_code == 200, path
+    for path, body in ((f"{base}/job", {"prompt": "x"}), (f"{base}/job/{job['id']}/message", {"prompt": "x"}),
+                       (f"{base}/job/{job['id']}/archive", None), (f"{base}/job/{job['id']}/cancel", None),
+                       (f"{base}/webhooks", {"url": "https://example.com/hook"})):
+        problem_of(reader.post(path, json=body), 403, "forbidden")
+    assert stack.job(job["id"])["status"] == "active" and len(stack.conversation(job["id"])) == 1
+    key = stack.ctx.services.keys.find(made.id)
+    assert key.use_count == 11 and key.last_used_at
 
 
 def test_unknown_project_and_job(stack):

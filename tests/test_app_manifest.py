@@ -7,7 +7,8 @@ import redis
 import yaml
 from flask import Flask
 
-from bot.github import events, manifest as manifests, registration, webhooks
+from bot.github import events, registration, webhooks
+from bot.github import manifest as manifests
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,7 @@ def test_rendering_moves_every_url_onto_the_base(manifest):
     assert rendered["hook_attributes"]["url"] == "https://docs.example.org/github/webhooks"
     assert rendered["redirect_url"] == "https://docs.example.org/github/register/done"
     assert rendered["setup_url"] == "https://docs.example.org/github/setup"
+    assert rendered["callback_urls"] == ["https://docs.example.org/dashboard/login/github/callback"]
     assert rendered["default_events"] == manifest["default_events"]
 
 

@@ -2,11 +2,15 @@
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from service.workspace.git import Git
 from tests.test_flow import FAQ, finish
@@ -36,7 +40,8 @@ def test_projects_and_keys(env, make_repo, tmp_path):
 
     created = json.loads(run(env, "key", "create", "--account", "local", "--project", project["id"],
                              "--name", "ci", "--json").stdout)
-    assert set(created) == {"id", "key"} and created["key"].startswith("cdk_")
+    assert created["key"].startswith("cdk_") and created["prefix"] == created["key"][:16]
+    assert created["access"] == "read_write" and created["createdBy"] == "operator" and created["expiresAt"]
     keys = run(env, "key", "list", "--json").stdout
     assert created["key"] not in keys and json.loads(keys)["keys"][0]["projects"] == [project["id"]]
     run(env, "key", "revoke", created["id"])
@@ -79,7 +84,8 @@ def test_merging_a_local_pull_request_merges_it_and_archives_the_job(stack):
     assert git.run("rev-parse", "--verify", "-q", f"refs/heads/copydesk/{job['id']}", git_dir=stack.repo,
                    check=False).returncode != 0
     assert stack.job(job["id"])["status"] == "archived"
-    assert "+# FAQ" in stack.api.get(stack.job(job["id"])["prLink"]).text  # the page still shows the diff
+    page = stack.operator().get(stack.job(job["id"])["prLink"], timeout=10).text
+    assert "+# FAQ" in page and ">merged<" in page and "job archived" in page  # the page still shows the diff
     again = run(env, "pull", "merge", stack.project_id, "1", check=False)
     assert again.returncode == 2 and "already merged" in again.stderr
 
@@ -106,17 +112,54 @@ def test_recover_queues_stranded_messages(stack):
     assert out == {"queued": [job_id]}
 
 
-def test_demo_runs_a_job_end_to_end_and_shows_the_diff(redis_url, tmp_path):
+def test_demo_runs_a_job_end_to_end_shows_the_diff_and_a_dashboard_link(redis_url, tmp_path):
     env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data")}
     env_clean = {k: v for k, v in os.environ.items() if k not in ("COPYDESK_MODEL", "OPENAI_API_KEY",
                                                                   "ANTHROPIC_API_KEY")}
-    proc = subprocess.run([COPYDESK, "demo"], env={**env_clean, **env}, capture_output=True, text=True,
-                          timeout=180)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "bundled demo script" in proc.stdout
-    assert '"status": "completed"' in proc.stdout
-    assert "/pulls/1" in proc.stdout
-    assert "+# Troubleshooting" in proc.stdout and "+  - Troubleshooting: troubleshooting.md" in proc.stdout
+    # `make demo` runs `copydesk demo --serve`: after the job it serves the dashboard until Ctrl-C.
+    proc = subprocess.Popen([COPYDESK, "demo", "--serve"], env={**env_clean, **env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + 180
+        while not any("Ctrl-C" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line and time.monotonic() < deadline, "".join(lines)
+            lines.append(line)
+        out = "".join(lines)
+        link = next(line.strip() for line in lines if "/dashboard/login/link?token=" in line)
+        browser = requests.Session()
+        home = browser.get(link, timeout=10)
+        assert home.url.endswith("/dashboard/") and "demo" in home.text
+        project = re.search(r"Project\s+(prj_\w+)", out).group(1)
+        jobs = browser.get(link.split("/dashboard/")[0] + f"/dashboard/projects/{project}/jobs", timeout=10)
+        assert "completed" in jobs.text and "Troubleshooting" in jobs.text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out + rest
+    assert "bundled demo script" in out
+    assert '"status": "completed"' in out
+    assert "/pulls/1" in out
+    assert "+# Troubleshooting" in out and "+  - Troubleshooting: troubleshooting.md" in out
+
+
+def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
+    created = json.loads(run(env, "key", "create", "--account", "acme", "--name", "reader", "--access", "read-only",
+                             "--expires", "never", "--json").stdout)
+    assert created["access"] == "read_only" and created["expiresAt"] is None
+    week = json.loads(run(env, "key", "create", "--account", "acme", "--expires", "7", "--json").stdout)
+    assert week["expiresAt"] > week["createdAt"]
+    bad = run(env, "key", "create", "--account", "acme", "--expires", "365", check=False)
+    assert bad.returncode == 2 and "7, 30, 60, 90" in bad.stderr
+    run(env, "key", "revoke", created["id"])
+    listing = run(env, "key", "list", "--account", "acme").stdout
+    assert created["prefix"] in listing and "read_only" in listing and "revoked" in listing and "uses 0" in listing
+    audit = json.loads(run(env, "key", "audit", "--account", "acme", "--json").stdout)["events"]
+    assert [(e["action"], e["keyId"]) for e in audit] == [
+        ("revoked", created["id"]), ("created", week["id"]), ("created", created["id"])]
+    link = json.loads(run(env, "dashboard", "login-link", "--json").stdout)
+    assert "/dashboard/login/link?token=" in link["url"] and link["expiresIn"] == 900
 
 
 def test_disable_and_enable_a_project(env, make_repo):

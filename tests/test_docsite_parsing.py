@@ -2,12 +2,21 @@
 
 import pytest
 
-from service.agent.docsite.anchors import anchor_ids, github_slug, python_markdown_slug
+from service.agent.docsite.anchors import github_slug, python_markdown_slug
 from service.agent.docsite.frontmatter import FrontMatterError, front_matter_keys, parse_front_matter
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
-from service.agent.docsite.mdx import TagProblem, tag_problems
-from service.agent.docsite.sphinx import toctree_entries
+from service.agent.docsite.limits import Uncheckable
+from service.agent.docsite.mdx import TagProblem
+from service.agent.docsite.pages import Mode, Toctree, parse_page
 from service.agent.docsite.yamltext import load_yaml
+
+
+def anchor_ids(text: str) -> frozenset[str]:
+    return parse_page(text, Mode.MDX).anchors
+
+
+def tag_problems(text: str) -> list[TagProblem]:
+    return parse_page(text, Mode.MDX).tag_problems
 
 # --- anchors -------------------------------------------------------------------------------------------
 
@@ -145,7 +154,8 @@ def test_exported_value_of_typescript_and_json():
 def test_exported_value_of_broken_code_ends_with_what_it_could_read():
     assert exported_value("module.exports = {a: 1 ], b: ['x' ) };")["b"][0] == Str("x", 1)
     assert exported_value("export default {a: [") == {"a": []}
-    assert exported_value("[" * 5000) is OPAQUE
+    with pytest.raises(Uncheckable, match="nested deeper than 100 levels"):
+        exported_value("[" * 5000)
     assert exported_value("const = ; module.exports = {'a' 'b': }") == {OPAQUE: OPAQUE}
 
 
@@ -153,6 +163,9 @@ def test_exported_value_of_broken_code_ends_with_what_it_could_read():
 
 def test_rst_and_myst_toctrees():
     rst = """\
+Title
+=====
+
 .. toctree::
    :maxdepth: 2
    :glob:
@@ -163,7 +176,8 @@ def test_rst_and_myst_toctrees():
 
 Text after the directive.
 """
-    assert toctree_entries(rst, markdown=False) == [(5, "intro", True), (6, "Guide <guide/index>", True),
-                                                    (7, "reference/*", True)]
+    assert parse_page(rst, Mode.RST).toctrees == [Toctree(8, "intro", True), Toctree(9, "Guide <guide/index>", True),
+                                                  Toctree(10, "reference/*", True)]
     myst = "# T\n\n:::{toctree}\n:hidden:\na\nb\n:::\n\n```{toctree}\n---\nglob: true\n---\nc/*\n```\n"
-    assert toctree_entries(myst, markdown=True) == [(5, "a", False), (6, "b", False), (13, "c/*", True)]
+    assert parse_page(myst, Mode.MYST).toctrees == [Toctree(5, "a", False), Toctree(6, "b", False),
+                                                    Toctree(13, "c/*", True)]

@@ -48,9 +48,10 @@ def test_create_runs_to_completed_with_a_pull_request(stack):
     assert done["prLink"] == f"{stack.url}/local/{stack.project_id}/pulls/1"
     assert show(stack.repo, done["branch"], "docs/faq.md") == "# FAQ\n\nAsk away."
     assert show(stack.repo, "main", "docs/index.md").startswith("# Widgets")  # base untouched
-    page = requests.get(done["prLink"], timeout=10)
+    assert requests.get(done["prLink"], timeout=10, allow_redirects=False).status_code == 303  # sign in first
+    page = stack.operator().get(done["prLink"], timeout=10)
     assert page.status_code == 200
-    assert "Add an FAQ" in page.text and "+# FAQ" in page.text
+    assert "Add an FAQ" in page.text and "+# FAQ" in page.text and str(stack.repo) not in page.text
     roles = [(m["role"], m.get("status")) for m in stack.conversation(job["id"])]
     assert roles == [("user", "processed"), ("agent", None)]
 
@@ -132,7 +133,7 @@ def test_archive_then_a_message_is_refused(stack):
 
     refused = stack.message(job["id"], "one more thing")
     assert refused.status_code == 409
-    assert refused.headers["Content-Type"] == "application/problem+json"
+    assert refused.headers["Content-Type"] == "application/json"
     assert refused.json()["code"] == "job_archived"
 
 

@@ -2,10 +2,11 @@
 
 import os
 import subprocess
+import time
 
 import pytest
 
-from tests.model_standin import Failure, Hang, ModelStandIn, Reply, ToolUse
+from tests.model_standin import Failure, Hang, ModelStandIn, Outage, Reply, ToolUse
 from tests.test_flow import show
 
 PROVIDERS = {
@@ -69,12 +70,34 @@ def test_model_failures_fail_the_job_with_their_code(provider, stack_factory, st
     assert failed["status"] == "failed" and failed["error"]["code"] == "model_auth_failed"
     assert "sk-test" not in failed["error"]["message"] and "sk-ant-test" not in failed["error"]["message"]
 
-    standin.script(*[Failure(503, "busy", headers={"retry-after": "0"})] * 5)
-    busy = stack.create().json()
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_a_model_outage_within_the_retry_budget_is_ridden_out(provider, stack_factory, standin):
+    stack = stack_factory(**PROVIDERS[provider](standin), model_retry_seconds=4)
+    standin.script(Outage(1.5, 529 if provider == "anthropic" else 503), *write_then_finish())
+    job = stack.create("Add an FAQ").json()
+    started = time.monotonic()
     stack.drain()
+    done = stack.job(job["id"])
+    assert done["status"] == "completed", done["error"]
+    assert show(stack.repo, done["branch"], "docs/faq.md") == "# FAQ"
+    assert len(standin.requests) >= 4  # two or more failed attempts, then the two turns
+    assert standin.pending == 0 and time.monotonic() - started < 30
+
+
+def test_a_model_outage_past_the_retry_budget_makes_the_model_unavailable(stack_factory, standin):
+    stack = stack_factory(**PROVIDERS["openai"](standin), model_retry_seconds=2)
+    standin.script(Outage(600, 503, "busy"))
+    busy = stack.create().json()
+    started = time.monotonic()
+    stack.drain()
+    waited = time.monotonic() - started
     unavailable = stack.job(busy["id"])
     assert unavailable["status"] == "failed" and unavailable["error"]["code"] == "model_unavailable"
-    assert standin.pending == 0
+    assert "the retry budget is 2 s" in unavailable["error"]["message"]
+    assert unavailable["error"]["message"].endswith("last error: HTTP 503: busy")
+    assert 2 <= waited < 30 and len(standin.requests) >= 3
 
 
 def test_create_may_choose_among_the_configured_models(stack_factory, standin):
@@ -122,7 +145,7 @@ def test_tokens_are_counted_per_run_and_per_job(provider, stack_factory, standin
     prompts = [m for m in response["messages"] if m["role"] == "user"]
     assert [p["usage"] for p in prompts] == [{"inputTokens": 2700, "outputTokens": 120},
                                              {"inputTokens": 900, "outputTokens": 12}]
-    assert response["usage"] == {"inputTokens": 3600, "outputTokens": 132}
+    assert response["usage"] == {"inputTokens": 3600, "outputTokens": 132, "maxTokens": None, "remainingTokens": None}
 
 
 def _fails_with(stack, standin, code, *items):

@@ -2,7 +2,7 @@
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import jwt
 import pytest
@@ -179,7 +179,7 @@ def scripted(scripted_github_server):
 
 
 def token_answer(token: str, lifetime: float) -> Answer:
-    expires = datetime.fromtimestamp(time.time() + lifetime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expires = datetime.fromtimestamp(time.time() + lifetime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Answer(201, body={"token": token, "expires_at": expires, "permissions": {"contents": "write"}})
 
 

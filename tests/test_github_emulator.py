@@ -13,10 +13,16 @@ from gidgethub.sansio import Event, validate_event
 from werkzeug.datastructures import Headers
 
 from tests.github_emulator import MergeConflict, TestApp
-from tests.github_schemas import (GitHubSchemaError, document, operation_for, validate_request, validate_response,
-                                  validate_webhook, webhook_examples)
+from tests.github_schemas import (
+    GitHubSchemaError,
+    document,
+    operation_for,
+    validate_request,
+    validate_response,
+    validate_webhook,
+    webhook_examples,
+)
 from tests.harness import LiveServer
-
 
 FILES = {"README.md": "# Docs\n", "docs/index.md": "# Index\n\nHello.\n"}
 
@@ -598,3 +604,61 @@ def test_request_log_lets_tests_check_copydesks_requests(world):
     assert "Authorization" not in created.headers
     minted = [r for r in github.requests if r.operation == "apps/create-installation-access-token"]
     assert minted and all(r.auth == "jwt" for r in minted)
+
+
+def _web_flow(github, login: str = "alice", redirect_uri: str = "http://127.0.0.1:1/cb") -> dict:
+    """Go through the App's OAuth web flow as `login`; returns the token exchange's JSON answer."""
+    github.sign_in_browser(login)
+    page = requests.get(f"{github.url}/login/oauth/authorize", params={
+        "client_id": github.app.client_id, "redirect_uri": redirect_uri, "state": "s1"}, timeout=10)
+    assert page.status_code == 200 and "Authorize" in page.text
+    back = requests.post(f"{github.url}/login/oauth/authorize", allow_redirects=False, timeout=10, data={
+        "client_id": github.app.client_id, "redirect_uri": redirect_uri, "state": "s1", "decision": "authorize"})
+    assert back.status_code == 302 and back.headers["Location"].startswith(redirect_uri + "?")
+    query = dict(part.split("=", 1) for part in back.headers["Location"].split("?", 1)[1].split("&"))
+    assert query["state"] == "s1"
+    exchange = {"client_id": github.app.client_id, "client_secret": github.app.client_secret, "code": query["code"],
+                "redirect_uri": redirect_uri}
+    answer = requests.post(f"{github.url}/login/oauth/access_token", data=exchange,
+                           headers={"Accept": "application/json"}, timeout=10).json()
+    again = requests.post(f"{github.url}/login/oauth/access_token", data=exchange,
+                          headers={"Accept": "application/json"}, timeout=10).json()
+    assert again["error"] == "bad_verification_code"  # a code works once
+    return answer
+
+
+def test_oauth_web_flow_user_installations_and_org_roles_match_githubs_schemas(world):
+    github, installation = world
+    github.add_user("alice")
+    github.add_member("acme", "alice", "admin")
+    github.add_member("globex", "bob", "member")
+    own = github.add_installation("alice")
+    answer = _web_flow(github)
+    assert answer["token_type"] == "bearer" and answer["access_token"].startswith("ghu_")
+    api = GitHubSession(github.url, f"Bearer {answer['access_token']}")
+    assert api.get("/user").json()["login"] == "alice"
+    listed = api.get("/user/installations").json()
+    assert sorted(i["id"] for i in listed["installations"]) == sorted([installation, own])
+    membership = api.get("/user/memberships/orgs/acme").json()
+    assert (membership["state"], membership["role"]) == ("active", "admin")
+    assert api.get("/user/memberships/orgs/globex").status_code == 404
+    # An installation token is not a user token, and a revoked authorization is refused everywhere.
+    assert as_installation(github, installation).get("/user").status_code == 401
+    github.revoke_authorization("alice")
+    assert api.get("/user/installations").status_code == 401
+
+
+def test_oauth_web_flow_refuses_what_github_refuses(github):
+    github.oauth_callback = "http://127.0.0.1:1/cb"
+    github.sign_in_browser("alice")
+    base = {"client_id": github.app.client_id, "state": "s"}
+    assert requests.get(f"{github.url}/login/oauth/authorize", params={**base, "client_id": "Iv23nope"},
+                        timeout=10).status_code == 404
+    assert requests.get(f"{github.url}/login/oauth/authorize", params={**base, "redirect_uri": "http://evil.test/"},
+                        timeout=10).status_code == 400
+    denied = requests.post(f"{github.url}/login/oauth/authorize", allow_redirects=False, timeout=10,
+                           data={**base, "redirect_uri": "http://127.0.0.1:1/cb", "decision": "cancel"})
+    assert "error=access_denied" in denied.headers["Location"]
+    wrong_secret = requests.post(f"{github.url}/login/oauth/access_token", headers={"Accept": "application/json"},
+                                 data={"client_id": github.app.client_id, "client_secret": "x", "code": "c"}, timeout=10)
+    assert wrong_secret.json()["error"] == "incorrect_client_credentials"

@@ -10,13 +10,14 @@ import rq
 from bot.github import comments, events
 from bot.github.apps import GitHubApp
 from bot.github.codehost import GitHubCodeHost
+from bot.github.pulls import pull_state
 from bot.github.settings import GitHubSettings
+from service.codehost.base import CodeHostError
 from service.models import JobStatus, MessageStatus
 from service.services import build_services
 from service.settings import Settings
 from service.store.jobs import RunOutcome
 from tests.github_schemas import validate_webhook, webhook_examples
-
 
 REPO = "acme/docs"
 OTHER = "acme/handbook"
@@ -30,7 +31,8 @@ def bot(github, redis_client, tmp_path):
                         webhook_secret=github.app.webhook_secret, api_url=github.url, web_url=github.url)
     app = GitHubApp(gh, redis_client, requests.Session(), sleep=lambda _seconds: None, retries=1)
     host = GitHubCodeHost(app)
-    services = build_services(settings, redis_client, task="bot.tasks.process_job", code_hosts={host.name: host})
+    services = build_services(settings, redis_client, task="bot.tasks.process_job", delivery_task="bot.tasks.deliver_webhook",
+                              code_hosts={host.name: host})
     return events.GitHubBot(services=services, app=app, host=host)
 
 
@@ -278,7 +280,7 @@ def test_the_permission_check_fails_closed(github, bot, pull):
     github.set_permission(REPO, "alice", "write")
     github.inject("server", count=5, match="collaborators")
     payload = github.comment(REPO, number, "alice", "@copydesk-test go")
-    with pytest.raises(Exception):
+    with pytest.raises(CodeHostError):
         deliver(bot, "issue_comment", payload)
     assert len(user_messages(bot, job.id)) == 1
     assert github.reactions(payload["comment"]["id"]) == []
@@ -290,7 +292,7 @@ def test_a_comment_whose_permission_check_failed_is_acted_on_when_handled_again(
     github.set_permission(REPO, "alice", "write")
     github.inject("server", count=2, match="collaborators")  # the bot's client tries twice
     payload = github.comment(REPO, number, "alice", "@copydesk-test go")
-    with pytest.raises(Exception):
+    with pytest.raises(CodeHostError):
         deliver(bot, "issue_comment", payload)
     deliver(bot, "issue_comment", payload)
     assert len(user_messages(bot, job.id)) == 2
@@ -303,7 +305,7 @@ def test_a_reply_that_failed_is_sent_when_the_comment_is_handled_again(github, b
     github.set_permission(REPO, "visitor", "read")
     github.inject("server", match="POST .*/issues/.*/comments")  # a POST that failed is not repeated
     payload = github.comment(REPO, number, "visitor", "@copydesk-test go")
-    with pytest.raises(Exception):
+    with pytest.raises(CodeHostError):
         deliver(bot, "issue_comment", payload, "first")
     deliver(bot, "issue_comment", payload, "first")
     deliver(bot, "issue_comment", payload, "first")
@@ -390,9 +392,11 @@ def test_a_branch_named_like_ours_in_a_fork_is_not_a_job(github, bot, pull):
 
 def test_a_merged_pull_request_archives_its_job_and_deletes_the_branch(github, bot, pull):
     job, number = pull
+    assert pull_state(bot.services.redis, bot.services.jobs.get(job.id)) == "open"
     deliver(bot, "pull_request", github.merge(REPO, number))
     archived = bot.services.jobs.get(job.id)
     assert archived.status is JobStatus.ARCHIVED and archived.archived_at
+    assert pull_state(bot.services.redis, archived) == "merged"  # what the dashboard shows
     assert github.branch_sha(REPO, job.branch) is None
 
 
@@ -400,6 +404,7 @@ def test_a_closed_pull_request_archives_its_job_and_keeps_the_branch(github, bot
     job, number = pull
     deliver(bot, "pull_request", github.close(REPO, number))
     assert bot.services.jobs.get(job.id).status is JobStatus.ARCHIVED
+    assert pull_state(bot.services.redis, bot.services.jobs.get(job.id)) == "closed"
     assert github.branch_sha(REPO, job.branch) is not None
 
 
@@ -428,3 +433,39 @@ def test_closing_a_pull_request_copydesk_did_not_open_changes_nothing(github, bo
     example["repository"].update(full_name=REPO, id=github.state.repo(REPO).id)
     deliver(bot, "pull_request", example, example=True)
     assert bot.services.jobs.get(job.id).status is JobStatus.COMPLETED
+
+
+# -- stop --------------------------------------------------------------------------------------
+
+def test_a_stop_comment_cancels_the_jobs_waiting_work_and_says_so(github, bot, pull):
+    job, number = pull
+    github.set_permission(REPO, "alice", "write")
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test add a FAQ"), "d1")
+    assert bot.services.jobs.get(job.id).status is JobStatus.ACTIVE
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test Stop!"), "d2")
+
+    after = bot.services.jobs.get(job.id)
+    assert after.status is JobStatus.COMPLETED and after.pr_number == number  # back to its last round's state
+    assert [m.status for m in user_messages(bot, job.id)] == [MessageStatus.PROCESSED, MessageStatus.CANCELLED]
+    replies = [c.json["body"] for c in calls(github, "issues/create-comment")]
+    assert len(replies) == 1 and replies[0].startswith("@alice stopping")
+    types = [e.type.value for e in bot.services.events.after(job.id, "0")]
+    assert types[-1] == "job.cancelled"
+
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "stop @copydesk-test"), "d3")
+    assert "nothing to stop" in calls(github, "issues/create-comment")[-1].json["body"]
+
+
+def test_only_a_bare_stop_is_a_stop_and_only_from_a_writer(github, bot, pull):
+    from bot.github.comments import is_stop
+
+    assert is_stop("@copydesk-test stop", "copydesk-test") and is_stop("STOP @copydesk-test[bot].", "copydesk-test")
+    assert not is_stop("@copydesk-test stop using passive voice", "copydesk-test")
+    assert not is_stop("`@copydesk-test stop`", "copydesk-test") and not is_stop("stop", "copydesk-test")
+    job, number = pull
+    github.set_permission(REPO, "alice", "write")
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test add a FAQ"), "d1")
+    github.set_permission(REPO, "mallory", "read")
+    deliver(bot, "issue_comment", github.comment(REPO, number, "mallory", "@copydesk-test stop"), "d2")
+    assert bot.services.jobs.get(job.id).status is JobStatus.ACTIVE
+    assert user_messages(bot, job.id)[-1].status is MessageStatus.QUEUED

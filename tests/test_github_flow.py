@@ -17,7 +17,6 @@ from tests.harness import CheckedSession, LiveServer, drain_queues
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
 from tests.test_cli import run
 
-
 REPO = "acme/docs"
 
 

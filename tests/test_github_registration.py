@@ -14,7 +14,6 @@ from bot.github import registration
 from bot.github.settings import GitHubSettings
 from service.api import problems
 
-
 BASE = "https://copydesk.example.org"
 
 

@@ -9,7 +9,6 @@ import pytest
 import redis
 import rq
 from flask import Flask
-
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -23,7 +22,6 @@ from service.store.projects import ProjectStore
 from tests.conftest import free_port
 from tests.harness import LiveServer, drain_queues
 from tests.test_github_events import pull_of_a_completed_job
-
 
 SECRET = "webhook-secret-for-tests"
 QUEUE = "copydesk-hooks-test"
@@ -81,7 +79,7 @@ def test_a_wrong_or_missing_signature_is_refused_and_nothing_is_stored(client, q
     else:
         response = deliver(client, "issue_comment", COMMENT, delivery="d-2", signature=signature)
     assert response.status_code == 401
-    assert response.mimetype == "application/problem+json"
+    assert response.mimetype == "application/json"  # problem details, as plain JSON unless asked otherwise
     assert response.get_json()["code"] == "unauthorized"
     assert queue.count == 0
     assert redis_client.keys("cd:gh:*") == []
@@ -104,6 +102,46 @@ def test_a_redelivery_is_acknowledged_but_not_queued_again(client, queue):
     assert again.status_code == 200
     assert again.get_json() == {"status": "duplicate"}
     assert queue.count == 1
+
+
+def test_a_replayed_body_under_a_new_delivery_id_is_acknowledged_but_not_queued(client, queue):
+    # X-GitHub-Delivery is not signed: whoever captured a delivery can send it again under any id.
+    assert deliver(client, "issue_comment", COMMENT, delivery="d-6").status_code == 202
+    for replay in ("d-7", str(uuid.uuid4())):
+        again = deliver(client, "issue_comment", COMMENT, delivery=replay)
+        assert again.status_code == 200 and again.get_json() == {"status": "duplicate"}
+    assert queue.count == 1
+    other = {**COMMENT, "comment": {"id": 8, "body": "hi"}}  # a new event, however alike, is taken
+    assert deliver(client, "issue_comment", other, delivery="d-8").status_code == 202
+    assert queue.count == 2
+
+
+@pytest.mark.parametrize("depth", [65, 5_000])
+def test_a_signed_body_nested_too_deep_is_invalid_json_not_a_crash(client, queue, depth):
+    payload = {**COMMENT, "comment": {"id": 7, "body": "hi", "x": json.loads("[" * (depth - 2) + "]" * (depth - 2))
+                                      if depth < 900 else None}}
+    body = json.dumps(payload).encode()
+    if depth >= 900:  # json.dumps itself cannot nest this deep: build the text directly
+        body = body.replace(b'"x": null', b'"x": ' + b"[" * depth + b"]" * depth)
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"deep-{depth}", "X-Hub-Signature-256": signature,
+        "Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "invalid_json"
+    assert queue.count == 0
+
+
+def test_a_signed_form_encoded_payload_nested_too_deep_is_invalid_json(client, queue):
+    import urllib.parse
+
+    body = urllib.parse.urlencode({"payload": '{"action": "created", "x": ' + "[" * 5000 + "]" * 5000 + "}"}).encode()
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "deep-form", "X-Hub-Signature-256": signature,
+        "Content-Type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 400 and response.get_json()["code"] == "invalid_json"
+    assert queue.count == 0
 
 
 def test_ping_is_answered(client, queue):

@@ -1,6 +1,7 @@
 """The model stand-ins are honest: the official SDKs, validating strictly, parse every reply they send."""
 
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -12,7 +13,7 @@ from anthropic.types.shared import ErrorResponse
 from openai.types.chat import ChatCompletion
 from openai.types.shared import ErrorObject
 
-from tests.model_standin import Failure, Hang, ModelStandIn, Reply, ToolUse
+from tests.model_standin import Failure, Hang, ModelStandIn, Outage, Reply, ToolUse
 
 KEY = "sk-test-key"
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
@@ -206,6 +207,21 @@ def test_hang_makes_the_client_time_out_then_the_script_goes_on(standin):
     assert chat(client, [{"role": "user", "content": "hi"}]).choices[0].message.content == "next"
 
 
+def test_an_outage_fails_every_request_for_its_time_then_the_script_goes_on(standin):
+    standin.script(Outage(0.6, 529, headers={"retry-after-ms": "50"}), Reply(text="back"))
+    client = anthropic_client(standin)
+    with pytest.raises(anthropic.OverloadedError) as first:
+        message(client, [{"role": "user", "content": "hi"}])
+    assert first.value.response.headers["retry-after-ms"] == "50"
+    ErrorResponse.model_validate(first.value.body, strict=True)
+    with pytest.raises(openai.InternalServerError):
+        chat(openai_client(standin), [{"role": "user", "content": "hi"}])
+    assert standin.pending == 2  # failures during an outage do not use up the script
+    time.sleep(0.7)
+    assert message(client, [{"role": "user", "content": "hi"}]).content[0].text == "back"
+    assert standin.pending == 0
+
+
 # ---------------------------------------------------------------- malformed requests
 
 def _assistant_call(call_id="call_1", arguments="{}"):
@@ -288,3 +304,20 @@ def test_unparsable_bodies_and_unknown_paths_get_vendor_shaped_errors(standin):
     status, body = post("/v1/embeddings", b"{}")
     assert status == 404 and "no route" in body["error"]["message"]
     assert [r.body for r in standin.requests] == [{"_unparsed": "{not json"}, {"_unparsed": "{not json"}, {}]
+
+
+def test_a_responder_answers_from_the_conversation_it_is_sent(standin):
+    def turn(body):
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return 0.0, Reply(text="done")
+        return 0.0, Reply(tool_calls=[ToolUse("read_file", {"path": last["content"]})])
+
+    standin.respond(turn)
+    client = openai_client(standin)
+    first = chat(client, [{"role": "user", "content": "docs/a.md"}])
+    call = first.choices[0].message.tool_calls[0]
+    assert json.loads(call.function.arguments) == {"path": "docs/a.md"}
+    second = chat(client, [{"role": "user", "content": "docs/a.md"}, first.choices[0].message.model_dump(),
+                           {"role": "tool", "tool_call_id": call.id, "content": "# A"}])
+    assert second.choices[0].message.content == "done"

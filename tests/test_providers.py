@@ -5,11 +5,10 @@ from openai.types.chat import ChatCompletion
 
 from service.agent.loop import AgentTask, RunLimits, run_agent
 from service.agent.model import ChatMessage, ModelError, ModelFactory, ToolCall, Usage
-from service.agent.providers import build_providers
+from service.agent.providers import build_providers, openai_chat
 from service.agent.providers.anthropic_messages import AnthropicModel
-from service.agent.providers.openai_chat import OpenAIChatModel
-from service.agent.providers import openai_chat
 from service.agent.providers.failures import retry_after, status_failure
+from service.agent.providers.openai_chat import OpenAIChatModel
 from service.agent.providers.retry import RetryPolicy, Transient
 from service.agent.tools import TOOL_SPECS
 from service.settings import Settings
@@ -24,10 +23,23 @@ START = [ChatMessage("system", "You edit docs."), ChatMessage("user", "Fix the t
 
 
 class Sleeps(list):
-    """A `sleep` that records the delays instead of waiting."""
+    """A `sleep` that records the delays instead of waiting, and a `clock` that those delays advance."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 1000.0
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
+
+
+def policy(sleeps: Sleeps, **options) -> RetryPolicy:
+    """A retry policy that waits on `sleeps`' clock instead of the real one."""
+    return RetryPolicy(sleep=sleeps, clock=sleeps.clock, **options)
 
 
 def failing(*outcomes):
@@ -45,51 +57,78 @@ def failing(*outcomes):
     return fn
 
 
+def down_until(sleeps: Sleeps, recovery: float, *, call_takes: float = 0.0):
+    """A callable that fails with HTTP 503 until `sleeps`' clock reaches `recovery`; each call takes `call_takes`."""
+
+    def fn():
+        fn.calls += 1
+        sleeps.now += call_takes
+        if sleeps.now < recovery:
+            raise Transient(None, "HTTP 503: down")
+        return "ok"
+
+    fn.calls = 0
+    return fn
+
+
 # --- retry policy -------------------------------------------------------------------------------------------
 
 
 def test_retry_returns_the_first_success_after_transient_failures():
     sleeps = Sleeps()
     fn = failing(Transient(None, "HTTP 503"), Transient(None, "HTTP 503"), "ok")
-    assert RetryPolicy(sleep=sleeps, jitter=lambda: 1.0).call(fn) == "ok"
+    assert policy(sleeps, jitter=lambda: 1.0).call(fn) == "ok"
     assert fn.calls == 3
     assert sleeps == [1.0, 2.0]  # exponential: base, then twice base
 
 
 def test_retry_backoff_is_jittered_between_half_and_all_of_the_exponential_step():
-    policy = RetryPolicy(base_delay=1.0, max_delay=30.0, jitter=lambda: 0.0)
-    assert [policy.delay(n, None) for n in range(1, 8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0]
+    policy_ = RetryPolicy(base_delay=1.0, max_delay=30.0, jitter=lambda: 0.0)
+    assert [policy_.delay(n, None) for n in range(1, 8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0]
     real = RetryPolicy()
     assert all(2.0 <= real.delay(3, None) <= 4.0 for _ in range(100))
+    assert all(7.5 <= real.delay(9, None) <= 15.0 for _ in range(100))
 
 
-def test_retry_honours_retry_after_capped_by_max_delay():
+def test_retry_rides_out_a_two_minute_outage_by_default_however_many_attempts_it_takes():
     sleeps = Sleeps()
-    fn = failing(Transient(0.0, "HTTP 429"), Transient(7.5, "HTTP 429"), Transient(600.0, "HTTP 429"), "ok")
-    assert RetryPolicy(sleep=sleeps, max_delay=30.0).call(fn) == "ok"
-    assert sleeps == [0.0, 7.5, 30.0]
+    fn = down_until(sleeps, sleeps.now + 115)
+    assert policy(sleeps).call(fn, what="openai:gpt-x") == "ok"
+    assert fn.calls > 5  # the old cap of five attempts would have failed the run inside the outage
+    assert max(sleeps) <= 15.0
+    assert 115 <= sum(sleeps) <= 115 + 15  # noticed the recovery within one (largest) backoff step
 
 
-def test_retry_gives_up_after_the_attempts_with_a_readable_error():
+def test_retry_gives_up_when_the_outage_outlasts_the_budget_with_a_readable_error():
     sleeps = Sleeps()
-    fn = failing(*[Transient(1.0, f"HTTP 500: boom {n}") for n in range(3)])
+    start = sleeps.now
+    fn = down_until(sleeps, start + 3600, call_takes=2.0)
     with pytest.raises(ModelError) as caught:
-        RetryPolicy(attempts=3, sleep=sleeps).call(fn, what="openai:gpt-x")
+        policy(sleeps, budget=60, jitter=lambda: 0.5).call(fn, what="openai:gpt-x")
     assert caught.value.code == "model_unavailable"
-    assert caught.value.message == ("openai:gpt-x failed 3 times in a row (waited 2 s between attempts); "
-                                    "last error: HTTP 500: boom 2")
-    assert fn.calls == 3 and sleeps == [1.0, 1.0]
+    # The budget runs from the first failure; the last wait is cut so that the last attempt falls on it.
+    assert sleeps.now - start == pytest.approx(2.0 + 60 + 2.0)
+    message = caught.value.message
+    assert message.startswith(f"openai:gpt-x kept failing for 62 s ({fn.calls} attempts; the retry budget is 60 s)")
+    assert message.endswith("last error: HTTP 503: down")
 
 
-def test_retry_gives_up_rather_than_wait_past_the_total_budget():
+def test_retry_honours_retry_after_in_full_when_it_fits_the_budget():
     sleeps = Sleeps()
-    fn = failing(*[Transient(20.0, "HTTP 429: slow down") for _ in range(5)])
+    fn = failing(Transient(0.0, "HTTP 429"), Transient(7.5, "HTTP 429"), Transient(40.0, "HTTP 429"), "ok")
+    assert policy(sleeps, max_delay=15.0).call(fn) == "ok"
+    assert sleeps == [0.0, 7.5, 40.0]  # the server's ask wins over the backoff's ceiling
+
+
+def test_retry_gives_up_at_once_when_retry_after_is_past_the_budget():
+    sleeps = Sleeps()
+    fn = failing(Transient(None, "HTTP 503"), Transient(600.0, "HTTP 429: slow down"), "never")
     with pytest.raises(ModelError) as caught:
-        RetryPolicy(attempts=10, max_total_wait=50.0, sleep=sleeps).call(fn)
+        policy(sleeps, budget=120, jitter=lambda: 1.0).call(fn)
     assert caught.value.code == "model_unavailable"
-    assert sleeps == [20.0, 20.0]  # a third wait would pass 50 s
-    assert fn.calls == 3
-    assert "failed 3 times" in caught.value.message and "HTTP 429: slow down" in caught.value.message
+    assert sleeps == [1.0] and fn.calls == 2  # no wait that could only end in failure
+    assert "it asked to wait 600 s more" in caught.value.message
+    assert caught.value.message.endswith("last error: HTTP 429: slow down")
 
 
 def test_retry_lets_other_errors_through_at_once():
@@ -159,7 +198,7 @@ def vendor(request):
 
 def make_model(vendor: str, standin: ModelStandIn, sleeps: Sleeps, *, key: str | None = KEY, **options):
     adapter, base_url, _ = VENDORS[vendor]
-    retry = options.pop("retry", None) or RetryPolicy(sleep=sleeps)
+    retry = options.pop("retry", None) or policy(sleeps)
     return adapter("test-model", api_key=key, base_url=getattr(standin, base_url), retry=retry, **options)
 
 
@@ -312,13 +351,14 @@ def test_retry_after_ms_is_preferred(vendor, standin, sleeps):
 @pytest.mark.parametrize("status", [500, 529])
 def test_server_errors_past_the_bound_make_the_model_unavailable(vendor, standin, sleeps, status):
     standin.script(*[Failure(status, f"overloaded {n}") for n in range(3)])
-    model = make_model(vendor, standin, sleeps, retry=RetryPolicy(attempts=3, sleep=sleeps, jitter=lambda: 0.0))
+    model = make_model(vendor, standin, sleeps, retry=policy(sleeps, budget=1, jitter=lambda: 0.0))
     with pytest.raises(ModelError) as caught:
         model.complete(list(START), TOOL_SPECS)
     assert caught.value.code == "model_unavailable"
-    assert caught.value.message.startswith(f"{vendor}:test-model failed 3 times in a row")
+    assert caught.value.message.startswith(f"{vendor}:test-model kept failing for 1 s (3 attempts; the retry "
+                                           f"budget is 1 s)")
     assert caught.value.message.endswith(f"last error: HTTP {status}: overloaded 2")
-    assert len(standin.requests) == 3 and sleeps == [0.5, 1.0] and standin.pending == 0
+    assert len(standin.requests) == 3 and sleeps == [0.5, 0.5] and standin.pending == 0
 
 
 def test_a_timeout_is_retried(vendor, standin, sleeps):
@@ -331,7 +371,7 @@ def test_a_timeout_is_retried(vendor, standin, sleeps):
 def test_connection_refused_makes_the_model_unavailable(vendor, sleeps):
     with ModelStandIn() as gone:
         pass
-    model = make_model(vendor, gone, sleeps, retry=RetryPolicy(attempts=2, sleep=sleeps))
+    model = make_model(vendor, gone, sleeps, retry=policy(sleeps, budget=1))
     with pytest.raises(ModelError) as caught:
         model.complete(list(START), [])
     assert caught.value.code == "model_unavailable" and "could not connect" in caught.value.message

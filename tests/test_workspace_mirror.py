@@ -93,7 +93,7 @@ def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
         return seen
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = dict(zip(expected, pool.map(run, expected)))
+        results = dict(zip(expected, pool.map(run, expected), strict=True))
     assert results == {ref: [sha] * 3 for ref, sha in expected.items()}
     mirror = store.mirror(remote)
     assert not any(r.startswith(RUNS_PREFIX) for r in refs(git, mirror))

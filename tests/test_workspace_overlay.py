@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -15,6 +16,7 @@ from service.workspace.entries import (
 )
 from service.workspace.git import Git, Remote
 from service.workspace.mirror import MirrorStore
+from service.workspace.textsearch import InvalidPattern
 from tests.conftest import commit_files
 
 
@@ -218,7 +220,20 @@ def test_search_merges_tree_and_overlay(ws):
     assert [m.path for m in ws.search("hello", globs=["*.md"])] == ["docs/guide/setup.md", "notes/overlay-only.md"]
     assert [m.path for m in ws.search("hello", globs=["docs"])] == ["docs/guide/setup.md"]
     assert len(ws.search("e", max_matches=2)) == 2
-    assert ws.search(r"(?<=say )\w+") == [SearchMatch("notes/overlay-only.md", 2, "say hello here")]
+    assert ws.search(r"say (\w+) here") == [SearchMatch("notes/overlay-only.md", 2, "say hello here")]
+    # One dialect, RE2, over the tree and the overlay alike: look-around and back-references are refused.
+    for unsupported in (r"(?<=say )\w+", r"(hel)\1"):
+        with pytest.raises(InvalidPattern):
+            ws.search(unsupported)
+
+
+def test_search_runs_in_linear_time_on_a_catastrophic_pattern(ws):
+    # Python's re or PCRE take about 2**40 steps here; RE2 scans each line once.
+    ws.write("docs/evil.md", (b"a" * 40 + b"!\n") * 200 + b"aaaa\n")
+    started = time.monotonic()
+    found = ws.search(r"^(a+)+$")
+    assert time.monotonic() - started < 2
+    assert found == [SearchMatch("docs/evil.md", 201, "aaaa")]
 
 
 def test_search_skips_binary_files_and_rejects_bad_patterns(ws):

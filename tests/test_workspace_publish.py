@@ -3,10 +3,12 @@
 import pytest
 
 from service.workspace.entries import BranchConflict, WorkspaceError
+from service.workspace.fsck import UnsafeCommit
 from service.workspace.git import GitError, Remote
 from service.workspace.mirror import MirrorStore
 from service.workspace.publish import Identity, build_commit, push_commit
 from tests.conftest import commit_files
+from tests.hostile_repos import hostile_repo
 from tests.test_workspace_overlay import add_entries
 
 BOT = Identity("Copydesk", "bot@copydesk.example")
@@ -226,4 +228,19 @@ def test_a_push_refused_for_another_reason_raises_git_error(git, setup):
     with pytest.raises(GitError) as info:
         run(git, mirror, remote, lambda ws: ws.write("README.md", b"x\n"))
     assert "remote rejected" in str(info.value)
+    assert remote_head(git, bare) is None
+
+
+def test_a_commit_that_would_fail_fsck_is_refused_before_any_push(git, tmp_path):
+    # The base holds a `.git` look-alike beside the page the run edits: rewriting that folder would make a tree
+    # git fsck --strict refuses (hasDotgit), so the commit is refused; an untouched folder is no problem.
+    bare = hostile_repo(git, tmp_path / "hostile.git", {"README.md": "# Docs\n", "docs/intro.md": "Intro\n",
+                                                         "docs/.GIT./config": "[core]\n", "guide/setup.md": "Setup\n"})
+    remote = Remote(str(bare))
+    mirror = MirrorStore(tmp_path / "mirrors", git).mirror(remote)
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        with pytest.raises(UnsafeCommit) as caught:
+            build_commit(mirror, heads["base"], {"docs/intro.md": b"New\n"}, "Edit", PERSON, BOT)
+        assert caught.value.code == "unsafe_commit" and "hasDotgit" in caught.value.message
+        assert build_commit(mirror, heads["base"], {"guide/setup.md": b"New\n"}, "Edit", PERSON, BOT)
     assert remote_head(git, bare) is None

@@ -1,7 +1,8 @@
 """The GitHub App as the rest of `bot` uses it: App and installation clients, tokens, and the App's slug."""
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import redis
 import requests
@@ -22,7 +23,7 @@ class GitHubApp:
         self.settings = settings
         self.redis = client
         self.session = session
-        self._options = {"requester": requester, "sleep": sleep, "max_wait": max_wait, "retries": retries}
+        self._options: dict[str, Any] = {"requester": requester, "sleep": sleep, "max_wait": max_wait, "retries": retries}
         self.tokens = InstallationTokens(client, settings, self.app_client)
 
     def app_client(self) -> GitHubClient:

@@ -2,8 +2,8 @@
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 import redis
 from gidgethub import BadRequest

@@ -11,8 +11,9 @@ import json
 import logging
 import random
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 import requests
 import urllib3
@@ -218,4 +219,4 @@ def _path(url: str) -> str:
 
 
 def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -2,8 +2,9 @@
 
 import base64
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Literal
+from typing import Literal
 from urllib.parse import quote
 
 from gidgethub import BadRequest, GitHubException, InvalidField, ValidationError

@@ -6,18 +6,19 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import redis
 from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
 from bot.github.cleaning import clean, fence, strip_invisible
-from bot.github.codehost import HOST
+from bot.github.codehost import HOST, ReactionTarget
 from bot.github.pulls import job_of_pull
 from service.codehost.base import CodeHostError
-from service.errors import JobArchived
+from service.errors import JobArchived, JobNotActive
 from service.models import Job, JobStatus, Project
+from service.store.replies import text
 
 if TYPE_CHECKING:
     from bot.github.events import GitHubBot
@@ -39,6 +40,9 @@ RATE_LIMITED = ("@{login} this repository has used its {limit} jobs and messages
                 "acted on this comment. Please mention me again in about {minutes} min.")
 TOO_LONG = ("@{login} this comment is too long for me to take as a request ({length} characters with its "
             "context; the limit is {limit}). Please shorten it and mention me again.")
+STOPPING = ("@{login} stopping: the run in progress is abandoned (nothing of it is pushed unless it already was) "
+            "and waiting requests are cancelled. Mention me again to continue.")
+NOTHING_TO_STOP = "@{login} nothing is running for this pull request, so there is nothing to stop."
 _REVIEW_STATES = {"approved": "approved", "changes_requested": "changes requested", "commented": "comment"}
 
 # Mentions inside code or quoted from an earlier comment are not requests.
@@ -135,6 +139,9 @@ def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer
     if job.status is JobStatus.ARCHIVED:
         _reply_archived(bot, project, job, comment)
         return False
+    if is_stop(comment.body, bot.app.slug()):
+        _stop(bot, project, job, comment)
+        return False
     text = message_text(comment)
     limit = bot.services.settings.max_prompt_chars
     if len(text) > limit:
@@ -151,6 +158,24 @@ def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer
         _reply_archived(bot, project, job, comment)
         return False
     return True
+
+
+def is_stop(body: str, slug: str) -> bool:
+    """Whether the comment says only `@<app> stop` (in any order, case and punctuation)."""
+    text = _QUOTED_LINE.sub("", _CODE.sub("", clean(body)))
+    mention = _mention_pattern(slug)
+    words = re.sub(r"[^\w\s-]", " ", mention.sub(" ", text)).lower().split()
+    return bool(mention.search(text)) and words == ["stop"]
+
+
+def _stop(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
+    try:
+        bot.services.jobs.cancel(job.id)
+    except JobNotActive:
+        _reply(bot, project, comment, NOTHING_TO_STOP.format(login=comment.login))
+        return
+    log.info("job %s: cancelled by @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
+    _reply(bot, project, comment, STOPPING.format(login=comment.login))
 
 
 def message_text(comment: Comment) -> str:
@@ -172,8 +197,11 @@ def is_bot(user: dict) -> bool:
 
 def mentions(text: str, slug: str) -> bool:
     """Whether `text` @mentions the App, outside code and quoted lines."""
-    pattern = re.compile(rf"(?<![\w@/.-])@{re.escape(slug)}(?:\[bot\])?(?![\w-])", re.IGNORECASE)
-    return bool(pattern.search(_QUOTED_LINE.sub("", _CODE.sub("", text))))
+    return bool(_mention_pattern(slug).search(_QUOTED_LINE.sub("", _CODE.sub("", text))))
+
+
+def _mention_pattern(slug: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w@/.-])@{re.escape(slug)}(?:\[bot\])?(?![\w-])", re.IGNORECASE)
 
 
 def _heading(comment: Comment) -> str:
@@ -207,7 +235,7 @@ def _may_steer(bot: GitHubBot, project: Project, login: str) -> bool:
     key = f"cd:gh:permission:{project.id}:{login.lower()}"
     cached = bot.services.redis.get(key)
     if cached is not None:
-        permission = cached.decode()
+        permission = text(cached)
     else:
         permission = bot.host.collaborator_permission(project, login)
         bot.services.redis.set(key, permission, ex=PERMISSION_TTL_SECONDS)
@@ -242,7 +270,8 @@ def _acknowledge(bot: GitHubBot, project: Project, job: Job, comment: Comment) -
     it again would add the message twice."""
     bot.services.dispatcher.try_kick(job.id)
     log.info("job %s: follow-up message from @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
-    kind, target = ("issue", comment.number) if comment.kind == "review" else (comment.kind, comment.id)
+    kind: ReactionTarget = "issue" if comment.kind == "review" else cast("ReactionTarget", comment.kind)
+    target = comment.number if comment.kind == "review" else comment.id
     try:
         bot.host.react(project, kind=kind, id=target, content="eyes")
     except CodeHostError as exc:

@@ -47,4 +47,6 @@ def render_manifest(manifest: dict, base_url: str) -> dict:
                 "hook_attributes": {**manifest["hook_attributes"], "url": base + hook_path(manifest)}}
     for name in _URL_FIELDS:
         rendered[name] = base + urlsplit(manifest[name]).path
+    if manifest.get("callback_urls"):
+        rendered["callback_urls"] = [base + urlsplit(url).path for url in manifest["callback_urls"]]
     return rendered

@@ -45,6 +45,7 @@ def pull_closed(bot: GitHubBot, event: Event) -> None:
     if found is None:
         return
     project, job = found
+    record_pull_state(bot.services.redis, job.id, "merged" if pull.get("merged") else "closed")
     bot.services.jobs.archive(job.id)
     log.info("job %s archived: pull request #%s %s", job.id, pull["number"],
              "merged" if pull.get("merged") else "closed")
@@ -52,6 +53,23 @@ def pull_closed(bot: GitHubBot, event: Event) -> None:
     base_repository = (pull.get("base") or {}).get("repo") or {}
     if pull.get("merged") and not base_repository.get("delete_branch_on_merge"):
         _delete_branch(bot, project, pull["head"]["ref"])
+
+
+def record_pull_state(redis_client, job_id: str, state: str) -> None:
+    """Remember how a job's GitHub pull request ended ("merged" or "closed"), for the dashboard."""
+    redis_client.set(_state_key(job_id), state)
+
+
+def pull_state(redis_client, job: Job) -> str | None:
+    """open, merged or closed for a job's GitHub pull request; None when it has none."""
+    if job.pr_number is None:
+        return None
+    ended = redis_client.get(_state_key(job.id))
+    return ended.decode() if ended else "open"
+
+
+def _state_key(job_id: str) -> str:
+    return f"cd:gh:pull-state:{job_id}"
 
 
 def _delete_branch(bot: GitHubBot, project: Project, branch: str) -> None:

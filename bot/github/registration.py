@@ -128,7 +128,7 @@ def load_registration(data_dir: Path) -> dict[str, str]:
     """The variables a registration stored (empty when none did), to merge under the environment."""
     try:
         text = registration_path(data_dir).read_text("utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no data folder there: nothing registered
         return {}
     values = {}
     for line in text.splitlines():

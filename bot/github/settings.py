@@ -2,9 +2,9 @@
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -26,6 +26,9 @@ class GitHubSettings:
     api_url: str = DEFAULT_API_URL
     web_url: str = ""  # empty: derived from api_url (see web_url_for)
     app_slug: str | None = None
+    # The App's OAuth client, for the dashboard's sign-in with GitHub.
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # Frozen, so normalised through object.__setattr__; tests build settings directly with an emulator URL.
@@ -36,6 +39,11 @@ class GitHubSettings:
     def configured(self) -> bool:
         """True when the App can authenticate and verify webhooks (id, private key and secret are set)."""
         return bool(self.app_id and self.private_key and self.webhook_secret)
+
+    @property
+    def sign_in(self) -> bool:
+        """True when people can sign in to the dashboard with GitHub (the App and its OAuth client are set)."""
+        return self.configured and bool(self.client_id and self.client_secret)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "GitHubSettings":
@@ -48,6 +56,8 @@ class GitHubSettings:
             api_url=_url(env, "GITHUB_API_URL", DEFAULT_API_URL),
             web_url=_url(env, "GITHUB_WEB_URL", ""),
             app_slug=(env.get("GITHUB_APP_SLUG") or "").strip() or None,
+            client_id=(env.get("GITHUB_CLIENT_ID") or "").strip() or None,
+            client_secret=(env.get("GITHUB_CLIENT_SECRET") or "").strip() or None,
         )
 
 

@@ -1,5 +1,6 @@
-"""The webhook endpoint: check GitHub's signature, drop redeliveries, queue the work, answer at once."""
+"""The webhook endpoint: check GitHub's signature, drop redeliveries and replays, queue the work, answer at once."""
 
+import hashlib
 import logging
 import re
 
@@ -11,6 +12,8 @@ from gidgethub.sansio import Event
 
 from bot.github import events
 from service.api import problems
+from service.api.body import check_json_depth
+from service.errors import InvalidJson
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,8 @@ def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str)
     @bp.post(HOOK_PATH)
     def receive() -> Response:
         request.max_content_length = MAX_PAYLOAD_BYTES  # the API's 64 KiB body limit is for API calls
-        event = _verified_event(secret)
+        body = request.get_data(cache=False)
+        event = _verified_event(secret, body)
         if isinstance(event, Response):
             return event
         if event.event == "ping":
@@ -52,13 +56,20 @@ def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str)
         action = event.data.get("action")
         if not events.handles(event.event, action):
             return Response(status=204)
-        return _queue_once(queue, redis_client, event, action)
+        return _queue_once(queue, redis_client, event, action, hashlib.sha256(body).hexdigest())
 
     return bp
 
 
-def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str | None) -> Response:
-    """Queue the delivery for the worker unless its id was seen before."""
+def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str | None, digest: str) -> Response:
+    """Queue the delivery for the worker unless its id, or its signed body under any id, was seen before."""
+    # The delivery id header is not signed: a captured body sent again under a new id is a replay. The body is
+    # what the signature covers, and GitHub's payloads differ from one event to the next (ids, timestamps).
+    signed = f"cd:gh:delivery-body:{digest}"
+    if not client.set(signed, event.delivery_id, nx=True, ex=DELIVERY_TTL_SECONDS):
+        log.warning("delivery %s (%s.%s) repeats a body already handled: ignored", event.delivery_id, event.event,
+                    action)
+        return jsonify({"status": "duplicate"})
     seen = f"cd:gh:delivery:{event.delivery_id}"
     if not client.set(seen, "1", nx=True, ex=DELIVERY_TTL_SECONDS):
         log.info("delivery %s (%s.%s) seen already: ignored", event.delivery_id, event.event, action)
@@ -71,7 +82,7 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
                       description=f"github {event.event}.{action} {event.delivery_id}")
     except redis.RedisError:
         log.warning("delivery %s could not be queued", event.delivery_id, exc_info=True)
-        _forget(client, seen)
+        _forget(client, seen, signed)
         return problems.problem("unavailable", "the work queue is unreachable; redeliver this later")
     log.info("delivery %s (%s.%s) queued", event.delivery_id, event.event, action)
     accepted = jsonify({"status": "queued"})
@@ -79,13 +90,18 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     return accepted
 
 
-def _verified_event(secret: str) -> Event | Response:
+def _verified_event(secret: str, body: bytes) -> Event | Response:
     """The delivery as a gidgethub Event, or the problem response that refuses it."""
     # Only the SHA-256 signature counts; gidgethub would fall back to the SHA-1 one when it is absent.
     headers = {k.lower(): v for k, v in request.headers.items() if k.lower() != "x-hub-signature"}
-    body = request.get_data(cache=False)
     try:
+        check_json_depth(body)  # before gidgethub's json.loads, which a deep body drives past the recursion limit
         event = Event.from_http(headers, body, secret=secret)
+    except InvalidJson as exc:
+        return problems.problem("invalid_json", exc.detail)
+    except RecursionError:
+        # A form-encoded delivery (`payload=...`) hides its brackets from the depth check until gidgethub decodes it.
+        return problems.problem("invalid_json", "the payload nests arrays and objects too deeply")
     except ValidationFailure:
         log.warning("webhook refused: missing or wrong X-Hub-Signature-256 (delivery %s)",
                     headers.get("x-github-delivery", "?")[:100])
@@ -99,9 +115,10 @@ def _verified_event(secret: str) -> Event | Response:
     return event
 
 
-def _forget(client: redis.Redis, key: str) -> None:
-    """Release a delivery's de-duplication mark so GitHub's redelivery of it is taken."""
+def _forget(client: redis.Redis, *keys: str) -> None:
+    """Release a delivery's de-duplication marks so GitHub's redelivery of it is taken."""
     try:
-        client.delete(key)
+        client.delete(*keys)
     except redis.RedisError:
-        log.warning("could not release %s; a redelivery within %d s will be ignored", key, DELIVERY_TTL_SECONDS)
+        log.warning("could not release %s; a redelivery within %d s will be ignored", ", ".join(keys),
+                    DELIVERY_TTL_SECONDS)

@@ -1,15 +1,22 @@
 """What a run is told about the repository before it starts: instructions, docs site and an overview."""
 
-from service.agent.docsite.detect import detect_site
+from service.agent.docsite.detect import detect_site, navigation_order
 from service.agent.instructions import load_instructions
 from service.agent.loop import AgentTask
 from service.agent.overview import repository_overview
 
 
-def brief(workspace, prompt: str, *, history: list[tuple[str, str]] | None = None, docs_root: str = "",
-          branch_diff: str | None = None, base_ref: str = "") -> AgentTask:
-    """The task for one run on `workspace`; the runner and the first-request benchmark both build it here."""
-    return AgentTask(prompt=prompt, history=history or [], instructions=load_instructions(workspace),
-                     docs_root=docs_root, branch_diff=branch_diff, base_ref=base_ref,
-                     overview=repository_overview(workspace, docs_root=docs_root),
-                     site=detect_site(workspace, docs_root))
+def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tuple[str, str]] | None = None,
+          docs_root: str = "", branch_diff: str | None = None, base_ref: str = "") -> AgentTask:
+    """The task for one run on `workspace`; the runner and the first-request benchmark both build it here.
+
+    The repository's instructions come from `base_commit`, the head of the project's base branch, never from
+    the job's branch: whoever can push to that branch (the agent's own earlier round included) must not be
+    able to instruct the agent. Without a base commit there are no instructions.
+    """
+    trusted = load_instructions(workspace.view_of(base_commit)) if base_commit else None
+    site = detect_site(workspace, docs_root)
+    overview = repository_overview(workspace, docs_root=docs_root, site=site,
+                                   nav_order=navigation_order(workspace, site))
+    return AgentTask(prompt=prompt, history=history or [], instructions=trusted,
+                     docs_root=docs_root, branch_diff=branch_diff, base_ref=base_ref, overview=overview, site=site)

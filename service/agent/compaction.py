@@ -205,7 +205,7 @@ def compact_transcript(messages: list[ChatMessage], *, max_chars: int, keep_last
         message = out[i]
         if message.role == "assistant" and message.tool_calls:
             shrunk = [_shrink_arguments(call) for call in message.tool_calls]
-            saved = sum(_arguments_chars(a) - _arguments_chars(b) for a, b in zip(message.tool_calls, shrunk))
+            saved = sum(_arguments_chars(a) - _arguments_chars(b) for a, b in zip(message.tool_calls, shrunk, strict=True))
             if saved > 0:
                 out[i] = dataclasses.replace(message, tool_calls=shrunk)
                 excess -= saved

@@ -1,8 +1,9 @@
 """The neutral chat format every model adapter speaks, and the factory that picks an adapter by name."""
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, Mapping, Protocol
+from typing import Literal, Protocol
 
 from service.errors import RunFailed
 
@@ -61,8 +62,10 @@ class ModelClient(Protocol):
 
     name: str
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
-        """Send the conversation and the tool specs; return the model's next turn."""
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
+                 max_output_tokens: int | None = None) -> ModelReply:
+        """Send the conversation and the tool specs; return the model's next turn. `max_output_tokens` lowers
+        the adapter's own output limit for this request (what is left of a job's token budget)."""
 
 
 class ModelError(RunFailed):
@@ -100,13 +103,25 @@ class ModelFactory:
 
     def client(self, name: str, *, run_index: int) -> ModelClient:
         """A client for model `name`; `run_index` counts the job's runs from 0 (the create is run 0)."""
+        provider, model = self.split(name)
+        return self._providers[provider](model, run_index)
+
+    def split(self, name: str) -> tuple[str, str]:
+        """(provider, model) of `name`; raise UnknownModel when it is malformed or its provider is not available."""
         provider, sep, model = name.partition(":")
         if not sep or not provider or not model:
             raise UnknownModel(f"model name {name!r} is not of the form provider:model")
-        builder = self._providers.get(provider)
-        if builder is None:
+        if provider not in self._providers:
             raise UnknownModel(f"model provider {provider!r} is not available (known: {', '.join(self.providers)})")
-        return builder(model, run_index)
+        return provider, model
+
+    def check(self, name: str) -> str:
+        """Raise ModelError when model `name` cannot be used (name, provider, a scripted model's file); return its
+        provider. Builds no vendor client, so no vendor SDK is imported."""
+        provider, model = self.split(name)
+        if provider == "scripted":
+            self._scripted(model, 0)
+        return provider
 
     def _scripted(self, model: str, run_index: int) -> ModelClient:
         # Imported here because the scripted provider itself depends on this module's types.

@@ -19,17 +19,30 @@ MAX_PAGES = 60
 MAX_CONFIGS = 10
 INDEX_NAMES = ("index.", "readme.", "_index.", "overview.")
 PAGES_LABEL = "Pages ({shown} of {total:,}: the shallowest, then the first of each folder):"
+NAV_PAGES_LABEL = "Pages ({shown} of {total:,}, in navigation order):"
 
 
-def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000) -> str:
+def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000, site=None,
+                        nav_order: list[str] | None = None) -> str:
     """A short description of the repository (file counts, folders, docs pages, key files) within `max_chars`.
 
-    One `workspace.list_files()` call and no file reads, so its cost and size do not grow with the repository.
+    With the detected `site`, the pages are the site's, its default language's only (other languages are named,
+    not listed), in `nav_order` (pages as the navigation lists them) first. One `workspace.list_files()` call and
+    no file reads, so its cost and size do not grow with the repository.
     """
     paths = [path for path in workspace.list_files() if is_allowed(path)]
-    pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
-    area = _docs_area(pages, docs_root.strip("/"))
-    area_pages = [path for path in pages if _under(path, area)]
+    translations: list[str] = []
+    if site is not None and site.framework != "markdown":
+        area = site.docs_root
+        site_pages = [path for path in paths if site.is_page(path)]
+        area_pages = [path for path in site_pages if site.language_of(path) is None]
+        for language in site.languages[1:]:
+            count = sum(1 for path in site_pages if site.language_of(path) is language)
+            translations.append(f"{language.code} ({_show(language.folder)}/, {count:,} pages)")
+    else:
+        pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
+        area = _docs_area(pages, docs_root.strip("/"))
+        area_pages = [path for path in pages if _under(path, area)]
     budget = _Budget(max_chars)
     header = (f"Repository overview: {len(paths):,} files at the run's start. This is a summary; use list_files, "
               "read_file and search to look further.")
@@ -44,10 +57,14 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     where = f"under {area}/" if area else "in the repository"
     by_suffix = Counter(_suffix(path) for path in area_pages)
     kinds = ", ".join(f"{suffix} {count:,}" for suffix, count in sorted(by_suffix.items()))
-    budget.add(f"Docs pages {where}: {len(area_pages):,} ({kinds}).")
+    language = f" in the default language ({site.languages[0].code})" if translations else ""
+    budget.add(f"Docs pages {where}{language}: {len(area_pages):,} ({kinds}).")
+    budget.add(_joined("Translations (not listed here): ", translations, max_chars // 5))
+    translated = {lang.folder for lang in site.languages[1:]} if translations else set()
     budget.add(_joined(f"Folders {where} (pages): ", _counted(_folder_counts(area_pages, area), "/"),
                        max_chars // 4))
-    _add_pages(budget, area_pages, area)
+    listed = [path for path in dict.fromkeys(nav_order or []) if path in set(area_pages)]
+    _add_pages(budget, area_pages, area, listed, exclude=translated)
     return budget.text()
 
 
@@ -138,15 +155,19 @@ def _joined(label: str, items: list[str], limit: int) -> str | None:
     return line
 
 
-def _add_pages(budget: _Budget, pages: list[str], area: str) -> None:
-    """List a spread of pages (shallowest first, then the first of each folder) while they fit, then say how
-    to list the rest."""
-    hint = _more_hint(pages, area)
+def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] | None = None,
+               exclude: set[str] | None = None) -> None:
+    """List a spread of pages (in navigation order when `listed` is given, else the shallowest first, then the
+    first of each folder) while they fit, then say how to list the rest."""
+    hint = _more_hint(pages, area, exclude or set())
     chosen: list[str] = []
     reserve = len(hint(len(pages))) + 1
-    label_size = len(PAGES_LABEL.format(shown=min(MAX_PAGES, len(pages)), total=len(pages))) + 1
+    label = NAV_PAGES_LABEL if listed else PAGES_LABEL
+    label_size = len(label.format(shown=min(MAX_PAGES, len(pages)), total=len(pages))) + 1
     room = budget.room() - label_size - reserve
-    for path in _by_priority(pages)[:MAX_PAGES]:
+    listed_set = set(listed or [])
+    order = list(listed or []) + [path for path in _by_priority(pages) if path not in listed_set]
+    for path in order[:MAX_PAGES]:
         if len(_show(path)) + 1 > room:
             break
         chosen.append(path)
@@ -154,8 +175,8 @@ def _add_pages(budget: _Budget, pages: list[str], area: str) -> None:
     if not chosen:
         budget.add(hint(len(pages)))
         return
-    budget.add(PAGES_LABEL.format(shown=len(chosen), total=len(pages)))
-    for path in sorted(chosen):
+    budget.add(label.format(shown=len(chosen), total=len(pages)))
+    for path in (chosen if listed else sorted(chosen)):  # navigation order, else by path
         budget.add(_show(path))
     if len(chosen) < len(pages):
         budget.add(hint(len(pages) - len(chosen)))
@@ -189,11 +210,12 @@ def _is_index(path: str) -> bool:
     return path.rpartition("/")[2].lower().startswith(INDEX_NAMES)
 
 
-def _more_hint(pages: list[str], area: str):
+def _more_hint(pages: list[str], area: str, exclude: set[str]):
     prefix = f"{area}/**/" if area else ""
     suffixes = sorted(set(_suffix(path) for path in pages))
     calls = " or ".join(f"list_files('{prefix}*{suffix}')" for suffix in suffixes)
-    return lambda left: f"… and {left:,} more: use {calls}"
+    others = " (it lists the translations too)" if exclude else ""
+    return lambda left: f"… and {left:,} more: use {calls}{others}"
 
 
 def _suffix(path: str) -> str:

@@ -3,9 +3,12 @@
 import re
 
 from service.workspace.entries import EntryKind, WorkspaceError
+from service.workspace.gitnames import aliases, git_file_alias, is_dotgit
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_PROTECTED_DIRS = (".github/workflows",)
+_PROTECTED_DIRS = ((".github", "workflows"),)  # from the root; each component compared as git would
+# Files that change how git treats the repository (submodules, attributes such as filters): read-only.
+READ_ONLY_FILES = (".gitmodules", ".gitattributes")
 
 
 class PathRejected(WorkspaceError):
@@ -35,15 +38,18 @@ def normalize(raw: str) -> str:
         raise PathRejected(raw, "the path names the repository root, not a file")
     if ".." in parts:
         raise PathRejected(raw, "'..' is not allowed; give a path relative to the repository root")
-    # Case-folded because git checkouts on case-insensitive file systems treat `.GIT` as `.git`.
-    if any(part.lower() == ".git" for part in parts):
-        raise PathRejected(raw, "nothing inside .git can be read or changed")
-    path = "/".join(parts)
-    lowered = path.lower()
+    # Compared as git's verify_path does: a checkout on HFS+ or NTFS reads `.GIT.`, `git~1` or `.g\u200cit` as `.git`.
+    if any(is_dotgit(part) for part in parts):
+        raise PathRejected(raw, "nothing inside .git (or a name a checkout would read as .git) can be read or changed")
+    for part in parts:
+        imitated = git_file_alias(part)
+        if imitated:
+            raise PathRejected(raw, f"{part!r} would be read as {imitated} by a checkout on some systems")
     for protected in _PROTECTED_DIRS:
-        if lowered == protected or lowered.startswith(protected + "/"):
-            raise PathRejected(raw, f"files under {protected}/ (CI workflows) cannot be read or changed")
-    return path
+        if len(parts) >= len(protected) and all(aliases(p, name) for p, name in zip(parts, protected, strict=False)):
+            where = "/".join(protected)
+            raise PathRejected(raw, f"files under {where}/ (CI workflows) cannot be read or changed")
+    return "/".join(parts)
 
 
 def is_allowed(path: str) -> bool:
@@ -60,6 +66,7 @@ def check_writable(workspace, path: str, *, moving_to: str | None = None) -> Non
     The path and its parent folders are checked in the workspace; for a folder, every entry under it must be
     a regular file the agent may change, and stay one it may change under `moving_to` when it is moved.
     """
+    _check_not_read_only(path)
     parts = path.split("/")
     for depth in range(1, len(parts) + 1):
         prefix = "/".join(parts[:depth])
@@ -85,9 +92,16 @@ def _check_folder(workspace, folder: str, moving_to: str | None) -> None:
             continue
         if not is_allowed(entry):
             raise PathRejected(folder, f"it contains {entry}, which cannot be changed")
+        _check_not_read_only(entry)
         kind = workspace.kind(entry)
         if kind in (EntryKind.SYMLINK, EntryKind.SUBMODULE):
             raise PathRejected(folder, f"it contains {entry}, a {kind.value}; symlinks and submodules are never "
                                        "followed or changed")
         if moving_to is not None:
             normalize(moving_to + entry[len(folder):])
+
+
+def _check_not_read_only(path: str) -> None:
+    name = path.rsplit("/", 1)[-1]
+    if name in READ_ONLY_FILES:
+        raise PathRejected(path, f"{name} changes how git treats the repository; Copydesk never changes it")

@@ -98,8 +98,10 @@ class ScriptedModel:
         self._steps = script.runs[run_index] if run_index < len(script.runs) else None
         self._next = 0
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
-        """The next scripted step as a single tool call, then a `finish` call once the steps are used up."""
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
+                 max_output_tokens: int | None = None) -> ModelReply:
+        """The next scripted step as a single tool call, then a `finish` call once the steps are used up
+        (scripted turns cost no tokens, so the output limit does not apply)."""
         number = self._next
         self._next += 1
         call_id = f"call_{self.run_index}_{number}"

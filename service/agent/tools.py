@@ -7,8 +7,13 @@ from service.agent.docs_check import check_docs
 from service.agent.model import ToolCall, ToolSpec
 from service.agent.paths import check_writable, is_allowed, normalize
 from service.errors import RunFailed
+from service.faults import STALLS, Faults
+from service.runstop import RunStop, ToolTimedOut
 from service.workspace.entries import EntryKind, WorkspaceError
+from service.workspace.globs import compile_glob
 from service.workspace.globs import matches as glob_matches
+from service.workspace.lines import LineReader
+from service.workspace.overlay import BINARY_PROBE_BYTES, is_binary
 
 # Every tool's text result is capped so one call cannot crowd the model's context; a cut result ends with a
 # note in [brackets] that says how to get the rest.
@@ -22,6 +27,7 @@ SEARCH_MAX_CHARS = 20_000
 MATCH_MAX_CHARS = 300
 REPORT_MAX_CHARS = 20_000
 SUGGESTIONS = 3  # narrower patterns offered in a "more not shown" note
+MAX_GLOB_CHARS = 1_000
 
 
 def _schema(properties: dict, required: list[str]) -> dict:
@@ -54,8 +60,9 @@ TOOL_SPECS: list[ToolSpec] = [
     ),
     ToolSpec(
         "search",
-        f"Search the text files' contents, line by line, with a Perl-compatible regular expression. Returns up "
-        f"to {SEARCH_LIMIT} matches as path:line: text, sorted by path; a note at the end says when there are more.",
+        "Search the text files' contents, line by line, with a regular expression in RE2 syntax (Perl-like: "
+        "classes, \\d \\w \\s \\b, groups, alternation, repetition; no back-references or look-around). Returns "
+        f"up to {SEARCH_LIMIT} matches as path:line: text, sorted by path; a note at the end says when there are more.",
         _schema({
             "pattern": {"type": "string", "description": "Regular expression to look for."},
             "path_glob": {"type": "string", "description": "Only search files matching this glob (as in "
@@ -139,8 +146,12 @@ class InvalidArguments(Exception):
 class ToolExecutor:
     """Runs the model's tool calls on one workspace, enforcing the path policy and the bytes-written limit."""
 
-    def __init__(self, workspace, *, max_bytes_written: int, site=None) -> None:
+    def __init__(self, workspace, *, max_bytes_written: int, site=None, stop: RunStop | None = None,
+                 time_budget: float | None = None, faults: Faults = Faults()) -> None:
         self.workspace = workspace
+        self.faults = faults
+        self.stop = stop if stop is not None else RunStop()
+        self.time_budget = time_budget  # seconds one call may take; enforced by the stop's watchdog
         self.site = site  # the detected docs site (docsite.detect), so check_docs knows the docs root
         self.max_bytes_written = max_bytes_written
         self.bytes_written = 0
@@ -151,6 +162,18 @@ class ToolExecutor:
         if spec is None:
             return ToolResult(f"unknown tool {call.name!r}; the tools are: {', '.join(sorted(TOOL_NAMES))}",
                               is_error=True)
+        try:
+            with self.stop.time_box(self.time_budget):
+                if spec.name == "search":
+                    for stall in STALLS:
+                        self.faults.reach(stall)
+                return self._run(spec, call)
+        except ToolTimedOut:
+            return ToolResult(f"{call.name} was stopped: it took longer than a tool call's time budget of "
+                              f"{self.time_budget:g} s. Try a narrower call (a path glob, a line range).",
+                              is_error=True)
+
+    def _run(self, spec: ToolSpec, call: ToolCall) -> ToolResult:
         try:
             args = validate_arguments(spec, call.arguments)
             return getattr(self, f"_{spec.name}")(**args)
@@ -177,33 +200,39 @@ class ToolExecutor:
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
         path = normalize(path)
-        data = self.workspace.read(path)
-        if _is_binary(data):
-            return ToolResult(f"{path} is a binary file ({len(data)} bytes); its content is not shown")
-        lines = data.decode("utf-8", "replace").splitlines()
-        if not lines:
+        size = self.workspace.size(path)
+        if size == 0:
             return ToolResult(f"{path} is empty")
         first = start_line or 1
-        if first > len(lines):
-            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {len(lines)} lines")
         if end_line is not None and end_line < first:
             raise InvalidArguments(f"end_line {end_line} is before start_line {first}")
-        last = min(end_line or len(lines), len(lines), first + READ_MAX_LINES - 1)
-        out, size, shown_last = [], 0, first - 1
-        for number in range(first, last + 1):
-            line = lines[number - 1]
-            if len(line) > LINE_MAX_CHARS:
-                line = line[:LINE_MAX_CHARS] + f" [... {len(line) - LINE_MAX_CHARS} more characters]"
-            entry = f"{number:6}\t{line}"
-            if out and size + len(entry) > READ_MAX_CHARS:
-                break
-            out.append(entry)
-            size += len(entry) + 1
-            shown_last = number
-        header = f"{path} (lines {first}-{shown_last} of {len(lines)})"
+        # Streamed: a line range near the end of a huge file costs a pass over it, never its size in memory.
+        with self.workspace.open(path) as stream:
+            reader = LineReader(stream, max_line=LINE_MAX_CHARS * 4)
+            if is_binary(reader.head(BINARY_PROBE_BYTES)):
+                return ToolResult(f"{path} is a binary file ({size:,} bytes); its content is not shown")
+            out: list[str] = []
+            chars, shown_last = 0, first - 1
+            consumed = reader.skip_lines(first - 1)
+            for number, (raw, length) in enumerate(reader.lines(), first):
+                consumed = number
+                if number > (end_line or number) or number >= first + READ_MAX_LINES:
+                    break
+                line = raw.decode("utf-8", "replace")
+                if len(line) > LINE_MAX_CHARS or length > len(raw):
+                    line = line[:LINE_MAX_CHARS] + f" [... {length - len(line[:LINE_MAX_CHARS].encode())} more bytes]"
+                entry = f"{number:6}\t{line}"
+                if out and chars + len(entry) > READ_MAX_CHARS:
+                    break
+                out.append(entry)
+                chars += len(entry) + 1
+                shown_last = number
+            total = consumed + reader.count_lines()
+        if first > total:
+            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {total} lines")
+        header = f"{path} (lines {first}-{shown_last} of {total})"
         text = header + "\n" + "\n".join(out)
-        wanted_last = min(end_line or len(lines), len(lines))
-        if shown_last < wanted_last:
+        if shown_last < min(end_line or total, total):
             text += f"\n[more lines follow; call read_file with start_line={shown_last + 1} to read on]"
         return ToolResult(text)
 
@@ -242,8 +271,8 @@ class ToolExecutor:
             raise InvalidArguments("old is empty; to replace a whole file use write_file")
         if old == new:
             raise InvalidArguments("old and new are the same; nothing would change")
-        data = self.workspace.read(path)
-        if _is_binary(data):
+        data = self.workspace.read(path)  # refuses a file past the size limit
+        if is_binary(data):
             raise InvalidArguments(f"{path} is a binary file and cannot be edited")
         try:
             text = data.decode("utf-8")
@@ -278,7 +307,10 @@ class ToolExecutor:
         return ToolResult(f"deleted {path}")
 
     def _check_docs(self) -> ToolResult:
-        lines = check_docs(self.workspace, self.site).to_text().splitlines()
+        report = check_docs(self.workspace, self.site)
+        if report.failure is not None:
+            return ToolResult(report.to_text(), is_error=True)
+        lines = report.to_text().splitlines()
         if len("\n".join(lines)) <= REPORT_MAX_CHARS:
             return ToolResult("\n".join(lines))
         # The last line (the verdict) is kept: the cut falls among the problem lines before it.
@@ -347,12 +379,15 @@ def _coerce(name: str, value, schema: dict):
 
 
 def _check_glob(glob: str, name: str) -> str:
-    # Search globs become git pathspecs: a NUL cannot go on a command line, and `..` would leave the tree.
     glob = glob.strip()
     while glob.startswith("./"):
         glob = glob[2:]
-    if not glob or "\0" in glob or ".." in glob.split("/"):
+    if not glob or "\0" in glob or ".." in glob.split("/") or len(glob) > MAX_GLOB_CHARS:
         raise InvalidArguments(f"{name} {glob!r} must be a glob inside the repository, such as docs/**/*.md")
+    try:
+        compile_glob(glob)
+    except ValueError as exc:
+        raise InvalidArguments(str(exc)) from None
     return glob
 
 
@@ -382,7 +417,7 @@ def _narrower(paths: list[str]) -> list[tuple[str, int]]:
     """
     folders = [path.split("/")[:-1] for path in paths]
     common: list[str] = []
-    for parts in zip(*folders):
+    for parts in zip(*folders, strict=False):
         if len(set(parts)) > 1:
             break
         common.append(parts[0])
@@ -395,8 +430,3 @@ def _narrower(paths: list[str]) -> list[tuple[str, int]]:
         folder, sep, _ = rest.partition("/")
         groups[f"{base}{folder}/**" if sep else f"{base}{rest[:width]}*"] += 1
     return sorted(groups.items(), key=lambda item: (-item[1], item[0]))[:SUGGESTIONS]
-
-
-def _is_binary(data: bytes) -> bool:
-    # git's own heuristic: a NUL byte in the first 8000 bytes.
-    return b"\0" in data[:8000]

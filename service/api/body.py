@@ -1,6 +1,7 @@
 """Reading and validating request bodies and query strings of the API."""
 
 import hashlib
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -8,8 +9,19 @@ from dataclasses import dataclass
 from flask import Request
 
 from service.errors import InvalidJson, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
+from service.events import EventType
 from service.models import JobStatus
 from service.settings import Settings
+from service.store.events import check_event_id
+
+EVENTS_PAGE = 500  # events per `?after=` answer
+MAX_TOKENS_CAP = 10**10
+_MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
+
+MAX_JSON_DEPTH = 64  # nesting of arrays and objects; Python's parser would hit its recursion limit near 1,000
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+_DEPTH = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 # A conservative subset of git's check-ref-format: no control characters, spaces, "..", "~^:?*[\".
 _REF = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)(?!.*\.lock$)(?!.*/$)(?!.*\.$)[^\x00-\x20~^:?*\[\\\x7f]{1,255}$")
@@ -21,6 +33,22 @@ class CreateRequest:
     model: str
     ref: str | None
     as_draft: bool
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class EventsQuery:
+    after: str  # the stream id to start after; "0" for the beginning
+    as_json: bool  # `?after=` given: one JSON page instead of a stream
+    follow: bool
+    resumed: bool  # an EventSource reconnecting with Last-Event-ID
+
+
+@dataclass(frozen=True)
+class WebhookRequest:
+    url: str
+    events: list[str]
+    description: str
 
 
 @dataclass(frozen=True)
@@ -32,20 +60,39 @@ class ListQuery:
 
 def read_object(request: Request, max_bytes: int) -> dict:
     """The request's JSON object body, after checking media type and size."""
-    if request.mimetype != "application/json":
+    # A body without any Content-Type is read as JSON (clients of the anchor service send such); only an explicit
+    # other type is refused.
+    if request.mimetype not in ("application/json", ""):
         raise UnsupportedMediaType("send the body as JSON with `Content-Type: application/json`")
     if request.content_length is not None and request.content_length > max_bytes:
         raise PayloadTooLarge(f"the body is larger than {max_bytes} bytes")
     raw = request.get_data(cache=True)
     if len(raw) > max_bytes:
         raise PayloadTooLarge(f"the body is larger than {max_bytes} bytes")
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidJson(f"the body is not valid JSON: {exc}") from None
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
     return body
+
+
+def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
+    """The JSON value in `raw`; InvalidJson when it does not parse or nests deeper than `max_depth`."""
+    check_json_depth(raw, max_depth)
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidJson(f"the body is not valid JSON: {exc}") from None
+
+
+def check_json_depth(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Raise InvalidJson when the arrays and objects in `raw` nest deeper than `max_depth`, before any parsing.
+
+    Strings are set aside first, so brackets inside them do not count; the scan is linear in the body.
+    """
+    brackets = _BRACKETS.findall(_JSON_STRING.sub(b'""', raw))
+    depth = max(itertools.accumulate(_DEPTH[b[0]] for b in brackets), default=0)
+    if depth > max_depth:
+        raise InvalidJson(f"the body nests arrays and objects {depth} levels deep; at most {max_depth} are allowed")
 
 
 def body_hash(body: dict) -> str:
@@ -72,7 +119,7 @@ def parse_prompt(body: dict, settings: Settings, allowed: tuple[str, ...] = ("pr
 
 def parse_create(body: dict, settings: Settings) -> CreateRequest:
     """Validate a create-job body."""
-    prompt = parse_prompt(body, settings, allowed=("prompt", "model", "ref", "asDraft"))
+    prompt = parse_prompt(body, settings, allowed=("prompt", "model", "ref", "asDraft", "maxTokens"))
     model = body.get("model", settings.model)
     if not isinstance(model, str) or model not in settings.allowed_models:
         raise InvalidRequest(f"`model` must be one of: {', '.join(settings.allowed_models)}", field="model")
@@ -82,14 +129,15 @@ def parse_create(body: dict, settings: Settings) -> CreateRequest:
     as_draft = body.get("asDraft", False)
     if not isinstance(as_draft, bool):
         raise InvalidRequest("`asDraft` must be true or false", field="asDraft")
-    return CreateRequest(prompt=prompt, model=model, ref=ref, as_draft=as_draft)
+    max_tokens = body.get("maxTokens")
+    if max_tokens is not None and (type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS_CAP):
+        raise InvalidRequest(f"`maxTokens` must be a whole number from 1 to {MAX_TOKENS_CAP}", field="maxTokens")
+    return CreateRequest(prompt=prompt, model=model, ref=ref, as_draft=as_draft, max_tokens=max_tokens)
 
 
 def parse_list_query(args) -> ListQuery:
     """Validate the list endpoint's query string: `status`, `limit` (1..100), `cursor`."""
-    for name in args:
-        if name not in ("status", "limit", "cursor"):
-            raise InvalidRequest(f"unknown query parameter `{name}`; allowed: status, limit, cursor", field=name)
+    _only(args, ("status", "limit", "cursor"))
     status = args.get("status")
     if status is not None:
         try:
@@ -111,3 +159,51 @@ def idempotency_key(raw: str | None) -> str | None:
         raise InvalidRequest("`Idempotency-Key` must be 1 to 255 printable ASCII characters",
                              field="Idempotency-Key")
     return raw
+
+
+def _only(args, allowed: tuple[str, ...]) -> None:
+    for name in args:
+        if name not in allowed:
+            raise InvalidRequest(f"unknown query parameter `{name}`; allowed: {', '.join(allowed)}", field=name)
+
+
+def parse_events_query(args, last_event_id: str | None) -> EventsQuery:
+    """The events endpoint's `after`, `follow` and `Last-Event-ID`: `after` asks for JSON, else a stream."""
+    _only(args, ("after", "follow"))
+    follow = args.get("follow", "false")
+    if follow not in ("true", "false"):
+        raise InvalidRequest("`follow` must be true or false", field="follow")
+    if "after" in args:
+        return EventsQuery(check_event_id(args["after"], "after"), as_json=True, follow=follow == "true",
+                           resumed=False)
+    if last_event_id:
+        return EventsQuery(check_event_id(last_event_id.strip(), "Last-Event-ID"), as_json=False,
+                           follow=follow == "true", resumed=True)
+    return EventsQuery("0", as_json=False, follow=follow == "true", resumed=False)
+
+
+def parse_month(args) -> str | None:
+    """The usage endpoint's optional `month` (YYYY-MM)."""
+    _only(args, ("month",))
+    month = args.get("month")
+    if month is not None and not _MONTH.match(month):
+        raise InvalidRequest("`month` must be YYYY-MM", field="month")
+    return month
+
+
+def parse_webhook(body: dict) -> WebhookRequest:
+    """Validate a new webhook endpoint: `url` (required), `events` (types; absent or empty: all), `description`."""
+    for name in body:
+        if name not in ("url", "events", "description"):
+            raise InvalidRequest(f"unknown field `{name}`; allowed: url, events, description", field=name)
+    url = body.get("url")
+    if not isinstance(url, str) or not url:
+        raise InvalidRequest("`url` is required: the http(s) URL to deliver events to", field="url")
+    events = body.get("events", [])
+    known = [t.value for t in EventType]
+    if not isinstance(events, list) or any(e not in known for e in events):
+        raise InvalidRequest(f"`events` must be a list of event types: {', '.join(known)}", field="events")
+    description = body.get("description", "")
+    if not isinstance(description, str) or len(description) > 500:
+        raise InvalidRequest("`description` must be a string of at most 500 characters", field="description")
+    return WebhookRequest(url=url, events=sorted(set(events), key=known.index), description=description)

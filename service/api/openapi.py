@@ -7,17 +7,23 @@ status by status and header by header.
 """
 
 from copy import deepcopy
+from typing import Any
 
 from service.api.problems import PROBLEMS
-from service.models import JobStatus, MessageStatus
+from service.events import EventType
+from service.models import DeliveryStatus, JobStatus, MessageStatus
 
 JSON = "application/json"
 PROBLEM_JSON = "application/problem+json"
+EVENT_STREAM = "text/event-stream"
 
 _ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 JOB_ID_PATTERN = f"^job_{_ULID}$"
 PROJECT_ID_PATTERN = f"^prj_{_ULID}$"
 MESSAGE_ID_PATTERN = f"^msg_{_ULID}$"
+WEBHOOK_ID_PATTERN = f"^whk_{_ULID}$"
+DELIVERY_ID_PATTERN = "^dlv_[0-9a-f]{26}$"
+EVENT_ID_PATTERN = "^[0-9]+-[0-9]+$"
 # What `service.clock.iso` writes: UTC, milliseconds, a trailing Z.
 TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$"
 
@@ -112,7 +118,7 @@ def _message_schemas() -> dict:
         **common("user"),
         "status": {"type": "string", "enum": [s.value for s in MessageStatus],
                    "description": "`queued` until its run starts, then `running`, then `processed` or `failed`; "
-                                  "`cancelled` when the job was archived before it ran."},
+                                  "`cancelled` when the job was cancelled (or archived) before it finished."},
         "source": string("Where the message came from: `api`, or the code host for a pull-request comment."),
         "author": nullable(string("Who wrote it, when known (e.g. the commenter's login).")),
         "error": nullable(ref("schemas", "JobError")),
@@ -147,7 +153,8 @@ def _problem_schema() -> dict:
         "error": string("Same text as `detail` (the anchor service's error field)."),
         "field": string("With `invalid_request`: the body field, query parameter or header at fault."),
         "requestId": string("With `internal_error`: the id to quote to the operator (also in `X-Request-Id`)."),
-    }, optional=("field", "requestId"), description="RFC 9457 problem details (`application/problem+json`).")
+    }, optional=("field", "requestId"), description="RFC 9457 problem details, served as `application/json` unless "
+       "the request's `Accept` prefers `application/problem+json`.")
 
 
 def _create_body(models: tuple[str, ...], max_prompt_chars: int) -> dict:
@@ -159,7 +166,10 @@ def _create_body(models: tuple[str, ...], max_prompt_chars: int) -> dict:
         "model": model,
         "ref": string("Base branch to start from; defaults to the project's ref.", minLength=1, maxLength=255),
         "asDraft": {"type": "boolean", "default": False, "description": "Open the pull request as a draft."},
-    }, optional=("model", "ref", "asDraft"), examples=[{"prompt": "Document the new `--dry-run` flag of the CLI."}],
+        "maxTokens": {"type": "integer", "minimum": 1, "maximum": 10**10, "description": (
+            "The job's token budget (input plus output, over all its rounds); defaults to the project's. Each "
+            "model request's output is cut to what remains; a run that reaches it fails with `budget_exceeded`.")},
+    }, optional=("model", "ref", "asDraft", "maxTokens"), examples=[{"prompt": "Document the new `--dry-run` flag of the CLI."}],
         description="An unknown field is refused with `400 invalid_request` naming it.")
 
 
@@ -189,10 +199,18 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
             "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
             "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
         }, description="Model tokens as the vendor counted them."),
+        "JobUsage": closed_object({
+            "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
+            "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
+            "maxTokens": nullable({"type": "integer", "minimum": 1, "description": "The job's budget; null: none."}),
+            "remainingTokens": nullable({"type": "integer", "minimum": 0,
+                                         "description": "What is left of the budget; null without one."}),
+        }, description="Every run of the job, against its token budget."),
         "Conversation": closed_object({
             "messages": {"type": "array", "items": ref("schemas", "Message"), "description": "Oldest first."},
-            "usage": ref("schemas", "Usage"),
+            "usage": ref("schemas", "JobUsage"),
         }, description="`usage` totals every run of the job."),
+        **_push_schemas(),
         "CreateJobRequest": _create_body(models, max_prompt_chars),
         "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
                                         description="Only `prompt`; any other field is a `400`."),
@@ -219,6 +237,17 @@ def _parameters() -> dict:
                   "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
         "Cursor": {"name": "cursor", "in": "query", "required": False,
                    "description": "The `nextCursor` of the previous page.", "schema": {"type": "string"}},
+        "After": {"name": "after", "in": "query", "required": False,
+                  "description": "Answer with a JSON page of the events after this id (`0`: from the first kept).",
+                  "schema": string(pattern="^[0-9]+(-[0-9]+)?$")},
+        "Follow": {"name": "follow", "in": "query", "required": False,
+                   "description": "Keep the stream open across follow-ups, until the job is archived.",
+                   "schema": {"type": "string", "enum": ["true", "false"], "default": "false"}},
+        "LastEventId": {"name": "Last-Event-ID", "in": "header", "required": False,
+                        "description": "Resume the stream after this event (EventSource clients send it).",
+                        "schema": string(pattern="^[0-9]+(-[0-9]+)?$")},
+        "Month": {"name": "month", "in": "query", "required": False, "description": "`YYYY-MM`; default: this month.",
+                  "schema": string(pattern="^[0-9]{4}-(0[1-9]|1[0-2])$")},
     }
 
 
@@ -259,14 +288,20 @@ def _response_headers(headers: dict, required: tuple[str, ...] = (), optional: t
 
 # The reusable error responses: name -> (status, the codes it may carry, description, required headers).
 # Each code's status is the one `service.api.problems.PROBLEMS` gives it.
-ERROR_RESPONSES = {
+ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
     "BadRequest": (400, ("invalid_json", "invalid_request"),
                    "`invalid_json`: the body is not JSON. `invalid_request`: a field is missing, has the wrong type "
-                   "or length, or is unknown; or the `Idempotency-Key` header is malformed. `field` names it.", ()),
+                   "or length, or is unknown; or the `Idempotency-Key` header is malformed; or (create only, whose "
+                   "anchor description has no 404) the project is unknown or outside the key's scope (`projectId`). "
+                   "`field` names it.", ()),
     "InvalidQuery": (400, ("invalid_request",),
                      "`invalid_request`: an unknown query parameter or a bad value; `field` names it.", ()),
     "Unauthorized": (401, ("unauthorized",),
-                     "No `Authorization: Bearer` header, or the key is unknown or revoked.", ("WWW-Authenticate",)),
+                     "No `Authorization: Bearer` header, or the key is unknown, revoked or expired.",
+                     ("WWW-Authenticate",)),
+    "Forbidden": (403, ("forbidden",), "The key is read-only: it may read, but not create, message, archive, cancel "
+                  "or change webhooks.",
+                  ()),
     "ProjectNotFound": (404, ("project_not_found",),
                         "No such project, or the key may not act on it (the two are not told apart).", ()),
     "JobNotFound": (404, ("project_not_found", "job_not_found"),
@@ -277,14 +312,23 @@ ERROR_RESPONSES = {
     "CreateConflict": (409, ("project_disabled", "idempotency_conflict"),
                        "`project_disabled`: the project's repository is no longer reachable. `idempotency_conflict`: "
                        "the `Idempotency-Key` was used with another body in the last 24 hours.", ()),
+    "JobNotActive": (409, ("job_not_active",), "Only an `active` job can be cancelled.", ()),
+    "WebhookNotFound": (404, ("project_not_found", "webhook_not_found"),
+                        "No such project, or no such webhook endpoint in it.", ()),
+    "DeliveryNotFound": (404, ("project_not_found", "webhook_not_found", "delivery_not_found"),
+                         "No such project, webhook endpoint, or delivery in its log.", ()),
+    "StreamsBusy": (503, ("unavailable",), "This server process serves as many event streams as it may "
+                    "(`COPYDESK_MAX_STREAMS`); retry after `Retry-After` seconds, or poll with `?after=`.",
+                    ("Retry-After",)),
     "MessageConflict": (409, ("job_archived", "project_disabled"),
                         "`job_archived`: an archived job takes no more messages. `project_disabled`: the project's "
                         "repository is no longer reachable.", ()),
     "PayloadTooLarge": (413, ("payload_too_large",), "The body is larger than the limit ({max_body_bytes} bytes).", ()),
     "UnsupportedMediaType": (415, ("unsupported_media_type",), "The body must be sent as `application/json`.", ()),
-    "RateLimited": (429, ("rate_limited",),
-                    "The project used up its hourly job creations plus messages; wait `Retry-After` seconds.",
-                    ("Retry-After", *RATE_LIMIT_HEADERS)),
+    "RateLimited": (429, ("rate_limited", "monthly_budget_exceeded"),
+                    "`rate_limited`: the project used up its hourly job creations plus messages (with the "
+                    "`RateLimit-*` headers). `monthly_budget_exceeded`: the account used up its monthly token cap. "
+                    "Wait `Retry-After` seconds.", ("Retry-After",), RATE_LIMIT_HEADERS),
     "InternalError": (500, ("internal_error",),
                       "An unexpected error. No stack trace; `requestId` (when present) identifies it in the logs.", ()),
     "Unavailable": (503, ("unavailable",), "The job store is unreachable; retry after `Retry-After` seconds.",
@@ -295,12 +339,13 @@ ERROR_RESPONSES = {
 
 def _error_responses(headers: dict, max_body_bytes: int) -> dict:
     responses = {}
-    for name, (status, codes, description, required) in ERROR_RESPONSES.items():
+    for name, (status, codes, description, required, *optional) in ERROR_RESPONSES.items():
         schema = {"allOf": [ref("schemas", "Problem"),
                             {"properties": {"status": {"const": status}, "code": {"enum": list(codes)}}}]}
         responses[name] = {"description": description.format(max_body_bytes=max_body_bytes),
-                           "headers": _response_headers(headers, required),
-                           "content": {PROBLEM_JSON: {"schema": schema}}}
+                           "headers": _response_headers(headers, required, *optional),
+                           # The same body either way: JSON unless `Accept` prefers problem+json.
+                           "content": {JSON: {"schema": schema}, PROBLEM_JSON: {"schema": deepcopy(schema)}}}
     return responses
 
 
@@ -323,7 +368,7 @@ _BODY_ERRORS = ("PayloadTooLarge", "UnsupportedMediaType", "RateLimited", "Inter
 
 def _operation(operation_id: str, summary: str, description: str, responses: dict, *, tag: str = "Jobs",
                parameters: tuple[str, ...] = (), body: str | None = None, public: bool = False) -> dict:
-    operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
+    operation: dict[str, Any] = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters:
         operation["parameters"] = [ref("parameters", name) for name in parameters]
     if body:
@@ -349,7 +394,7 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
                 {"201": _ok("Created (or, for a retry with the same `Idempotency-Key` and body, the job the first "
                             "call created). `RateLimit-*` headers are absent on such a replay, which uses no quota.",
                             job, _response_headers(headers, ("Location",), optional=RATE_LIMIT_HEADERS)),
-                 **_errors("BadRequest", "Unauthorized", "ProjectNotFound", "CreateConflict", *_BODY_ERRORS)},
+                 **_errors("BadRequest", "Unauthorized", "Forbidden", "CreateConflict", *_BODY_ERRORS)},
                 parameters=("IdempotencyKey",), body="CreateJobRequest"),
         },
         "/v2/agent/{projectId}/job/{id}": {
@@ -369,7 +414,8 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
                 f"commits go to the same branch and pull request. An archived job refuses it. {quota}",
                 {"200": _ok("The message is queued; the job as it is now.", job,
                             _response_headers(headers, RATE_LIMIT_HEADERS)),
-                 **_errors("BadRequest", "Unauthorized", "JobNotFound", "MessageConflict", *_BODY_ERRORS)},
+                 **_errors("BadRequest", "Unauthorized", "Forbidden", "JobNotFound", "MessageConflict",
+                          *_BODY_ERRORS)},
                 body="MessageRequest"),
         },
         "/v2/agent/{projectId}/job/{id}/messages": {
@@ -385,7 +431,7 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
                 "archiveJob", "Archive a job",
                 "Moves the job to `archived` and sets `archivedAt`; messages still waiting are cancelled, a run "
                 "under way finishes. Idempotent: archiving an archived job returns it unchanged. No body.",
-                {"200": _ok("The archived job.", job), **_errors(*_JOB_READ_ERRORS)}),
+                {"200": _ok("The archived job.", job), **_errors(*_JOB_READ_ERRORS, "Forbidden")}),
         },
         "/v2/agent/{projectId}/jobs": {
             "parameters": [ref("parameters", "ProjectId")],
@@ -419,6 +465,182 @@ def _service_paths() -> dict:
     }
 
 
+# -- events, webhooks, cancel and usage ---------------------------------------------------------
+
+def _push_schemas() -> dict:
+    types = [t.value for t in EventType]
+    tokens = {"type": "integer", "minimum": 0}
+    return {
+        "EventType": {"type": "string", "enum": types, "description": (
+            "`job.*`: the job's state changed (`job.cancelled` when a cancel settled it, `job.budget_reached` when a "
+            "run hit the job's token budget). `run.*`: one run of a message: `run.started` (`run.messageId`), "
+            "`run.step` (`run.tool` and a short `run.summary` of its arguments, never file contents), `run.pushed` "
+            "(`run.commit`), `run.finished` (`run.outcome`: processed, failed or cancelled, and `run.error`). "
+            "`pr.opened`, `pr.updated`: with `pullRequest`.")},
+        "EventBody": closed_object({
+            "type": ref("schemas", "EventType"),
+            "timestamp": timestamp("When the event happened."),
+            "data": {"type": "object", "description": (
+                "The job record as it was at the event (`prLink` is null while the job is `active`), plus "
+                "`run` for `run.*` events, `pullRequest` (`url`, `number`) for `pr.*` events and `budget` for "
+                "`job.budget_reached`."),
+                "required": ["id", "status"]},
+        }, description="What a webhook delivery's body and an SSE event's `data:` carry (Standard Webhooks)."),
+        "Event": closed_object({
+            "id": string("The event's id: monotonic within the job; send it as `after` or `Last-Event-ID`.",
+                         pattern=EVENT_ID_PATTERN),
+            "type": ref("schemas", "EventType"),
+            "timestamp": timestamp("When the event happened."),
+            "data": {"type": "object", "required": ["id", "status"]},
+        }),
+        "EventPage": closed_object({
+            "events": {"type": "array", "items": ref("schemas", "Event"), "maxItems": 500,
+                       "description": "Oldest first, at most 500; ask again with the last id for more."},
+            "lastEventId": nullable(string("The last event's id (or the `after` given when none came).")),
+        }),
+        "UsageTotals": closed_object({
+            "month": string("`YYYY-MM`, UTC.", pattern="^[0-9]{4}-[0-9]{2}$"),
+            "account": closed_object({"name": string("The key's account."), "month": string(),
+                                      "inputTokens": tokens, "outputTokens": tokens,
+                                      "monthlyCap": nullable({"type": "integer", "minimum": 1})}),
+            "key": closed_object({"id": string("The calling key's id."), "month": string(),
+                                  "inputTokens": tokens, "outputTokens": tokens}),
+        }, description="Model tokens of the month, for the key's account and for the key itself."),
+        "CreateWebhookRequest": closed_object({
+            "url": string("Where to POST events: http(s); private, loopback and link-local addresses are refused "
+                          "unless the operator allows them.", minLength=1, maxLength=2000),
+            "events": {"type": "array", "items": ref("schemas", "EventType"),
+                       "description": "The event types to send; absent or empty: all."},
+            "description": string("For people.", maxLength=500),
+        }, optional=("events", "description")),
+        "Webhook": _webhook_schema(with_secret=False),
+        "WebhookWithSecret": _webhook_schema(with_secret=True),
+        "WebhookList": closed_object({"webhooks": {"type": "array", "items": ref("schemas", "Webhook")}}),
+        "Delivery": closed_object({
+            "id": string("The delivery's id, sent as `webhook-id` by every attempt.", pattern=DELIVERY_ID_PATTERN),
+            "webhookId": string(pattern=WEBHOOK_ID_PATTERN),
+            "jobId": string(pattern=JOB_ID_PATTERN),
+            "type": ref("schemas", "EventType"),
+            "status": {"type": "string", "enum": [s.value for s in DeliveryStatus], "description": (
+                "`pending`: not delivered yet, a retry is scheduled (`nextAttemptAt`). `succeeded`: a 2xx answer. "
+                "`failed`: every attempt within 24 hours failed.")},
+            "attempts": {"type": "integer", "minimum": 0},
+            "responseStatus": nullable({"type": "integer", "description": "The last attempt's HTTP status."}),
+            "latencyMs": nullable({"type": "integer", "minimum": 0}),
+            "error": nullable(string("Why the last attempt failed.")),
+            "createdAt": timestamp("When the event was fanned out."),
+            "lastAttemptAt": nullable(timestamp("The last attempt.")),
+            "nextAttemptAt": nullable(timestamp("The next scheduled retry.")),
+        }),
+        "DeliveryList": closed_object({"deliveries": {"type": "array", "items": ref("schemas", "Delivery"),
+                                                      "description": "Newest first, the last 200."}}),
+    }
+
+
+def _webhook_schema(*, with_secret: bool) -> dict:
+    properties = {
+        "id": string(pattern=WEBHOOK_ID_PATTERN),
+        "url": string(),
+        "description": string(),
+        "events": {"type": "array", "items": ref("schemas", "EventType"), "description": "Empty: all types."},
+        "enabled": {"type": "boolean"},
+        "disabledReason": nullable(string("Set when Copydesk disabled it: every delivery failed for 5 days.")),
+        "failingSince": nullable(timestamp("The first failed attempt since the last success.")),
+        "createdAt": timestamp("When it was registered."),
+    }
+    if with_secret:
+        properties["secret"] = string("The signing secret (`whsec_` + base64), shown this once only.",
+                                      pattern="^whsec_[A-Za-z0-9+/=]+$")
+    return closed_object(properties, description="A webhook endpoint of the project.")
+
+
+def _push_paths(headers: dict) -> dict:
+    project, job_params = [ref("parameters", "ProjectId")], [ref("parameters", "ProjectId"), ref("parameters", "JobId")]
+    webhook = [*project, {"name": "webhookId", "in": "path", "required": True,
+                          "schema": string(pattern=WEBHOOK_ID_PATTERN)}]
+    read_errors = _errors("Unauthorized", "WebhookNotFound", "InternalError", "Unavailable")
+    write_errors = _errors("Unauthorized", "Forbidden", "WebhookNotFound", "InternalError", "Unavailable")
+    body_errors = _errors("BadRequest", "Unauthorized", "Forbidden", "ProjectNotFound", "PayloadTooLarge",
+                          "UnsupportedMediaType", "InternalError", "Unavailable")
+    stream = {"description": (
+        "Without `after`: a Server-Sent Events stream. Each event has `id:`, `event:` (its type) and `data:` (an "
+        "EventBody); a `: keep-alive` comment comes every 15 s when idle. It starts after `Last-Event-ID` (or at "
+        "the first event kept) and ends when the job leaves `active`; with `follow=true` it stays open across "
+        "follow-ups until the job is archived. With `after`: one JSON page of the events after that id."),
+        "headers": {"X-Request-Id": ref("headers", "X-Request-Id")},
+        "content": {EVENT_STREAM: {"schema": {"type": "string"}}, JSON: {"schema": ref("schemas", "EventPage")}}}
+    return {
+        "/v2/agent/{projectId}/job/{id}/cancel": {"parameters": job_params, "post": _operation(
+            "cancelJob", "Cancel a job",
+            "Stops the job's run within seconds (an in-flight model call is abandoned); a run that has not pushed "
+            "pushes nothing. Waiting messages become `cancelled`. The job returns to the state its last finished "
+            "round left (`completed`, or `failed` with that error; `completed` with a null `prLink` when the first "
+            "round is cancelled), keeping its pull request, and emits `job.cancelled`. The answer is the job as it "
+            "is now: still `active` while a running run stops. No body.",
+            {"200": _ok("The job.", ref("schemas", "Job")),
+             **_errors("Unauthorized", "Forbidden", "JobNotFound", "JobNotActive", "InternalError", "Unavailable")})},
+        "/v2/agent/{projectId}/job/{id}/events": {"parameters": job_params, "get": _operation(
+            "getJobEvents", "Follow a job's events",
+            "Server-Sent Events, resumable with `Last-Event-ID`, or a JSON page with `after`.",
+            {"200": stream,
+             "204": {"description": "A client reconnected with `Last-Event-ID` after the job ended and has every "
+                                    "event: stop reconnecting.",
+                     "headers": {"X-Request-Id": ref("headers", "X-Request-Id")}},
+             **_errors("InvalidQuery", "Unauthorized", "JobNotFound", "InternalError"),
+             "503": ref("responses", "StreamsBusy")},
+            tag="Events", parameters=("After", "Follow", "LastEventId"))},
+        "/v2/agent/usage": {"get": _operation(
+            "getUsage", "Model tokens of the month",
+            "Totals for the key's account (with its monthly cap, if any) and for the key itself.",
+            {"200": _ok("The month's usage.", ref("schemas", "UsageTotals")),
+             **_errors("InvalidQuery", "Unauthorized", "InternalError", "Unavailable")},
+            tag="Events", parameters=("Month",))},
+        "/v2/agent/{projectId}/webhooks": {"parameters": project, "post": _operation(
+            "createWebhook", "Register a webhook endpoint",
+            "Events of the project's jobs are POSTed to `url` as Standard Webhooks (`webhook-id`, "
+            "`webhook-timestamp`, `webhook-signature` v1 HMAC-SHA256), retried with exponential backoff for 24 "
+            "hours. The secret is in this answer only.",
+            {"201": _ok("Registered.", ref("schemas", "WebhookWithSecret"),
+                        {"X-Request-Id": ref("headers", "X-Request-Id"),
+                         "Location": {"description": "Path of the new endpoint.", "required": True,
+                                      "schema": string(pattern=f"^/v2/agent/prj_{_ULID}/webhooks/whk_{_ULID}$")}}),
+             **body_errors},
+            tag="Events", body="CreateWebhookRequest"), "get": _operation(
+            "listWebhooks", "List webhook endpoints", "The project's endpoints (never their secrets).",
+            {"200": _ok("The endpoints.", ref("schemas", "WebhookList")),
+             **_errors("Unauthorized", "ProjectNotFound", "InternalError", "Unavailable")}, tag="Events")},
+        "/v2/agent/{projectId}/webhooks/{webhookId}": {"parameters": webhook, "get": _operation(
+            "getWebhook", "Get a webhook endpoint", "Without its secret.",
+            {"200": _ok("The endpoint.", ref("schemas", "Webhook")), **read_errors}, tag="Events"),
+            "delete": _operation(
+            "deleteWebhook", "Delete a webhook endpoint", "No more deliveries; scheduled retries are dropped.",
+            {"204": {"description": "Deleted.", "headers": {"X-Request-Id": ref("headers", "X-Request-Id")}},
+             **write_errors}, tag="Events")},
+        "/v2/agent/{projectId}/webhooks/{webhookId}/rotate": {"parameters": webhook, "post": _operation(
+            "rotateWebhookSecret", "Rotate an endpoint's secret",
+            "A new secret, shown once; for 24 hours deliveries carry a second signature made with the old one.",
+            {"200": _ok("The endpoint and its new secret.", ref("schemas", "WebhookWithSecret")), **write_errors},
+            tag="Events")},
+        "/v2/agent/{projectId}/webhooks/{webhookId}/enable": {"parameters": webhook, "post": _operation(
+            "enableWebhook", "Enable an endpoint again", "After Copydesk disabled it for failing 5 days.",
+            {"200": _ok("The endpoint.", ref("schemas", "Webhook")), **write_errors}, tag="Events")},
+        "/v2/agent/{projectId}/webhooks/{webhookId}/deliveries": {"parameters": webhook, "get": _operation(
+            "listDeliveries", "The endpoint's delivery log",
+            "Status, response code, latency and attempts of the last 200 deliveries.",
+            {"200": _ok("The log.", ref("schemas", "DeliveryList")), **read_errors}, tag="Events")},
+        "/v2/agent/{projectId}/webhooks/{webhookId}/deliveries/{deliveryId}/resend": {
+            "parameters": [*webhook, {"name": "deliveryId", "in": "path", "required": True,
+                                      "schema": string(pattern=DELIVERY_ID_PATTERN)}],
+            "post": _operation(
+                "resendDelivery", "Send a delivery again",
+                "A worker makes one more attempt (same `webhook-id`, a fresh timestamp and signature), without "
+                "retries of its own; watch the log for its outcome.",
+                {"202": _ok("Queued; the delivery as it is now.", ref("schemas", "Delivery")),
+                 **_errors("Unauthorized", "Forbidden", "DeliveryNotFound", "InternalError", "Unavailable")},
+                tag="Events")},
+    }
+
+
 # -- the document ------------------------------------------------------------------------------
 
 def _description(rate_limit: int, max_prompt_chars: int, max_body_bytes: int) -> str:
@@ -429,8 +651,14 @@ the project's docs, commits to a branch and opens a pull request, whose URL appe
 **Polling.** Work is asynchronous: poll `GET /v2/agent/{{projectId}}/job/{{id}}` until `status` is `completed`, \
 `archived` or `failed` (the statuses at which polling stops). A follow-up message makes the job `active` again.
 
+**Push instead of polling.** `GET /v2/agent/{{projectId}}/job/{{id}}/events` streams the job's events as \
+Server-Sent Events (resumable with `Last-Event-ID`; `?after=` answers them as JSON), and webhook endpoints \
+(`/v2/agent/{{projectId}}/webhooks`) receive them as Standard Webhooks, signed and retried for 24 hours. \
+`POST .../cancel` stops a job; `maxTokens` caps its model tokens.
+
 **Authentication.** Every `/v2/agent` operation needs `Authorization: Bearer cdk_...`, an admin API key. It is a \
-server-side secret: never put it in client-side code.
+server-side secret: never put it in client-side code. A read-only key may use the `GET` operations only; \
+other methods answer `403 forbidden`. An expired or revoked key is `401 unauthorized`.
 
 **Idempotency.** Send an `Idempotency-Key` header when creating a job: a retry with the same key and body within \
 24 hours returns the first job; the same key with another body is `409 idempotency_conflict`.
@@ -439,8 +667,9 @@ server-side secret: never put it in client-side code.
 beyond that; create and message responses carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`); \
 prompts of 1 to {max_prompt_chars} characters; bodies up to {max_body_bytes} bytes.
 
-**Errors.** RFC 9457 problem details (`application/problem+json`) with a stable snake_case `code`, and `error` \
-repeating `detail`. A path with no operation is `404 not_found`; a known path with another method is \
+**Errors.** RFC 9457 problem details with a stable snake_case `code`, and `error` repeating `detail` (the \
+anchor service's error field). They are served as `application/json`, as the anchor service's clients expect, \
+unless the request's `Accept` prefers `application/problem+json`. A path with no operation is `404 not_found`; a known path with another method is \
 `405 method_not_allowed` with an `Allow` header. Every response carries `X-Request-Id`."""
 
 
@@ -458,8 +687,9 @@ def openapi_document(base_url: str, models: tuple[str, ...], *, rate_limit: int 
         "servers": [{"url": base_url}],
         "security": [{"bearerAuth": []}],
         "tags": [{"name": "Jobs", "description": "Agent jobs and their messages."},
+                 {"name": "Events", "description": "A job's events: a stream, a page, webhooks, and token usage."},
                  {"name": "Service", "description": "The API description and health checks."}],
-        "paths": {**_job_paths(headers, rate_limit), **_service_paths()},
+        "paths": {**_job_paths(headers, rate_limit), **_push_paths(headers), **_service_paths()},
         "components": {
             "securitySchemes": {"bearerAuth": {
                 "type": "http", "scheme": "bearer", "bearerFormat": "cdk_ API key",

@@ -1,11 +1,11 @@
-"""The one place where exceptions become RFC 9457 problem details (`application/problem+json`)."""
+"""The one place where exceptions become RFC 9457 problem details (`application/json` unless asked otherwise)."""
 
 import logging
 import secrets
 
 import redis
 from flask import Flask, Response, g, json, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from service import errors, logcontext
 
@@ -18,16 +18,21 @@ PROBLEMS = {
     "invalid_json": (400, "Invalid JSON"),
     "invalid_request": (400, "Invalid request"),
     "unauthorized": (401, "Unauthorized"),
+    "forbidden": (403, "Forbidden"),
     "project_not_found": (404, "Project not found"),
     "job_not_found": (404, "Job not found"),
+    "webhook_not_found": (404, "Webhook endpoint not found"),
+    "delivery_not_found": (404, "Webhook delivery not found"),
     "not_found": (404, "Not found"),
     "method_not_allowed": (405, "Method not allowed"),
     "job_archived": (409, "Job archived"),
+    "job_not_active": (409, "Job not active"),
     "project_disabled": (409, "Project disabled"),
     "idempotency_conflict": (409, "Idempotency key reused"),
     "payload_too_large": (413, "Payload too large"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "rate_limited": (429, "Too many requests"),
+    "monthly_budget_exceeded": (429, "Monthly token budget used up"),
     "internal_error": (500, "Internal error"),
     "unavailable": (503, "Service unavailable"),
 }
@@ -36,17 +41,35 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_la
                415: "unsupported_media_type"}
 
 
-def problem(code: str, detail: str, **extra) -> Response:
-    """A problem+json response for one of the codes in PROBLEMS."""
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem(code: str, detail: str | None, **extra) -> Response:
+    """A problem-details response for one of the codes in PROBLEMS.
+
+    Served as `application/json`, as clients of the anchor service expect, unless the request's `Accept` prefers
+    `application/problem+json`; the body is the same either way.
+    """
     status, title = PROBLEMS[code]
     body = {"type": PROBLEM_TYPE.format(code=code), "title": title, "status": status, "detail": detail,
             "code": code, "error": detail, **extra}
-    response = Response(json.dumps(body), status=status, mimetype="application/problem+json")
+    response = Response(json.dumps(body), status=status, mimetype=_problem_media_type())
     if code == "unauthorized":
         response.headers["WWW-Authenticate"] = 'Bearer realm="copydesk"'
     if code == "unavailable":
         response.headers["Retry-After"] = "5"
     return response
+
+
+def _problem_media_type() -> str:
+    if not request:
+        return "application/json"
+    # Only a named mention counts (`*/*` and `application/*` keep the anchor service's type), and only when it is
+    # not ranked below plain JSON.
+    named = {value.lower(): quality for value, quality in request.accept_mimetypes}
+    if named.get(PROBLEM_JSON, 0) > 0 and named[PROBLEM_JSON] >= named.get("application/json", 0):
+        return PROBLEM_JSON
+    return "application/json"
 
 
 def request_id() -> str:
@@ -69,18 +92,22 @@ def register(app: Flask) -> None:
         if isinstance(exc, errors.RateLimited):
             response.headers.update(exc.headers)
             response.headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, errors.MonthlyBudgetExceeded):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, errors.StreamsBusy):
+            response.headers["Retry-After"] = "5"
         return response
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
-        code = _HTTP_CODES.get(exc.code)
+        code = _HTTP_CODES.get(exc.code) if exc.code is not None else None
         if code is None and (exc.code or 500) >= 500:
             rid = request_id()
             return problem("internal_error", f"an unexpected error occurred (request {rid})", requestId=rid)
         if code is None:
             return problem("invalid_request", exc.description)
         response = problem(code, exc.description)
-        if exc.code == 405 and exc.valid_methods:
+        if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
             response.headers["Allow"] = ", ".join(exc.valid_methods)
         return response
 

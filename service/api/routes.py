@@ -1,44 +1,21 @@
-"""The `/v2/agent` endpoints: create, message, get, list, conversation and archive jobs."""
+"""The `/v2/agent` endpoints: create, message, get, list, conversation, archive, cancel and follow jobs; usage."""
 
 import hashlib
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from service.api import body as bodies
-from service.errors import JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
-from service.models import ApiKey, Job, JobStatus, Project
-from service.services import Services
-from service.store.jobs import IdempotencyClaim, add_usage
+from service.api import streams
+from service.api.access import caller as _caller
+from service.api.access import job_for as _job
+from service.api.access import project_for as _project
+from service.api.access import services as _services
+from service.api.access import writable as _writable
+from service.errors import InvalidRequest, JobArchived, ProjectNotFound, RateLimited
+from service.models import Job, JobStatus, Project
+from service.store.jobs import IdempotencyClaim, add_usage, spent
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
-
-
-def _services() -> Services:
-    return current_app.extensions["copydesk"]
-
-
-def _caller() -> ApiKey:
-    return _services().keys.authenticate(request.headers.get("Authorization"))
-
-
-def _project(project_id: str, key: ApiKey) -> Project:
-    # A project outside the key's scope answers exactly like one that does not exist.
-    project = _services().projects.find(project_id) if project_id.startswith("prj_") else None
-    if project is None or not key.allows(project):
-        raise ProjectNotFound(f"no project {project_id}")
-    return project
-
-
-def _job(project: Project, job_id: str) -> Job:
-    job = _services().jobs.find(job_id)
-    if job is None or job.project_id != project.id:
-        raise JobNotFound(f"no job {job_id} in project {project.id}")
-    return job
-
-
-def _writable(project: Project) -> None:
-    if not project.enabled:
-        raise ProjectDisabled(f"project {project.id} is disabled: its repository is no longer reachable")
 
 
 def _spend_quota(project: Project) -> dict[str, str]:
@@ -55,10 +32,15 @@ def _spend_quota(project: Project) -> dict[str, str]:
 def create_job(project_id: str) -> Response:
     services = _services()
     key = _caller()
-    project = _project(project_id, key)
+    try:
+        project = _project(project_id, key)
+    except ProjectNotFound as exc:
+        # The anchor service's description of create has no 404: an unknown project is a bad request there.
+        raise InvalidRequest(f"{exc.detail} (or not one this key may use)", field="projectId") from None
     _writable(project)
     body = bodies.read_object(request, services.settings.max_body_bytes)
     create = bodies.parse_create(body, services.settings)
+    services.usage.check(project.account)
     idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
     claim = None
     if idem is not None:
@@ -70,8 +52,8 @@ def create_job(project_id: str) -> Response:
             return _created(earlier, {})
     headers = _spend_quota(project)
     job, created = services.jobs.create(project, prompt=create.prompt, model=create.model,
-                                        ref=create.ref or project.ref, as_draft=create.as_draft,
-                                        idempotency=claim)
+                                        ref=create.ref or project.ref, as_draft=create.as_draft, key_id=key.id,
+                                        max_tokens=create.max_tokens or project.max_tokens, idempotency=claim)
     if created:
         services.dispatcher.try_kick(job.id)
     return _created(job, headers)
@@ -88,15 +70,17 @@ def _created(job: Job, headers: dict[str, str]) -> Response:
 @bp.post("/<project_id>/job/<job_id>/message")
 def send_message(project_id: str, job_id: str) -> Response:
     services = _services()
-    project = _project(project_id, _caller())
+    key = _caller()
+    project = _project(project_id, key)
     job = _job(project, job_id)
     body = bodies.read_object(request, services.settings.max_body_bytes)
     prompt = bodies.parse_prompt(body, services.settings)
     _writable(project)
     if job.status is JobStatus.ARCHIVED:  # refused before it can use up quota; the store re-checks
         raise JobArchived(f"job {job.id} is archived and takes no more messages")
+    services.usage.check(project.account)
     headers = _spend_quota(project)
-    job, _message = services.jobs.add_message(job.id, prompt=prompt)
+    job, _message = services.jobs.add_message(job.id, prompt=prompt, key_id=key.id)
     services.dispatcher.try_kick(job.id)
     response = jsonify(job.to_api())
     response.headers.update(headers)
@@ -123,7 +107,9 @@ def conversation(project_id: str, job_id: str) -> Response:
     project = _project(project_id, _caller())
     job = _job(project, job_id)
     messages = [m.to_api() for m in _services().jobs.conversation(job.id)]
-    return jsonify({"messages": messages, "usage": add_usage({}, job.usage)})
+    used = add_usage({}, job.usage)
+    remaining = None if job.max_tokens is None else max(0, job.max_tokens - spent(used))
+    return jsonify({"messages": messages, "usage": {**used, "maxTokens": job.max_tokens, "remainingTokens": remaining}})
 
 
 @bp.post("/<project_id>/job/<job_id>/archive")
@@ -131,3 +117,45 @@ def archive_job(project_id: str, job_id: str) -> Response:
     project = _project(project_id, _caller())
     job = _job(project, job_id)
     return jsonify(_services().jobs.archive(job.id).to_api())
+
+
+@bp.post("/<project_id>/job/<job_id>/cancel")
+def cancel_job(project_id: str, job_id: str) -> Response:
+    project = _project(project_id, _caller())
+    job = _job(project, job_id)
+    return jsonify(_services().jobs.cancel(job.id).to_api())
+
+
+@bp.get("/<project_id>/job/<job_id>/events")
+def job_events(project_id: str, job_id: str) -> Response:
+    services = _services()
+    project = _project(project_id, _caller())
+    job = _job(project, job_id)
+    query = bodies.parse_events_query(request.args, request.headers.get("Last-Event-ID"))
+    if query.as_json:
+        events = services.events.after(job.id, query.after, count=bodies.EVENTS_PAGE)
+        return jsonify({"events": [e.to_api() for e in events],
+                        "lastEventId": events[-1].id if events else (None if query.after == "0" else query.after)})
+    if query.resumed and streams.nothing_left(services.jobs, services.events, job.id, query.after, query.follow):
+        return Response(status=204)  # tells an EventSource that reconnected to stop: the job is over
+    slots: streams.StreamSlots = current_app.extensions["copydesk.streams"]
+    slots.take()
+    response = Response(streams.event_stream(services.jobs, services.events, job.id, after=query.after,
+                                             keep_open=query.follow,
+                                             keepalive_seconds=services.settings.sse_keepalive_seconds),
+                        mimetype="text/event-stream")
+    response.call_on_close(slots.give_back)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Accel-Buffering"] = "no"  # proxies must pass events on at once
+    return response
+
+
+@bp.get("/usage")
+def usage() -> Response:
+    key = _caller()
+    month = bodies.parse_month(request.args)
+    ledger = _services().usage
+    account = ledger.account(key.account, month)
+    return jsonify({"month": account.month,
+                    "account": {"name": key.account, **account.to_api(), "monthlyCap": ledger.cap(key.account)},
+                    "key": {"id": key.id, **ledger.key(key.id, month).to_api()}})

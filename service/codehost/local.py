@@ -8,6 +8,7 @@ import redis
 
 from service.clock import now_iso
 from service.codehost.base import CodeHostError
+from service.faults import PULL_CLAIMED, Faults
 from service.models import Project, PullRequest, Record
 from service.store.projects import ProjectStore
 from service.workspace.git import Git, GitError, Remote
@@ -37,10 +38,11 @@ class LocalCodeHost:
 
     name = HOST
 
-    def __init__(self, client: redis.Redis, git: Git, base_url: str) -> None:
+    def __init__(self, client: redis.Redis, git: Git, base_url: str, faults: Faults = Faults()) -> None:
         self._redis = client
         self._git = git
         self._base_url = base_url
+        self._faults = faults
 
     # -- projects ----------------------------------------------------------------------------
 
@@ -74,25 +76,29 @@ class LocalCodeHost:
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
                             body: str, draft: bool) -> PullRequest:
+        """Idempotent by construction: one pull-request number per branch, claimed once, and a record that a
+        retry completes if a crash came between the claim and the save."""
         number = self._redis.hget(self._by_branch_key(project.id), branch)
         stamp = now_iso()
-        if number is not None:
-            pull = self.pull(project.id, int(number))
-            pull.title, pull.body, pull.updated_at = title, body, stamp
-        else:
-            # HSETNX settles a race between two attempts of one run: only one number is used.
+        if number is None:
             candidate = int(self._redis.incr(self._seq_key(project.id)))
-            if not self._redis.hsetnx(self._by_branch_key(project.id), branch, candidate):
-                return self.open_or_update_pull(project, job_id=job_id, branch=branch, base=base,
-                                                title=title, body=body, draft=draft)
-            pull = LocalPull(project_id=project.id, number=candidate, job_id=job_id, title=title, body=body,
-                             base=base, head=branch, state="open", draft=draft, created_at=stamp,
-                             updated_at=stamp)
+            # HSETNX settles a race between two attempts of one run: only one number is used.
+            self._redis.hsetnx(self._by_branch_key(project.id), branch, candidate)
+            number = self._redis.hget(self._by_branch_key(project.id), branch)
+            self._faults.reach(PULL_CLAIMED)
+        assert number is not None  # claimed above when it was missing
+        pull = self.pull(project.id, int(number))
+        if pull is None:
+            pull = LocalPull(project_id=project.id, number=int(number), job_id=job_id, title=title, body=body,
+                             base=base, head=branch, state="open", draft=draft, created_at=stamp, updated_at=stamp)
+        else:
+            pull.title, pull.body, pull.updated_at = title, body, stamp
         self._save(pull)
         return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
 
     def comment(self, project: Project, number: int, body: str) -> None:
         pull = self.pull(project.id, number)
+        assert pull is not None  # runs comment only on their job's own pull request
         pull.comments.append({"body": body, "createdAt": now_iso()})
         self._save(pull)
 

@@ -1,15 +1,29 @@
-"""API keys at rest: a SHA-256 hash and a public id, never the key itself."""
+"""API keys at rest: a SHA-256 hash and a public id, never the key itself; their use counts and audit list."""
 
 import redis
 
 from service.clock import now, now_iso, parse_iso
 from service.errors import KeyNotFound
-from service.models import ApiKey
+from service.models import ApiKey, KeyEvent
 from service.store.codec import dump, load
+from service.store.replies import text
 
 _INDEX = "cd:apikeys"
 # lastUsedAt is refreshed at most this often, so a busy key does not cost a write per request.
 _LAST_USED_RESOLUTION_SECONDS = 60
+AUDIT_LENGTH = 500  # audit lines kept per account, newest first
+# A sliding window of creation times: count the last hour's, refuse past the limit, else record this one.
+_CLAIM = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[3]) then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, oldest[2]}
+end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return {1, ARGV[1]}
+"""
 
 
 def _key(key_id: str) -> str:
@@ -21,50 +35,88 @@ def _last_used_key(key_id: str) -> str:
     return f"cd:apikey:{key_id}:last-used"
 
 
+def _uses_key(key_id: str) -> str:
+    return f"cd:apikey:{key_id}:uses"
+
+
+def _created_key(account: str) -> str:
+    return f"cd:apikeys:created:{account}"
+
+
+def _audit_key(account: str) -> str:
+    return f"cd:apikeys:audit:{account}"
+
+
 class ApiKeyStore:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
+        self._claim = client.register_script(_CLAIM)
 
-    def add(self, key: ApiKey) -> None:
+    def claim_creation(self, account: str, key_id: str, *, limit: int, window_seconds: int) -> float:
+        """Record a new key of `account` if fewer than `limit` were made in the last window; else return the
+        seconds until one more may be made (0 when this one was recorded)."""
+        stamp = now().timestamp()
+        allowed, oldest = self._claim(keys=[_created_key(account)], args=[stamp, window_seconds, limit, key_id])
+        return 0.0 if allowed else max(1.0, float(oldest) + window_seconds - stamp)
+
+    def add(self, key: ApiKey, event: KeyEvent) -> None:
+        """Store a new key and its audit line together."""
         with self._redis.pipeline() as pipe:
             pipe.set(_key(key.id), dump(key))
             pipe.zadd(_INDEX, {key.id: 0})
+            self._audit(pipe, event)
             pipe.execute()
 
     def find(self, key_id: str) -> ApiKey | None:
-        return self._with_last_used([key_id])[0]
+        return self._with_usage([key_id])[0]
 
     def all(self) -> list[ApiKey]:
-        ids = [i.decode() for i in self._redis.zrangebylex(_INDEX, "-", "+")]
-        return [key for key in self._with_last_used(ids) if key is not None]
+        ids = [text(i) for i in self._redis.zrangebylex(_INDEX, "-", "+")]
+        return [key for key in self._with_usage(ids) if key is not None]
 
-    def _with_last_used(self, ids: list[str]) -> list[ApiKey | None]:
+    def _with_usage(self, ids: list[str]) -> list[ApiKey | None]:
         if not ids:
             return []
-        raws = self._redis.mget([k for i in ids for k in (_key(i), _last_used_key(i))])
+        raws = self._redis.mget([k for i in ids for k in (_key(i), _last_used_key(i), _uses_key(i))])
         keys = []
-        for raw, last_used in zip(raws[::2], raws[1::2]):
+        for raw, last_used, uses in zip(raws[::3], raws[1::3], raws[2::3], strict=True):
             key = load(ApiKey, raw)
-            if key is not None and last_used is not None:
-                key.last_used_at = last_used.decode()
+            if key is not None:
+                key.last_used_at = text(last_used) if last_used is not None else key.last_used_at
+                key.use_count = int(uses or 0)
             keys.append(key)
         return keys
 
-    def revoke(self, key_id: str) -> ApiKey:
-        """Mark a key revoked; it stops working at once. Revoking twice is harmless."""
+    def revoke(self, key_id: str, *, by: str = "operator") -> ApiKey:
+        """Mark a key revoked; it stops working at once. Revoking twice is harmless (and audited once)."""
         key = self.find(key_id)
         if key is None:
             raise KeyNotFound(f"no API key {key_id}")
         if not key.revoked_at:
-            key.revoked_at = now_iso()
+            key.revoked_at, key.revoked_by = now_iso(), by
             stored = load(ApiKey, self._redis.get(_key(key.id)))
-            stored.revoked_at = key.revoked_at
-            self._redis.set(_key(key.id), dump(stored))
+            stored.revoked_at, stored.revoked_by = key.revoked_at, by
+            with self._redis.pipeline() as pipe:
+                pipe.set(_key(key.id), dump(stored))
+                self._audit(pipe, KeyEvent(at=key.revoked_at, account=key.account, actor=by, action="revoked",
+                                           key_id=key.id, key_name=key.name))
+                pipe.execute()
         return key
 
     def touch(self, key: ApiKey) -> None:
-        """Record that the key was just used."""
+        """Count one use of the key and record that it was just used."""
+        uses = self._redis.incr(_uses_key(key.id))
+        key.use_count = int(uses)
         if key.last_used_at and (now() - parse_iso(key.last_used_at)).total_seconds() < _LAST_USED_RESOLUTION_SECONDS:
             return
         key.last_used_at = now_iso()
         self._redis.set(_last_used_key(key.id), key.last_used_at)
+
+    def audit(self, account: str, limit: int = 100) -> list[KeyEvent]:
+        """The account's key events, newest first."""
+        return [load(KeyEvent, raw) for raw in self._redis.lrange(_audit_key(account), 0, limit - 1)]
+
+    @staticmethod
+    def _audit(pipe, event: KeyEvent) -> None:
+        pipe.lpush(_audit_key(event.account), dump(event))
+        pipe.ltrim(_audit_key(event.account), 0, AUDIT_LENGTH - 1)

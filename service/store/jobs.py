@@ -4,18 +4,25 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 import redis
 
 from service.clock import now_iso, parse_iso
-from service.errors import IdempotencyConflict, InvalidRequest, JobArchived, JobNotFound
+from service.errors import BUDGET_EXCEEDED, IdempotencyConflict, InvalidRequest, JobArchived, JobNotActive, JobNotFound
+from service.events import EventType
 from service.ids import UlidGenerator, new_id
+from service.lease import Fence, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
+from service.store.events import EventLog
+from service.store.replies import text, transaction
+from service.store.usage import UsageLedger
 
 log = logging.getLogger(__name__)
 
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+CANCEL_TTL_SECONDS = 3 * 3600
 PENDING_JOBS = "cd:jobs:pending"  # jobs that have at least one message waiting or running
 FINISHED_JOBS = "cd:jobs:finished"  # completed or failed jobs, scored by when they last changed
 _JOB_ID = re.compile(r"^job_[0-9A-HJKMNP-TV-Z]{26}$")
@@ -31,6 +38,11 @@ def pending_key(job_id: str) -> str:
 
 def _conversation_key(job_id: str) -> str:
     return f"cd:job:{job_id}:conversation"
+
+
+def cancel_key(job_id: str) -> str:
+    """Set to the running message's id while a cancel of it is under way; the run watches it."""
+    return f"cd:job:{job_id}:cancel"
 
 
 def _message_key(message_id: str) -> str:
@@ -66,6 +78,12 @@ class RunOutcome:
     pr_link: str | None = None
     pr_number: int | None = None
     usage: dict | None = None  # {"inputTokens", "outputTokens"} of the run, when a model was called
+    cancelled: bool = False  # the run stopped because the job was cancelled; nothing of it was pushed
+
+
+def spent(usage: dict | None) -> int:
+    """Input plus output tokens of a usage record."""
+    return int((usage or {}).get("inputTokens", 0)) + int((usage or {}).get("outputTokens", 0))
 
 
 def add_usage(total: dict, run: dict | None) -> dict:
@@ -75,9 +93,12 @@ def add_usage(total: dict, run: dict | None) -> dict:
 
 
 class JobStore:
-    def __init__(self, client: redis.Redis, ids: UlidGenerator) -> None:
+    def __init__(self, client: redis.Redis, ids: UlidGenerator, events: EventLog | None = None,
+                 usage: UsageLedger | None = None) -> None:
         self._redis = client
         self._ids = ids
+        self.events = events or EventLog(client, retention=1000)
+        self._usage = usage or UsageLedger(client)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -98,7 +119,7 @@ class JobStore:
 
     def conversation(self, job_id: str) -> list[Message]:
         """The job's messages, oldest first."""
-        ids = [i.decode() for i in self._redis.lrange(_conversation_key(job_id), 0, -1)]
+        ids = [text(i) for i in self._redis.lrange(_conversation_key(job_id), 0, -1)]
         raws = self._redis.mget([_message_key(i) for i in ids]) if ids else []
         return [load(Message, raw) for raw in raws if raw is not None]
 
@@ -108,12 +129,19 @@ class JobStore:
         if cursor is not None and not _JOB_ID.match(cursor):
             raise InvalidRequest("cursor is not one this API returned", field="cursor")
         upper = f"({cursor}" if cursor else "+"
-        ids = [i.decode() for i in self._redis.zrevrangebylex(_index_key(project_id, status), upper, "-",
+        ids = [text(i) for i in self._redis.zrevrangebylex(_index_key(project_id, status), upper, "-",
                                                                start=0, num=limit + 1)]
         page = ids[:limit]
         raws = self._redis.mget([job_key(i) for i in page]) if page else []
         jobs = [load(Job, raw) for raw in raws if raw is not None]
         return jobs, (page[-1] if len(ids) > limit else None)
+
+    def counts(self, project_id: str) -> dict[str, int]:
+        """How many of the project's jobs are in each status."""
+        with self._redis.pipeline(transaction=False) as pipe:
+            for status in JobStatus:
+                pipe.zcard(_index_key(project_id, status))
+            return {status.value: int(n) for status, n in zip(JobStatus, pipe.execute(), strict=True)}
 
     def has_pending(self, job_id: str) -> bool:
         """Whether any message of the job waits or runs."""
@@ -121,11 +149,11 @@ class JobStore:
 
     def pending_jobs(self) -> list[str]:
         """Ids of jobs that have messages waiting or running."""
-        return sorted(i.decode() for i in self._redis.smembers(PENDING_JOBS))
+        return sorted(text(i) for i in self._redis.smembers(PENDING_JOBS))
 
     def finished_before(self, cutoff: datetime) -> list[str]:
         """Ids of completed or failed jobs that have not changed since `cutoff`."""
-        return [i.decode() for i in self._redis.zrangebyscore(FINISHED_JOBS, "-inf", cutoff.timestamp())]
+        return [text(i) for i in self._redis.zrangebyscore(FINISHED_JOBS, "-inf", cutoff.timestamp())]
 
     def replay(self, claim: IdempotencyClaim) -> Job | None:
         """The job an earlier create with this idempotency claim made, if any (conflict if the body differs)."""
@@ -135,8 +163,8 @@ class JobStore:
     # -- the API's writes --------------------------------------------------------------------
 
     def create(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
-               source: str = "api", author: str | None = None,
-               idempotency: IdempotencyClaim | None = None) -> tuple[Job, bool]:
+               source: str = "api", author: str | None = None, key_id: str | None = None,
+               max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None) -> tuple[Job, bool]:
         """Store a new `active` job and its first message; returns (job, created).
 
         With an idempotency claim seen before, returns the first job instead (created False).
@@ -144,8 +172,8 @@ class JobStore:
         stamp = now_iso()
         job = Job(id=new_id("job", self._ids), project_id=project.id, account=project.account,
                   status=JobStatus.ACTIVE, repository_url=project.web_url, ref=ref, model=model,
-                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1)
-        message = self._user_message(job.id, 0, prompt, source, author, stamp)
+                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens)
+        message = self._user_message(job.id, 0, prompt, source, author, stamp, key_id)
 
         def attempt(pipe: redis.client.Pipeline):
             if idempotency is not None:
@@ -156,16 +184,17 @@ class JobStore:
             self._write_job(pipe, job, None)
             pipe.zadd(_index_key(project.id), {job.id: 0})
             self._enqueue_message(pipe, message)
+            self.events.append(pipe, job, EventType.JOB_CREATED)
             if idempotency is not None:
                 pipe.hset(idempotency.key, mapping={"hash": idempotency.body_hash, "job": job.id})
                 pipe.expire(idempotency.key, IDEMPOTENCY_TTL_SECONDS)
             return job, True
 
         watches = [idempotency.key] if idempotency is not None else []
-        return self._redis.transaction(attempt, *watches, value_from_callable=True)
+        return transaction(self._redis, attempt, *watches)
 
-    def add_message(self, job_id: str, *, prompt: str, source: str = "api",
-                    author: str | None = None) -> tuple[Job, Message]:
+    def add_message(self, job_id: str, *, prompt: str, source: str = "api", author: str | None = None,
+                    key_id: str | None = None) -> tuple[Job, Message]:
         """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived."""
 
         def attempt(pipe: redis.client.Pipeline):
@@ -173,7 +202,7 @@ class JobStore:
             if job.status is JobStatus.ARCHIVED:
                 raise JobArchived(f"job {job_id} is archived and takes no more messages")
             stamp = now_iso()
-            message = self._user_message(job.id, job.messages, prompt, source, author, stamp)
+            message = self._user_message(job.id, job.messages, prompt, source, author, stamp, key_id)
             old_status = job.status
             job.status, job.updated_at, job.messages = JobStatus.ACTIVE, stamp, job.messages + 1
             job.error = None
@@ -182,7 +211,7 @@ class JobStore:
             self._enqueue_message(pipe, message)
             return job, message
 
-        return self._redis.transaction(attempt, job_key(job_id), value_from_callable=True)
+        return transaction(self._redis, attempt, job_key(job_id))
 
     def archive(self, job_id: str, *, idle_since: datetime | None = None) -> Job:
         """Archive a job (idempotent): messages still waiting are cancelled; a running one finishes.
@@ -194,7 +223,7 @@ class JobStore:
             job = self._load_or_raise(pipe, job_id)
             if job.status is JobStatus.ARCHIVED or (idle_since is not None and not _idle(job, idle_since)):
                 return job
-            message_keys = [_message_key(m.decode()) for m in pipe.lrange(pending_key(job_id), 0, -1)]
+            message_keys = [_message_key(text(m)) for m in pipe.lrange(pending_key(job_id), 0, -1)]
             # A worker starting one of these messages meanwhile must abort this transaction.
             if message_keys:
                 pipe.watch(*message_keys)
@@ -205,6 +234,7 @@ class JobStore:
             job.status, job.archived_at, job.updated_at, job.error = JobStatus.ARCHIVED, stamp, stamp, None
             pipe.multi()
             self._write_job(pipe, job, old_status)
+            self.events.append(pipe, job, EventType.JOB_ARCHIVED)
             running = [m for m in waiting if m.status is MessageStatus.RUNNING]
             for message in waiting:
                 if message.status is MessageStatus.QUEUED:
@@ -215,21 +245,25 @@ class JobStore:
                 pipe.srem(PENDING_JOBS, job_id)
             return job
 
-        return self._redis.transaction(attempt, job_key(job_id), pending_key(job_id), value_from_callable=True)
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id))
 
     # -- the worker's writes -----------------------------------------------------------------
 
-    def start_next(self, job_id: str) -> tuple[Job, Message] | None:
-        """Mark the job's next waiting message as running and return it; None when nothing waits."""
+    def start_next(self, job_id: str, fence: Fence | None = None) -> tuple[Job, Message] | None:
+        """Mark the job's next waiting message as running and return it; None when nothing waits.
+
+        With `fence`, only while the job's lease still carries its token (else LeaseLost).
+        """
 
         def attempt(pipe: redis.client.Pipeline):
+            _check_fence(pipe, fence)
             head = pipe.lindex(pending_key(job_id), 0)
             job = load(Job, pipe.get(job_key(job_id)))
             if head is None or job is None:
                 pipe.multi()
                 pipe.srem(PENDING_JOBS, job_id)
                 return None
-            message = load(Message, pipe.get(_message_key(head.decode())))
+            message = load(Message, pipe.get(_message_key(text(head))))
             if job.status is JobStatus.ARCHIVED:
                 # Left running by a worker that died after the job was archived: settle it, do not run it.
                 message.status = MessageStatus.CANCELLED
@@ -241,27 +275,39 @@ class JobStore:
             message.attempts += 1
             pipe.multi()
             pipe.set(_message_key(message.id), dump(message))
+            self.events.append(pipe, job, EventType.RUN_STARTED,
+                               run={"messageId": message.id, "attempt": message.attempts})
             return job, message
 
         while True:
-            started = self._redis.transaction(attempt, job_key(job_id), pending_key(job_id),
-                                              value_from_callable=True)
+            started = transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), *_watched(fence))
             if started != "again":
                 return started
 
-    def finish_message(self, job_id: str, message_id: str, outcome: RunOutcome) -> Job:
-        """Record a message's outcome, add the agent's reply, and settle the job's status."""
+    def finish_message(self, job_id: str, message_id: str, outcome: RunOutcome, fence: Fence | None = None) -> Job:
+        """Record a message's outcome, add the agent's reply, and settle the job's status.
+
+        With `fence`, only while the job's lease still carries its token (else LeaseLost, nothing written).
+        A run stopped by a cancel (or finished, having pushed nothing, while a cancel of it was under way) leaves
+        the message `cancelled` and the job as its last finished round left it.
+        """
 
         def attempt(pipe: redis.client.Pipeline):
+            _check_fence(pipe, fence)
             job = self._load_or_raise(pipe, job_id)
-            pending = [m.decode() for m in pipe.lrange(pending_key(job_id), 0, -1)]
+            pending = [text(m) for m in pipe.lrange(pending_key(job_id), 0, -1)]
             if not pending or pending[0] != message_id:
                 log.warning("job %s: outcome of message %s discarded, it was settled already", job_id, message_id)
                 return job
             message = load(Message, pipe.get(_message_key(message_id)))
+            cancelling = pipe.get(cancel_key(job_id)) == message_id.encode()
+            cancelled = outcome.cancelled or (cancelling and outcome.commit is None)
+            earlier = self.conversation(job_id) if cancelled else []
             stamp = now_iso()
-            message.status = MessageStatus.FAILED if outcome.error else MessageStatus.PROCESSED
-            message.error = outcome.error
+            had_pull = job.pr_number is not None
+            message.status = (MessageStatus.CANCELLED if cancelled else
+                              MessageStatus.FAILED if outcome.error else MessageStatus.PROCESSED)
+            message.error = None if cancelled else outcome.error
             message.usage = outcome.usage
             job.usage = add_usage(job.usage, outcome.usage)
             old_status = job.status
@@ -271,25 +317,104 @@ class JobStore:
                     setattr(job, name, getattr(outcome, name))
             if job.status is not JobStatus.ARCHIVED:
                 if len(pending) > 1:
-                    job.status = JobStatus.ACTIVE
+                    job.status, job.error = JobStatus.ACTIVE, None
+                elif cancelled:
+                    job.status, job.error = _last_round_state(earlier, exclude=message_id)
                 else:
                     job.status = JobStatus.FAILED if outcome.error else JobStatus.COMPLETED
-            job.error = outcome.error if job.status is JobStatus.FAILED else None
+                    job.error = outcome.error if job.status is JobStatus.FAILED else None
             pipe.multi()
             pipe.set(_message_key(message.id), dump(message))
             pipe.lpop(pending_key(job_id))
+            pipe.delete(cancel_key(job_id))
             if len(pending) == 1:
                 pipe.srem(PENDING_JOBS, job_id)
-            if outcome.reply:
+            if outcome.reply and not cancelled:
                 reply = Message(id=new_id("msg", self._ids), job_id=job_id, seq=message.seq, role=Role.AGENT,
                                 content=outcome.reply, created_at=stamp, reply_to=message.id,
                                 commit=outcome.commit, changed_files=outcome.changed_files)
                 pipe.set(_message_key(reply.id), dump(reply))
                 pipe.rpush(_conversation_key(job_id), reply.id)
             self._write_job(pipe, job, old_status)
+            self._usage.record(pipe, job.account, message.key_id, outcome.usage)
+            self._emit_outcome(pipe, job, message, outcome, had_pull=had_pull, old_status=old_status)
             return job
 
-        return self._redis.transaction(attempt, job_key(job_id), pending_key(job_id), value_from_callable=True)
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), cancel_key(job_id),
+                           *_watched(fence))
+
+    def _emit_outcome(self, pipe, job: Job, message: Message, outcome: RunOutcome, *, had_pull: bool,
+                      old_status: JobStatus) -> None:
+        run = {"messageId": message.id, "outcome": message.status and message.status.value, "error": message.error}
+        self.events.append(pipe, job, EventType.RUN_FINISHED, run=run)
+        if outcome.commit is not None and outcome.pr_number is not None:
+            pull = {"url": job.pr_link, "number": job.pr_number}
+            self.events.append(pipe, job, EventType.PR_UPDATED if had_pull else EventType.PR_OPENED,
+                               pullRequest=pull)
+        if (message.error or {}).get("code") == BUDGET_EXCEEDED:
+            self.events.append(pipe, job, EventType.JOB_BUDGET_REACHED,
+                               budget={"maxTokens": job.max_tokens, "usedTokens": spent(job.usage)})
+        if message.status is MessageStatus.CANCELLED:
+            self.events.append(pipe, job, EventType.JOB_CANCELLED, run={"messageId": message.id})
+        elif job.status is not old_status and job.status in _SETTLED_EVENTS:
+            self.events.append(pipe, job, _SETTLED_EVENTS[job.status])
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel an active job: waiting messages are cancelled; a running one is asked to stop (its run settles
+        the job); with none running the job returns at once to the state its last finished round left."""
+
+        def attempt(pipe: redis.client.Pipeline):
+            job = self._load_or_raise(pipe, job_id)
+            if job.status is not JobStatus.ACTIVE:
+                raise JobNotActive(f"job {job_id} is {job.status.value}, not active: there is nothing to cancel")
+            message_keys = [_message_key(text(m)) for m in cast(list, pipe.lrange(pending_key(job_id), 0, -1))]
+            if message_keys:
+                pipe.watch(*message_keys)  # a worker starting one of them meanwhile restarts this transaction
+            waiting = [load(Message, raw) for raw in pipe.mget(message_keys)] if message_keys else []
+            running = [m for m in waiting if m.status is MessageStatus.RUNNING]
+            earlier = [] if running else self.conversation(job_id)
+            pipe.multi()
+            for message in waiting:
+                if message.status is MessageStatus.QUEUED:
+                    message.status = MessageStatus.CANCELLED
+                    pipe.set(_message_key(message.id), dump(message))
+                    pipe.lrem(pending_key(job_id), 0, message.id)
+            if running:
+                # The run settles the job when it stops; the key outlives no run (runs end within their timeout).
+                pipe.set(cancel_key(job_id), running[0].id, ex=CANCEL_TTL_SECONDS)
+                return job
+            old_status = job.status
+            job.status, job.error = _last_round_state(earlier, exclude=None)
+            job.updated_at = now_iso()
+            pipe.srem(PENDING_JOBS, job_id)
+            self._write_job(pipe, job, old_status)
+            self.events.append(pipe, job, EventType.JOB_CANCELLED)
+            return job
+
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id))
+
+    def hand_back(self, job_id: str, message_id: str, fence: Fence) -> bool:
+        """Put a running message back to `queued` without counting its attempt (its worker is shutting down or
+        lost Redis mid-run, it did not crash); only while the lease carries `fence`'s token. True when done."""
+
+        def attempt(pipe: redis.client.Pipeline):
+            _check_fence(pipe, fence)
+            message = load(Message, pipe.get(_message_key(message_id)))
+            head = pipe.lindex(pending_key(job_id), 0)
+            if message is None or head is None or text(head) != message_id \
+                    or message.status is not MessageStatus.RUNNING:
+                return False
+            message.status = MessageStatus.QUEUED
+            message.attempts = max(0, message.attempts - 1)
+            pipe.multi()
+            pipe.set(_message_key(message_id), dump(message))
+            return True
+
+        return transaction(self._redis, attempt, pending_key(job_id), _message_key(message_id), fence.key)
+
+    def cancel_requested(self, job_id: str, message_id: str) -> bool:
+        """Whether a cancel of this running message is under way."""
+        return self._redis.get(cancel_key(job_id)) == message_id.encode()
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -300,9 +425,9 @@ class JobStore:
         return self.get(earlier[b"job"].decode())
 
     def _user_message(self, job_id: str, seq: int, prompt: str, source: str, author: str | None,
-                      stamp: str) -> Message:
+                      stamp: str, key_id: str | None) -> Message:
         return Message(id=new_id("msg", self._ids), job_id=job_id, seq=seq, role=Role.USER, content=prompt,
-                       created_at=stamp, status=MessageStatus.QUEUED, source=source, author=author)
+                       created_at=stamp, status=MessageStatus.QUEUED, source=source, author=author, key_id=key_id)
 
     def _enqueue_message(self, pipe, message: Message) -> None:
         pipe.set(_message_key(message.id), dump(message))
@@ -327,5 +452,28 @@ class JobStore:
         return job
 
 
+def _watched(fence: Fence | None) -> list[str]:
+    return [fence.key] if fence is not None else []
+
+
+def _check_fence(pipe, fence: Fence | None) -> None:
+    """Inside a transaction that WATCHes the lease: refuse the write unless the lease is still the fence's."""
+    if fence is not None and not fence.holds(pipe):
+        raise LeaseLost(f"the lease of job {fence.job_id} is no longer token {fence.token}; nothing was written")
+
+
 def _idle(job: Job, since: datetime) -> bool:
     return job.status in (JobStatus.COMPLETED, JobStatus.FAILED) and parse_iso(job.updated_at) < since
+
+
+_SETTLED_EVENTS = {JobStatus.COMPLETED: EventType.JOB_COMPLETED, JobStatus.FAILED: EventType.JOB_FAILED}
+
+
+def _last_round_state(conversation: list[Message], *, exclude: str | None) -> tuple[JobStatus, dict | None]:
+    """The status and error the job's last finished round left: `completed` when no round finished."""
+    finished = [m for m in conversation if m.role is Role.USER and m.id != exclude
+                and m.status in (MessageStatus.PROCESSED, MessageStatus.FAILED)]
+    if not finished:
+        return JobStatus.COMPLETED, None
+    last = max(finished, key=lambda m: m.seq)
+    return (JobStatus.FAILED, last.error) if last.status is MessageStatus.FAILED else (JobStatus.COMPLETED, None)

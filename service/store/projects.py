@@ -7,6 +7,7 @@ from service.errors import ProjectNotFound
 from service.ids import UlidGenerator, new_id
 from service.models import Project
 from service.store.codec import dump, load
+from service.store.replies import text, transaction
 
 _INDEX = "cd:projects"
 # host + repository -> project id, for hosts where a repository has exactly one project (GitHub).
@@ -46,9 +47,9 @@ class ProjectStore:
 
         def attempt(pipe: redis.client.Pipeline) -> tuple[Project, bool]:
             existing = pipe.hget(_BY_REPOSITORY, field)
-            project = load(Project, pipe.get(_key(existing.decode()))) if existing else None
+            project = load(Project, pipe.get(_key(text(existing)))) if existing else None
             created = project is None
-            if created:
+            if project is None:
                 project = self._new(account=account, host=host, repository=repository, web_url=web_url,
                                     ref=ref, docs_root="", host_data=host_data)
             else:
@@ -63,12 +64,12 @@ class ProjectStore:
                 pipe.set(_key(project.id), dump(project))
             return project, created
 
-        return self._redis.transaction(attempt, _BY_REPOSITORY, value_from_callable=True)
+        return transaction(self._redis, attempt, _BY_REPOSITORY)
 
     def find_by_repository(self, host: str, repository: str) -> Project | None:
         """The project `ensure` made for `repository` on `host`, if any."""
         project_id = self._redis.hget(_BY_REPOSITORY, _repository_field(host, repository))
-        return self.find(project_id.decode()) if project_id else None
+        return self.find(text(project_id)) if project_id else None
 
     def save(self, project: Project) -> None:
         """Write back a changed project (e.g. enabled or disabled)."""
@@ -85,6 +86,13 @@ class ProjectStore:
         self.save(project)
         return project
 
+    def set_max_tokens(self, project_id: str, max_tokens: int | None) -> Project:
+        """Set (or, with None, clear) the default token budget of the project's new jobs."""
+        project = self.get(project_id)
+        project.max_tokens = max_tokens
+        self.save(project)
+        return project
+
     def find(self, project_id: str) -> Project | None:
         return load(Project, self._redis.get(_key(project_id)))
 
@@ -97,7 +105,7 @@ class ProjectStore:
 
     def all(self) -> list[Project]:
         """Every project, oldest first."""
-        ids = [i.decode() for i in self._redis.zrangebylex(_INDEX, "-", "+")]
+        ids = [text(i) for i in self._redis.zrangebylex(_INDEX, "-", "+")]
         if not ids:
             return []
         raws = self._redis.mget([_key(i) for i in ids])

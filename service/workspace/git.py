@@ -2,9 +2,9 @@
 
 import os
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 # Settings every git call gets: nothing in the repository or the machine may run code or prompt.
 _SAFE_CONFIG = (

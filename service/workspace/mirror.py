@@ -6,12 +6,12 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from service.workspace.git import Git, GitError, Remote
-from service.workspace.overlay import Workspace
+from service.workspace.overlay import DEFAULT_MAX_FILE_BYTES, Workspace
 
 RUNS_PREFIX = "refs/copydesk/runs/"
 # Last fetched head of every remote ref a run asked for: the tips a later fetch negotiates from, so
@@ -22,16 +22,18 @@ _RUN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class MirrorStore:
-    """One bare mirror per repository URL under `root`."""
+    """One bare mirror per repository URL under `root`; workspaces opened on them refuse files past
+    `max_file_bytes`."""
 
-    def __init__(self, root: Path, git: Git) -> None:
+    def __init__(self, root: Path, git: Git, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.root = Path(root)
         self.git = git
+        self.max_file_bytes = max_file_bytes
 
     def mirror(self, remote: Remote) -> "Mirror":
         """The mirror of `remote.url`, created empty on first contact (its config never holds credentials)."""
         key = hashlib.sha256(remote.url.encode("utf-8")).hexdigest()[:16]
-        mirror = Mirror(self.root / f"{key}.git", self.git)
+        mirror = Mirror(self.root / f"{key}.git", self.git, max_file_bytes=self.max_file_bytes)
         if not (mirror.path / "HEAD").exists():
             self.root.mkdir(parents=True, exist_ok=True)
             with mirror.lock():
@@ -59,9 +61,10 @@ def _create(git: Git, path: Path) -> None:
 class Mirror:
     """A bare mirror; fetches and ref deletions hold its lock, reads and pushes need none."""
 
-    def __init__(self, path: Path, git: Git) -> None:
+    def __init__(self, path: Path, git: Git, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.path = Path(path)
         self.git = git
+        self.max_file_bytes = max_file_bytes
         self._lock_path = self.path.with_suffix(".lock")
 
     @contextmanager
@@ -103,7 +106,7 @@ class Mirror:
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""
         sha = self.git.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}", git_dir=self.path)
-        return Workspace(self.git, self.path, sha)
+        return Workspace(self.git, self.path, sha, max_file_bytes=self.max_file_bytes)
 
     def maintenance(self, *, loose_objects: int = 6700, pack_limit: int = 50, stale_after: float = 86400) -> None:
         """Housekeeping under the lock: drop run refs older than `stale_after` seconds, then `git gc --auto`."""

@@ -2,11 +2,14 @@
 
 import bisect
 import copy
-import re
-import tempfile
+import io
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
-from service.workspace.catfile import CatFile
+from service.workspace.catfile import CatFile, ObjectTooLarge, stream_blobs
 from service.workspace.entries import (
     EntryKind,
     NotARegularFile,
@@ -17,11 +20,28 @@ from service.workspace.entries import (
 )
 from service.workspace.git import Git
 from service.workspace.globs import matches as glob_matches
-from service.workspace.globs import pathspecs as glob_pathspecs
 from service.workspace.proc import popen
+from service.workspace.textsearch import compile_pattern, matching_lines
 from service.workspace.trees import object_id, parse_tree
 
 _TREE, _SYMLINK, _GITLINK = 0o040000, 0o120000, 0o160000
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_LINK_TARGET = 4096  # PATH_MAX: a longer symlink "target" is not a path, just bytes to keep out of memory
+BINARY_PROBE_BYTES = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes means binary
+
+
+class FileTooLarge(WorkspaceError):
+    """A file past the workspace's size limit: it can be read in line ranges, never loaded whole or edited."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path} has {size:,} bytes, more than the {limit:,}-byte limit for files Copydesk loads "
+                         "whole; it cannot be edited, moved or searched (read_file still reads line ranges)")
+        self.path, self.size, self.limit = path, size, limit
+
+
+def is_binary(head: bytes) -> bool:
+    """Whether content starting with `head` is binary, by git's heuristic."""
+    return b"\0" in head[:BINARY_PROBE_BYTES]
 
 
 def kind_of_mode(mode: int) -> EntryKind:
@@ -49,10 +69,12 @@ def _decode(raw: bytes) -> str:
 class Workspace:
     """The tree of `start_commit` with the agent's changes held in memory; use as a context manager."""
 
-    def __init__(self, git: Git, git_dir: Path | str, start_commit: str) -> None:
+    def __init__(self, git: Git, git_dir: Path | str, start_commit: str, *,
+                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.git = git
         self.git_dir = git_dir
         self.start_commit = start_commit
+        self.max_file_bytes = max_file_bytes
         self._object_format = "sha256" if len(start_commit) == 64 else "sha1"
         self._cat = CatFile(git, git_dir)
         self._owns_cat = True  # False for a start_view, which borrows its workspace's process
@@ -80,6 +102,16 @@ class Workspace:
         view._owns_cat = False
         return view
 
+    def view_of(self, commit: str) -> "Workspace":
+        """The tree of another commit of the same repository, read-only in spirit, through this workspace's
+        process and tree cache (tree objects are immutable, so the cache is shared safely)."""
+        if commit == self.start_commit:
+            return self.start_view()
+        view = self.start_view()
+        view.start_commit = commit
+        view._root, view._listing, view._sorted = None, None, []
+        return view
+
     # Queries
 
     def kind(self, path: str) -> EntryKind | None:
@@ -103,19 +135,49 @@ class Workspace:
         return kind
 
     def read(self, path: str) -> bytes:
-        """The current content of the regular file at `path`; symlinks, submodules and directories are refused."""
-        kind = self.kind(path)
+        """The current content of the regular file at `path`; symlinks, submodules and directories are refused,
+        and so is a file past `max_file_bytes` (FileTooLarge)."""
         data = self._overlay.get(path)
         if data is not None:
             return data
-        if kind is None:
-            raise PathNotFound(f"{path} does not exist")
+        oid = self._regular_blob(path)
+        try:
+            return self._blob(oid, max_size=self.max_file_bytes)
+        except ObjectTooLarge as exc:
+            raise FileTooLarge(path, exc.size, self.max_file_bytes) from None
+
+    def size(self, path: str) -> int:
+        """The size in bytes of the regular file at `path`, without reading it."""
+        data = self._overlay.get(path)
+        if data is not None:
+            return len(data)
+        return self._cat.size(self._regular_blob(path))[1]
+
+    @contextmanager
+    def open(self, path: str) -> Iterator[IO[bytes]]:
+        """The regular file at `path` as a stream of bytes, read from git as it is consumed, whatever its size."""
+        data = self._overlay.get(path)
+        if data is not None:
+            yield io.BytesIO(data)
+            return
+        proc = popen(self.git, "cat-file", "blob", self._regular_blob(path), git_dir=self.git_dir)
+        assert proc.stdout is not None
+        try:
+            yield proc.stdout
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+
+    def blob_id(self, path: str) -> str | None:
+        """The object id of the regular file at `path` while this run has not changed it, else None."""
+        check_path(path)
+        if path in self._overlay:
+            return None
         entry = self._entry(path)
-        if kind is EntryKind.SYMLINK:
-            raise NotARegularFile(path, kind, _decode(self._blob(entry[1])))
-        if kind not in (EntryKind.FILE, EntryKind.EXECUTABLE):
-            raise NotARegularFile(path, kind)
-        return self._blob(entry[1])
+        if entry is None or kind_of_mode(entry[0]) not in (EntryKind.FILE, EntryKind.EXECUTABLE):
+            return None
+        return entry[1]
 
     def entries(self) -> dict[str, EntryKind]:
         """Every file, executable, symlink and submodule path with its kind, sorted by path."""
@@ -134,23 +196,18 @@ class Workspace:
 
     def search(self, pattern: str, *, globs: list[str] | None = None, ignore_case: bool = False,
                max_matches: int = 200) -> list[SearchMatch]:
-        """Regex matches in text files, sorted by path and line, at most `max_matches`.
+        """RE2 matches in text files, line by line, sorted by path and line, at most `max_matches`.
 
-        `globs` (gitignore-style, see `service.workspace.globs`) limit the paths searched.
+        `globs` (gitignore-style, see `service.workspace.globs`) limit the paths searched. Binary files and
+        files past `max_file_bytes` are skipped. RE2 runs in time linear in the text, whatever the pattern.
         """
-        try:
-            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            raise WorkspaceError(f"invalid regular expression: {exc}") from None
+        regex = compile_pattern(pattern, ignore_case=ignore_case)
         selected = (lambda p: True) if not globs else (lambda p: glob_matches(globs, p))
-        found = [m for m in self._grep_tree(pattern, globs, ignore_case, max_matches) if selected(m.path)]
+        found = self._search_tree(regex, selected, max_matches)
         for path, data in self._overlay.items():
-            if data is None or not selected(path) or b"\0" in data[:8000]:
+            if data is None or not selected(path) or is_binary(data) or len(data) > self.max_file_bytes:
                 continue
-            for number, line in enumerate(data.split(b"\n"), 1):
-                text = _decode(line).removesuffix("\r")
-                if regex.search(text):
-                    found.append(SearchMatch(path, number, text))
+            found += [SearchMatch(path, number, _decode(text)) for number, text in matching_lines(regex, data)]
         found.sort(key=lambda m: (m.path, m.line))
         return found[:max_matches]
 
@@ -254,10 +311,27 @@ class Workspace:
             self._trees[oid] = parse_tree(data, self._object_format)
         return self._trees[oid]
 
-    def _blob(self, oid: str) -> bytes:
-        kind, data = self._cat.read(oid)
+    def _blob(self, oid: str, max_size: int | None = None) -> bytes:
+        kind, data = self._cat.read(oid, max_size=max_size)
         assert kind == "blob"
         return data
+
+    def _regular_blob(self, path: str) -> str:
+        """The blob id of the start tree's regular file at `path` (not in the overlay), or the error saying why not."""
+        kind = self.kind(path)
+        if kind is None:
+            raise PathNotFound(f"{path} does not exist")
+        entry = self._entry(path)
+        assert entry is not None  # kind() found it
+        if kind is EntryKind.SYMLINK:
+            try:
+                target = _decode(self._blob(entry[1], max_size=MAX_LINK_TARGET))
+            except ObjectTooLarge:
+                target = f"a target of more than {MAX_LINK_TARGET} bytes"
+            raise NotARegularFile(path, kind, target)
+        if kind not in (EntryKind.FILE, EntryKind.EXECUTABLE):
+            raise NotARegularFile(path, kind)
+        return entry[1]
 
     def _tree_listing(self) -> dict[str, tuple[int, str]]:
         if self._listing is None:
@@ -279,43 +353,21 @@ class Workspace:
         end = bisect.bisect_left(self._sorted, path + "0")  # "0" is the character after "/"
         return self._sorted[start:end]
 
-    def _grep_tree(self, pattern: str, globs: list[str] | None, ignore_case: bool, limit: int) -> list[SearchMatch]:
-        for engine in ("-P", "-E"):
-            matches, stderr, code = self._run_grep(engine, pattern, globs, ignore_case, limit)
-            if code in (0, 1) or len(matches) >= limit:
-                return matches
-            if engine == "-P" and "USE_LIBPCRE" in stderr:
-                continue  # git built without PCRE: extended regexes are the nearest
-            raise WorkspaceError(f"search failed: {stderr.strip()[:300]}")
-        raise AssertionError("unreachable")
-
-    def _run_grep(self, engine: str, pattern: str, globs: list[str] | None, ignore_case: bool,
-                  limit: int) -> tuple[list[SearchMatch], str, int]:
-        specs = [spec for glob in globs or [] for spec in glob_pathspecs(glob)]
-        args = ["grep", "-I", "-n", "-z", "--full-name", "--no-color", "--no-textconv", engine]
-        args += ["-i"] if ignore_case else []
-        args += ["-e", pattern, self.start_commit, "--", *specs]
-        skip = len(self.start_commit) + 1  # each path is printed as "<commit>:<path>"
+    def _search_tree(self, regex, selected, limit: int) -> list[SearchMatch]:
+        """Matches in the start tree's text files that the overlay leaves as they are, in path order."""
+        listing = self._tree_listing()
+        paths = [p for p in self._sorted if p not in self._overlay and selected(p)
+                 and kind_of_mode(listing[p][0]) in (EntryKind.FILE, EntryKind.EXECUTABLE)]
         matches: list[SearchMatch] = []
-        with tempfile.TemporaryFile() as err:
-            proc = popen(self.git, *args, git_dir=self.git_dir, stderr=err)
-            assert proc.stdout is not None
-            with proc.stdout:
-                while len(matches) < limit:
-                    record = proc.stdout.readline()
-                    while record and record.count(b"\0") < 2:  # a newline inside a path
-                        more = proc.stdout.readline()
-                        if not more:
-                            break
-                        record += more
-                    if not record:
-                        break
-                    path, number, text = record.rstrip(b"\n").split(b"\0", 2)
-                    path_s = _decode(path[skip:])
-                    if path_s not in self._overlay:
-                        matches.append(SearchMatch(path_s, int(number), _decode(text).removesuffix("\r")))
-            if len(matches) >= limit and proc.poll() is None:
-                proc.kill()
-            code = proc.wait()
-            err.seek(0)
-            return matches, err.read().decode("utf-8", "replace"), code
+        blobs = stream_blobs(self.git, self.git_dir, (listing[p][1] for p in paths), max_size=self.max_file_bytes)
+        try:
+            for path, (_, data) in zip(paths, blobs, strict=False):
+                if data is None or is_binary(data):
+                    continue
+                lines = itertools.islice(matching_lines(regex, data), limit - len(matches))
+                matches += [SearchMatch(path, number, _decode(text)) for number, text in lines]
+                if len(matches) >= limit:
+                    break
+        finally:
+            blobs.close()
+        return matches

@@ -1,8 +1,9 @@
 """Starts streamed or long-lived git processes with the same hardening as `Git.run`."""
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Mapping
+from typing import IO
 
 from service.workspace.git import Git
 

@@ -1,14 +1,15 @@
 """Builds a run's commit with plumbing and pushes it to the job branch by object id, never forcing."""
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from service.workspace.catfile import CatFile
 from service.workspace.entries import BranchConflict, WorkspaceError
+from service.workspace.fsck import check_new_objects
 from service.workspace.git import GitError, Remote
+from service.workspace.history import BranchHistory
 from service.workspace.mirror import Mirror
 from service.workspace.trees import write_tree
-
 
 # Push refusals that mean "the branch is not where this run left it": a newer head, or a concurrent update.
 _MOVED = ("(non-fast-forward)", "(fetch first)", "cannot lock ref", "failed to update ref", "incorrect old value")
@@ -24,6 +25,7 @@ class Identity:
 class PushResult:
     commit: str  # what the branch points at now
     rebuilt: bool  # the commit was rebuilt on a branch head that moved during the run
+    already: bool = False  # the branch already held this message's commit: nothing was pushed
 
 
 class BranchKeptMoving(BranchConflict):
@@ -38,7 +40,8 @@ def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None
                  author: Identity, committer: Identity) -> str | None:
     """Write a commit on `parent` with `changes` (path -> content, None deletes) into the mirror.
 
-    Returns its id, or None when the changes leave the parent's tree as it is.
+    Returns its id, or None when the changes leave the parent's tree as it is; raises UnsafeCommit when its
+    new objects fail git's strict checks.
     """
     with CatFile(mirror.git, mirror.path) as cat:
         kind, data = cat.read(parent)
@@ -50,28 +53,41 @@ def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None
         return None
     env = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
            "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email}
-    return mirror.git.out("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree,
-                          git_dir=mirror.path, input=message.encode("utf-8"), env=env)
+    commit = mirror.git.out("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree,
+                            git_dir=mirror.path, input=message.encode("utf-8"), env=env)
+    check_new_objects(mirror.git, mirror.path, commit, [parent])
+    return commit
 
 
 def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, start_commit: str,
                 changes: Mapping[str, bytes | None], message: str, author: Identity, committer: Identity,
+                trailer: str | None = None, base_head: str | None = None, guard: Callable[[], None] = lambda: None,
                 max_rebuilds: int = 3) -> PushResult:
-    """Push `commit` to `refs/heads/<branch>` without force.
+    """Push `commit` to `refs/heads/<branch>` without force, calling `guard` right before every push.
 
-    If the branch moved since `start_commit` in files other than `changes`' paths, the commit is rebuilt on
-    the new head (same changes and message) and pushed again; if the same files moved, BranchConflict.
+    If the branch moved since `start_commit`, and the new head already holds a commit whose message has the line
+    `trailer` (an earlier attempt of this run pushed it), that commit is the result and nothing is pushed.
+    Else, if it moved in files other than `changes`' paths, the commit is rebuilt on the new head (same changes
+    and message) and pushed again; if the same files moved, BranchConflict. `guard` raises to refuse a push
+    (its lease lost); a push that was refused because the branch moved is never retried without it.
     """
     if mirror.git.run("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
         raise ValueError(f"bad branch name {branch!r}")
+    # The run checked the branch for `trailer` at `start_commit`; a push onto that same head is a compare and
+    # swap, so a commit of this message pushed meanwhile makes it fail and the loop below finds that commit.
+    guard()
     if _push(mirror, remote, commit, branch):
         return PushResult(commit, rebuilt=False)
     original, base = commit, start_commit
+    history = BranchHistory(mirror, base_head)
     for _ in range(max_rebuilds):
         # The new head stays referenced in the mirror until the rebuilt commit is pushed.
         with mirror.run_refs(remote, {"head": f"refs/heads/{branch}"}) as heads:
             head = heads["head"]
             if head is not None:  # None: the branch was deleted meanwhile, so pushing again recreates it
+                earlier = history.find_trailer(head, trailer) if trailer else None
+                if earlier is not None:
+                    return PushResult(earlier, rebuilt=False, already=True)
                 moved = mirror.git.run("diff", "--name-only", "-z", "--no-renames", base, head,
                                        git_dir=mirror.path).stdout.decode("utf-8", "surrogateescape")
                 clashes = _clashes([p for p in moved.split("\0") if p], changes)
@@ -81,6 +97,7 @@ def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, sta
                 if rebuilt is None:
                     return PushResult(head, rebuilt=True)  # the branch already holds exactly these changes
                 commit, base = rebuilt, head
+            guard()
             if _push(mirror, remote, commit, branch):
                 return PushResult(commit, rebuilt=commit != original)
     raise BranchKeptMoving(branch, max_rebuilds)

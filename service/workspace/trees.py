@@ -3,9 +3,9 @@
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from service.workspace.catfile import CatFile
 from service.workspace.entries import WorkspaceError
@@ -91,7 +91,7 @@ def write_tree(git: Git, git_dir: Path | str, cat: CatFile, base_tree: str,
             oid = object_id("blob", data, fmt)
             blobs[oid] = data
             keeps_mode = old is not None and old[0] & 0o170000 == 0o100000
-            new = (old[0] if keeps_mode else REGULAR_MODE, oid)
+            new = (old[0] if old is not None and keeps_mode else REGULAR_MODE, oid)
         if new != old:
             folder.dirty = True
             if new is None:

@@ -44,6 +44,7 @@ class GitHubEmulator:
         self.render = Renderer(self.state, app, self.url)
         self.state.user(app.owner)
         self.state.user(app.bot_login, "Bot")
+        self.oauth_callback: str | None = None  # the App's registered callback URL; None accepts any
         self._server = LiveServer(create_app(self), port)
 
     def __enter__(self) -> "GitHubEmulator":
@@ -106,6 +107,24 @@ class GitHubEmulator:
             raise ValueError(f"unknown role {role!r}")
         self.state.user(login)
         self._repo(full_name).roles[login.lower()] = role
+
+    def add_member(self, org: str, login: str, role: str = "member") -> None:
+        """Make `login` an active member of the organization `org`, as "admin" (an owner) or "member"."""
+        if role not in ("admin", "member"):
+            raise ValueError(f"unknown org role {role!r}")
+        self.state.user(org, "Organization")
+        self.state.user(login)
+        self.state.memberships[(org.lower(), login.lower())] = role
+
+    def sign_in_browser(self, login: str | None) -> None:
+        """Who is signed in to GitHub in the browser that goes through the OAuth web flow (None: nobody)."""
+        self.state.browser_user = login if login is None else self.state.user(login).login
+
+    def revoke_authorization(self, login: str) -> None:
+        """The user revokes the App's authorization: every user-to-server token of theirs stops working."""
+        with self.state.lock:
+            for value in [v for v, t in self.state.user_tokens.items() if t.login.lower() == login.lower()]:
+                del self.state.user_tokens[value]
 
     def add_manifest_code(self, code: str | None = None) -> str:
         """A one-time code that `POST /app-manifests/{code}/conversions` exchanges for this App's credentials."""

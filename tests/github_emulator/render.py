@@ -3,8 +3,18 @@
 import base64
 
 from tests.github_emulator.app import TestApp
-from tests.github_emulator.state import REACTIONS, ROLE_PERMISSION, Comment, Installation, Pull, Reaction, Repo, \
-    Review, State, iso
+from tests.github_emulator.state import (
+    REACTIONS,
+    ROLE_PERMISSION,
+    Comment,
+    Installation,
+    Pull,
+    Reaction,
+    Repo,
+    Review,
+    State,
+    iso,
+)
 
 # Repository URL fields and their templates under the repository's API URL (as GitHub lists them).
 REPO_URLS = {
@@ -53,6 +63,23 @@ class Renderer:
                  "html_url": f"{self.base}/{user.login}", "type": user.type, "user_view_type": "public",
                  "site_admin": False}
         return shape | {key: url + suffix for key, suffix in USER_URLS.items()}
+
+    def authenticated_user(self, login: str) -> dict:
+        """`GET /user` for a user-to-server token: the private-user shape."""
+        user = self.state.user(login)
+        return self.user(login) | {
+            "name": user.login.title(), "company": None, "blog": "", "location": None, "email": None,
+            "hireable": None, "bio": None, "public_repos": 0, "public_gists": 0, "followers": 0, "following": 0,
+            "created_at": "2020-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z", "private_gists": 0,
+            "total_private_repos": 0, "owned_private_repos": 0, "disk_usage": 0, "collaborators": 0,
+            "two_factor_authentication": True}
+
+    def membership(self, org: str, login: str, role: str) -> dict:
+        """`GET /user/memberships/orgs/{org}`: an active membership with its role."""
+        org_login = self.state.user(org, "Organization").login
+        return {"url": f"{self.base}/orgs/{org_login}/memberships/{login}", "state": "active", "role": role,
+                "organization_url": f"{self.base}/orgs/{org_login}", "organization": self.organization(org_login),
+                "user": self.user(login), "permissions": {"can_create_repository": role == "admin"}}
 
     def app_json(self, installations_count: int | None = None) -> dict:
         shape = {"id": self.app.id, "slug": self.app.slug, "node_id": node_id("Integration", self.app.id),

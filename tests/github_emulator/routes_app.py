@@ -2,8 +2,16 @@
 
 from flask import Blueprint, jsonify
 
-from tests.github_emulator.calls import GitHubError, created, emulator, json_body, not_found, paginated, \
-    require_app, require_token
+from tests.github_emulator.calls import (
+    GitHubError,
+    created,
+    emulator,
+    json_body,
+    not_found,
+    paginated,
+    require_app,
+    require_token,
+)
 from tests.github_emulator.state import iso
 
 LEVELS = {"read": 1, "write": 2, "admin": 3}

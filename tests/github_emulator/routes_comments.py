@@ -3,8 +3,17 @@
 from flask import Blueprint
 
 from tests.github_emulator import payloads
-from tests.github_emulator.calls import created, emulator, invalid, json_body, need, not_found, paginated, \
-    pull_of, repository
+from tests.github_emulator.calls import (
+    created,
+    emulator,
+    invalid,
+    json_body,
+    need,
+    not_found,
+    paginated,
+    pull_of,
+    repository,
+)
 from tests.github_emulator.state import REACTIONS, Reaction, Repo, now
 
 blueprint = Blueprint("comments", __name__)

@@ -3,8 +3,18 @@ pull requests, delete a branch."""
 
 from flask import Blueprint, Response, jsonify, request
 
-from tests.github_emulator.calls import GitHubError, created, custom, emulator, invalid, json_body, need, \
-    paginated, pull_of, repository
+from tests.github_emulator.calls import (
+    GitHubError,
+    created,
+    custom,
+    emulator,
+    invalid,
+    json_body,
+    need,
+    paginated,
+    pull_of,
+    repository,
+)
 from tests.github_emulator.state import Pull, now
 
 blueprint = Blueprint("pulls", __name__)

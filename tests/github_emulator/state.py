@@ -5,7 +5,7 @@ import itertools
 import secrets
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from service.workspace.git import Git
@@ -17,7 +17,7 @@ REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -68,6 +68,21 @@ class Token:
     expires_at: datetime
     repo_ids: list[int] | None  # None: every repository of the installation, now and later
     permissions: dict
+
+
+@dataclass
+class UserToken:
+    """A user-to-server token from the OAuth web flow (`ghu_`)."""
+    value: str = field(repr=False)
+    login: str
+    expires_at: datetime
+
+
+@dataclass
+class OAuthCode:
+    login: str
+    redirect_uri: str
+    expires_at: datetime
 
 
 @dataclass
@@ -147,6 +162,10 @@ class State:
         self.reviews: dict[int, Review] = {}
         self.reactions: list[Reaction] = []
         self.manifest_codes: set[str] = set()
+        self.memberships: dict[tuple[str, str], str] = {}  # (org, login), lower case -> "admin" or "member"
+        self.user_tokens: dict[str, UserToken] = {}
+        self.oauth_codes: dict[str, OAuthCode] = {}
+        self.browser_user: str | None = None  # who is signed in to GitHub in "the browser" (the web flow)
 
     def new_id(self) -> int:
         return next(self._ids)
@@ -196,6 +215,12 @@ class State:
         with self.lock:
             self.tokens[token.value] = token
         return token
+
+    def user_installations(self, login: str) -> list[Installation]:
+        """The installations a user can reach: on their own account, or on an org they belong to."""
+        with self.lock:
+            return [i for i in self.installations.values() if i.account.lower() == login.lower()
+                    or (i.account.lower(), login.lower()) in self.memberships]
 
     def revoke_tokens(self, installation_id: int) -> None:
         with self.lock:

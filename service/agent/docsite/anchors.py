@@ -1,32 +1,25 @@
-"""The anchors a page offers: heading slugs in the styles docs sites use, explicit `{#id}`s and HTML/JSX ids."""
+"""The anchors a page offers: heading slugs in the styles docs sites use, explicit `{#id}`s and ids."""
 
 import html
 import re
 import unicodedata
 from collections import Counter
 
-from service.agent.docsite.markdown import prose_lines
-
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _EXPLICIT_ID = re.compile(r"\s*\{:?\s*[^}]*?#([^\s}]+)[^}]*\}\s*$")
-_ATTR_ID = re.compile(r"\b(?:id|name)\s*=\s*(?:\"([^\"]+)\"|'([^']+)')")
-# Components (Mintlify, Docusaurus) that render their title or name as an anchor.
-_COMPONENT_TITLE = re.compile(r"<[A-Z][\w.]*\s[^>]*?\b(?:title|param|path|query|body|header|field)"
-                              r"\s*=\s*(?:\"([^\"]+)\"|'([^']+)')")
-_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])?")
-_TAG = re.compile(r"</?[A-Za-z][^>]*>")
-_EMPHASIS = re.compile(r"\*\*|__|~~|[*`]")
 # Content pulled in at build time (mkdocstrings, pymdownx.snippets, MDX imports, Jinja/Sphinx includes) brings
 # anchors the page's own text does not show.
 _INCLUDES = re.compile(r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::"
                        r"|import\s.*\bfrom\s+['\"][^'\"]+\.mdx?['\"])", re.MULTILINE)
-_NOT_PARAGRAPH = ("-", "*", ">", "<", "|")  # a setext underline only makes a heading of a paragraph line
 
 
 def github_slug(text: str) -> str:
     """GitHub's (and github-slugger's: Docusaurus, Mintlify) slug: lowercase, punctuation dropped, spaces to -."""
     return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def mintlify_slug(text: str) -> str:
+    """Mintlify's heading ids as its own links use them: dots become -, `:` and `$` are kept."""
+    return re.sub(r"[^\w\-:$]", "", text.strip().lower().replace(".", "-").replace(" ", "-"))
 
 
 def python_markdown_slug(text: str, *, keep_unicode: bool = False) -> str:
@@ -37,57 +30,29 @@ def python_markdown_slug(text: str, *, keep_unicode: bool = False) -> str:
     return re.sub(r"[-\s]+", "-", text)
 
 
-def heading_text(raw: str) -> str:
-    """The text a heading renders: links and images become their text, tags, code marks and emphasis go."""
-    text = _IMAGE_OR_LINK.sub(lambda m: m.group(1), raw)
-    text = _TAG.sub("", text)
-    return html.unescape(_EMPHASIS.sub("", text)).strip()
+def anchor_set(headings: list[tuple[str, str | None]], ids: set[str]) -> frozenset[str]:
+    """Every anchor a page offers, lowercased: each heading slug style with its duplicate suffixes, and `ids`.
 
-
-def headings(text: str) -> list[tuple[str, str | None]]:
-    """(heading text, explicit id or None) for each ATX and setext heading outside code, in order."""
-    found, previous = [], None
-    for _number, line in prose_lines(text):
-        atx = _ATX.match(line)
-        setext = _SETEXT.match(line)
-        if atx:
-            found.append(_split_explicit_id(atx.group(2) or ""))
-            previous = None
-            continue
-        if setext and previous is not None and previous.strip() and not previous.lstrip().startswith(_NOT_PARAGRAPH):
-            found.append(_split_explicit_id(previous.strip()))
-            previous = None
-            continue
-        previous = line
-    return found
-
-
-def anchor_ids(text: str) -> set[str]:
-    """Every anchor the page offers, lowercased: each heading slug style with its duplicate suffixes, and ids."""
-    ids: set[str] = set()
+    `headings` are (text as rendered, explicit id or None) in page order.
+    """
+    anchors: set[str] = set(ids)
     styles = (
         (github_slug, "-"),
         (lambda t: python_markdown_slug(t), "_"),
         (lambda t: python_markdown_slug(t, keep_unicode=True), "_"),
         (lambda t: github_slug(t.replace("_", " ").strip()).strip("-"), "-"),  # `_word_` rendered as emphasis
+        (mintlify_slug, "-"),
     )
-    parsed = headings(text)
     for slugify, separator in styles:
         seen: Counter[str] = Counter()
-        for raw, explicit in parsed:
+        for raw, explicit in headings:
             if explicit:
-                ids.add(explicit.lower())
+                anchors.add(explicit.lower())
                 continue
-            slug = slugify(heading_text(raw))
-            ids.add(f"{slug}{separator}{seen[slug]}" if seen[slug] else slug)
+            slug = slugify(html.unescape(raw).strip())
+            anchors.add(f"{slug}{separator}{seen[slug]}" if seen[slug] else slug)
             seen[slug] += 1
-    for _number, line in prose_lines(text):
-        ids |= {(m.group(1) or m.group(2)).lower() for m in _ATTR_ID.finditer(line)}
-        ids |= {github_slug(m.group(1) or m.group(2)) for m in _COMPONENT_TITLE.finditer(line)}
-        explicit = _EXPLICIT_ID.search(line)
-        if explicit:
-            ids.add(explicit.group(1).lower())
-    return ids
+    return frozenset(anchors)
 
 
 def includes_other_content(text: str) -> bool:
@@ -95,7 +60,8 @@ def includes_other_content(text: str) -> bool:
     return _INCLUDES.search(text) is not None
 
 
-def _split_explicit_id(raw: str) -> tuple[str, str | None]:
+def split_explicit_id(raw: str) -> tuple[str, str | None]:
+    """A heading's text and its explicit id (`## Title {#id}`, attr_list's `{ #id .class }`), if any."""
     match = _EXPLICIT_ID.search(raw)
     if match is None:
         return raw, None

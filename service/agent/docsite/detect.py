@@ -1,15 +1,21 @@
 """Which docs framework a repository uses and where its pages and navigation live, found cheaply."""
 
+import logging
 import posixpath
 from collections import Counter
 from dataclasses import replace
 
-from service.agent.docsite import docusaurus, mintlify, mkdocs, sphinx
+from service.agent.docsite import docusaurus, mintlify, mkdocs, sphinx, starlight
 from service.agent.docsite.frontmatter import front_matter_keys
+from service.agent.docsite.limits import Uncheckable
+from service.agent.docsite.routing import Router
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite, Navigation, read_text
 
+log = logging.getLogger(__name__)
+
 # Tried in this order when configs are equally deep; the first that accepts its config wins.
-FRAMEWORKS = {"mintlify": mintlify, "docusaurus": docusaurus, "mkdocs": mkdocs, "sphinx": sphinx}
+FRAMEWORKS = {"mintlify": mintlify, "docusaurus": docusaurus, "starlight": starlight, "mkdocs": mkdocs,
+              "sphinx": sphinx}
 CONFIG_FILES = {name: framework for framework, module in FRAMEWORKS.items() for name in module.CONFIG_NAMES}
 MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
 SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
@@ -26,7 +32,14 @@ def detect_site(workspace, docs_root: str = "") -> DocsSite:
     root = docs_root.strip("/")
     site = None
     for config in _config_candidates(files, root):
-        found = FRAMEWORKS[CONFIG_FILES[posixpath.basename(config)]].detect(workspace, config, file_set)
+        try:
+            found = FRAMEWORKS[CONFIG_FILES[posixpath.basename(config)]].detect(workspace, config, file_set)
+        except Uncheckable:
+            continue  # a config too large or complex to read is not taken for the site's
+        except Exception:  # a bug meeting an odd config must not stop the run that reads it
+            log.exception("detecting the docs site from %s failed", config)
+            continue
+
         if found is not None and _related(found.docs_root, root):
             site = found
             break
@@ -41,6 +54,28 @@ def read_navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     if module is None:
         return Navigation(complete=False)
     return module.navigation(workspace, site, files)
+
+
+def navigation_order(workspace, site: DocsSite) -> list[str]:
+    """The site's pages in the order its navigation lists them, when a config file holds the navigation (toctrees
+    are spread over the pages and not read for this); [] when it cannot be read."""
+    if site.framework not in ("mintlify", "mkdocs", "docusaurus", "starlight") or not site.explicit_nav:
+        return []
+    try:
+        navigation = read_navigation(workspace, site, set(workspace.list_files()))
+    except Uncheckable:
+        return []
+    except Exception:  # the overview then lists pages by folder, and check_docs reports what it cannot read
+        log.exception("reading the navigation of %s failed", site.config_path)
+        return []
+    return [next(t for t in entry.targets if workspace.kind(t)) for entry in navigation.entries if entry.found
+            and any(workspace.kind(t) for t in entry.targets)]
+
+
+def make_router(site: DocsSite, tree) -> Router:
+    """The router that resolves links on `site` by its framework's rules, over one tree (now or at the start)."""
+    module = FRAMEWORKS.get(site.framework)
+    return module.router(site, tree) if module is not None else Router(site, tree)
 
 
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:

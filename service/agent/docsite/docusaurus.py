@@ -1,22 +1,23 @@
 """Docusaurus sites: `docusaurus.config.*`, the docs folder, and the doc ids its sidebars file lists."""
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field
 
-from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
+from service.agent.docsite.docusaurus_routes import SUFFIXES, DocusaurusRouter, strip_number_prefixes
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
-from service.agent.docsite.site import DocsSite, Navigation, NavEntry, NavError, read_text
+from service.agent.docsite.jsontext import JSONDecodeError, load_json
+from service.agent.docsite.limits import Uncheckable
+from service.agent.docsite.routing import Router
+from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"docusaurus.config.{ext}" for ext in ("js", "ts", "mjs", "cjs"))
 SIDEBAR_NAMES = tuple(f"sidebars.{ext}" for ext in ("js", "ts", "mjs", "cjs", "json"))
-SUFFIXES = (".md", ".mdx")
 _DOCS_PATH = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\bpath\s*:\s*['\"]([^'\"]+)['\"]", re.DOTALL)
 _SIDEBAR_PATH = re.compile(r"\bsidebarPath\s*:\s*(?:require\.resolve\(\s*)?['\"]([^'\"]+)['\"]")
+_ROUTE_BASE = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\brouteBasePath\s*:\s*['\"]([^'\"]*)['\"]", re.DOTALL)
+_BASE_URL = re.compile(r"\bbaseUrl\s*:\s*['\"]([^'\"]*)['\"]")
 _SIDEBAR_OFF = re.compile(r"\bsidebarPath\s*:\s*(?:false|undefined)\b")
-# Docusaurus drops "01-", "2_", "3. " number prefixes from ids by default.
-_NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?=[^-_.\s])")
 
 
 @dataclass
@@ -35,7 +36,10 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     if docs.startswith("../") or docs == "..":
         docs = _join(site_dir, "docs")
     sidebar = _sidebar_file(text, site_dir, files)
-    sidebars = _read_sidebars(read_text(workspace, sidebar) or "") if sidebar else None
+    try:
+        sidebars = _read_sidebars(read_text(workspace, sidebar) or "") if sidebar else None
+    except Uncheckable:
+        sidebars = _Sidebars(complete=False)  # check_docs reports it when it reads the navigation
     explicit = sidebars is not None and sidebars.complete and "." not in {f.strip("/") or "." for f in sidebars.folders}
     where = f"{docs}/" if docs else "the repository root"
     if explicit:
@@ -45,8 +49,15 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     else:
         hint = (f"Sidebars are generated from the folders under {where}; order pages with `sidebar_position` "
                 "front matter and folders with `_category_.json`.")
+    route_base = _ROUTE_BASE.search(text)
+    base_url = _BASE_URL.search(text)
+    routing = {"site_dir": site_dir, "route_base": "/" + (route_base.group(1) if route_base else "docs").strip("/"),
+               "base_url": "/" + (base_url.group(1) if base_url else "/").strip("/")}
+    hint += (" Link to other docs by file path (`[Setup](../guides/setup.md)`, resolved from the page's folder, "
+             f"then from {where}) or by URL (`{routing['route_base'].rstrip('/')}/guides/setup`).")
     return DocsSite("docusaurus", config_path, docs, nav_files=[sidebar] if sidebar else [], nav_hint=hint,
-                    page_suffixes=SUFFIXES, ignored=("_*",), explicit_nav=explicit, unlisted_keys=("unlisted", "draft"))
+                    page_suffixes=SUFFIXES, ignored=("_*", "**/_*", "**/_*/**"), explicit_nav=explicit,
+                    unlisted_keys=("unlisted", "draft"), routing=routing)
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
@@ -55,13 +66,16 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         return Navigation(patterns=[_pattern(site.docs_root)])
     path = site.nav_files[0]
     text = read_text(workspace, path) or ""
-    if path.endswith(".json"):
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            error = NavError(path, exc.lineno, f"{path} is not valid JSON ({exc.msg} at column {exc.colno})")
-            return Navigation(complete=False, errors=[error])
-    sidebars = _read_sidebars(text)
+    try:
+        if path.endswith(".json"):
+            load_json(text)
+        sidebars = _read_sidebars(text)
+    except JSONDecodeError as exc:
+        error = NavError(path, exc.lineno, f"{path} is not valid JSON ({exc.msg} at column {exc.colno})")
+        return Navigation(complete=False, errors=[error])
+    except Uncheckable as exc:
+        exc.path = path
+        raise
     ids = doc_ids(workspace, site, files)
     result = Navigation(complete=sidebars.complete,
                         patterns=[_pattern(_join(site.docs_root, folder)) for folder in sidebars.folders])
@@ -74,33 +88,24 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
 
 def doc_ids(workspace, site: DocsSite, files: set[str]) -> dict[str, set[str]]:
     """Every doc id of the site (with and without number prefixes, and front matter `id`s) -> its pages."""
+    from service.agent.docsite.tree import Tree
+    tree = Tree(workspace)
     ids: dict[str, set[str]] = {}
     prefix = f"{site.docs_root}/" if site.docs_root else ""
-    pages = sorted(p for p in files if site.is_page(p))
-    for page in pages:
+    for page in sorted(p for p in files if site.is_page(p)):
         for doc_id in _default_ids(page[len(prefix):]):
             ids.setdefault(doc_id, set()).add(page)
-    globs = [f"{prefix}**/*{suffix}" if prefix else f"*{suffix}" for suffix in SUFFIXES]
-    overridden = {m.path for m in workspace.search(r"^id:\s*\S", globs=globs, max_matches=5000)}
-    for page in sorted(overridden & set(pages)):
-        try:
-            custom = parse_front_matter(read_text(workspace, page) or "").get("id")
-        except FrontMatterError:
-            continue
-        if custom:
+        custom = tree.front_matter(page, site.page_mode(page)).get("id")
+        if isinstance(custom, (str, int)) and str(custom).strip():
             folder = posixpath.dirname(page[len(prefix):])
-            for base in {folder, _strip_numbers(folder)}:
+            for base in {folder, strip_number_prefixes(folder)}:
                 ids.setdefault(posixpath.join(base, str(custom)), set()).add(page)
     return ids
 
 
 def _default_ids(relative: str) -> set[str]:
     stem = posixpath.splitext(relative)[0]
-    return {stem, _strip_numbers(stem)}
-
-
-def _strip_numbers(path: str) -> str:
-    return "/".join(_NUMBER_PREFIX.sub("", part) for part in path.split("/")) if path else path
+    return {stem, strip_number_prefixes(stem)}
 
 
 def _sidebar_file(config: str, site_dir: str, files: set[str]) -> str | None:
@@ -191,5 +196,10 @@ def _pattern(folder: str) -> str:
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
     """How to list `page` in the navigation."""
     prefix = f"{site.docs_root}/" if site.docs_root else ""
-    doc_id = _strip_numbers(posixpath.splitext(page[len(prefix):])[0])
+    doc_id = strip_number_prefixes(posixpath.splitext(page[len(prefix):])[0])
     return f"add '{doc_id}' to a sidebar in {site.nav_files[0]} (or set its front matter `id` and list that)"
+
+
+def router(site: DocsSite, tree) -> Router:
+    """The router for links on this Docusaurus site."""
+    return DocusaurusRouter(site, tree)

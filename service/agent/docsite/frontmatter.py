@@ -1,5 +1,6 @@
 """Front matter: the YAML mapping between a page's leading `---` lines, parsed and checked."""
 
+from service.agent.docsite.limits import MAX_FRONT_MATTER_BYTES, Uncheckable
 from service.agent.docsite.markdown import front_matter_block
 from service.agent.docsite.yamltext import YAMLError, error_line, error_text, load_yaml
 
@@ -24,7 +25,10 @@ def parse_front_matter(text: str) -> dict:
         raise FrontMatterError(block.start_line, "the front matter that starts here is never closed: add a line "
                                                  "with only --- after the last key")
     try:
-        value = load_yaml(block.text)
+        value = load_yaml(block.text, max_bytes=MAX_FRONT_MATTER_BYTES)
+    except Uncheckable as exc:
+        raise FrontMatterError(block.start_line, f"front matter is {exc}; keep it to plain `key: value` lines") \
+            from None
     except YAMLError as exc:
         # Errors found at the end of the text point past it; the closing `---` is not where to fix them.
         line = min(error_line(exc, block.start_line + 1), block.end_line - 1)

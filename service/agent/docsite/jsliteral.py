@@ -4,7 +4,10 @@ It reads object, array and string literals and the `const` names they refer to; 
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from service.agent.docsite.limits import MAX_CONFIG_BYTES, MAX_DEPTH, Uncheckable, check_size
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -16,6 +19,7 @@ _TOKEN = re.compile(r"""
   | (?P<punct>\S)
 """, re.DOTALL | re.VERBOSE)
 _CLOSERS = {"{": "}", "[": "]", "(": ")"}
+MAX_RESOLVED = 200_000
 _CONSTANTS = {"true": True, "false": False, "null": None, "undefined": None}
 
 
@@ -47,16 +51,41 @@ class _Token:
     line: int
 
 
+@dataclass
+class Module:
+    """What a module's top level says literally: its export, its `const` bindings and its calls' first arguments."""
+
+    exported: object
+    bindings: dict
+    calls: dict  # callee name -> the literal first argument of its first call
+    imports: dict  # name -> the module specifier it is imported from
+
+    def import_of(self, value) -> str | None:
+        """The specifier a name in a call argument was imported from, if `value` is such a name."""
+        return self.imports.get(value.name) if isinstance(value, _Name) else None
+
+    def call_argument(self, callee: str):
+        """The first argument of the first `callee(...)` call, names resolved, else OPAQUE."""
+        return _resolve(self.calls.get(callee, OPAQUE), self.bindings, depth=0)
+
+
 def exported_value(source: str):
-    """The value a module exports (`module.exports =`, `export default`) or a JSON document is, else OPAQUE."""
-    try:
-        return _exported_value(_tokenize(source))
-    except RecursionError:  # nesting deeper than any real config
-        return OPAQUE
+    """The value a module exports (`module.exports =`, `export default`) or a JSON document is, else OPAQUE.
+
+    Raises Uncheckable for a source over the size cap or literals nested past MAX_DEPTH.
+    """
+    return read_module(source).exported
 
 
-def _exported_value(tokens: list["_Token"]):
+def read_module(source: str, load_import: Callable[[str], object] | None = None,
+                callees: tuple[str, ...] = ()) -> Module:
+    """The module's literal top level and the first argument of the first call to each of `callees`;
+    `load_import(specifier)` gives the value of `import name from 'x.json'`."""
+    check_size(source, MAX_CONFIG_BYTES)
+    tokens = _tokenize(source)
     bindings: dict[str, object] = {}
+    calls: dict[str, object] = {}
+    imports: dict[str, str] = {}
     exported: object = OPAQUE
     if tokens and tokens[0].text in "{[":
         exported, _ = _Parser(tokens).value(0)
@@ -67,6 +96,12 @@ def _exported_value(tokens: list["_Token"]):
             exported, index = parser.value(index + 4)
         elif _texts(tokens, index, 2) == ["export", "default"]:
             exported, index = parser.value(index + 2)
+        elif _text(tokens, index) == "import" and _kind(tokens, index + 1) == "word" \
+                and _text(tokens, index + 2) == "from" and _kind(tokens, index + 3) == "string":
+            specifier = _unescape(tokens[index + 3].text[1:-1])
+            imports[tokens[index + 1].text] = specifier
+            bindings[tokens[index + 1].text] = load_import(specifier) if load_import else OPAQUE
+            index += 4
         elif _text(tokens, index) in ("const", "let", "var") and _kind(tokens, index + 1) == "word":
             name, index = tokens[index + 1].text, _skip_type(tokens, index + 2)
             if _text(tokens, index) == "=":
@@ -75,12 +110,16 @@ def _exported_value(tokens: list["_Token"]):
             index = _skip_balanced(tokens, index)
         else:
             index += 1
-    return _resolve(exported, bindings, depth=0)
+    for index, token in enumerate(tokens):
+        if token.text in callees and token.text not in calls and _text(tokens, index + 1) == "(":
+            calls[token.text], _ = _Parser(tokens).value(index + 2)
+    return Module(_resolve(exported, bindings, depth=0), bindings, calls, imports)
 
 
 class _Parser:
     def __init__(self, tokens: list[_Token]) -> None:
         self.tokens = tokens
+        self.depth = 0
 
     def value(self, index: int):
         """Parse one value at `index`; return it and the index after it (and after trailing `as`/`satisfies`)."""
@@ -99,10 +138,14 @@ class _Parser:
             return Str(_unescape(token.text[1:-1]), token.line), index + 1
         if token.kind == "template":
             return (OPAQUE if "${" in token.text else Str(token.text[1:-1], token.line)), index + 1
-        if token.text == "{":
-            return self._object(index + 1)
-        if token.text == "[":
-            return self._array(index + 1)
+        if token.text in "{[":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise Uncheckable(f"literals nested deeper than {MAX_DEPTH} levels")
+            try:
+                return self._object(index + 1) if token.text == "{" else self._array(index + 1)
+            finally:
+                self.depth -= 1
         if token.kind == "word":
             if token.text in _CONSTANTS:
                 return _CONSTANTS[token.text], index + 1
@@ -120,6 +163,9 @@ class _Parser:
             if token.kind == "spread":
                 _, index = self.value(index + 1)
                 result[OPAQUE] = OPAQUE
+            elif token.kind == "word" and _text(self.tokens, index + 1) in (",", "}"):
+                result[token.text] = _Name(token.text)  # the shorthand `{sidebar}`
+                index += 1
             elif token.kind in ("string", "word") and _text(self.tokens, index + 1) == ":":
                 key = _unescape(token.text[1:-1]) if token.kind == "string" else token.text
                 result[key], index = self.value(index + 2)
@@ -155,22 +201,27 @@ class _Parser:
         return index
 
 
-def _resolve(value, bindings: dict, depth: int):
-    if depth > 20:
+def _resolve(value, bindings: dict, depth: int, budget: list[int] | None = None):
+    # `budget` counts values built: names that repeat other names would otherwise expand exponentially.
+    budget = [MAX_RESOLVED] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise Uncheckable(f"its constants expand to more than {MAX_RESOLVED:,} values")
+    if depth > MAX_DEPTH:
         return OPAQUE
     if isinstance(value, _Name):
-        return _resolve(bindings.get(value.name, OPAQUE), bindings, depth + 1)
+        return _resolve(bindings.get(value.name, OPAQUE), bindings, depth + 1, budget)
     if isinstance(value, list):
-        return [_resolve(item, bindings, depth + 1) for item in value]
+        return [_resolve(item, bindings, depth + 1, budget) for item in value]
     if isinstance(value, dict):
-        return {key: _resolve(item, bindings, depth + 1) for key, item in value.items()}
+        return {key: _resolve(item, bindings, depth + 1, budget) for key, item in value.items()}
     return value
 
 
 def _tokenize(source: str) -> list[_Token]:
     tokens, line = [], 1
     for match in _TOKEN.finditer(source):
-        kind = match.lastgroup
+        kind = match.lastgroup or ""  # every alternative of _TOKEN is a named group
         if kind not in ("space", "comment"):
             tokens.append(_Token(kind, match.group(), line))
         line += match.group().count("\n")

@@ -1,12 +1,8 @@
-"""Reading Markdown/MDX source: the front matter block and the lines that are prose rather than code."""
+"""Reading Markdown/MDX source: the front matter block between the leading `---` lines."""
 
 import re
 from dataclasses import dataclass
-from typing import Iterator
 
-# Any indentation: fences inside list items and JSX components are indented past CommonMark's three spaces.
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _FRONT_MATTER_OPEN = re.compile(r"^---[ \t]*$")
 _FRONT_MATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
 
@@ -29,28 +25,3 @@ def front_matter_block(text: str) -> FrontMatterBlock | None:
         if _FRONT_MATTER_CLOSE.match(lines[index]):
             return FrontMatterBlock("\n".join(lines[1:index]), 1, index + 1)
     return FrontMatterBlock("\n".join(lines[1:]), 1, None)
-
-
-def prose_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(1-based number, line) for every line outside front matter and fenced code blocks."""
-    block = front_matter_block(text)
-    skip_until = block.end_line if block and block.end_line else 0
-    fence = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if number <= skip_until:
-            continue
-        opened = _FENCE.match(line)
-        if fence:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
-                    and not opened.group(2).strip():
-                fence = None
-            continue
-        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-            fence = opened.group(1)
-            continue
-        yield number, line
-
-
-def strip_code_spans(line: str) -> str:
-    """The line with inline code spans removed."""
-    return _CODE_SPAN.sub("", line)

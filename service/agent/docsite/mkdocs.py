@@ -4,14 +4,14 @@ import posixpath
 
 import yaml
 
-from service.agent.docsite.links import is_external
-from service.agent.docsite.site import DocsSite, Navigation, NavEntry, NavError, page_targets, read_text
+from service.agent.docsite.limits import Uncheckable
+from service.agent.docsite.pages import Mode, parse_page
+from service.agent.docsite.routing import SKIP, Outcome, Router, is_external, join
+from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, ignore_globs, page_targets, read_text
 from service.agent.docsite.yamltext import YAMLError, compose_yaml, error_line, error_text, mapping_value
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
 SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
-# Plugins that build the navigation from elsewhere (a SUMMARY.md, .pages files, globs).
-NAV_PLUGINS = ("literate-nav", "awesome-pages", "awesome-nav")
 _STR = "tag:yaml.org,2002:str"
 
 
@@ -21,57 +21,188 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     folder = posixpath.dirname(config_path)
     root = _docs_root(folder, _scalar(mapping_value(node, "docs_dir")) or "docs")
     plugins = mapping_value(node, "plugins")
-    plugin_nav = plugins is not None and any(name in _scalars(plugins) for name in NAV_PLUGINS)
-    explicit = mapping_value(node, "nav") is not None and not plugin_nav
+    names = _scalars(plugins) if plugins is not None else set()
+    literate = _plugin_option(plugins, "literate-nav", "nav_file") or "SUMMARY.md" if "literate-nav" in names else None
+    literate_root = _join(root, literate) if literate else None
+    awesome = "awesome-pages" in names or "awesome-nav" in names
+    has_nav = mapping_value(node, "nav") is not None
+    explicit = has_nav or (literate_root is not None and literate_root in files) or awesome
     where = f"{root}/" if root else "the repository root"
-    if explicit:
+    nav_files = [config_path] if has_nav else []
+    if literate_root in files:
+        nav_files = [literate_root]
+        hint = (f"Navigation is the literate-nav file {literate_root} (a Markdown list of links, relative to "
+                f"it; a folder's own {literate} lists that folder). New pages must be added to it.")
+    elif has_nav:
         hint = (f"Navigation is the `nav:` list in {config_path}: entries are page paths relative to {where} with "
                 f"the extension, e.g. `- Setup: guides/setup.md`. New pages must be added to `nav:`.")
+        if literate:
+            hint += f" A folder entry (`guides/`) uses that folder's {literate} as its list (literate-nav)."
+    elif awesome:
+        hint = (f"Navigation follows the folders under {where}; a folder's `.pages` file (awesome-pages) orders "
+                "it, and a `nav:` there without `...` lists its pages explicitly.")
     else:
         hint = (f"{config_path} has no `nav:` list, so navigation follows the folders under {where} "
                 "(page titles come from each page's first heading).")
-    return DocsSite("mkdocs", config_path, root, nav_files=[config_path] if explicit else [], nav_hint=hint,
+    hint += " Links are file paths relative to the page, with the extension: [Setup](../guides/setup.md#install)."
+    use_directory_urls = _scalar(mapping_value(node, "use_directory_urls")) not in ("false", "False", "no")
+    return DocsSite("mkdocs", config_path, root, nav_files=nav_files, nav_hint=hint,
                     page_suffixes=SUFFIXES, ignored=_globs(root, mapping_value(node, "exclude_docs")),
-                    unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")), explicit_nav=explicit)
+                    unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")), explicit_nav=explicit,
+                    routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls})
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
-    """The page paths `nav:` lists, each with its line."""
+    """The page paths the navigation lists (`nav:`, literate-nav files, awesome-pages `.pages`), with lines."""
     path = site.config_path
-    try:
-        node = compose_yaml(read_text(workspace, path) or "")
-    except YAMLError as exc:
-        return Navigation(complete=False,
-                          errors=[NavError(path, error_line(exc), f"{path} is not valid YAML ({error_text(exc)})")])
+    assert path is not None  # a site of this kind is only detected from its config file
+    literate = site.routing.get("literate")
     result = Navigation()
-    _walk(mapping_value(node, "nav"), site, files, result)
+    if site.nav_files and site.nav_files[0] != path:
+        _literate(workspace, site, files, site.nav_files[0], result, set())
+    else:
+        try:
+            node = compose_yaml(read_text(workspace, path) or "")
+        except YAMLError as exc:
+            return Navigation(complete=False, errors=[NavError(path, error_line(exc), f"{path} is not valid YAML "
+                                                                                      f"({error_text(exc)})")])
+        except Uncheckable as exc:
+            exc.path = path
+            raise
+        nav = mapping_value(node, "nav")
+        if nav is None and not site.routing.get("awesome"):
+            result.complete = False
+        _walk(workspace, nav, site, files, result, literate)
+    if site.routing.get("awesome"):
+        _awesome_pages(workspace, site, files, result)
     return result
 
 
-def _walk(node, site: DocsSite, files: set[str], result: Navigation) -> None:
+def _walk(workspace, node, site: DocsSite, files: set[str], result: Navigation, literate: str | None) -> None:
     if isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            _walk(item, site, files, result)
+            _walk(workspace, item, site, files, result, literate)
     elif isinstance(node, yaml.MappingNode):
         for _title, value in node.value:
-            _walk(value, site, files, result)
+            _walk(workspace, value, site, files, result, literate)
     elif isinstance(node, yaml.ScalarNode) and node.tag == _STR:
-        ref = node.value.strip()
-        if not ref or is_external(ref) or ref.startswith("/"):
-            return  # an absolute path or URL is a link, not a page
-        if "*" in ref or ref == "...":
-            result.complete = False  # a plugin's glob or "rest of the pages" marker
-            return
-        targets = page_targets(site.docs_root, ref, (".md",))
-        result.entries.append(NavEntry(site.config_path, node.start_mark.line + 1, ref, targets,
-                                       any(t in files for t in targets)))
+        _entry(workspace, site, files, result, site.config_path or "", node.start_mark.line + 1, node.value.strip(),
+               site.docs_root, literate)
+
+
+def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file: str, line: int, ref: str,
+           folder: str, literate: str | None, seen: set | None = None) -> None:
+    if not ref or is_external(ref) or ref.startswith(("/", "#")):
+        return  # an absolute path or URL is a link, not a page
+    if "*" in ref or ref == "...":
+        result.complete = False  # a plugin's glob or "rest of the pages" marker
+        return
+    if ref.endswith("/"):
+        section = _join(folder, ref.rstrip("/"))
+        nav_file = _join(section, literate) if literate else None
+        if nav_file and nav_file in files:
+            _literate(workspace, site, files, nav_file, result, seen if seen is not None else set())
+        else:
+            result.patterns.append(f"/{section}/**")
+        return
+    targets = page_targets(folder, ref, (".md",))
+    result.entries.append(NavEntry(file, line, ref, targets, any(t in files for t in targets)))
+
+
+def _literate(workspace, site: DocsSite, files: set[str], nav_file: str, result: Navigation, seen: set) -> None:
+    # The links in the nav file's lists; a folder link uses that folder's own nav file.
+    if nav_file in seen or len(seen) > 200:
+        return
+    seen.add(nav_file)
+    result.entries.append(NavEntry(nav_file, 1, posixpath.basename(nav_file), (nav_file,), True))
+    parsed = parse_page(read_text(workspace, nav_file) or "", Mode.MARKDOWN)
+    if parsed.uncheckable:
+        raise Uncheckable(parsed.uncheckable, path=nav_file)
+    for link in parsed.links:
+        path = link.target.split("#", 1)[0]
+        if path:
+            _entry(workspace, site, files, result, nav_file, link.line, path, posixpath.dirname(nav_file),
+                   site.routing.get("literate"), seen)
+
+
+def _awesome_pages(workspace, site: DocsSite, files: set[str], result: Navigation) -> None:
+    # Every folder is listed whole unless its `.pages` has a `nav:` without the `...` rest marker.
+    folders = {posixpath.dirname(p) for p in files if site.is_page(p)}
+    for folder in sorted(folders):
+        pages_file = _join(folder, ".pages")
+        nav = None
+        if pages_file in files:
+            try:
+                nav = mapping_value(compose_yaml(read_text(workspace, pages_file) or ""), "nav")
+            except YAMLError:
+                nav = None
+            except Uncheckable as exc:
+                exc.path = pages_file
+                raise
+        names = [n.value for n in nav.value if isinstance(n, yaml.ScalarNode)] if isinstance(nav, yaml.SequenceNode) \
+            else None
+        if nav is None or "..." in (names or []):
+            result.patterns.append(f"/{folder}/*" if folder else "*")
+            continue
+        for item in nav.value:
+            scalar = item if isinstance(item, yaml.ScalarNode) else \
+                item.value[0][1] if isinstance(item, yaml.MappingNode) and item.value else None
+            if isinstance(scalar, yaml.ScalarNode):
+                _entry(workspace, site, files, result, pages_file, scalar.start_mark.line + 1, scalar.value.strip(),
+                       folder, None)
+
+
+def _plugin_option(plugins, plugin: str, option: str) -> str | None:
+    for item in plugins.value if isinstance(plugins, (yaml.SequenceNode, yaml.MappingNode)) else []:
+        for part in item if isinstance(item, tuple) else (item,):
+            if isinstance(part, yaml.MappingNode):
+                settings = mapping_value(part, plugin)
+                value = _scalar(mapping_value(settings, option))
+                if value:
+                    return value
+    if isinstance(plugins, yaml.MappingNode):
+        return _scalar(mapping_value(mapping_value(plugins, plugin), option))
+    return None
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+class MkDocsRouter(Router):
+    """MkDocs: links are file paths relative to the page; without `.md` they may also be URLs relative to the
+    page's URL (`use_directory_urls`); root-relative links start at the docs folder; a folder's README.md is its
+    index."""
+
+    page_suffixes = (".md",)
+
+    def route(self, page: str, path: str) -> Outcome:
+        root = self.site.docs_root
+        if path.startswith("/"):
+            first = join(root, path.lstrip("/").split("/", 1)[0])
+            if first is None or not (self.tree.is_folder(first) or self.land(first)):
+                return SKIP  # served by the theme or another part of the site, not by a page here
+            return self.landing(join(root, path.lstrip("/")), path)
+        outcome = self.landing(join(posixpath.dirname(page), path), path)
+        if outcome.ok or path.lower().endswith(SUFFIXES) or not self.site.routing.get("use_directory_urls", True):
+            return outcome
+        stem = posixpath.splitext(page)[0]
+        if posixpath.basename(stem).lower() in ("index", "readme"):
+            return outcome
+        url_relative = self.landing(join(stem, path), path)  # the page's URL is its own folder
+        return url_relative if url_relative.ok else outcome
+
+
+def router(site: DocsSite, tree) -> Router:
+    """The router for links on this MkDocs site."""
+    return MkDocsRouter(site, tree)
 
 
 def _compose(text: str):
     try:
         return compose_yaml(text)
-    except YAMLError:
-        return None
+    except (YAMLError, Uncheckable):
+        return None  # check_docs reports an unreadable config when it reads the navigation
 
 
 def _scalar(node) -> str | None:
@@ -98,20 +229,24 @@ def _docs_root(folder: str, docs_dir: str) -> str:
 
 
 def _globs(root: str, node) -> tuple[str, ...]:
-    # MkDocs takes gitignore-style lines relative to docs_dir; these are anchored to the repository instead.
-    text = _scalar(node) or ""
-    prefix = f"/{root}" if root else ""
-    globs = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        anchored = line.startswith("/") or "/" in line.rstrip("/")
-        globs.append(f"{prefix}/{line.lstrip('/')}" if anchored else f"{prefix}/**/{line}")
-    return tuple(globs)
+    # MkDocs takes gitignore-style lines relative to docs_dir.
+    return ignore_globs(_scalar(node) or "", root)
 
 
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
-    """How to list `page` in the navigation."""
+    """How to list `page` in the navigation: the nearest literate-nav file above it, else `nav:`."""
+    literate = site.routing.get("literate")
+    folder = posixpath.dirname(page)
+    while literate and _inside(folder, site.docs_root):
+        nav_file = _join(folder, literate)
+        if nav_file in files:
+            return f"add `- [Title]({posixpath.relpath(page, folder)})` to the list in {nav_file}"
+        if folder == site.docs_root:
+            break
+        folder = posixpath.dirname(folder)
     ref = page[len(site.docs_root) + 1:] if site.docs_root else page
     return f"add `- Title: {ref}` to `nav:` in {site.config_path}"
+
+
+def _inside(path: str, folder: str) -> bool:
+    return not folder or path == folder or path.startswith(folder + "/")

@@ -5,11 +5,13 @@ import re
 from dataclasses import dataclass, field
 
 from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
+from service.agent.docsite.pages import Mode
 from service.workspace.entries import WorkspaceError
 from service.workspace.globs import compile_glob, matches
 
 FRAMEWORK_NAMES = {"mintlify": "Mintlify", "mkdocs": "MkDocs", "docusaurus": "Docusaurus", "sphinx": "Sphinx",
-                   "markdown": "plain Markdown (no docs framework detected)"}
+                   "starlight": "Astro Starlight", "markdown": "plain Markdown (no docs framework detected)"}
+MDX_FRAMEWORKS = ("docusaurus", "mintlify", "starlight")  # their .md pages go through the MDX compiler too
 # Repository files that sit beside pages but are not pages of the site.
 NOT_PAGES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "CODE_OF_CONDUCT.md", "LICENSE.md", "SECURITY.md",
              "AGENTS.md", "CLAUDE.md")
@@ -33,6 +35,21 @@ class DocsSite:
     unlisted_ok: tuple[str, ...] = ()  # globs of pages that need no navigation entry
     explicit_nav: bool = False  # whether navigation lists pages, so a new page must be added to it
     unlisted_keys: tuple[str, ...] = ()  # front matter keys (or reST fields) that, when true, leave a page unlisted
+    routing: dict = field(default_factory=dict)  # what the framework's router needs from the config
+    languages: list["Language"] = field(default_factory=list)  # the default language first; [] when one language
+
+    def page_mode(self, path: str) -> Mode:
+        """How a page at `path` is parsed on this site."""
+        lower = path.lower()
+        if lower.endswith(".rst"):
+            return Mode.RST
+        if lower.endswith(".mdx") or self.framework in MDX_FRAMEWORKS:
+            return Mode.MDX
+        return Mode.MYST if self.framework == "sphinx" else Mode.MARKDOWN
+
+    def language_of(self, path: str) -> "Language | None":
+        """The language whose folder holds `path` (None for the default language or a one-language site)."""
+        return next((lang for lang in self.languages[1:] if _inside(path, lang.folder)), None)
 
     def is_page(self, path: str) -> bool:
         """Whether `path` is a page of this site (by folder, extension and the framework's exclusions)."""
@@ -65,7 +82,19 @@ class DocsSite:
             parts.append("Front matter keys in use: " + ", ".join(self.front_matter_keys[:8]) + ".")
         if self.nav_hint:
             parts.append(self.nav_hint)
+        if len(self.languages) > 1:
+            others = ", ".join(f"{lang.code} ({lang.folder}/)" for lang in self.languages[1:])
+            parts.append(f"Default language: {self.languages[0].code}; translations: {others}. Edit the default "
+                         "language unless asked otherwise.")
         return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language of a multi-language site and the folder its pages live in."""
+
+    code: str
+    folder: str
 
 
 @dataclass(frozen=True)
@@ -118,6 +147,22 @@ def _flag_set(text: str, key: str) -> bool:
 
 def _inside(path: str, folder: str) -> bool:
     return not folder or path.startswith(folder + "/")
+
+
+def ignore_globs(text: str, root: str) -> tuple[str, ...]:
+    """gitignore-style lines relative to `root` (`.mintignore`, MkDocs `exclude_docs`) as repository globs for
+    `matches`; a pattern excludes what is under it too. Negations (`!`) are not followed."""
+    prefix = f"/{root}" if root else ""
+    globs = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        anchored = line.startswith("/") or "/" in line.rstrip("/")
+        pattern = line.strip("/")
+        globs.append(f"{prefix}/{pattern}" if anchored else f"{prefix}/**/{pattern}")
+        globs.append(globs[-1] + "/**")
+    return tuple(globs)
 
 
 def read_text(workspace, path: str) -> str | None:

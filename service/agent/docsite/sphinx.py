@@ -3,8 +3,9 @@
 import posixpath
 import re
 
-from service.agent.docsite.links import is_external
-from service.agent.docsite.site import DocsSite, Navigation, NavEntry, read_text
+from service.agent.docsite.pages import Link, LinkKind
+from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
+from service.agent.docsite.site import DocsSite, NavEntry, Navigation, read_text
 
 CONFIG_NAMES = ("conf.py",)
 # Suffixes a toctree entry may stand for (nbsphinx and myst-nb add notebooks).
@@ -12,8 +13,6 @@ DOCUMENT_SUFFIXES = (".rst", ".md", ".txt", ".ipynb")
 _ROOT_DOC = re.compile(r"^(?:root_doc|master_doc)\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 _EXCLUDES = re.compile(r"^exclude_patterns\s*=\s*\[(.*?)\]", re.MULTILINE | re.DOTALL)
 _STRING = re.compile(r"['\"]([^'\"]+)['\"]")
-_RST_TOCTREE = re.compile(r"^(\s*)\.\.\s+toctree::")
-_MYST_TOCTREE = re.compile(r"^\s*(`{3,}|:{3,})\{toctree\}")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$")
 
 
@@ -26,8 +25,8 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             and not any(f"{prefix}index{s}" in files for s in (".rst", ".md")):
         return None
     suffixes = (".rst", ".md") if "myst" in text else (".rst",)
-    root_doc = _ROOT_DOC.search(text)
-    root_doc = root_doc.group(1) if root_doc else "index"
+    root_doc_match = _ROOT_DOC.search(text)
+    root_doc = root_doc_match.group(1) if root_doc_match else "index"
     root_page = next((f"{prefix}{root_doc}{s}" for s in suffixes if f"{prefix}{root_doc}{s}" in files), None)
     excludes = _EXCLUDES.search(text)
     ignored = [f"/{prefix}{pattern}" for pattern in _STRING.findall(excludes.group(1))] if excludes else []
@@ -35,65 +34,31 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     hint = (f"Navigation is the `toctree` directives in the pages{start}: entries are document names relative to "
             "the page that holds the toctree, without the extension. New pages must be added to the toctree of "
             "the page above them (or marked `:orphan:`).")
+    hint += (" Cross-reference documents with {doc}`path` (MyST) or :doc:`path` (reST), relative to the page, and "
+             "labels with {ref}`label` / :ref:`label`.")
+    routing = {"autosectionlabel": "autosectionlabel" in text, "intersphinx": "intersphinx" in text}
     return DocsSite("sphinx", config_path, source, nav_files=[root_page] if root_page else [], nav_hint=hint,
                     page_suffixes=suffixes, ignored=(f"/{prefix}_build", *ignored),
-                    unlisted_ok=(f"/{prefix}{root_doc}.*",), explicit_nav=True, unlisted_keys=("orphan",))
+                    unlisted_ok=(f"/{prefix}{root_doc}.*",), explicit_nav=True, unlisted_keys=("orphan",),
+                    routing=routing)
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
-    """Every toctree entry of the site's pages, with the documents they stand for."""
-    prefix = f"{site.docs_root}/" if site.docs_root else ""
-    globs = [f"{prefix}**/*{s}" if prefix else f"*{s}" for s in site.page_suffixes]
-    holders = sorted({m.path for m in workspace.search(r"toctree", globs=globs, max_matches=20_000)})
+    """Every toctree entry of the site's pages (parsed with docutils or markdown-it), with the documents they
+    stand for."""
+    from service.agent.docsite.tree import Tree
+    tree = Tree(workspace)
     result = Navigation()
-    for page in holders:
-        if site.is_page(page):
-            for line, raw, glob in toctree_entries(read_text(workspace, page) or "", markdown=page.endswith(".md")):
-                _add_entry(result, site, files, page, line, raw, glob)
-    return result
-
-
-def toctree_entries(text: str, *, markdown: bool) -> list[tuple[int, str, bool]]:
-    """(line, entry as written, whether the toctree has :glob:) for every toctree entry in a page."""
-    lines = text.splitlines()
-    found = []
-    for index, line in enumerate(lines):
-        rst = _RST_TOCTREE.match(line)
-        myst = _MYST_TOCTREE.match(line) if markdown else None
-        if rst:
-            found += _rst_block(lines, index + 1, len(rst.group(1)))
-        elif myst:
-            found += _myst_block(lines, index + 1, myst.group(1))
-    return found
-
-
-def _rst_block(lines: list[str], start: int, indent: int) -> list[tuple[int, str, bool]]:
-    body = []
-    for index in range(start, len(lines)):
-        line = lines[index]
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            break
-        body.append((index + 1, line.strip()))
-    return _entries(body)
-
-
-def _myst_block(lines: list[str], start: int, fence: str) -> list[tuple[int, str, bool]]:
-    body, in_yaml = [], False
-    for index in range(start, len(lines)):
-        stripped = lines[index].strip()
-        if stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0]):
-            break
-        if stripped == "---" and (in_yaml or not body):
-            in_yaml = not in_yaml
-            body.append((index + 1, ":options:"))
+    for page in sorted(p for p in files if site.is_page(p)):
+        blob_text = None if workspace.blob_id(page) else tree.text(page)
+        if blob_text is not None and "toctree" not in blob_text:
             continue
-        body.append((index + 1, f":{stripped}" if in_yaml and stripped else stripped))
-    return _entries(body)
-
-
-def _entries(body: list[tuple[int, str]]) -> list[tuple[int, str, bool]]:
-    glob = any(text.replace(" ", "") in (":glob:", ":glob:true") for _, text in body)
-    return [(number, text, glob) for number, text in body if text and not text.startswith(":")]
+        parsed = tree.page(page, site.page_mode(page))
+        if parsed.uncheckable:
+            result.complete = False
+        for entry in parsed.toctrees:
+            _add_entry(result, site, files, page, entry.line, entry.entry, entry.glob)
+    return result
 
 
 def _add_entry(result: Navigation, site: DocsSite, files: set[str], page: str, line: int, raw: str,
@@ -124,3 +89,57 @@ def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
         return "add it to the toctree of the page above it"
     name = posixpath.relpath(posixpath.splitext(page)[0], posixpath.dirname(holder) or ".")
     return f"add `{name}` to the toctree in {holder}"
+
+
+BUILTIN_LABELS = frozenset({"genindex", "modindex", "py-modindex", "search"})
+
+
+class SphinxRouter(Router):
+    """Sphinx: documents by name relative to the page (or to the source folder with a leading /), labels from
+    any page of the project, files relative to the page; `.html` links stand for documents."""
+
+    @property
+    def page_suffixes(self):
+        return self.site.page_suffixes
+
+    def route(self, page: str, path: str) -> Outcome:
+        if path.lower().endswith(".html"):
+            return self._document(page, path[:-len(".html")])
+        return super().route(page, path) if not path.startswith("/") else \
+            self.landing(join(self.site.docs_root, path.lstrip("/")), path)
+
+    def reference(self, page: str, link: Link) -> Outcome:
+        if link.kind is LinkKind.DOC:
+            return self._document(page, link.target)
+        label = link.target.lower()
+        if label in BUILTIN_LABELS or self.site.routing.get("autosectionlabel") or ":" in label:
+            return SKIP  # section titles are labels, or the label lives in another project (intersphinx)
+        labels = self._labels()
+        if label in labels:
+            return Outcome(Verdict.OK, labels[label])
+        return Outcome(Verdict.BROKEN, reason="no page defines it with `.. _label:` or `(label)=`")
+
+    def _document(self, page: str, name: str) -> Outcome:
+        folder = self.site.docs_root if name.startswith("/") else posixpath.dirname(page)
+        resolved = join(folder, name.lstrip("/"))
+        if resolved is None:
+            return Outcome(Verdict.OUTSIDE)
+        stem, suffix = posixpath.splitext(resolved)
+        resolved = stem if suffix in DOCUMENT_SUFFIXES else resolved
+        for candidate in (resolved + s for s in DOCUMENT_SUFFIXES):
+            if self.tree.is_file(candidate):
+                return Outcome(Verdict.OK, candidate)
+        return Outcome(Verdict.BROKEN, reason=f"no document {resolved}")
+
+    def _labels(self) -> dict[str, str]:
+        if not hasattr(self, "_label_map"):
+            self._label_map: dict[str, str] = {}
+            for path in sorted(p for p in self.tree.files if self.site.is_page(p)):
+                for label in self.tree.page(path, self.site.page_mode(path)).labels:
+                    self._label_map.setdefault(label, path)
+        return self._label_map
+
+
+def router(site: DocsSite, tree) -> Router:
+    """The router for links on this Sphinx site."""
+    return SphinxRouter(site, tree)

@@ -1,8 +1,11 @@
 """The `anthropic` provider: the Messages API with tools."""
 
+from typing import Any
+
 import anthropic
 
 from service.agent.model import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
+from service.agent.providers import KEY_VARIABLES
 from service.agent.providers.sdk_model import SdkModel
 
 # Stands in for a missing first user turn: the API wants the conversation to start with one.
@@ -12,15 +15,16 @@ OPENING_TURN = "(The conversation so far follows.)"
 class AnthropicModel(SdkModel):
     """A `ModelClient` over Anthropic's Messages API."""
 
-    PROVIDER, VENDOR, KEY_VARIABLE, SDK = "anthropic", "Anthropic", "ANTHROPIC_API_KEY", anthropic
+    PROVIDER, VENDOR, KEY_VARIABLE, SDK = "anthropic", "Anthropic", KEY_VARIABLES["anthropic"], anthropic
 
     def _new_client(self, **options):
         return anthropic.Anthropic(**options)
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
+                 max_output_tokens: int | None = None) -> ModelReply:
         """Send the conversation and tools as one Messages request; return the model's turn."""
         system, turns = to_anthropic_messages(messages)
-        request = {"model": self.model, "max_tokens": self._max_tokens, "messages": turns}
+        request = {"model": self.model, "max_tokens": self.output_limit(max_output_tokens), "messages": turns}
         if system:
             request["system"] = system
         if tools:
@@ -60,7 +64,7 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict]]:
         return "user", [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content,
                          "is_error": message.is_error}]
     # The API refuses empty or whitespace-only text blocks.
-    blocks = [{"type": "text", "text": message.content}] if message.content.strip() else []
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content.strip() else []
     if message.role == "assistant":
         blocks += [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
                    for call in message.tool_calls]

@@ -2,7 +2,7 @@
 
 import email.utils
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 from service.agent.model import ModelError
 from service.agent.providers.retry import Transient

@@ -1,10 +1,12 @@
 """The `openai` provider: Chat Completions with tools, for OpenAI and every OpenAI-compatible server."""
 
 import json
+from typing import Any
 
 import openai
 
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
+from service.agent.providers import KEY_VARIABLES
 from service.agent.providers.sdk_model import SdkModel
 
 ERROR_PREFIX = "ERROR: "
@@ -13,15 +15,16 @@ ERROR_PREFIX = "ERROR: "
 class OpenAIChatModel(SdkModel):
     """A `ModelClient` over the Chat Completions API; `base_url` points it at an OpenAI-compatible server."""
 
-    PROVIDER, VENDOR, KEY_VARIABLE, SDK = "openai", "OpenAI", "OPENAI_API_KEY", openai
+    PROVIDER, VENDOR, KEY_VARIABLE, SDK = "openai", "OpenAI", KEY_VARIABLES["openai"], openai
 
     def _new_client(self, **options):
         return openai.OpenAI(**options)
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelReply:
+    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
+                 max_output_tokens: int | None = None) -> ModelReply:
         """Send the conversation and tools as one chat completion request; return the model's turn."""
         request = {"model": self.model, "messages": to_openai_messages(messages),
-                   "max_completion_tokens": self._max_tokens}
+                   "max_completion_tokens": self.output_limit(max_output_tokens)}
         if tools:
             request["tools"] = [to_openai_tool(spec) for spec in tools]
             request["tool_choice"] = "auto"
@@ -42,7 +45,7 @@ def to_openai_messages(messages: list[ChatMessage]) -> list[dict]:
     out = []
     for message in messages:
         if message.role == "assistant":
-            item = {"role": "assistant", "content": message.content or None}
+            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
                 item["tool_calls"] = [
                     {"id": call.id, "type": "function",

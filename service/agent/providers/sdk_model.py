@@ -28,6 +28,10 @@ class SdkModel:
         # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
         self._client = self._new_client(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
+    def output_limit(self, cap: int | None) -> int:
+        """The request's output token limit: the adapter's own, lowered to `cap` when one is given."""
+        return self._max_tokens if cap is None else max(1, min(self._max_tokens, cap))
+
     def _new_client(self, **options):
         """The SDK's client, built with `options` (api_key, base_url, timeout, max_retries)."""
         raise NotImplementedError

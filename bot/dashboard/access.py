@@ -1,0 +1,98 @@
+"""Who is signed in and what they may do: the accounts they see, and whether they are admin of one.
+
+Roles from GitHub are cached in the session for ROLE_TTL_SECONDS, then asked again; when GitHub cannot be
+asked, the answer is no (fail closed).
+"""
+
+import time
+from dataclasses import dataclass
+
+from bot.dashboard.oauth import GitHubSignIn, SignInFailed
+from bot.dashboard.operator import local_accounts
+from bot.dashboard.sessions import GITHUB, Account, Session, SessionStore
+from bot.github.secretbox import SecretBox
+from service.models import Project
+from service.store.projects import ProjectStore
+
+ROLE_TTL_SECONDS = 60
+SESSION_BOX_INFO = b"copydesk dashboard session"
+
+
+class NotAllowed(Exception):
+    """The signed-in person may not see or do this; `detail` says why in plain words."""
+
+    def __init__(self, title: str, detail: str, status: int = 403) -> None:
+        super().__init__(detail)
+        self.title, self.detail, self.status = title, detail, status
+
+
+@dataclass
+class Viewer:
+    """The signed-in person for one request."""
+
+    session: Session
+    accounts: list[Account]
+
+    @property
+    def login(self) -> str:
+        return self.session.login
+
+    def account(self, login: str) -> Account:
+        """A visible account, or NotAllowed (an account they cannot see reads like one that does not exist)."""
+        found = next((a for a in self.accounts if a.login.lower() == login.lower()), None)
+        if found is None:
+            raise NotAllowed("No such account", f"You have no access to an account called {login!r}.", 404)
+        return found
+
+    def admin_of(self, login: str) -> Account:
+        """A visible account the person administers, or NotAllowed."""
+        account = self.account(login)
+        if not account.admin:
+            raise NotAllowed("Admins only", f"Only an admin of {account.login} can do this. You are a member; "
+                             "ask an owner of the organization.")
+        return account
+
+    def sees(self, project: Project) -> bool:
+        return any(a.login.lower() == project.account.lower() for a in self.accounts)
+
+
+class Gate:
+    """Turns a session into a Viewer, refreshing GitHub accounts and roles when their cache is stale."""
+
+    def __init__(self, sessions: SessionStore, projects: ProjectStore, sign_in: GitHubSignIn | None,
+                 box: SecretBox | None) -> None:
+        self._sessions = sessions
+        self._projects = projects
+        self._sign_in = sign_in
+        self._box = box
+
+    def viewer(self, session: Session) -> Viewer:
+        """The Viewer for a live session; SignInFailed (the session ended) when GitHub refuses its token."""
+        if session.source != GITHUB:
+            return Viewer(session, local_accounts(self._projects))
+        if time.time() - session.checked_at > ROLE_TTL_SECONDS:
+            self._recheck(session)
+        return Viewer(session, session.visible())
+
+    def seal(self, token: str) -> str:
+        assert self._box is not None  # only GitHub sign-in seals tokens, and it comes with a box
+        return self._box.seal(token).decode("ascii")
+
+    def _recheck(self, session: Session) -> None:
+        token = self._box.unseal(session.sealed_token or "") if self._box and self._sign_in else None
+        if token is None:
+            self._sessions.end(session)
+            raise SignInFailed("Please sign in again", "Your session can no longer be checked with GitHub.", 401)
+        assert self._sign_in is not None  # a token is unsealed only when GitHub sign-in is set up
+        try:
+            accounts = self._sign_in.accounts(token, session.login)
+        except SignInFailed as exc:
+            if exc.status == 401:
+                self._sessions.end(session)
+                raise
+            # GitHub could not be asked: keep what the person may see, but no admin rights until it answers.
+            session.accounts = [{**a, "admin": False} for a in session.accounts]
+            return
+        session.accounts = [a.__dict__ for a in accounts]
+        session.checked_at = time.time()
+        self._sessions.save(session)

@@ -1,0 +1,100 @@
+"""Dashboard sign-in sessions kept in Redis; the browser holds only an opaque id in an HttpOnly cookie."""
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+
+import redis
+
+OPERATOR = "operator"  # the `source` of a session opened with `copydesk dashboard login-link`
+GITHUB = "github"
+
+
+@dataclass
+class Account:
+    """An account (GitHub org or user, or a local account) the signed-in person can see, and their role there."""
+
+    login: str
+    kind: str  # "Organization", "User" or "Local"
+    admin: bool
+    installation_id: int | None = None
+
+
+@dataclass
+class Session:
+    login: str  # a GitHub login, or "operator"
+    source: str  # GITHUB or OPERATOR
+    csrf: str
+    created_at: float
+    seen_at: float
+    checked_at: float = 0.0  # when accounts and roles were last confirmed with GitHub
+    accounts: list = field(default_factory=list)  # Account dicts
+    sealed_token: str | None = None  # the user-to-server token, encrypted; GitHub sessions only
+    id_hash: str = ""  # the Redis key's part; never the cookie value itself
+
+    def account(self, login: str) -> Account | None:
+        """The visible account named `login` (case-insensitive), if any."""
+        found = next((a for a in self.accounts if a["login"].lower() == login.lower()), None)
+        return Account(**found) if found else None
+
+    def visible(self) -> list[Account]:
+        return [Account(**a) for a in self.accounts]
+
+
+class SessionStore:
+    """Creates, reads (with idle and absolute expiry) and ends sessions."""
+
+    def __init__(self, client: redis.Redis, *, idle_seconds: int, max_seconds: int) -> None:
+        self._redis = client
+        self.idle_seconds = idle_seconds
+        self.max_seconds = max_seconds
+
+    def create(self, *, login: str, source: str, accounts: list[Account], sealed_token: str | None = None) -> str:
+        """Open a session; returns the cookie value (shown to the browser only)."""
+        session_id = secrets.token_urlsafe(32)
+        stamp = time.time()
+        session = Session(login=login, source=source, csrf=secrets.token_urlsafe(32), created_at=stamp,
+                          seen_at=stamp, checked_at=stamp, accounts=[asdict(a) for a in accounts],
+                          sealed_token=sealed_token, id_hash=_digest(session_id))
+        self._write(session)
+        return session_id
+
+    def load(self, session_id: str | None) -> Session | None:
+        """The live session for a cookie value, its idle clock restarted; None when unknown or expired."""
+        if not session_id or len(session_id) > 100:
+            return None
+        raw = self._redis.get(_key(_digest(session_id)))
+        if raw is None:
+            return None
+        session = Session(**json.loads(raw))
+        stamp = time.time()
+        if stamp - session.created_at > self.max_seconds or stamp - session.seen_at > self.idle_seconds:
+            self.end(session)
+            return None
+        session.seen_at = stamp
+        self._write(session)
+        return session
+
+    def save(self, session: Session) -> None:
+        """Write back changed accounts or roles."""
+        self._write(session)
+
+    def end(self, session: Session) -> None:
+        self._redis.delete(_key(session.id_hash))
+
+    def _write(self, session: Session) -> None:
+        left = int(min(self.idle_seconds, session.created_at + self.max_seconds - time.time()))
+        if left <= 0:
+            self._redis.delete(_key(session.id_hash))
+            return
+        self._redis.set(_key(session.id_hash), json.dumps(asdict(session)), ex=left)
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _key(id_hash: str) -> str:
+    return f"cd:dash:session:{id_hash}"

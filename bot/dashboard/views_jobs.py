@@ -1,0 +1,150 @@
+"""A project's jobs, newest first, and the job page: conversation, usage, error, pull request and diff, follow-up
+and archive, and live progress while the job is active."""
+
+from flask import Blueprint, Response, current_app, redirect, request
+
+from bot.dashboard.web import dashboard, page, signed_in
+from bot.github.pulls import pull_state as github_pull_state
+from service.api import streams
+from service.api.body import parse_list_query
+from service.clock import now_iso
+from service.codehost.local import HOST as LOCAL_HOST
+from service.errors import InvalidRequest, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
+from service.events import EventType
+from service.models import Job, JobStatus, Project, Role
+from service.store.events import check_event_id
+from service.store.jobs import add_usage
+
+PAGE_SIZE = 20
+EXCERPT = 120
+
+
+def register(bp: Blueprint) -> None:
+    @bp.get("/projects/<project_id>/jobs")
+    def jobs(project_id: str):
+        project = visible_project(project_id)
+        status = request.args.get("status", "")
+        query = parse_list_query({k: v for k, v in (("status", status), ("cursor", request.args.get("cursor")),
+                                                    ("limit", str(PAGE_SIZE))) if v})
+        found, cursor = dashboard().services.jobs.page(project.id, status=query.status, limit=query.limit,
+                                                       cursor=query.cursor)
+        rows = [_row(project, job) for job in found]
+        return page("jobs.html", project=project, rows=rows, status_filter=status, next_cursor=cursor,
+                    statuses=[s.value for s in JobStatus])
+
+    @bp.get("/projects/<project_id>/jobs/<job_id>")
+    def job(project_id: str, job_id: str):
+        project, found = visible_job(project_id, job_id)
+        return page("job.html", **_job_context(project, found))
+
+    @bp.get("/projects/<project_id>/jobs/<job_id>/live")
+    def live(project_id: str, job_id: str):
+        # The part of the job page that changes while a run works; the page's script swaps it in. Nothing
+        # (204) while the job has not changed since the version the page shows, so polling stays cheap.
+        project, found = visible_job(project_id, job_id)
+        if request.args.get("since") == found.updated_at and found.status is JobStatus.ACTIVE:
+            return "", 204
+        return page("job_live.html", **_job_context(project, found))
+
+    @bp.get("/projects/<project_id>/jobs/<job_id>/events")
+    def events(project_id: str, job_id: str):
+        # The job's event stream for the page's EventSource, authorised by the session: a browser's EventSource
+        # cannot send a bearer key. The page refetches its live part when an event comes.
+        project, found = visible_job(project_id, job_id)
+        services = dashboard().services
+        after = check_event_id(request.headers.get("Last-Event-ID") or request.args.get("after") or "0", "after")
+        if streams.nothing_left(services.jobs, services.events, found.id, after, False):
+            return Response(status=204)  # tells a reconnecting EventSource to stop: the job is over
+        slots: streams.StreamSlots = current_app.extensions["copydesk.streams"]
+        slots.take()
+        response = Response(streams.event_stream(services.jobs, services.events, found.id, after=after,
+                                                 keep_open=False,
+                                                 keepalive_seconds=services.settings.sse_keepalive_seconds),
+                            mimetype="text/event-stream")
+        response.call_on_close(slots.give_back)
+        response.headers["X-Accel-Buffering"] = "no"
+        return response
+
+    @bp.post("/projects/<project_id>/jobs/<job_id>/message")
+    def follow_up(project_id: str, job_id: str):
+        project, found = visible_job(project_id, job_id)
+        signed_in().admin_of(project.account)
+        prompt = request.form.get("prompt", "").strip()
+        if not prompt:
+            raise InvalidRequest("write a follow-up instruction first", field="prompt")
+        send_follow_up(project, found, prompt, source="dashboard")
+        return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
+
+    @bp.post("/projects/<project_id>/jobs/<job_id>/archive")
+    def archive(project_id: str, job_id: str):
+        project, found = visible_job(project_id, job_id)
+        signed_in().admin_of(project.account)
+        dashboard().services.jobs.archive(found.id)
+        return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
+
+
+def visible_project(project_id: str) -> Project:
+    """The project, when the viewer can see its account; else ProjectNotFound (never revealed)."""
+    viewer = signed_in()
+    project = dashboard().services.projects.find(project_id) if project_id.startswith("prj_") else None
+    if project is None or not viewer.sees(project):
+        raise ProjectNotFound(f"There is no project {project_id} in your accounts.")
+    return project
+
+
+def visible_job(project_id: str, job_id: str) -> tuple[Project, Job]:
+    project = visible_project(project_id)
+    job = dashboard().services.jobs.find(job_id)
+    if job is None or job.project_id != project.id:
+        raise JobNotFound(f"Project {project.id} has no job {job_id}.")
+    return project, job
+
+
+def send_follow_up(project: Project, job: Job, prompt: str, *, source: str) -> None:
+    """Queue a follow-up message as the API would, counting against the project's quota."""
+    services = dashboard().services
+    settings = services.settings
+    if len(prompt) > settings.max_prompt_chars:
+        raise InvalidRequest(f"a follow-up is at most {settings.max_prompt_chars} characters", field="prompt")
+    if not project.enabled:
+        raise ProjectDisabled(f"project {project.id} is disabled and takes no messages")
+    services.usage.check(project.account)  # the account's monthly token cap binds here as on the API
+    quota = services.limiter.consume(project.id)
+    if not quota.allowed:
+        raise RateLimited(f"project {project.id} used its {quota.limit} jobs and messages for this hour; try again "
+                          f"in {quota.reset_seconds // 60 + 1} minutes", retry_after=quota.reset_seconds)
+    services.jobs.add_message(job.id, prompt=prompt, source=source, author=signed_in().login)
+    services.dispatcher.try_kick(job.id)
+
+
+def pull_state(project: Project, job: Job) -> str | None:
+    """open, merged or closed for the job's pull request on its code host; None when it has none."""
+    if job.pr_number is None:
+        return None
+    if project.host != LOCAL_HOST:
+        return github_pull_state(dashboard().services.redis, job)
+    pull = dashboard().local.pull(project.id, job.pr_number)
+    return pull.state if pull else None
+
+
+def _row(project: Project, job: Job) -> dict:
+    conversation = dashboard().services.jobs.conversation(job.id)
+    first = next((m.content for m in conversation if m.role is Role.USER), "")
+    usage = add_usage({}, job.usage)
+    return {"job": job, "excerpt": first if len(first) <= EXCERPT else first[:EXCERPT - 1] + "…",
+            "pr_state": pull_state(project, job), "tokens": usage["inputTokens"] + usage["outputTokens"]}
+
+
+def _job_context(project: Project, job: Job) -> dict:
+    deps = dashboard()
+    conversation = deps.services.jobs.conversation(job.id)
+    diff = None
+    if project.host == LOCAL_HOST and job.pr_number is not None:
+        pull = deps.local.pull(project.id, job.pr_number)
+        diff = deps.local.diff(project, pull) if pull else None
+    viewer = signed_in()
+    return {"project": project, "job": job, "api": job.to_api(), "conversation": conversation,
+            "usage": add_usage({}, job.usage), "pr_state": pull_state(project, job), "diff": diff,
+            "can_write": viewer.account(project.account).admin, "now": now_iso(),
+            "active": job.status is JobStatus.ACTIVE, "last_event": deps.services.events.last_id(job.id) or "0",
+            "event_types": " ".join(t.value for t in EventType)}

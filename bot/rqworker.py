@@ -1,0 +1,175 @@
+"""The RQ worker process around Copydesk's runs: it keeps its horse's lease, stops it at its deadline, hands
+runs back on shutdown, and requeues at once the run of a horse that died."""
+
+import ctypes
+import logging
+import os
+import signal
+import time
+
+import redis
+import rq
+
+from bot.context import TASK, Context
+from service.agent.loop import time_limit_failure
+from service.errors import RunFailed
+from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
+from service.runstop import INTERRUPT_SIGNAL
+from service.store.jobs import RunOutcome
+
+log = logging.getLogger(__name__)
+
+# After telling its horse to hand its run back, how long the worker waits before it kills the horse and hands
+# the run back itself (the horse may be stuck in C code, or in the middle of publishing).
+HAND_BACK_TIMEOUT_SECONDS = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+class CopydeskWorker(rq.Worker):
+    """An RQ worker whose monitoring loop also looks after the lease of the run its work horse holds."""
+
+    def __init__(self, queues, *, ctx: Context, **kwargs) -> None:
+        settings = ctx.settings
+        # The monitoring loop wakes this often to renew the horse's lease and check the deadline and the grace.
+        interval = max(1, int(settings.lease_ttl_seconds // 3))
+        super().__init__(queues, connection=ctx.services.redis, job_monitoring_interval=interval, **kwargs)
+        self._ctx = ctx
+        self.shutting_down = False
+        self._grace_ends: float | None = None
+        self._handed_back_at: float | None = None
+        self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
+
+    # -- the work horse ------------------------------------------------------------------------
+
+    def main_work_horse(self, job, queue):
+        # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched.
+        _signal_on_parent_death(signal.SIGTERM)
+        # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
+        signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
+        super().main_work_horse(job, queue)
+
+    def execute_job(self, job, queue):
+        self._killed_for = None
+        self._handed_back_at = None
+        super().execute_job(job, queue)
+
+    def maintain_heartbeats(self, job, execution):
+        try:
+            super().maintain_heartbeats(job, execution)
+        except redis.RedisError:
+            log.warning("worker %s: could not write RQ's heartbeat; Redis unreachable", self.name)
+        try:
+            self._look_after(job)
+        except redis.RedisError:
+            log.warning("worker %s: could not renew its horse's lease; Redis unreachable", self.name)
+
+    def _look_after(self, job) -> None:
+        """Each monitoring tick: renew the run's lease, and end the run if it is past its deadline or grace."""
+        job_id = _run_job_id(job)
+        if job_id is None:
+            return
+        settings = self._ctx.settings
+        renew_for_worker(self.connection, job_id, self.name, settings.lease_ttl_seconds)
+        now = time.monotonic()
+        if self._handed_back_at is None and self._grace_ends is not None and now > self._grace_ends:
+            log.info("worker %s: stop grace is over; handing the run of job %s back", self.name, job_id)
+            self._ask_horse_to_hand_back()
+        elif self._handed_back_at is not None and now - self._handed_back_at > HAND_BACK_TIMEOUT_SECONDS:
+            log.warning("worker %s: the horse did not hand job %s back in time; killing it", self.name, job_id)
+            self._killed_for = "hand_back"
+            self.kill_horse()
+        else:
+            info = LeaseInfo.read(self.connection, job_id)
+            if info is None or info.worker != self.name:
+                return
+            if info.kill_at and time.time() > info.kill_at:
+                log.warning("worker %s: the run of job %s is past its deadline and did not stop; killing its horse",
+                            self.name, job_id)
+                self._killed_for = "deadline"
+                self.kill_horse()
+            else:
+                # Nudge the horse to read its clock (deadline, tool budget) even when C code starves its watchdog.
+                self._signal_horse(INTERRUPT_SIGNAL)
+
+    def handle_work_horse_killed(self, job, retpid, ret_val, rusage):
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        job_id = _run_job_id(job)
+        if job_id is None:
+            return
+        try:
+            self._settle_dead_horse(job_id)
+        except redis.RedisError:
+            log.warning("worker %s: could not settle job %s after its horse died; the sweep will", self.name, job_id)
+
+    def _settle_dead_horse(self, job_id: str) -> None:
+        """The horse is gone and its run with it: end the run the way its death calls for."""
+        services = self._ctx.services
+        info = LeaseInfo.read(self.connection, job_id)
+        if info is None or info.worker != self.name:
+            return  # the lease lapsed or was never taken: the sweep or the new holder sees to the message
+        try:
+            if self._killed_for == "deadline" and info.message_id:
+                failure: RunFailed = time_limit_failure()
+                services.jobs.finish_message(job_id, info.message_id,
+                                             RunOutcome(error={"code": failure.code, "message": failure.message}),
+                                             fence=info.fence)
+            elif self._killed_for == "hand_back" and info.message_id:
+                services.jobs.hand_back(job_id, info.message_id, info.fence)
+            # Else the horse crashed mid-run: the attempt counts, and the run resumes now rather than after the
+            # lease lapses.
+        except LeaseLost:
+            return
+        release_token(self.connection, job_id, info.token)
+        if services.jobs.has_pending(job_id):
+            services.dispatcher.kick(job_id, first=True)
+        log.info("worker %s: settled job %s after its horse died (%s)", self.name, job_id,
+                 self._killed_for or "crashed")
+
+    # -- shutting down -------------------------------------------------------------------------
+
+    def request_stop(self, signum, frame):
+        """First SIGTERM or SIGINT: take no more work, and let the run go on for the stop grace."""
+        self.shutting_down = True
+        if self.horse_pid:
+            self._grace_ends = time.monotonic() + self._ctx.settings.stop_grace_seconds
+            log.info("worker %s: stopping; the current run has %d s to finish before it is handed back",
+                     self.name, self._ctx.settings.stop_grace_seconds)
+        super().request_stop(signum, frame)
+
+    def request_force_stop(self, signum, frame):
+        """A second signal: hand the run back now (the horse requeues it), then stop."""
+        self.shutting_down = True
+        if not self.horse_pid:
+            raise SystemExit()
+        if self._handed_back_at is None:
+            log.info("worker %s: second signal; handing the run back now", self.name)
+            self._ask_horse_to_hand_back()
+
+    def _ask_horse_to_hand_back(self) -> None:
+        self._handed_back_at = time.monotonic()
+        self._signal_horse(signal.SIGTERM)
+
+    def _signal_horse(self, signum: int) -> None:
+        try:
+            os.kill(self.horse_pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _run_job_id(job) -> str | None:
+    """The Copydesk job id of an RQ job that is a run (None for a GitHub event)."""
+    try:
+        return job.args[0] if job.func_name == TASK and job.args else None
+    except Exception:  # a job whose payload cannot be read is not one of our runs
+        return None
+
+
+def _signal_on_parent_death(signum: int) -> None:
+    """Ask Linux to send `signum` to this process when its parent dies (elsewhere: nothing)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signum))
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os.kill(os.getpid(), signum)

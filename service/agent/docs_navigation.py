@@ -1,0 +1,68 @@
+"""The docs check's navigation findings: entries without a page, new pages missing from it, files it cannot read.
+
+Entries that were already broken at the run's start are left be; `run` is the docs check's view of one run.
+"""
+
+from service.agent.docs_report import DocsProblem
+from service.agent.docsite.detect import read_navigation, suggest_entry
+from service.agent.docsite.limits import Uncheckable
+from service.agent.docsite.site import NavEntry, Navigation
+
+
+def navigation_problems(run) -> list[DocsProblem]:
+    """Problems in the site's navigation this run caused: unreadable navigation files it changed, entries it
+    broke, and its new pages that no entry lists."""
+    site = run.site
+    watched = {site.config_path, *site.nav_files}
+    if site.framework == "markdown" or not any(p in watched or site.is_page(p) for p in run.changes):
+        return []
+    try:
+        navigation = read_navigation(run.now_tree.workspace, site, run.now_tree.files)
+    except Uncheckable as exc:
+        where = exc.path or site.config_path or ""
+        return [DocsProblem(where, 1, f"{where} is {exc}, so the navigation was not checked")]
+    problems = [DocsProblem(e.file, e.line, f"{e.message}; fix it so the site builds")
+                for e in navigation.errors if e.file in run.changes]
+    broken = [entry for entry in navigation.entries if not entry.found]
+    if broken:
+        problems += _broken_entry_problems(run, broken)
+    problems += _pages_missing_from(run, navigation)
+    return problems
+
+
+def _broken_entry_problems(run, broken: list[NavEntry]) -> list[DocsProblem]:
+    # Entries that were already broken at the start are not this run's doing and are left be.
+    try:
+        before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+    except Uncheckable:
+        before = Navigation(complete=False)
+    found_before = {(e.file, e.ref): e for e in before.entries if e.found}
+    broken_before = {(e.file, e.ref) for e in before.entries if not e.found}
+    problems = []
+    for entry in broken:
+        key = (entry.file, entry.ref)
+        if key in broken_before and key not in found_before:
+            continue
+        earlier = found_before.get(key)
+        removed = [t for t in (earlier.targets if earlier else entry.targets) if t in run.removed]
+        if removed:
+            message = (f"navigation entry `{entry.ref}` points to {removed[0]}, which this run moved or deleted; "
+                       "update the entry to the page's new path or remove it")
+        else:
+            looked = ", ".join(entry.targets[:2]) or "a page inside the repository"
+            message = (f"navigation entry `{entry.ref}` points to no page (looked for {looked}); create the page "
+                       "or fix the entry")
+        problems.append(DocsProblem(entry.file, entry.line, message))
+    return problems
+
+
+def _pages_missing_from(run, navigation: Navigation) -> list[DocsProblem]:
+    if not navigation.complete:
+        return []  # part of the navigation could not be read, so any page may be listed there
+    problems = []
+    for page in sorted(run.added):
+        text = run.now_tree.text(page) or ""
+        if run.site.needs_nav_entry(page, text) and not navigation.lists(page):
+            problems.append(DocsProblem(page, 1, "new page is not in the navigation, so readers cannot find it: "
+                                                 + suggest_entry(run.site, page, run.now_tree.files)))
+    return problems

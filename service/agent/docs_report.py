@@ -1,0 +1,35 @@
+"""What the docs check reports: problems with their place, and the report as text for the model and the PR."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DocsProblem:
+    path: str
+    line: int  # 1-based
+    message: str
+
+
+@dataclass
+class DocsReport:
+    """What the docs check found; `pages_checked` counts the changed pages it read; `failure` says why the check
+    itself could not finish."""
+
+    problems: list[DocsProblem] = field(default_factory=list)
+    pages_checked: int = 0
+    failure: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.failure is None
+
+    def to_text(self) -> str:
+        """The report as a Markdown list for the model and the pull request body, ending with a one-line verdict."""
+        if self.failure is not None:
+            return f"docs check could not finish: {self.failure}"
+        if self.ok:
+            return f"docs check passed: {self.pages_checked} changed page(s), no problems found"
+        lines = [f"- `{p.path}:{p.line}` {p.message}" for p in self.problems]
+        lines.append(f"docs check failed: {len(self.problems)} problem(s) found, {self.pages_checked} changed "
+                     "page(s) checked")
+        return "\n".join(lines)

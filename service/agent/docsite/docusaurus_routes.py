@@ -1,0 +1,151 @@
+"""Where links land on a Docusaurus site: file links, `@site/` paths, doc routes (ids, slugs, number prefixes,
+category index pages, versions) and static files."""
+
+import posixpath
+import re
+
+from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, join
+
+SUFFIXES = (".md", ".mdx")
+# Docusaurus drops "01-", "2_", "3. " number prefixes from ids by default.
+_NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?=[^-_.\s])")
+
+
+def strip_number_prefixes(path: str) -> str:
+    """`path` without Docusaurus's number prefixes ("01-intro" -> "intro") in any of its parts."""
+    return "/".join(_NUMBER_PREFIX.sub("", part) for part in path.split("/")) if path else path
+
+
+class DocusaurusRouter(Router):
+    """Docusaurus: Markdown file links resolve from the page's folder, then from the docs folder; `@site/` from
+    the site folder; URL links are doc routes under routeBasePath (ids, `slug`, number prefixes, category
+    index pages), static files or other plugins' routes (not judged)."""
+
+    page_suffixes = SUFFIXES
+
+    def route(self, page: str, path: str) -> Outcome:
+        site_dir = self.site.routing.get("site_dir", "")
+        if path.startswith("@site/"):
+            return self.file_landing(join(site_dir, path[len("@site/"):]))
+        if path.lower().endswith(SUFFIXES):
+            return self._file_link(page, path)
+        if path.startswith("/"):
+            return self._absolute(path)
+        # A relative URL: against the page's route (which has no trailing slash), else as a file path.
+        route = self.routes_of(page)
+        if route is not None:
+            found = self._doc_route(posixpath.normpath(posixpath.join(posixpath.dirname(route), path)))
+            if found is not None:
+                return Outcome(Verdict.OK, found)
+            found = self._doc_route(posixpath.normpath(posixpath.join(route, path)))
+            if found is not None:
+                return Outcome(Verdict.OK, found)
+        outcome = self.landing(join(posixpath.dirname(page), path), path)
+        return outcome if outcome.ok or route is None else Outcome(Verdict.BROKEN, reason=f"no doc at {path}")
+
+    def file_landing(self, resolved: str | None) -> Outcome:
+        if resolved is None:
+            return Outcome(Verdict.OUTSIDE)
+        return Outcome(Verdict.OK, resolved) if self.tree.is_file(resolved) else \
+            Outcome(Verdict.BROKEN, reason=f"no file {resolved}")
+
+    def _file_link(self, page: str, path: str) -> Outcome:
+        tried = []
+        bases = [posixpath.dirname(page)] if path.startswith(("./", "../")) else \
+            [posixpath.dirname(page), self._content_root(page), self.site.routing.get("site_dir", "")]
+        for base in bases:
+            resolved = join(base, path.lstrip("/"))
+            if resolved is not None and self.tree.is_file(resolved):
+                return Outcome(Verdict.OK, resolved)
+            if resolved is not None:
+                tried.append(resolved)
+        if not tried:
+            return Outcome(Verdict.OUTSIDE)
+        return Outcome(Verdict.BROKEN, reason="no file " + " or ".join(dict.fromkeys(tried)))
+
+    def _content_root(self, page: str) -> str:
+        # Versioned docs resolve against their own version folder.
+        parts = page.split("/")
+        for index, part in enumerate(parts[:-1]):
+            if part.startswith("version-") and index and parts[index - 1].endswith("versioned_docs"):
+                return "/".join(parts[:index + 1])
+        return self.site.docs_root
+
+    def _absolute(self, path: str) -> Outcome:
+        base_url = self.site.routing.get("base_url", "/")
+        if base_url != "/" and (path == base_url or path.startswith(base_url + "/")):
+            path = path[len(base_url):] or "/"
+        route_base = self.site.routing.get("route_base", "/docs")
+        site_dir = self.site.routing.get("site_dir", "")
+        static = join(site_dir, "static/" + path.lstrip("/"))
+        if static is not None and (self.tree.is_file(static) or self.tree.is_file(static.rstrip("/") + "/index.html")):
+            return Outcome(Verdict.OK, static)
+        inside = route_base == "/" or path == route_base or path.startswith(route_base + "/")
+        if not inside:
+            return SKIP  # the blog, pages and other plugins' routes are not read
+        found = self._doc_route(path)
+        if found is not None:
+            return Outcome(Verdict.OK, found)
+        if route_base == "/" and not self._doc_route_prefix(path):
+            return SKIP
+        if path.startswith(route_base.rstrip("/") + "/category/"):
+            return SKIP  # a generated index page of a sidebar category (`_category_.json`, `link: generated-index`)
+        return Outcome(Verdict.BROKEN, reason=f"no doc has the route {path}")
+
+    def _doc_route(self, route: str) -> str | None:
+        routes = self._routes()
+        route = "/" + route.strip("/")
+        if route in routes:
+            return routes[route]
+        # Versioned routes (/docs/next/x, /docs/1.2/x) fall back to the current version's doc of the same path.
+        route_base = self.site.routing.get("route_base", "/docs").rstrip("/")
+        rest = route[len(route_base):].lstrip("/").split("/", 1)
+        if len(rest) == 2 and (rest[0] == "next" or rest[0][:1].isdigit()):
+            return routes.get(route_base + "/" + rest[1])
+        return None
+
+    def _doc_route_prefix(self, route: str) -> bool:
+        first = "/" + route.strip("/").split("/", 1)[0]
+        return any(r == first or r.startswith(first + "/") for r in self._routes())
+
+    def routes_of(self, page: str) -> str | None:
+        """The route of a doc page, or None when `page` is not a doc."""
+        if not hasattr(self, "_by_page"):
+            self._routes()
+        return self._by_page.get(page)
+
+    def _routes(self) -> dict[str, str]:
+        if hasattr(self, "_route_map"):
+            return self._route_map
+        route_base = self.site.routing.get("route_base", "/docs").rstrip("/")
+        prefix = f"{self.site.docs_root}/" if self.site.docs_root else ""
+        self._route_map: dict[str, str] = {}
+        self._by_page: dict[str, str] = {}
+        for page in sorted(p for p in self.tree.files if self.site.is_page(p)):
+            front = self.tree.front_matter(page, self.site.page_mode(page))
+            route = route_base + "/" + _doc_slug(page[len(prefix):], front).strip("/")
+            route = "/" + route.strip("/")
+            self._route_map.setdefault(route, page)
+            self._by_page[page] = route
+        return self._route_map
+
+    def names(self, path: str) -> set[str]:
+        found = super().names(path)
+        route = self.routes_of(path)
+        if route:
+            found.add(route.rstrip("/").rsplit("/", 1)[-1].lower())
+        return found
+
+
+def _doc_slug(relative: str, front: dict) -> str:
+    folder, name = posixpath.split(relative)
+    stem = posixpath.splitext(name)[0]
+    folder = strip_number_prefixes(folder)
+    slug = front.get("slug") if isinstance(front, dict) else None
+    if isinstance(slug, str) and slug.strip():
+        return slug if slug.startswith("/") else posixpath.join(folder, slug)
+    custom = front.get("id") if isinstance(front, dict) else None
+    last = str(custom) if isinstance(custom, (str, int)) and str(custom).strip() else strip_number_prefixes(stem)
+    if not custom and (stem.lower() in ("index", "readme") or strip_number_prefixes(stem) == posixpath.basename(folder)):
+        return folder
+    return posixpath.join(folder, last)

@@ -1,0 +1,157 @@
+"""Where a link lands: the plain rules (paths relative to the page's file) that each framework's router extends."""
+
+import enum
+import posixpath
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from service.agent.docsite.pages import Link, LinkKind
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+INDEX_NAMES = ("index.md", "index.mdx", "README.md")
+# Files a theme or the build adds to the site: links to them are not broken although the repository lacks them.
+BUILD_FILES = frozenset({"favicon.ico", "favicon.png", "favicon.svg", "apple-touch-icon.png", "sitemap.xml",
+                         "sitemap.xml.gz", "404.html", "robots.txt", "search_index.json", "feed.xml", "rss.xml",
+                         "atom.xml", "llms.txt", "llms-full.txt"})
+BUILD_FOLDERS = frozenset({"assets", "css", "js", "fonts", "search", "_static", "_astro", "_next", "_images"})
+
+
+class Verdict(str, enum.Enum):
+    OK = "ok"
+    BROKEN = "broken"
+    OUTSIDE = "outside"  # a relative path that climbs out of the repository
+    SKIP = "skip"  # not the check's to judge: external, templated, or served by something outside the repository
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict
+    landing: str | None = None  # the page or file it lands on, when known
+    reason: str = ""  # why it is broken
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.OK
+
+
+SKIP = Outcome(Verdict.SKIP)
+
+
+def is_external(target: str) -> bool:
+    """Whether a link or navigation target is a URL (with a scheme or protocol-relative) rather than a path."""
+    return bool(_SCHEME.match(target)) or target.startswith("//")
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    """(path, anchor) of a link target: the path decoded and without query; the anchor None when absent or a
+    text fragment."""
+    path, _, fragment = target.partition("#")
+    path = unquote(path.split("?", 1)[0])
+    return path, unquote(fragment) if fragment and not fragment.startswith(":~:") else None
+
+
+def join(folder: str, path: str) -> str | None:
+    """`path` joined to `folder` and normalised; "" for the root, None when it leaves the repository."""
+    joined = posixpath.normpath(posixpath.join(folder, path))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return "" if joined == "." else joined
+
+
+class Router:
+    """Plain Markdown: links are paths relative to the page's file; root-relative ones start at the repository
+    root (as GitHub renders them); a folder link lands on its index page."""
+
+    page_suffixes: tuple[str, ...] = (".md", ".mdx")
+    index_names: tuple[str, ...] = INDEX_NAMES
+
+    def __init__(self, site, tree) -> None:
+        self.site = site
+        self.tree = tree
+
+    def resolve(self, page: str, link: Link) -> Outcome:
+        """Where `link` on `page` lands, by the framework's rules."""
+        target = link.target.strip()
+        if link.kind is LinkKind.URL:
+            if not target or is_external(target) or "{" in target or "\0" in target:
+                return SKIP
+            path, _anchor = split_target(target)
+            if "\0" in path:
+                return SKIP
+            if not path:
+                return Outcome(Verdict.OK, page) if target.startswith("#") else SKIP
+            return self.route(page, path)
+        if link.kind is LinkKind.FILE:
+            if is_external(target) or not target:
+                return SKIP
+            return self.file(page, unquote(target))
+        return self.reference(page, link)
+
+    def route(self, page: str, path: str) -> Outcome:
+        """A URL path (no anchor) written on `page`."""
+        resolved = join("" if path.startswith("/") else posixpath.dirname(page), path.lstrip("/"))
+        return self.landing(resolved, path)
+
+    def file(self, page: str, path: str) -> Outcome:
+        """A file a directive names, relative to the page (root-relative: to the docs root)."""
+        folder = self.site.docs_root if path.startswith("/") else posixpath.dirname(page)
+        resolved = join(folder, path.lstrip("/"))
+        if resolved is None:
+            return Outcome(Verdict.OUTSIDE)
+        if self.tree.is_file(resolved):
+            return Outcome(Verdict.OK, resolved)
+        return Outcome(Verdict.BROKEN, reason=f"no file {resolved}")
+
+    def reference(self, page: str, link: Link) -> Outcome:
+        """A Sphinx cross-reference; only Sphinx sites judge them."""
+        return SKIP
+
+    def landing(self, resolved: str | None, written: str) -> Outcome:
+        """The outcome of a link to repository path `resolved`: the file, the file with a page suffix, or the
+        folder's index page."""
+        if resolved is None:
+            return Outcome(Verdict.OUTSIDE)
+        found = self.land(resolved)
+        if found is not None:
+            return Outcome(Verdict.OK, found)
+        if self.built(resolved):
+            return SKIP
+        if self.tree.is_folder(resolved):
+            return Outcome(Verdict.BROKEN, reason=f"the folder {resolved or '(repository root)'} has no "
+                                                  f"{', '.join(self.index_names)}")
+        return Outcome(Verdict.BROKEN, reason=f"no file {resolved}")
+
+    def built(self, resolved: str) -> bool:
+        """Whether a missing file is one a theme or the build provides (a favicon, `assets/`, a sitemap)."""
+        root = self.site.docs_root
+        relative = resolved[len(root) + 1:] if root and resolved.startswith(root + "/") else resolved
+        name = posixpath.basename(relative)
+        if not posixpath.splitext(name)[1] or name.lower().endswith(self.page_suffixes):
+            return False
+        return name.lower() in BUILD_FILES or relative.split("/", 1)[0] in BUILD_FOLDERS
+
+    def land(self, resolved: str) -> str | None:
+        """The file a path lands on, or None."""
+        if resolved and self.tree.is_file(resolved):
+            return resolved
+        for suffix in self.page_suffixes:
+            if resolved and self.tree.is_file(resolved + suffix):
+                return resolved + suffix
+        if self.tree.is_folder(resolved):
+            for name in self.index_names:
+                candidate = posixpath.join(resolved, name) if resolved else name
+                if self.tree.is_file(candidate):
+                    return candidate
+        return None
+
+    def names(self, path: str) -> set[str]:
+        """Words a link to the page at `path` contains (file stem, folder of an index page, routes' last part):
+        links without one of them cannot land on it."""
+        folder, name = posixpath.split(path)
+        stem = posixpath.splitext(name)[0]
+        found = {stem.lower()}
+        if folder and (name in self.index_names or stem.lower() in ("index", "readme")
+                       or stem == posixpath.basename(folder)):
+            found.add(posixpath.basename(folder).lower())
+        return found

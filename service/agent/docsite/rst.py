@@ -1,0 +1,158 @@
+"""reStructuredText pages through docutils, with Sphinx's roles and directives read but never run.
+
+No `conf.py` is executed and no file is read: includes are recorded as links, not inserted.
+"""
+
+import io
+from functools import cache
+
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.utils import new_document
+
+from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree
+
+ROLE_KINDS = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "numref": LinkKind.REF, "download": LinkKind.FILE}
+# Sphinx directives whose body is reStructuredText: parsed so the links inside them count.
+NESTED_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "versionremoved", "seealso", "only", "tab",
+                     "tabs", "tab-set", "tab-item", "card", "grid", "grid-item", "grid-item-card", "dropdown",
+                     "glossary", "hlist", "centered", "currentmodule", "module", "program", "option", "envvar",
+                     "describe", "object", "index", "highlight", "productionlist", "autosummary")
+LITERAL_DIRECTIVES = ("code-block", "sourcecode", "jupyter-execute", "ipython", "doctest", "testcode", "testoutput",
+                      "autofunction", "autoclass", "automodule", "automethod", "autodata", "autoattribute",
+                      "autoexception", "click", "tabularcolumns", "graphviz", "mermaid", "plot", "math")
+FILE_DIRECTIVES = ("include", "literalinclude")
+
+
+class _AnyOptions(dict):
+    """An option spec that accepts every option with any value."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __contains__(self, key) -> bool:
+        return True
+
+    def __getitem__(self, key):
+        return directives.unchanged
+
+    def get(self, key, default=None):
+        return directives.unchanged
+
+
+class _Recorded(nodes.Inline, nodes.TextElement):
+    """A cross-reference or file the page names: `kind` and `target` attributes, with the line."""
+
+
+class _Nested(Directive):
+    has_content = True
+    optional_arguments = 1
+    final_argument_whitespace = True
+    option_spec = _AnyOptions()
+
+    def run(self):
+        node = nodes.container()
+        for argument in self.arguments:  # `.. versionadded:: 2.0 text` takes inline markup in its argument
+            node += self.state.inline_text(argument, self.lineno)[0]
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+class _Literal(_Nested):
+    def run(self):
+        return []
+
+
+class _File(_Nested):
+    def run(self):
+        node = _Recorded(kind=LinkKind.FILE.value, target=" ".join(self.arguments).strip())
+        node.line = self.lineno
+        return [node]
+
+
+class _Toctree(_Nested):
+    def run(self):
+        node = nodes.container(classes=["copydesk-toctree"], glob="glob" in self.options)
+        node["entries"] = [(self.content_offset + 1 + index, line.strip()) for index, line in enumerate(self.content)
+                           if line.strip()]
+        return [node]
+
+
+def _role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    target = nodes.unescape(text)
+    if target.endswith(">") and "<" in target:
+        target = target[target.rindex("<") + 1:-1]
+    node = _Recorded(rawtext, text, kind=ROLE_KINDS[name.split(":")[-1]].value, target=target.strip().lstrip("~!"))
+    node.line = lineno
+    return [node], []
+
+
+@cache
+def _setup():
+    for name in ROLE_KINDS:
+        roles.register_local_role(name, _role)
+        roles.register_local_role(f"std:{name}", _role)
+    for name in NESTED_DIRECTIVES:
+        directives.register_directive(name, _Nested)
+    for name in LITERAL_DIRECTIVES:
+        directives.register_directive(name, _Literal)
+    for name in FILE_DIRECTIVES:
+        directives.register_directive(name, _File)
+    directives.register_directive("toctree", _Toctree)
+    settings = get_default_settings(Parser)
+    settings.report_level = 5
+    settings.halt_level = 5
+    settings.warning_stream = io.StringIO()
+    settings.file_insertion_enabled = False
+    settings.raw_enabled = False
+    settings.character_level_inline_markup = False
+    return settings
+
+
+def parse_rst(text: str) -> ParsedPage:
+    """Parse a reStructuredText page (raises RecursionError for absurd nesting, which the caller reports)."""
+    settings = _setup()
+    settings.warning_stream = io.StringIO()
+    document = new_document("<page>", settings)
+    Parser().parse(text, document)
+    page = ParsedPage()
+    labels: set[str] = set()
+    anchors: set[str] = set()
+    for node in document.findall(nodes.Element):
+        if isinstance(node, _Recorded):
+            page.links.append(Link(_line(node), node["target"], LinkKind(node["kind"])))
+        elif isinstance(node, nodes.reference) and node.get("refuri"):
+            page.links.append(Link(_line(node), node["refuri"]))
+        elif isinstance(node, nodes.image) and node.get("uri"):
+            page.links.append(Link(_line(node), node["uri"], LinkKind.FILE))
+        elif isinstance(node, nodes.target) and not node.get("refuri") and node.get("names"):
+            labels.update(name.lower() for name in node["names"])
+        elif isinstance(node, nodes.container) and "copydesk-toctree" in node["classes"]:
+            page.toctrees += [Toctree(line, entry, node["glob"]) for line, entry in node["entries"]]
+        elif isinstance(node, nodes.section):
+            anchors.update(node["ids"])
+        elif isinstance(node, nodes.field_name) and isinstance(node.parent.parent, nodes.docinfo):
+            pass
+    page.labels = frozenset(labels)
+    page.anchors = frozenset(anchors | labels)
+    page.front_matter = _fields(document)
+    return page
+
+
+def _fields(document) -> dict:
+    # Page-wide metadata (`:orphan:`, `:nosearch:`) is a field list at the top, which docutils makes a docinfo.
+    found = {}
+    for node in document.findall(nodes.field):
+        if node.parent is document or isinstance(node.parent, nodes.docinfo) or \
+                (isinstance(node.parent, nodes.field_list) and node.parent.parent is document):
+            found[node[0].astext().strip().lower()] = node[1].astext().strip() or True
+    return found
+
+
+def _line(node) -> int:
+    while node is not None:
+        if node.line:
+            return node.line
+        node = node.parent
+    return 1

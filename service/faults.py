@@ -1,0 +1,46 @@
+"""Fault points for tests: a run's process dies, or stalls inside a tool, at a named point. Off in production."""
+
+import logging
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+# Crash points: the process dies there at once, as if SIGKILLed, in the order a run reaches them.
+AFTER_PUSH = "after_push"  # the commit is on the branch; no pull request opened or updated yet
+PULL_CLAIMED = "pull_claimed"  # the local host claimed a pull-request number but saved no record
+AFTER_PULL = "after_pull"  # the pull request is open; the outcome is not recorded
+CRASHES = (AFTER_PUSH, PULL_CLAIMED, AFTER_PULL)
+# Stall points, reached by every `search` tool call: it never returns by itself.
+STALL_IN_TOOL = "stall_in_tool"  # waits in Python code
+REGEX_IN_TOOL = "regex_in_tool"  # a catastrophic match inside Python's `re`: C code that holds the GIL
+STALLS = (STALL_IN_TOOL, REGEX_IN_TOOL)
+# Freeze points: the process stops itself (SIGSTOP), as a paused VM or a debugger would, until SIGCONT.
+FREEZE_BEFORE_PUSH = "freeze_before_push"  # after the push's lease check, before the push itself
+POINTS = CRASHES + STALLS + (FREEZE_BEFORE_PUSH,)
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The fault points armed in this process (COPYDESK_TEST_FAULTS, for tests only); none by default."""
+
+    armed: frozenset[str] = frozenset()
+
+    def reach(self, point: str) -> None:
+        """Die or stall here if `point` is armed; return at once otherwise."""
+        if point not in self.armed:
+            return
+        log.warning("test fault point %s reached", point)
+        if point in CRASHES:
+            os._exit(137)
+        if point == FREEZE_BEFORE_PUSH:
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return
+        if point == REGEX_IN_TOOL:
+            while True:
+                re.fullmatch(r"(a+)+$", "a" * 64 + "!")  # exponential backtracking: never ends
+        while True:
+            time.sleep(3600)

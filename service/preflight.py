@@ -1,0 +1,169 @@
+"""Start-up checks: Redis keeps every key and persists, git is recent enough, the data folder is writable, models are usable."""
+
+import enum
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from service.agent.model import ModelError, ModelFactory
+from service.settings import Settings
+from service.workspace.git import Git, GitError
+
+# GIT_CONFIG_GLOBAL (2.32) is how Copydesk keeps a user's global git config out of its commands.
+MIN_GIT_VERSION = (2, 32)
+EVICTION_FIX = ("run `redis-cli CONFIG SET maxmemory-policy noeviction` and put `maxmemory-policy noeviction` in "
+                "redis.conf (or start redis-server with `--maxmemory-policy noeviction`)")
+EVICTION_OVERRIDE = "; to start anyway, set COPYDESK_ALLOW_REDIS_EVICTION=1"
+PERSISTENCE_FIX = ("turn on AOF: `redis-cli CONFIG SET appendonly yes` and `appendonly yes` in redis.conf "
+                   "(or `--appendonly yes`), with `appendfsync always` to lose no accepted message")
+
+
+class Status(enum.Enum):
+    OK = "ok"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check: what was checked, what was found and, unless OK, how to fix it."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict:
+        return {"check": self.name, "status": self.status.value, "detail": self.detail, "fix": self.fix or None}
+
+
+def run_checks(settings: Settings, client: redis.Redis, git: Git, models: ModelFactory,
+               missing_keys: Mapping[str, str], *, redis_required: bool) -> list[Check]:
+    """Every start-up check. An unreachable Redis is an error when `redis_required`, else a warning (and the
+    checks of its settings are skipped)."""
+    return [*redis_checks(client, allow_eviction=settings.allow_redis_eviction, required=redis_required),
+            git_check(git), data_dir_check(settings.data_dir),
+            *model_checks(settings.allowed_models, models, missing_keys)]
+
+
+def failed(checks: list[Check]) -> bool:
+    """Whether any check is an error (the process must not start)."""
+    return any(check.status is Status.ERROR for check in checks)
+
+
+def redis_checks(client: redis.Redis, *, allow_eviction: bool, required: bool = True) -> list[Check]:
+    """Redis must never evict keys (`noeviction`) and should persist them (AOF, else RDB snapshots)."""
+    try:
+        memory = client.info("memory")
+        persistence = client.info("persistence")
+    except redis.RedisError as exc:
+        where = _redis_address(client)
+        if required:
+            return [Check("redis", Status.ERROR, f"cannot reach Redis at {where}: {exc}",
+                          "start redis-server or set COPYDESK_REDIS_URL")]
+        return [Check("redis", Status.WARNING, f"cannot reach Redis at {where} ({exc}); its settings were not "
+                                               "checked", "run `copydesk doctor` once Redis is up")]
+    return [_eviction_check(memory, allow_eviction), _persistence_check(client, persistence)]
+
+
+def _eviction_check(memory: Mapping, allow_eviction: bool) -> Check:
+    policy = memory.get("maxmemory_policy")
+    if policy == "noeviction":
+        return Check("redis eviction", Status.OK, "maxmemory-policy is noeviction: Redis never deletes a key to "
+                                                  "make room")
+    found = f"maxmemory-policy is {policy}" if policy else "Redis does not report its maxmemory-policy"
+    risk = (f"{found}: when memory runs short Redis may delete jobs, messages, API keys, projects, leases and "
+            "sessions (the volatile-* policies delete the keys that expire: leases, locks and sessions)")
+    if allow_eviction:
+        return Check("redis eviction", Status.WARNING, risk + "; starting anyway (COPYDESK_ALLOW_REDIS_EVICTION)",
+                     EVICTION_FIX)
+    return Check("redis eviction", Status.ERROR, risk, EVICTION_FIX + EVICTION_OVERRIDE)
+
+
+def _persistence_check(client: redis.Redis, persistence: Mapping) -> Check:
+    if persistence.get("aof_enabled") == 1:
+        fsync = _config(client, "appendfsync")
+        if fsync == "always":
+            return Check("redis persistence", Status.OK, "AOF with appendfsync always: an accepted message "
+                                                         "survives a crash of Redis or of its host")
+        if fsync == "no":
+            return Check("redis persistence", Status.WARNING, "AOF with appendfsync no: a crash of Redis's host "
+                                                              "may lose the last 30 s or so of accepted messages",
+                         "`appendfsync everysec` (at most the last second) or `always` (nothing)")
+        return Check("redis persistence", Status.OK, f"AOF with appendfsync {fsync or 'everysec'}: a crash of "
+                                                     "Redis's host may lose the last second of accepted messages")
+    save = _config(client, "save")
+    if save:
+        return Check("redis persistence", Status.OK, f"RDB snapshots only (save {save}): a Redis crash loses what "
+                                                     "was accepted since the last snapshot; AOF loses less")
+    unknown = save is None
+    detail = ("no AOF, and the RDB save setting could not be read (CONFIG GET is refused)" if unknown else
+              "neither AOF nor RDB snapshots: a Redis restart loses every job, message, API key and project")
+    return Check("redis persistence", Status.WARNING, detail, PERSISTENCE_FIX)
+
+
+def _config(client: redis.Redis, name: str) -> str | None:
+    """A Redis setting, or None where CONFIG is refused (managed Redis services rename or block it)."""
+    try:
+        return client.config_get(name).get(name)
+    except redis.ResponseError:
+        return None
+
+
+def _redis_address(client: redis.Redis) -> str:
+    # Never the URL: it may carry a password.
+    kwargs = client.connection_pool.connection_kwargs
+    return kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+
+
+def git_check(git: Git) -> Check:
+    """Git must be installed and at least MIN_GIT_VERSION."""
+    minimum = ".".join(map(str, MIN_GIT_VERSION))
+    try:
+        text = git.out("--version")
+    except (OSError, GitError) as exc:
+        return Check("git", Status.ERROR, f"cannot run {git.binary}: {exc}", f"install git {minimum} or newer")
+    found = re.search(r"(\d+)\.(\d+)", text)
+    if found is None:
+        return Check("git", Status.ERROR, f"cannot read the version in {text!r}", f"install git {minimum} or newer")
+    if (int(found[1]), int(found[2])) < MIN_GIT_VERSION:
+        return Check("git", Status.ERROR, f"{text} is too old: Copydesk needs {minimum} or newer",
+                     f"install git {minimum} or newer")
+    return Check("git", Status.OK, text)
+
+
+def data_dir_check(path: Path) -> Check:
+    """The data folder (git mirrors, heartbeats, the GitHub App's registration) must exist or be creatable,
+    and be writable."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".copydesk-check-"):
+            pass
+    except OSError as exc:
+        return Check("data folder", Status.ERROR, f"{path} is not writable: {exc.strerror or exc}",
+                     "give the user running Copydesk write access to it, or set COPYDESK_DATA_DIR to a folder "
+                     "it can write")
+    return Check("data folder", Status.OK, f"{path} is writable")
+
+
+def model_checks(names: tuple[str, ...], models: ModelFactory, missing_keys: Mapping[str, str]) -> list[Check]:
+    """Each configured model (COPYDESK_MODEL, COPYDESK_MODELS) must name an available provider with its key."""
+    checks = []
+    for name in names:
+        try:
+            provider = models.check(name)
+        except ModelError as exc:
+            checks.append(Check(f"model {name}", Status.ERROR, exc.message,
+                                "fix COPYDESK_MODEL / COPYDESK_MODELS (provider:model, e.g. "
+                                "anthropic:claude-sonnet-5-5, openai:gpt-5.6-terra, scripted:demo)"))
+            continue
+        if provider in missing_keys:
+            checks.append(Check(f"model {name}", Status.ERROR, f"no API key for the {provider} provider",
+                                f"set {missing_keys[provider]}"))
+        else:
+            checks.append(Check(f"model {name}", Status.OK, f"provider {provider} is available"))
+    return checks

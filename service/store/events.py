@@ -1,0 +1,74 @@
+"""Each job's events in a bounded Redis Stream, and the outbox the workers fan webhook deliveries out from."""
+
+import json
+import re
+from typing import cast
+
+import redis
+
+from service.clock import now_iso
+from service.errors import InvalidRequest
+from service.events import EventType, JobEvent
+from service.models import Job
+
+OUTBOX = "cd:events:outbox"  # events of projects that have webhook endpoints, for the workers' fan-out
+OUTBOX_MAXLEN = 100_000
+_EVENT_ID = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
+
+
+def stream_key(job_id: str) -> str:
+    return f"cd:job:{job_id}:events"
+
+
+def endpoints_key(project_id: str) -> str:
+    """The set of a project's webhook endpoint ids (kept by the webhook store, read here)."""
+    return f"cd:project:{project_id}:webhooks"
+
+
+def check_event_id(raw: str, field: str) -> str:
+    """A client-given event id (`Last-Event-ID`, `?after=`), checked; `0` means from the start."""
+    if not _EVENT_ID.match(raw):
+        raise InvalidRequest(f"`{field}` must be an event id this API sent (like 1732350000000-0) or 0", field=field)
+    return raw
+
+
+class EventLog:
+    """Appends job events (inside the job store's transactions or on their own) and reads them back."""
+
+    def __init__(self, client: redis.Redis, *, retention: int) -> None:
+        self._redis = client
+        self._retention = retention
+
+    def append(self, pipe, job: Job, kind: EventType, **extra) -> None:
+        """Queue one event of `job` on `pipe` (a MULTI pipeline or a client): the job record plus `extra`."""
+        data = {**job.to_api(), **extra}
+        fields = {"type": kind.value, "ts": now_iso(), "data": json.dumps(data, separators=(",", ":"))}
+        pipe.xadd(stream_key(job.id), fields, maxlen=self._retention, approximate=True)
+        # Read outside the caller's transaction: an endpoint created this very moment may miss this event.
+        if self._redis.exists(endpoints_key(job.project_id)):
+            pipe.xadd(OUTBOX, {**fields, "job": job.id, "project": job.project_id}, maxlen=OUTBOX_MAXLEN,
+                      approximate=True)
+
+    def emit(self, job: Job, kind: EventType, **extra) -> None:
+        """Append one event outside any transaction (the runner's progress events)."""
+        pipe = self._redis.pipeline(transaction=True)
+        self.append(pipe, job, kind, **extra)
+        pipe.execute()
+
+    def last_id(self, job_id: str) -> str | None:
+        """The id of the job's newest event, or None before its first (a page follows the stream from there)."""
+        newest = cast(list, self._redis.xrevrange(stream_key(job_id), count=1))
+        return newest[0][0].decode() if newest else None
+
+    def after(self, job_id: str, after: str, *, count: int = 500, block_ms: int | None = None,
+              client: redis.Redis | None = None) -> list[JobEvent]:
+        """Events of the job after id `after`, oldest first; with `block_ms`, wait that long for one to come."""
+        reply = cast(list, (client or self._redis).xread({stream_key(job_id): after}, count=count, block=block_ms))
+        return [decode_entry(job_id, entry_id, fields) for _key, entries in (reply or []) for entry_id, fields in entries]
+
+
+def decode_entry(job_id: str, entry_id, fields: dict) -> JobEvent:
+    """A stream (or outbox) entry as an event."""
+    text = {k.decode(): v.decode() for k, v in fields.items()}
+    return JobEvent(id=entry_id.decode() if isinstance(entry_id, bytes) else entry_id, job_id=job_id,
+                    type=EventType(text["type"]), timestamp=text["ts"], data=json.loads(text["data"]))

@@ -1,0 +1,80 @@
+"""The workers' fan-out: each outbox event becomes one delivery per interested endpoint, sent at once."""
+
+import json
+import logging
+import time
+from concurrent.futures import Executor
+from typing import cast
+
+import redis
+
+from service.clock import now_iso
+from service.models import Delivery
+from service.store.events import OUTBOX
+from service.store.webhooks import WebhookStore, delivery_id_for
+from service.webhooks.sender import WebhookSender
+
+log = logging.getLogger(__name__)
+
+GROUP = "fanout"
+STALE_MS = 60_000  # an entry a fan-out took this long ago and never acknowledged (its worker died) is taken over
+# A first attempt not made this long after the fan-out (its process died first) is made by another fan-out.
+OVERDUE_SECONDS = 60
+
+
+class Fanout:
+    def __init__(self, client: redis.Redis, store: WebhookStore, sender: WebhookSender, *, consumer: str,
+                 executor: Executor, overdue_seconds: float = OVERDUE_SECONDS) -> None:
+        self._redis = client
+        self._overdue_seconds = overdue_seconds
+        self._store = store
+        self._sender = sender
+        self._consumer = consumer
+        self._executor = executor
+        self._grouped = False
+
+    def run_once(self, block_ms: int = 1000) -> int:
+        """Fan out what is waiting (stale entries of dead workers first); returns how many events it handled."""
+        self._ensure_group()
+        claimed: list = self._redis.xautoclaim(OUTBOX, GROUP, self._consumer, STALE_MS, "0-0", count=100)
+        _next, stale, *_ = claimed
+        entries = list(stale)
+        fresh = cast(list, self._redis.xreadgroup(GROUP, self._consumer, {OUTBOX: ">"}, count=100,
+                                                  block=None if entries else block_ms))
+        entries += [entry for _stream, items in (fresh or []) for entry in items]
+        for entry_id, fields in entries:
+            if fields:  # an entry trimmed away before it was read comes back empty
+                self._fan(entry_id.decode(), {k.decode(): v.decode() for k, v in fields.items()})
+            self._redis.xack(OUTBOX, GROUP, entry_id)
+        for delivery_id in self._store.overdue(time.time()):
+            self._executor.submit(self._send_first, delivery_id)
+        return len(entries)
+
+    def _ensure_group(self) -> None:
+        if self._grouped:
+            return
+        try:
+            # From the start of the outbox: it only holds events of projects that have endpoints.
+            self._redis.xgroup_create(OUTBOX, GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._grouped = True
+
+    def _fan(self, outbox_id: str, fields: dict) -> None:
+        body = json.dumps({"type": fields["type"], "timestamp": fields["ts"], "data": json.loads(fields["data"])},
+                          separators=(",", ":"))
+        for endpoint in self._store.of_project(fields["project"]):
+            if not endpoint.wants(fields["type"]):
+                continue
+            delivery = Delivery(id=delivery_id_for(endpoint.id, outbox_id), endpoint_id=endpoint.id,
+                                job_id=fields["job"], event_id=outbox_id, event_type=fields["type"], payload=body,
+                                created_at=now_iso())
+            if self._store.add_delivery(delivery, send_by=time.time() + self._overdue_seconds):
+                self._executor.submit(self._send_first, delivery.id)
+
+    def _send_first(self, delivery_id: str) -> None:
+        try:
+            self._sender.attempt(delivery_id, 1)
+        except Exception:
+            log.exception("webhook delivery %s: its first attempt failed to run", delivery_id)

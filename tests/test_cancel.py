@@ -1,0 +1,99 @@
+"""Cancel: waiting work is cancelled, a running run stops (an in-flight model call abandoned) and pushes nothing,
+and the job returns to the state its last finished round left."""
+
+import threading
+import time
+
+from service.store.jobs import RunOutcome
+from service.workspace.git import Git
+from tests.model_standin import Hang, Reply, ToolUse
+from tests.test_events import page
+from tests.test_flow import FAQ, finish
+from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (fixture)
+
+SETTLE_BOUND_SECONDS = 20  # generous: the machine is loaded; bench/events.py measures the real figure
+
+
+def cancel(stack, job_id: str):
+    return stack.api.post(f"/v2/agent/{stack.project_id}/job/{job_id}/cancel")
+
+
+def branch_exists(stack, branch: str) -> bool:
+    return bool(Git().run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=stack.repo,
+                          check=False).stdout.strip())
+
+
+def test_cancelling_a_job_whose_first_message_waits_leaves_it_completed_without_a_pull_request(stack):
+    stack.script([FAQ, finish()], [FAQ, finish()])
+    job = stack.create().json()
+    answer = cancel(stack, job["id"])
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "completed" and answer.json()["prLink"] is None
+    assert [m["status"] for m in stack.conversation(job["id"])] == ["cancelled"]
+    assert [e["type"] for e in page(stack, job["id"])] == ["job.created", "job.cancelled"]
+    refused = cancel(stack, job["id"])
+    assert refused.status_code == 409 and refused.json()["code"] == "job_not_active"
+    stack.drain()  # the queued run finds nothing to do
+    assert not branch_exists(stack, f"copydesk/{job['id']}")
+
+    # A follow-up after a cancel works normally.
+    assert stack.message(job["id"], "Add the FAQ after all").json()["status"] == "active"
+    stack.drain()
+    done = stack.job(job["id"])
+    assert done["status"] == "completed" and done["prLink"]
+
+
+def test_cancel_is_404_for_unknown_jobs(stack):
+    missing = cancel(stack, "job_01JD0000000000000000000000")
+    assert missing.status_code == 404 and missing.json()["code"] == "job_not_found"
+
+
+def test_a_mid_run_cancel_abandons_the_model_call_pushes_nothing_and_settles(stack_factory, standin):
+    stack = stack_factory(**PROVIDERS["openai"](standin))
+    standin.script(*write_then_finish())
+    first = stack.create("Add an FAQ").json()
+    stack.drain()
+    before = stack.job(first["id"])
+    head = Git().out("rev-parse", f"refs/heads/{before['branch']}", git_dir=stack.repo)
+
+    # The second round writes a file, then its next model call hangs far longer than the bound.
+    standin.script(Reply(tool_calls=[ToolUse("write_file", {"path": "docs/more.md", "content": "# More\n"})]),
+                   Hang(60), *write_then_finish("docs/late.md"))
+    stack.message(first["id"], "Write more")
+    stack.message(first["id"], "And even more")  # waits its turn; the cancel cancels it too
+    timing = {}
+
+    def cancel_when_the_model_hangs():
+        deadline = time.monotonic() + 30
+        while len(standin.requests) < 4 and time.monotonic() < deadline:  # 2 of round 1, 2 of round 2
+            time.sleep(0.05)
+        timing["asked"] = time.monotonic()
+        timing["answer"] = cancel(stack, first["id"])
+
+    canceller = threading.Thread(target=cancel_when_the_model_hangs)
+    canceller.start()
+    stack.drain()
+    settled = time.monotonic()
+    canceller.join(timeout=30)
+
+    assert timing["answer"].status_code == 200, timing["answer"].text
+    assert settled - timing["asked"] < SETTLE_BOUND_SECONDS
+    after = stack.job(first["id"])
+    assert after["status"] == "completed" and after["prLink"] == before["prLink"]  # its last round's state
+    assert Git().out("rev-parse", f"refs/heads/{before['branch']}", git_dir=stack.repo) == head  # nothing pushed
+    statuses = [m["status"] for m in stack.conversation(first["id"]) if m["role"] == "user"]
+    assert statuses == ["processed", "cancelled", "cancelled"]
+    types = [e["type"] for e in page(stack, first["id"])]
+    assert types[-2:] == ["run.finished", "job.cancelled"] and "run.pushed" not in types[types.index("job.completed"):]
+    assert page(stack, first["id"])[-2]["data"]["run"]["outcome"] == "cancelled"
+
+
+def test_a_cancelled_round_after_a_failed_one_leaves_the_job_failed_with_that_error(stack):
+    jobs = stack.ctx.services.jobs
+    job = stack.create().json()
+    _job, message = jobs.start_next(job["id"])  # the first round fails, as a run would record it
+    jobs.finish_message(job["id"], message.id, RunOutcome(
+        error={"code": "ref_not_found", "message": "the repository has no branch 'main'"}))
+    stack.message(job["id"], "try again")
+    settled = cancel(stack, job["id"]).json()
+    assert settled["status"] == "failed" and settled["error"]["code"] == "ref_not_found"

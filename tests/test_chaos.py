@@ -1,0 +1,45 @@
+"""Chaos, bounded to about 90 s: real Redis with AOF, a real web process, real worker processes and a slow model;
+workers and work horses SIGKILLed at random (and restarted, as a supervisor would), Redis and the web killed and
+restarted once. From outside, over HTTP and git: nothing lost, nothing committed twice, one pull request per job,
+nothing stuck, no internal_error, and no worker that exited by itself."""
+
+import time
+
+from tests.chaos import ChaosPlan, ChaosRig
+
+
+def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_path):
+    plan = ChaosPlan(seconds=40, workers=4, jobs=5, follow_ups=1, kill_every=2.5, redis_outage_at=12,
+                     web_outage_at=24, settle_seconds=40, max_attempts=20)
+    with ChaosRig(tmp_path, plan) as rig:
+        report = rig.run()
+    print(report.figures())
+    assert sum(report.kills.values()) >= 8
+    assert report.messages == plan.jobs * (plan.follow_ups + 1)
+    assert report.lost == [] and report.duplicates == [] and report.stuck == []
+    assert report.internal_errors == [] and report.other_failures == []
+    assert report.extra_pulls == []
+    assert report.exited_by_themselves == []
+    assert report.server_errors_outside_downtime == []
+    assert report.recoveries and max(report.recoveries) < 30
+
+
+def test_a_redis_restart_mid_run_is_ridden_out_by_the_worker_and_retried_not_failed(tmp_path):
+    plan = ChaosPlan(workers=1, jobs=1, model_delay=2.0)
+    with ChaosRig(tmp_path, plan) as rig:
+        job_id = rig.create(0)
+        deadline = time.monotonic() + 30
+        while not rig.model.requests:  # the run waits on its model call...
+            assert time.monotonic() < deadline, "the run never called the model"
+            time.sleep(0.05)
+        rig.redis_outage()  # ...when Redis dies, and comes back 2 s later
+        ended = time.monotonic() + 60
+        while rig.job(job_id)["status"] == "active":
+            assert time.monotonic() < ended, "the run was never finished after the outage"
+            time.sleep(0.25)
+        done = rig.job(job_id)
+        assert done["status"] == "completed" and done["prLink"], done
+        [message] = [m for m in rig._call("GET", f"/job/{job_id}/messages").json()["messages"] if m["role"] == "user"]
+        assert message["status"] == "processed"
+        assert rig.workers[0].alive(), rig.workers[0].log()
+        assert len(rig.workers) == 1  # the same worker process served the run before and after the outage

@@ -1,0 +1,156 @@
+"""Job events: the Redis stream, `?after=` pages, and the Server-Sent Events stream with resume and its cap."""
+
+import threading
+import time
+
+import pytest
+import requests
+from requests_sse import EventSource, InvalidStatusCodeError
+
+from tests.conftest import free_port
+from tests.test_flow import FAQ, finish
+from tests.web_process import WebServer
+
+STATE_TYPES = ["job.created", "run.started", "run.step", "run.step", "run.pushed", "run.finished", "pr.opened",
+               "job.completed"]
+
+
+def events_url(stack, job_id: str) -> str:
+    return f"{stack.url}/v2/agent/{stack.project_id}/job/{job_id}/events"
+
+
+def page(stack, job_id: str, after: str = "0") -> list[dict]:
+    response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job_id}/events", params={"after": after})
+    assert response.status_code == 200, response.text
+    return response.json()["events"]
+
+
+def read_sse(response, until: float) -> list[dict]:
+    """Parse an SSE response into {"id", "event", "data", "comment"} records until it ends."""
+    records, current = [], {}
+    for raw in response.iter_lines(decode_unicode=True):
+        assert time.monotonic() < until, "the stream did not end in time"
+        if raw == "":
+            if current:
+                records.append(current)
+            current = {}
+        elif raw.startswith(":"):
+            records.append({"comment": raw[1:].strip()})
+        else:
+            name, _, value = raw.partition(":")
+            current[name] = value.lstrip(" ")
+    return records
+
+
+def test_a_job_run_leaves_its_events_in_order_with_monotonic_ids(stack):
+    stack.script([FAQ, finish()])
+    job = stack.create().json()
+    stack.drain()
+
+    events = page(stack, job["id"])
+    assert [e["type"] for e in events] == STATE_TYPES
+    ids = [tuple(map(int, e["id"].split("-"))) for e in events]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert events[0]["data"]["status"] == "active" and events[0]["data"]["id"] == job["id"]
+    steps = [e["data"]["run"] for e in events if e["type"] == "run.step"]
+    assert [s["tool"] for s in steps] == ["write_file", "finish"]
+    assert "Ask away" not in str(steps)  # a summary of the arguments, never file contents
+    opened = next(e for e in events if e["type"] == "pr.opened")
+    assert opened["data"]["pullRequest"] == {"url": stack.job(job["id"])["prLink"], "number": 1}
+    assert events[-1]["data"]["status"] == "completed" and events[-1]["data"]["prLink"]
+    # A page after an id has exactly what followed it.
+    assert page(stack, job["id"], after=events[2]["id"]) == events[3:]
+    assert page(stack, job["id"], after=events[-1]["id"]) == []
+
+
+def test_the_stream_of_an_active_job_ends_when_it_leaves_active(stack_factory):
+    stack = stack_factory(sse_keepalive_seconds=1)
+    stack.script([FAQ, finish()])
+    job = stack.create().json()
+    headers = {"Authorization": f"Bearer {stack.key}"}
+    records = []
+    with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as response:
+        assert response.status_code == 200
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        reader = threading.Thread(target=lambda: records.extend(read_sse(response, until=time.monotonic() + 60)))
+        reader.start()
+        # The job waits for a worker: the stream idles with keep-alives, then the run's events come.
+        time.sleep(1.5)
+        stack.drain()
+        reader.join(timeout=60)
+        assert not reader.is_alive(), "the stream did not end when the job left active"
+    events = [r for r in records if "event" in r]
+    assert [r["event"] for r in events] == STATE_TYPES
+    assert {"comment": "keep-alive"} in records
+    assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
+
+
+def test_a_finished_job_streams_what_is_left_and_a_reconnect_after_the_end_is_told_to_stop(stack):
+    stack.script([FAQ, finish()])
+    job = stack.create().json()
+    stack.drain()
+    events = page(stack, job["id"])
+    headers = {"Authorization": f"Bearer {stack.key}", "Last-Event-ID": events[3]["id"]}
+    with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as response:
+        records = read_sse(response, until=time.monotonic() + 30)
+    assert [r["id"] for r in records if "id" in r] == [e["id"] for e in events[4:]]
+    headers["Last-Event-ID"] = events[-1]["id"]
+    assert requests.get(events_url(stack, job["id"]), headers=headers, timeout=10).status_code == 204
+
+
+def test_bad_event_ids_and_parameters_are_400(stack):
+    job = stack.create().json()
+    url = f"/v2/agent/{stack.project_id}/job/{job['id']}/events"
+    for params, field in (({"after": "yesterday"}, "after"), ({"follow": "maybe"}, "follow"), ({"x": "1"}, "x")):
+        response = stack.api.get(url, params=params)
+        assert response.status_code == 400 and response.json()["field"] == field
+    response = requests.get(stack.url + url, headers={"Authorization": f"Bearer {stack.key}", "Last-Event-ID": "<>"},
+                            timeout=10)
+    assert response.status_code == 400 and response.json()["field"] == "Last-Event-ID"
+
+
+def test_streams_past_the_per_process_cap_are_503(stack_factory):
+    stack = stack_factory(max_streams=1, sse_keepalive_seconds=1)
+    job = stack.create().json()
+    headers = {"Authorization": f"Bearer {stack.key}"}
+    with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as first:
+        assert first.status_code == 200
+        second = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events")
+        assert second.status_code == 503 and second.json()["code"] == "unavailable"
+        assert int(second.headers["Retry-After"]) > 0
+        # The JSON page is not a stream and still answers.
+        assert stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events",
+                             params={"after": "0"}).status_code == 200
+    # The slot comes back when the client goes away (noticed at the next keep-alive at the latest).
+    deadline = time.monotonic() + 20
+    while True:
+        with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as again:
+            if again.status_code == 200:
+                break
+        assert time.monotonic() < deadline, "the stream slot was never given back"
+        time.sleep(0.5)
+
+
+def test_an_sse_client_resumes_across_a_restart_of_the_web_process_and_misses_nothing(stack, tmp_path):
+    stack.script([FAQ, finish()])
+    port = free_port()
+    web = WebServer({**stack.env(), "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}"}, port, tmp_path / "web.log",
+                    workers=1)
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    with web:
+        job = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "FAQ"}, headers=auth,
+                            timeout=10).json()
+        received = []
+        with EventSource(f"{web.url}/v2/agent/{stack.project_id}/job/{job['id']}/events", headers=auth, timeout=30,
+                         max_connect_retry=8) as source:
+            first = next(source)
+            received.append((first.last_event_id, first.type))
+            web.crash()
+            stack.drain()  # the whole run happens while the web process is down
+            web.__enter__()
+            with pytest.raises(InvalidStatusCodeError) as stopped:  # the 204 after the last event
+                for event in source:
+                    received.append((event.last_event_id, event.type))
+            assert stopped.value.status_code == 204
+    assert [t for _id, t in received] == STATE_TYPES
+    assert [i for i, _t in received] == [e["id"] for e in page(stack, job["id"])]

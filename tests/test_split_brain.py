@@ -1,0 +1,67 @@
+"""Split brain: a worker frozen longer than its lease (during the model call, or between its lease check and its
+push) while another takes the run over writes nothing once thawed. Exactly one commit per message."""
+
+import time
+
+import pytest
+
+from tests.model_standin import Hang, Reply, ToolUse
+from tests.test_crash_points import trailer_count
+from tests.test_flow import show
+from tests.test_flow_models import PROVIDERS, standin  # noqa: F401 (a fixture)
+from tests.test_worker_faults import workers  # noqa: F401 (a fixture)
+from tests.worker_processes import wait_until
+
+
+def _write(text):
+    return Reply(tool_calls=[ToolUse("write_file", {"path": "docs/faq.md", "content": f"# FAQ\n\n{text}\n"})])
+
+
+def _finish(text):
+    return Reply(tool_calls=[ToolUse("finish", {"title": f"FAQ by {text}", "summary": f"Written by {text}."})])
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("frozen_during", ["model call", "push"])
+def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_during, stack_factory, standin,
+                                                                      workers):
+    stack = stack_factory(**PROVIDERS["openai"](standin), lease_ttl_seconds=2, sweep_interval_seconds=1)
+    if frozen_during == "model call":
+        # A's answer arrives while it is frozen; B's run takes the next items; A's second call gets the last.
+        standin.script(Hang(1), _write("A"), _write("B"), _finish("B"), _finish("A"))
+        first = workers(stack)
+    else:
+        standin.script(_write("A"), _finish("A"), _write("B"), _finish("B"))
+        first = workers(stack, COPYDESK_TEST_FAULTS="freeze_before_push")
+    job_id = stack.create().json()["id"]
+    horse = first.wait_for_horse()
+    if frozen_during == "model call":
+        wait_until(lambda: standin.requests, 30, "A's model call")
+        frozen = first.freeze()
+    else:
+        wait_until(lambda: _state(horse) == "T", 30, "A to freeze between its lease check and its push")
+        frozen = first.freeze()  # its worker process too, which would otherwise keep renewing the lease
+
+    second = workers(stack)
+    done = wait_until(lambda: stack.job(job_id)["status"] == "completed" and stack.job(job_id), 60,
+                      "B to complete the run", interval=0.25)
+    assert done["prLink"] and show(stack.repo, done["branch"], "docs/faq.md") == "# FAQ\n\nB"
+
+    first.thaw(frozen)
+    wait_until(lambda: first.horse_pid() is None, 30, "A's horse to end after the thaw")
+    time.sleep(1)  # anything A would still write, it has written by now
+
+    message = stack.ctx.services.jobs.conversation(job_id)[0]
+    assert trailer_count(stack.repo, done["branch"], message.id) == 1
+    assert show(stack.repo, done["branch"], "docs/faq.md") == "# FAQ\n\nB"
+    after = stack.job(job_id)
+    assert after["status"] == "completed" and after["prLink"] == done["prLink"]
+    pulls = stack.ctx.local.pulls(stack.project_id)
+    assert len(pulls) == 1 and pulls[0].title == "FAQ by B"
+    assert [m["content"] for m in stack.conversation(job_id) if m["role"] == "agent"] == ["Written by B."]
+    assert message.status.value == "processed" and message.attempts == 2
+    assert first.alive() and second.alive(), first.log()

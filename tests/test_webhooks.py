@@ -1,0 +1,264 @@
+"""Webhooks to API callers: endpoints, Standard Webhooks signatures checked by the reference library, retries
+through RQ's scheduler in a real worker, the delivery log, re-send, rotation, disabling, and the address guard."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from service.clock import iso, now
+from service.models import DeliveryStatus
+from service.webhooks.addresses import UnsafeUrl, check_url
+from tests.harness import LiveServer
+from tests.test_flow import FAQ, finish
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 that verifies every delivery with the `standardwebhooks` reference library
+    and answers 500 to the first `fail_first` deliveries."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.secrets: list[str] = []
+        self.fail_first = fail_first
+        self.received: list[dict] = []  # {"headers", "body", "verified", "status"}
+        self._lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        headers["content-type"] = environ.get("CONTENT_TYPE", "")
+        verified = []
+        for secret in self.secrets:
+            try:
+                Webhook(secret).verify(body, headers)
+                verified.append(secret)
+            except WebhookVerificationError:
+                pass
+        with self._lock:
+            status = 500 if len(self.received) < self.fail_first else 200
+            self.received.append({"headers": headers, "body": json.loads(body), "verified": verified,
+                                  "status": status, "at": time.monotonic()})
+        start_response(f"{status} {'OK' if status == 200 else 'Failing on purpose'}", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(fail_first: int = 0):
+        handler = Receiver(fail_first)
+        server = LiveServer(handler).__enter__()
+        made.append(server)
+        handler.url = f"{server.url}/hooks"
+        return handler
+
+    yield make
+    for server in made:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def hooked_stack(stack_factory):
+    return stack_factory(webhook_allow_private=True, webhook_retry_seconds=1)
+
+
+def register(stack, url: str, **fields):
+    response = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks", json={"url": url, **fields})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def deliveries(stack, webhook_id: str) -> list[dict]:
+    response = stack.api.get(f"/v2/agent/{stack.project_id}/webhooks/{webhook_id}/deliveries")
+    assert response.status_code == 200, response.text
+    return response.json()["deliveries"]
+
+
+def start_worker(stack) -> subprocess.Popen:
+    env = {**os.environ, **stack.env()}
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def wait_for(check, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again(hooked_stack, receiver):
+    stack = hooked_stack
+    hook = receiver(fail_first=2)
+    endpoint = register(stack, hook.url, events=["job.created", "job.completed"], description="CI")
+    hook.secrets.append(endpoint["secret"])
+    assert endpoint["secret"].startswith("whsec_")
+    assert "secret" not in stack.api.get(f"/v2/agent/{stack.project_id}/webhooks").json()["webhooks"][0]
+    stack.script([FAQ, finish()])
+    worker = start_worker(stack)
+    try:
+        job = stack.create().json()
+        done = wait_for(lambda: len([d for d in deliveries(stack, endpoint["id"]) if d["status"] == "succeeded"]) == 2,
+                        60, "both deliveries to succeed")
+        log = deliveries(stack, endpoint["id"])
+        assert {d["type"] for d in log} == {"job.created", "job.completed"} and done
+        # The receiver failed the first two attempts (of whichever deliveries came first) on purpose.
+        assert sorted(d["attempts"] for d in log) in ([1, 3], [2, 2])
+        assert all(d["responseStatus"] == 200 and d["latencyMs"] >= 0 for d in log)
+        assert all(r["verified"] == [endpoint["secret"]] for r in hook.received), "a signature did not verify"
+        retried = [r for r in hook.received if r["headers"]["webhook-id"] == log[0]["id"] or
+                   r["headers"]["webhook-id"] == log[1]["id"]]
+        assert len(retried) == 4
+        completed = next(r["body"] for r in hook.received if r["body"]["type"] == "job.completed")
+        assert completed["data"]["id"] == job["id"] and completed["data"]["status"] == "completed"
+        assert set(completed) == {"type", "timestamp", "data"}
+
+        # A re-send is one more attempt with the same webhook-id, made by the worker.
+        first = log[-1]
+        resent = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{first['id']}"
+                                "/resend")
+        assert resent.status_code == 202
+        wait_for(lambda: next(d for d in deliveries(stack, endpoint["id"]) if d["id"] == first["id"])["attempts"]
+                 == first["attempts"] + 1, 30, "the re-send")
+        assert hook.received[-1]["headers"]["webhook-id"] == first["id"] and hook.received[-1]["verified"]
+
+        # After a rotation the new secret verifies; the old one still signs for a while (a second signature).
+        rotated = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/rotate").json()
+        assert rotated["secret"] != endpoint["secret"]
+        hook.secrets.append(rotated["secret"])
+        stack.message(job["id"], "Anything else?")
+        wait_for(lambda: len(hook.received) >= 6, 60, "deliveries of the follow-up")
+        assert set(hook.received[-1]["verified"]) == {endpoint["secret"], rotated["secret"]}
+    finally:
+        stop_worker(worker)
+
+
+def test_secrets_are_sealed_at_rest(hooked_stack, receiver):
+    endpoint = register(hooked_stack, receiver().url)
+    client = hooked_stack.ctx.services.redis
+    secret_body = endpoint["secret"].removeprefix("whsec_").encode()
+    for key in client.keys("*"):
+        if client.type(key) == b"string":
+            assert secret_body not in client.get(key)
+
+
+def test_an_endpoint_failing_for_five_days_is_disabled_with_the_reason(hooked_stack, receiver):
+    stack = hooked_stack
+    hook = receiver(fail_first=100)
+    endpoint = register(stack, hook.url, events=["job.created"])
+    services = stack.ctx.services
+    record = services.webhooks.find(endpoint["id"])
+    record.failing_since = iso(now() - timedelta(days=5, minutes=1))
+    services.webhooks._save(record)
+    stack.create()
+    fanned = _fan_out(stack)
+    assert fanned == 1
+    after = stack.api.get(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}").json()
+    assert after["enabled"] is False and "5 days" in after["disabledReason"] and "HTTP 500" in after["disabledReason"]
+    [delivery] = deliveries(stack, endpoint["id"])
+    assert delivery["status"] == "failed" and delivery["attempts"] == 1 and delivery["nextAttemptAt"] is None
+    # A disabled endpoint gets no new deliveries, until it is enabled again.
+    stack.create()
+    _fan_out(stack)
+    assert len(deliveries(stack, endpoint["id"])) == 1
+    enabled = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/enable").json()
+    assert enabled["enabled"] is True and enabled["disabledReason"] is None
+
+
+def test_a_first_attempt_its_fan_out_never_made_is_made_by_another(hooked_stack, receiver):
+    from service.webhooks.fanout import Fanout
+
+    class DiesBeforeSending:
+        def submit(self, *_args):
+            pass
+
+    stack = hooked_stack
+    hook = receiver()
+    endpoint = register(stack, hook.url, events=["job.created"])
+    hook.secrets.append(endpoint["secret"])
+    stack.create()
+    services = stack.ctx.services
+    dying = Fanout(services.redis, services.webhooks, services.sender, consumer="dead", executor=DiesBeforeSending(),
+                   overdue_seconds=0.5)
+    assert dying.run_once(block_ms=100) == 1
+    [unsent] = deliveries(stack, endpoint["id"])
+    assert unsent["attempts"] == 0 and hook.received == []
+    time.sleep(0.6)
+    assert _fan_out(stack) == 0  # no new event, but the overdue first attempt is made
+    wait_for(lambda: hook.received, 10, "the overdue delivery")
+    assert hook.received[0]["headers"]["webhook-id"] == unsent["id"] and hook.received[0]["verified"]
+
+
+def _fan_out(stack) -> int:
+    """Run the worker's fan-out once in this process, first attempts included."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bot.worker import fanout
+
+    with ThreadPoolExecutor(2) as executor:
+        return fanout(stack.ctx, executor).run_once(block_ms=100)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost/x", "http://10.1.2.3/x",
+                                 "http://169.254.169.254/latest/meta-data", "http://[::1]/x",
+                                 "http://[::ffff:127.0.0.1]/x", "http://0.0.0.0/x", "http://192.168.0.1/x"])
+def test_internal_addresses_are_refused_unless_the_operator_allows_them(url):
+    with pytest.raises(UnsafeUrl):
+        check_url(url, allow_private=False)
+    check_url(url, allow_private=True)
+
+
+def test_registration_refuses_bad_and_internal_urls(stack):
+    base = f"/v2/agent/{stack.project_id}/webhooks"
+    for body, field in (({"url": "http://127.0.0.1:8000/hook"}, "url"), ({"url": "ftp://example.com/"}, "url"),
+                        ({"url": "http://user:pw@example.com/"}, "url"), ({}, "url"),
+                        ({"url": "https://example.com/", "events": ["job.exploded"]}, "events"),
+                        ({"url": "https://example.com/", "colour": "red"}, "colour")):
+        response = stack.api.post(base, json=body)
+        assert response.status_code == 400 and response.json()["field"] == field, (body, response.text)
+    assert stack.api.get(base).json()["webhooks"] == []
+
+
+def test_a_delivery_to_a_name_that_now_resolves_inside_is_refused(hooked_stack, receiver):
+    stack = hooked_stack
+    hook = receiver()
+    endpoint = register(stack, hook.url, events=["job.created"])
+    # The worker runs with the guard on, although registration (here) allowed the address.
+    stack.ctx.services.sender._allow_private = False
+    stack.create()
+    _fan_out(stack)
+    [delivery] = deliveries(stack, endpoint["id"])
+    assert delivery["status"] == DeliveryStatus.PENDING.value and delivery["error"].startswith("refused")
+    assert hook.received == []
+
+
+def test_webhook_endpoints_are_scoped_to_the_project_and_can_be_deleted(hooked_stack, receiver, make_repo):
+    stack = hooked_stack
+    endpoint = register(stack, receiver().url)
+    services = stack.ctx.services
+    other = stack.ctx.local.register(services.projects, path=make_repo({"a.md": "a"}, name="other"), ref="main")
+    assert stack.api.get(f"/v2/agent/{other.id}/webhooks/{endpoint['id']}").json()["code"] == "webhook_not_found"
+    assert stack.api.delete(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}").status_code == 204
+    assert stack.api.get(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}").status_code == 404
+    stack.create()
+    assert services.redis.xlen("cd:events:outbox") == 0  # no endpoint left: nothing to fan out

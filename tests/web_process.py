@@ -1,0 +1,113 @@
+"""The real `copydesk web` as a process, and slow anonymous clients that hold request bodies open."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+COPYDESK = shutil.which("copydesk", path=str(Path(sys.executable).parent))
+
+
+class WebServer:
+    """`copydesk web` on a free port with `env`; its output (access log included) goes to `log_path`."""
+
+    def __init__(self, env: dict[str, str], port: int, log_path: Path, *, worker_class: str = "gevent",
+                 workers: int = 2) -> None:
+        self.port = port
+        self.log_path = log_path
+        self._argv = [COPYDESK, "web", "--port", str(port), "--workers", str(workers), "--worker-class", worker_class]
+        self._env = {**os.environ, **env}
+        self._proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "WebServer":
+        log = open(self.log_path, "ab")
+        # Its own process group, so that `crash` reaches gunicorn's workers too.
+        self._proc = subprocess.Popen(self._argv, env=self._env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"copydesk web exited {self._proc.returncode}: {self.log()[-2000:]}")
+            try:
+                if requests.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except requests.RequestException:
+                time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError("copydesk web did not answer /healthz within 60 s")
+
+    def __exit__(self, *exc) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()  # gunicorn's master: a graceful stop of its workers
+            try:
+                self._proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def crash(self) -> None:
+        """SIGKILL the master and its workers at once: open connections are cut, nothing ends gracefully."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text("utf-8", "replace") if self.log_path.exists() else ""
+
+
+class SlowClients:
+    """`count` connections that each declare a large body on one of `paths`, then send a byte every second."""
+
+    def __init__(self, port: int, paths: list[str], count: int, *, declared: int = 10_000_000) -> None:
+        self._port, self._paths, self._count, self._declared = port, paths, count, declared
+        self._sockets: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._trickle, daemon=True)
+
+    def __enter__(self) -> "SlowClients":
+        for n in range(self._count):
+            path = self._paths[n % len(self._paths)]
+            sock = socket.create_connection(("127.0.0.1", self._port), timeout=10)
+            sock.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          f"X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: slow-{n}\r\n"
+                          f"Content-Length: {self._declared}\r\n\r\n{{").encode())
+            self._sockets.append(sock)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for sock in self._sockets:
+            sock.close()
+
+    def _trickle(self) -> None:
+        while not self._stop.wait(1.0):
+            for sock in self._sockets:
+                try:
+                    sock.send(b" ")
+                except OSError:
+                    pass  # the server closed it: that is its right
+
+
+def latency(url: str, headers: dict[str, str] | None = None, *, timeout: float = 30) -> float:
+    """Seconds one GET of `url` takes on a new connection (`timeout` when it does not answer in time)."""
+    started = time.monotonic()
+    try:
+        response = requests.get(url, headers={**(headers or {}), "Connection": "close"}, timeout=timeout)
+        response.raise_for_status()
+    except requests.Timeout:
+        return timeout
+    return time.monotonic() - started
