@@ -39,8 +39,8 @@ def main() -> int:
     print(f"chaos for {args.seconds:.0f} s with {args.workers} workers, {args.jobs} jobs x {1 + args.follow_ups} "
           f"messages, lease {plan.lease_ttl} s, sweep {plan.sweep_interval} s ({time.monotonic() - started:.0f} s in all)")
     print(report.figures())
-    for name in ("lost", "duplicates", "stuck", "internal_errors", "other_failures", "extra_pulls",
-                 "server_errors_outside_downtime", "exited_by_themselves"):
+    for name in ("lost", "duplicates", "uncommitted", "stuck", "internal_errors", "other_failures", "extra_pulls",
+                 "missing_pulls", "fsck_findings", "server_errors_outside_downtime", "exited_by_themselves"):
         if getattr(report, name):
             print(f"{name}: {getattr(report, name)}")
     return 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.first_request import generate  # noqa: E402
+from bench.first_request import generate, repository_files  # noqa: E402
 from bench.workspace import plain_env  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
@@ -29,7 +29,7 @@ def main() -> None:
     git = Git()
     with tempfile.TemporaryDirectory(prefix="copydesk-bench-search-") as tmp:
         bare = Path(tmp) / "source.git"
-        generate(bare, args.files, plain_env(Path(tmp)))
+        generate(bare, repository_files(args.files), plain_env(Path(tmp)))
         commit = git.out("rev-parse", "refs/heads/main", git_dir=bare)
         print(f"{args.files:,} files")
         print(f"{'pattern':<22} {'RE2 s':>7} {'git grep -P s':>14} {'matches':>8}")

@@ -12,6 +12,7 @@ from service.api.openapi import openapi_document
 from service.api.routes import bp as agent_api
 from service.api.streams import StreamSlots
 from service.api.webhook_routes import bp as webhooks_api
+from service.preflight import FirstContactChecks, RedisRefused, Status
 from service.settings import Settings
 
 
@@ -54,12 +55,24 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     def healthz():
         return jsonify({"status": "ok"})
 
+    # Checked at the first contact with Redis too: if it was down when `copydesk web` started, its start-up
+    # checks could not look at its eviction policy.
+    redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=settings.allow_redis_eviction)
+
     @app.get("/readyz")
     def readyz():
         try:
             ctx.services.redis.ping()
+            redis_settings.require()
         except redis.RedisError:
             return problems.problem("unavailable", "Redis is not reachable")
+        except RedisRefused as refused:
+            return problems.problem("redis_evicts_keys", _refusal(refused))
         return jsonify({"status": "ready"})
 
     return app
+
+
+def _refusal(refused: RedisRefused) -> str:
+    errors = [check for check in refused.checks if check.status is Status.ERROR]
+    return "; ".join(f"{check.detail}; fix: {check.fix}" for check in errors)

@@ -70,17 +70,33 @@ def _key_create(args, settings: Settings) -> None:
     from service.models import KeyAccess
 
     services = context.build(settings).services
+    host = args.host or _key_host(args.account, services.projects.all())
     for project_id in args.project:
         project = services.projects.find(project_id)
-        if project is None or project.account != args.account:
-            raise CodeHostError(f"account {args.account!r} has no project {project_id}")
+        if project is None or project.account != args.account or project.host != host:
+            raise CodeHostError(f"account {args.account!r} has no project {project_id} on the {host} code host")
     key, plaintext = services.keys.create(account=args.account, name=args.name or "", projects=args.project,
                                           access=KeyAccess(args.access.replace("-", "_")),
-                                          expires_in_days=expiry_days(args.expires), created_by="operator")
+                                          expires_in_days=expiry_days(args.expires), created_by="operator",
+                                          host=host)
     expiry = f"expires {key.expires_at}" if key.expires_at else "never expires"
     _print(args, {"id": key.id, "key": plaintext, **key.to_public()},
            f"{key.id}\n{plaintext}\n\n{args.access}, {expiry}. This key is shown once; store it now. "
            "Use it as `Authorization: Bearer <key>`.")
+
+
+def _key_host(account: str, projects: list) -> str:
+    """The code host family of `account` when --host is not given: local for the operator's local accounts (as on
+    the dashboard), else GitHub; an account name on both needs --host."""
+    from bot.dashboard.operator import LOCAL_ACCOUNT
+    from bot.github.codehost import HOST as GITHUB_HOST
+    from service.codehost.local import HOST as LOCAL_HOST
+
+    hosts = {p.host for p in projects if p.account == account} | ({LOCAL_HOST} if account == LOCAL_ACCOUNT else set())
+    if len(hosts) > 1:
+        raise CodeHostError(f"account {account!r} has projects on more than one code host; choose one with "
+                            "--host local or --host github")
+    return hosts.pop() if hosts else GITHUB_HOST
 
 
 def _key_revoke(args, settings: Settings) -> None:
@@ -162,15 +178,20 @@ def _web(args, settings: Settings) -> int:
 
 
 def _worker(args, settings: Settings) -> int:
-    from bot.doctor import startup_checks
+    from bot.doctor import report, startup_checks
     from bot.worker import run_worker
+    from service.preflight import RedisRefused
 
     if args.name:
         settings = settings.with_overrides(worker_name=worker_name(args.name, "--name"))
     ctx = context.build(settings)
     if not startup_checks(ctx, "worker"):
         return 2
-    run_worker(ctx, burst=args.burst)
+    try:
+        run_worker(ctx, burst=args.burst)
+    except RedisRefused as refused:  # Redis was down at start; its settings failed at the first contact
+        report(refused.checks, "worker")
+        return 2
     return 0
 
 
@@ -226,6 +247,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="read-only keys may only GET (default: read-write)")
     create.add_argument("--expires", default="90", metavar="{7,30,60,90,never}",
                         help="days until the key stops working, or never (default: 90)")
+    create.add_argument("--host", choices=("local", "github"),
+                        help="the code host of the account's projects; the key works on no other (default: local "
+                             "for `local` and accounts with local projects, else github)")
     create.add_argument("--json", action="store_true")
     create.set_defaults(handler=_key_create)
     revoke = key.add_parser("revoke", help="revoke an API key by id")

@@ -81,9 +81,7 @@ def _webhook_deliveries(args, settings: Settings) -> None:
 
 
 def _webhook_resend(args, settings: Settings) -> None:
-    services = context.build(settings).services
-    delivery = services.webhooks.endpoint_delivery(services.webhooks.get(args.project, args.id), args.delivery)
-    services.deliveries.now(delivery.id, delivery.attempts + 1, manual=True)
+    delivery = endpoints.resend(context.build(settings).services, args.project, args.id, args.delivery)
     _print(args, delivery.to_api(), f"queued another attempt of {delivery.id}")
 
 

@@ -39,7 +39,7 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
         repo = _sample_repository(Git(), root / "acme-widgets.git")
         # A separate account keeps the demo's records apart from real local projects in a shared Redis.
         project = ctx.local.register(ctx.services.projects, path=repo, ref="main", account="demo")
-        _key, api_key = ctx.services.keys.create(account="demo", name="demo", projects=[project.id])
+        _key, api_key = ctx.services.keys.create(account="demo", name="demo", projects=[project.id], host=project.host)
         _say(f"Sample repository  {repo}\nProject            {project.id}\nModel              {model}")
 
         env = _child_env(settings)

@@ -22,8 +22,13 @@ def checks(ctx: Context, *, redis_required: bool) -> list[Check]:
 
 def startup_checks(ctx: Context, process: str) -> bool:
     """Run the checks before `process` (web, worker) starts; print errors and warnings; False when it must not
-    start. An unreachable Redis is only a warning here: an outage at start is no configuration error."""
-    found = checks(ctx, redis_required=False)
+    start. An unreachable Redis is only a warning here: an outage at start is no configuration error (the worker
+    and /readyz check Redis's settings at their first contact with it)."""
+    return report(checks(ctx, redis_required=False), process)
+
+
+def report(found: list[Check], process: str) -> bool:
+    """Print the errors and warnings among `found` for `process`; False (and say so) when it must not start."""
     for check in found:
         if check.status is not Status.OK:
             print(f"copydesk {process}: {check.status.value}: {check.name}: {check.detail}"

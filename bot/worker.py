@@ -18,6 +18,7 @@ from bot.github.webhooks import events_queue_name
 from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker
 from service.dispatch import archive_inactive
+from service.preflight import FirstContactChecks
 from service.webhooks.fanout import Fanout
 from service.webhooks.queue import webhooks_queue_name
 from service.workspace.git import GitError
@@ -94,18 +95,22 @@ def worker_queues(queue_name: str) -> list[str]:
 def run_worker(ctx: Context, *, burst: bool = False) -> bool:
     """`copydesk worker`: process GitHub events, webhook attempts and agent runs until stopped (or, with `burst`,
     until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
-    A Redis outage never ends it: it backs off, reconnects and carries on."""
+    A Redis outage never ends it: it backs off, reconnects and carries on. Before it takes any work, Redis's
+    settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
+    policy evicts keys."""
     stop = threading.Event()
-    if not burst:
-        threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
-        threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
+    redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
-    worked = False
+    worked = started = False
     try:
         with WorkerHeartbeat(ctx) as heartbeat:
             while True:
                 worker = None
                 try:
+                    redis_settings.require()
+                    if not burst and not started:
+                        _start_background(ctx, stop)
+                        started = True
                     worker = CopydeskWorker([rq.Queue(name, connection=ctx.services.redis) for name in names],
                                             ctx=ctx)
                     heartbeat.watch(worker)
@@ -121,6 +126,12 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                     return worked
     finally:
         stop.set()
+
+
+def _start_background(ctx: Context, stop: threading.Event) -> None:
+    """The sweeper and the webhook fan-out, which run beside RQ's loop until `stop` is set."""
+    threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
+    threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
 
 
 def _reachable(ctx: Context) -> bool:

@@ -59,18 +59,18 @@ class ApiKeys:
 
     def create(self, *, account: str, name: str = "", projects: list[str] | None = None,
                access: KeyAccess = KeyAccess.READ_WRITE, expires_in_days: int | None = DEFAULT_EXPIRY_DAYS,
-               created_by: str = "operator") -> tuple[ApiKey, str]:
-        """Make a key; returns the record and the plaintext, which is never available again.
-
-        At most NEW_KEYS_PER_HOUR per account (RateLimited past it); the creation is audited.
-        """
+               created_by: str = "operator", host: str | None = None) -> tuple[ApiKey, str]:
+        """Make a key for `account` on code host family `host`; returns the record and the plaintext, which is never
+        available again. At most NEW_KEYS_PER_HOUR per account (RateLimited past it); the creation is audited."""
         name = name.strip()
         if len(name) > NAME_MAX or not name.isprintable():
             raise InvalidRequest(f"a key's name is at most {NAME_MAX} printable characters", field="name")
         if expires_in_days is not None and expires_in_days not in EXPIRY_DAYS:
             raise InvalidRequest(f"expiry must be one of {EXPIRY_DAYS} days or never", field="expiry")
         lookup = _random(_LOOKUP_LEN)
-        wait = self._store.claim_creation(account, "key_" + lookup, limit=NEW_KEYS_PER_HOUR, window_seconds=3600)
+        # Counted per code host family too, so a same-named account on the other host cannot use up this one's.
+        scope = account if host is None else f"{host}:{account}"
+        wait = self._store.claim_creation(scope, "key_" + lookup, limit=NEW_KEYS_PER_HOUR, window_seconds=3600)
         if wait:
             raise RateLimited(f"account {account} may create {NEW_KEYS_PER_HOUR} API keys per hour; "
                               f"try again in {int(wait) // 60 + 1} minutes", retry_after=int(wait))
@@ -78,6 +78,7 @@ class ApiKeys:
         created = now()
         key = ApiKey(id="key_" + lookup, account=account, hash=_digest(plaintext), created_at=iso(created),
                      name=name, projects=list(projects or []), access=KeyAccess(access), created_by=created_by,
+                     host=host,
                      expires_at=iso(created + timedelta(days=expires_in_days)) if expires_in_days else None)
         self._store.add(key, KeyEvent(at=key.created_at, account=account, actor=created_by, action="created",
                                       key_id=key.id, key_name=name))
@@ -110,10 +111,10 @@ class ApiKeys:
     def all(self) -> list[ApiKey]:
         return self._store.all()
 
-    def of_account(self, account: str) -> list[ApiKey]:
-        """The account's keys, newest first."""
-        return sorted((k for k in self._store.all() if k.account == account), key=lambda k: k.created_at,
-                      reverse=True)
+    def of_account(self, account: str, host: str | None = None) -> list[ApiKey]:
+        """The account's keys, newest first; given `host`, only those that work on that code host family."""
+        keys = (k for k in self._store.all() if k.account == account and (host is None or k.works_on(host)))
+        return sorted(keys, key=lambda k: k.created_at, reverse=True)
 
     def audit(self, account: str, limit: int = 100) -> list[KeyEvent]:
         """Who created or revoked which of the account's keys, and when; newest first."""

@@ -11,7 +11,7 @@ log = logging.getLogger(__name__)
 
 # Crash points: the process dies there at once, as if SIGKILLed, in the order a run reaches them.
 AFTER_PUSH = "after_push"  # the commit is on the branch; no pull request opened or updated yet
-PULL_CLAIMED = "pull_claimed"  # the local host claimed a pull-request number but saved no record
+PULL_CLAIMED = "pull_claimed"  # inside the local host's pull-request transaction: a number chosen, nothing saved
 AFTER_PULL = "after_pull"  # the pull request is open; the outcome is not recorded
 CRASHES = (AFTER_PUSH, PULL_CLAIMED, AFTER_PULL)
 # Stall points, reached by every `search` tool call: it never returns by itself.
@@ -20,7 +20,15 @@ REGEX_IN_TOOL = "regex_in_tool"  # a catastrophic match inside Python's `re`: C 
 STALLS = (STALL_IN_TOOL, REGEX_IN_TOOL)
 # Freeze points: the process stops itself (SIGSTOP), as a paused VM or a debugger would, until SIGCONT.
 FREEZE_BEFORE_PUSH = "freeze_before_push"  # after the push's lease check, before the push itself
-POINTS = CRASHES + STALLS + (FREEZE_BEFORE_PUSH,)
+FREEZE_BEFORE_PULL = "freeze_before_pull"  # after the runner's lease check, before it opens or updates the PR
+FREEZE_BEFORE_COMMENT = "freeze_before_comment"  # after the runner's lease check, before a follow-up's comment
+FREEZES = (FREEZE_BEFORE_PUSH, FREEZE_BEFORE_PULL, FREEZE_BEFORE_COMMENT)
+# Pause points: the run sleeps PAUSE_SECONDS and carries on, long enough for a test to act meanwhile.
+PAUSE_BEFORE_PUSH = "pause_before_push"  # past the run's last stop check, before its push (a cancel lands here)
+PAUSES = (PAUSE_BEFORE_PUSH,)
+PAUSE_SECONDS = 3.0
+STALL_IN_DOCS_CHECK = "stall_in_docs_check"  # the docs check at the end of a run never returns by itself
+POINTS = CRASHES + STALLS + FREEZES + PAUSES + (STALL_IN_DOCS_CHECK,)
 
 
 @dataclass(frozen=True)
@@ -36,8 +44,11 @@ class Faults:
         log.warning("test fault point %s reached", point)
         if point in CRASHES:
             os._exit(137)
-        if point == FREEZE_BEFORE_PUSH:
+        if point in FREEZES:
             os.kill(os.getpid(), signal.SIGSTOP)
+            return
+        if point in PAUSES:
+            time.sleep(PAUSE_SECONDS)
             return
         if point == REGEX_IN_TOOL:
             while True:

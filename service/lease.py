@@ -60,6 +60,13 @@ class Fence:
         current = pipe.hget(self.key, "token")
         return current is not None and replies.text(current) == self.token
 
+    def ensure(self, client) -> None:
+        """Raise LeaseLost unless the lease is still this fence's: inside a WATCH on `key` (then the write that
+        follows is refused by Redis if the lease changes meanwhile), or a live read before a write Redis cannot
+        fence (an HTTP call to a code host)."""
+        if not self.holds(client):
+            raise LeaseLost(f"the lease of job {self.job_id} is no longer token {self.token}; nothing was written")
+
 
 @dataclass(frozen=True)
 class LeaseInfo:

@@ -161,9 +161,26 @@ class ApiKey(Record):
     created_by: str = ""  # who made it: a GitHub login, or "operator" for the CLI and the login link
     revoked_by: str | None = None
     use_count: int = 0  # kept beside the record, like last_used_at
+    # The code host family of the key's account ("local" or "github", as Project.host): local and GitHub accounts
+    # share one namespace of names, so a key works only on projects of its own family. None: not recorded (below).
+    host: str | None = None
 
     def __post_init__(self) -> None:
         self.access = KeyAccess(self.access)
+
+    @property
+    def code_host(self) -> str | None:
+        """The code host family the key works on; None: any, as for keys made before `host` was recorded."""
+        # Such an older key is GitHub's when a GitHub login created it: only the dashboard's GitHub sign-in records
+        # one (the CLI and the operator's link record "operator"). One the operator made stays unbound: the CLI
+        # made keys for GitHub accounts too, and refusing those would break the callers that hold them.
+        if self.host is not None:
+            return self.host
+        return None if self.created_by in ("", "operator") else "github"
+
+    def works_on(self, host: str) -> bool:
+        """Whether the key may be used on projects of code host `host` at all."""
+        return self.code_host is None or self.code_host == host
 
     @property
     def prefix(self) -> str:
@@ -182,6 +199,8 @@ class ApiKey(Record):
         """Whether this key may act on `project`."""
         if self.revoked_at or project.account != self.account:
             return False
+        if not self.works_on(project.host):
+            return False  # a same-named account on the other code host
         return not self.projects or project.id in self.projects
 
     def to_public(self) -> dict:
@@ -190,6 +209,7 @@ class ApiKey(Record):
             "id": self.id,
             "prefix": self.prefix,
             "account": self.account,
+            "host": self.code_host,
             "name": self.name,
             "projects": self.projects,
             "access": self.access.value,

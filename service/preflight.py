@@ -1,8 +1,10 @@
 """Start-up checks: Redis keeps every key and persists, git is recent enough, the data folder is writable, models are usable."""
 
 import enum
+import logging
 import re
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,8 @@ import redis
 from service.agent.model import ModelError, ModelFactory
 from service.settings import Settings
 from service.workspace.git import Git, GitError
+
+log = logging.getLogger(__name__)
 
 # GIT_CONFIG_GLOBAL (2.32) is how Copydesk keeps a user's global git config out of its commands.
 MIN_GIT_VERSION = (2, 32)
@@ -58,8 +62,7 @@ def failed(checks: list[Check]) -> bool:
 def redis_checks(client: redis.Redis, *, allow_eviction: bool, required: bool = True) -> list[Check]:
     """Redis must never evict keys (`noeviction`) and should persist them (AOF, else RDB snapshots)."""
     try:
-        memory = client.info("memory")
-        persistence = client.info("persistence")
+        return redis_settings_checks(client, allow_eviction=allow_eviction)
     except redis.RedisError as exc:
         where = _redis_address(client)
         if required:
@@ -67,7 +70,56 @@ def redis_checks(client: redis.Redis, *, allow_eviction: bool, required: bool = 
                           "start redis-server or set COPYDESK_REDIS_URL")]
         return [Check("redis", Status.WARNING, f"cannot reach Redis at {where} ({exc}); its settings were not "
                                                "checked", "run `copydesk doctor` once Redis is up")]
+
+
+def redis_settings_checks(client: redis.Redis, *, allow_eviction: bool) -> list[Check]:
+    """The eviction and persistence checks; raises redis.RedisError while Redis cannot be reached."""
+    memory = client.info("memory")
+    persistence = client.info("persistence")
     return [_eviction_check(memory, allow_eviction), _persistence_check(client, persistence)]
+
+
+class RedisRefused(Exception):
+    """Redis's settings fail a required check (its policy evicts keys): the process must not go on."""
+
+    def __init__(self, checks: list[Check]) -> None:
+        super().__init__("; ".join(f"{check.name}: {check.detail}" for check in checks if check.status is Status.ERROR))
+        self.checks = checks
+
+
+class FirstContactChecks:
+    """Redis's settings checks for a process that may have started while Redis was down (its start-up checks then
+    skipped them): run at its first contact with Redis, and again at each call until they pass, so that a policy
+    fixed with CONFIG SET is noticed without a restart."""
+
+    def __init__(self, client: redis.Redis, *, allow_eviction: bool) -> None:
+        self._client = client
+        self._allow_eviction = allow_eviction
+        self._passed = False
+        self._reported: list[Check] = []
+        self._lock = threading.Lock()
+
+    def require(self) -> None:
+        """Return once Redis's settings passed; raise RedisRefused when they fail, redis.RedisError while Redis
+        is unreachable."""
+        if self._passed:
+            return
+        found = redis_settings_checks(self._client, allow_eviction=self._allow_eviction)
+        with self._lock:
+            self._report(found)
+            self._passed = not failed(found)
+        if not self._passed:
+            raise RedisRefused(found)
+
+    def _report(self, found: list[Check]) -> None:
+        # Logged when the outcome changes, not at every readiness probe.
+        if found == self._reported:
+            return
+        self._reported = found
+        for check in found:
+            if check.status is not Status.OK:
+                level = logging.ERROR if check.status is Status.ERROR else logging.WARNING
+                log.log(level, "%s: %s; fix: %s", check.name, check.detail, check.fix)
 
 
 def _eviction_check(memory: Mapping, allow_eviction: bool) -> Check:

@@ -16,7 +16,15 @@ from service.agent.progress import step_event
 from service.codehost.base import CodeHost, CodeHostError
 from service.errors import RunFailed
 from service.events import EventType
-from service.faults import AFTER_PULL, AFTER_PUSH, FREEZE_BEFORE_PUSH, Faults
+from service.faults import (
+    AFTER_PULL,
+    AFTER_PUSH,
+    FREEZE_BEFORE_COMMENT,
+    FREEZE_BEFORE_PULL,
+    FREEZE_BEFORE_PUSH,
+    PAUSE_BEFORE_PUSH,
+    Faults,
+)
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
@@ -131,6 +139,7 @@ class Run:
         self.remote: Remote | None = None
         self.mirror: Mirror | None = None
         self.history: BranchHistory | None = None
+        self.instructions_from: str | None = None  # the head of the project's base branch: see _edit
 
     # -- the lifecycle ---------------------------------------------------------------------------
 
@@ -182,11 +191,13 @@ class Run:
             with ExitStack() as refs:
                 with self.stop.interruptible():
                     heads = refs.enter_context(self.mirror.run_refs(
-                        self.remote, {"base": f"refs/heads/{self.job.ref}", "branch": f"refs/heads/{self.branch}"}))
+                        self.remote, {"base": f"refs/heads/{self.job.ref}", "branch": f"refs/heads/{self.branch}",
+                                      "project": f"refs/heads/{self.project.ref}"}))
                     start = heads["branch"] or heads["base"]
                     if start is None:
                         raise RunFailed("ref_not_found", f"the repository has no branch {self.job.ref!r}")
                     self.history = BranchHistory(self.mirror, heads["base"])
+                    self.instructions_from = heads["project"]
                     published = self._earlier_push(heads["branch"])
                     edited = self._edit(start) if published is None else None
                 if published is None:
@@ -206,7 +217,9 @@ class Run:
         model = self.runner.models.client(self.job.model, run_index=self.message.seq)
         assert self.mirror is not None and self.history is not None and self.project is not None  # set by _run
         with self.mirror.open(start) as workspace:
-            task = brief(workspace, _prompt_text(self.message), base_commit=self.history.base,
+            # The instructions come from the project's base branch, not the job's `ref`: an API caller may
+            # start a job from any branch, and whoever can push there must not be able to instruct the agent.
+            task = brief(workspace, _prompt_text(self.message), base_commit=self.instructions_from,
                          history=compact_history(_history(self.earlier), max_chars=settings.agent_history_chars),
                          docs_root=self.project.docs_root, base_ref=self.job.ref,
                          branch_diff=self.history.diff(start) if self.earlier else None)
@@ -237,6 +250,7 @@ class Run:
         # From here on the run publishes: git and the code host bound each call themselves, and the worker
         # process must not kill a horse that is past the deadline but pushing (it would record a failure).
         self.lease.note("kill_at", repr(time.time() + PUBLISH_ALLOWANCE_SECONDS))
+        self.runner.faults.reach(PAUSE_BEFORE_PUSH)
         pushed = push_commit(self.mirror, self.remote, commit=commit, branch=self.branch, start_commit=start,
                              changes=edited.changes, message=text, author=self.runner.identity,
                              committer=self.runner.identity, trailer=self.trailer, base_head=self.history.base,
@@ -260,20 +274,26 @@ class Run:
             self._ensure_still_wanted()
             body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary), files=files,
                                       docs_check=published.docs_check, job_id=self.job.id)
-            self.lease.ensure_held()  # the host's pull request is one per branch, so a retry updates, not opens
+            # An early look at the lease spares a doomed write; the host fences the write itself with the lease
+            # (a worker may freeze between this look and the write). One pull request per branch, so a retry
+            # updates, not opens.
+            self.lease.ensure_held()
+            self.runner.faults.reach(FREEZE_BEFORE_PULL)
             pull = self.host.open_or_update_pull(self.project, job_id=self.job.id, branch=self.branch,
                                                  base=self.job.ref, title=published.title, body=body,
-                                                 draft=self.job.as_draft)
+                                                 draft=self.job.as_draft, fence=self.lease.fence)
             outcome.pr_link, outcome.pr_number = pull.url, pull.number
             self.runner.faults.reach(AFTER_PULL)
         if self.message.seq > 0:
             self.lease.ensure_held()
+            self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
             number = outcome.pr_number or self.job.pr_number
             assert number is not None  # the job had a pull request or this run opened one (see the return above)
             self._comment(number,
                           describe.round_comment(round_number=self.message.seq, summary=published.summary,
                                                  changed_files=published.changed_files, commit=published.commit,
-                                                 mention=_mention(self.message)))
+                                                 mention=_mention(self.message)),
+                          key=f"{self.message.id}:round")
         return outcome
 
     def _record(self, outcome: RunOutcome) -> None:
@@ -286,8 +306,15 @@ class Run:
             self._reply_failure(outcome.error)
 
     def _guard_push(self) -> None:
-        """Right before each push: the lease is still this run's (a push is the one write Redis cannot fence)."""
+        """Right before each push, a rebuild's too: the lease is still this run's (a push is the one write Redis
+        cannot fence), and the message was not cancelled since the run's last stop check.
+
+        The cancel is read from Redis here, not left to the watchdog: a cancel that lands while the run
+        publishes is not delivered (a stop never cuts a publish), and the watchdog looks only twice a second."""
         self.lease.ensure_held()
+        if self.services.jobs.cancel_requested(self.job.id, self.message.id):
+            self.stop.request(StopReason.CANCELLED)
+            raise RunStopped(StopReason.CANCELLED)
         self.runner.faults.reach(FREEZE_BEFORE_PUSH)
 
     # -- the ways a stopped run ends: one per StopReason -----------------------------------------
@@ -388,15 +415,24 @@ class Run:
                 log.warning("job %s: could not reach the code host to report the failure", self.job.id, exc_info=True)
                 return
         assert self.job.pr_number is not None  # _record replies only on a job with a pull request
-        self._comment(self.job.pr_number, describe.failure_comment(round_number=self.message.seq, error=error,
-                                                                   mention=_mention(self.message)))
+        try:
+            self._comment(self.job.pr_number, describe.failure_comment(round_number=self.message.seq, error=error,
+                                                                       mention=_mention(self.message)),
+                          key=f"{self.message.id}:failure")
+        except LeaseLost:
+            log.warning("job %s: the lease lapsed right after the failure was recorded; it is not commented",
+                        self.job.id)
 
-    def _comment(self, number: int, body: str) -> None:
-        # The run's work is pushed and recorded by now; a comment the host refuses must not undo that.
+    def _comment(self, number: int, body: str, *, key: str) -> None:
+        """Comment on the job's pull request: fenced by the lease (LeaseLost: write nothing more) and posted once
+        per `key`, however many attempts of the run get here."""
         assert self.host is not None and self.project is not None  # set by _run or _reply_failure
         try:
-            self.host.comment(self.project, number, body)
+            self.host.comment(self.project, number, body, fence=self.lease.fence, key=key)
+        except LeaseLost:
+            raise
         except Exception:
+            # The run's work is pushed by now; a comment the host refuses must not undo that.
             log.warning("could not comment on pull request #%s of %s", number, self.project.id, exc_info=True)
 
 

@@ -24,6 +24,7 @@ from service.lease import LeaseInfo
 from service.settings import Settings
 from service.workspace.git import Git
 from tests.conftest import DOCS, commit_files, free_port
+from tests.fsck_check import assert_copydesk_commits_pass_fsck
 from tests.model_standin import ModelStandIn, Reply, ToolUse
 from tests.worker_processes import WorkerProcess
 
@@ -52,12 +53,15 @@ class ChaosReport:
     kills: dict = field(default_factory=lambda: {"worker": 0, "horse": 0, "host": 0})
     messages: int = 0
     lost: list = field(default_factory=list)
-    duplicates: list = field(default_factory=list)
+    duplicates: list = field(default_factory=list)  # messages with more than one commit (trailer) on the branch
+    uncommitted: list = field(default_factory=list)  # processed messages that changed files but have no commit
     stuck: list = field(default_factory=list)
     run_interrupted: int = 0
     internal_errors: list = field(default_factory=list)
     other_failures: list = field(default_factory=list)
-    extra_pulls: list = field(default_factory=list)
+    extra_pulls: list = field(default_factory=list)  # pull requests the code host lists beyond one per job
+    missing_pulls: list = field(default_factory=list)  # jobs with commits but no pull request that shows them
+    fsck_findings: list = field(default_factory=list)  # what `git fsck --strict` flags in Copydesk's commits
     recoveries: list = field(default_factory=list)  # seconds from a kill mid-run to the run going again
     recoveries_by_kind: dict = field(default_factory=dict)  # kill kind -> those seconds
     unresumed: int = 0  # kills mid-run whose run was not seen going again (it may have ended meanwhile)
@@ -72,8 +76,10 @@ class ChaosReport:
 
         return (f"kills: {sum(self.kills.values())} ({', '.join(f'{k} {v}' for k, v in self.kills.items())})\n"
                 f"messages: {self.messages}\nlost: {len(self.lost)}\nduplicates: {len(self.duplicates)}\n"
+                f"processed without their commit: {len(self.uncommitted)}\n"
                 f"stuck: {len(self.stuck)}\nrun_interrupted: {self.run_interrupted}\n"
                 f"internal_error: {len(self.internal_errors)}\nextra pull requests: {len(self.extra_pulls)}\n"
+                f"jobs missing their pull request: {len(self.missing_pulls)}\nfsck findings: {len(self.fsck_findings)}\n"
                 f"recovery: n={len(rec)} p50={statistics.median(rec) if rec else 0:.1f}s p90={pct(0.9)}s "
                 f"max={max(rec) if rec else 0:.1f}s (not seen resuming: {self.unresumed})\n"
                 + "".join(f"  after a {kind} kill: n={len(times)} p50={statistics.median(times):.1f}s "
@@ -368,38 +374,77 @@ class ChaosRig:
         return self.job(job_id)["status"] in ("completed", "failed")
 
     def _check(self, jobs: dict[str, int]) -> ChaosReport:
+        """What the API, the code host's pages and git show once the chaos is over (never Redis directly)."""
         report = self.report
-        git = Git()
-        pulls = self.ctx.local.pulls(self.project_id)
+        listed = self._listed_pulls()
+        linked: dict[int, str] = {}  # pull-request number -> the job whose record links it
         for job_id in jobs:
             conversation = self._call("GET", f"/job/{job_id}/messages").json()["messages"]
-            users = {(_TAG.search(m["content"]) or [None, None])[1]: m for m in conversation if m["role"] == "user"}
-            report.messages += len(self.accepted[job_id])
-            branch = f"copydesk/{job_id}"
-            for tag in self.accepted[job_id]:
-                message = users.get(tag)
-                if message is None:
-                    report.lost.append((job_id, tag))
-                    continue
-                if message["status"] in ("queued", "running"):
-                    report.stuck.append((job_id, tag, message["status"]))
-                    continue
-                error = (message.get("error") or {}).get("code")
-                if error == "run_interrupted":
-                    report.run_interrupted += 1
-                elif error == "internal_error":
-                    report.internal_errors.append((job_id, tag, message["error"]))
-                elif error:
-                    report.other_failures.append((job_id, tag, message["error"]))
-                if message["status"] == "processed":
-                    commits = git.out("log", "--format=%H", "--fixed-strings",
-                                      f"--grep={describe.TRAILER_MESSAGE}: {message['id']}", f"refs/heads/{branch}",
-                                      git_dir=self.repo, check=False).split()
-                    if len(commits) != 1:
-                        report.duplicates.append((job_id, tag, len(commits)))
-            mine = [p for p in pulls if p.head == branch]
-            if len(mine) > 1:
-                report.extra_pulls.append((job_id, [p.number for p in mine]))
+            self._check_messages(job_id, conversation)
+            changed = any(m["role"] == "agent" and m["changedFiles"] for m in conversation)
+            self._check_pull(job_id, self.job(job_id)["prLink"], changed, listed, linked)
+        report.extra_pulls += [number for number in sorted(listed) if number not in linked]
         report.exited_by_themselves = [(w.pid, w.proc.returncode) for w in self.workers
                                        if not w.alive() and w.pid not in self.killed]
+        try:
+            assert_copydesk_commits_pass_fsck(self.repo)
+        except AssertionError as finding:
+            report.fsck_findings.append(str(finding))
         return report
+
+    def _check_messages(self, job_id: str, conversation: list[dict]) -> None:
+        """Every accepted message of the job: present, ended, not failed, and committed at most once (exactly
+        once when it was processed and changed files)."""
+        report = self.report
+        users = {(_TAG.search(m["content"]) or [None, None])[1]: m for m in conversation if m["role"] == "user"}
+        replies = {m["replyTo"]: m for m in conversation if m["role"] == "agent"}
+        report.messages += len(self.accepted[job_id])
+        for tag in self.accepted[job_id]:
+            message = users.get(tag)
+            if message is None:
+                report.lost.append((job_id, tag))
+                continue
+            commits = self._trailer_count(f"copydesk/{job_id}", message["id"])
+            changed = bool((replies.get(message["id"]) or {}).get("changedFiles"))
+            if commits > 1:
+                report.duplicates.append((job_id, tag, commits))
+            elif message["status"] == "processed" and changed and commits != 1:
+                report.uncommitted.append((job_id, tag))
+            if message["status"] in ("queued", "running"):
+                report.stuck.append((job_id, tag, message["status"]))
+                continue
+            error = (message.get("error") or {}).get("code")
+            if error == "run_interrupted":
+                report.run_interrupted += 1
+            elif error == "internal_error":
+                report.internal_errors.append((job_id, tag, message["error"]))
+            elif error:
+                report.other_failures.append((job_id, tag, message["error"]))
+
+    def _check_pull(self, job_id: str, pr_link: str | None, changed: bool, listed: set[int],
+                    linked: dict[int, str]) -> None:
+        """The job's `prLink` is a pull request the code host lists, for this job alone; none only without commits."""
+        if pr_link is None:
+            if changed:
+                self.report.missing_pulls.append((job_id, None))
+            return
+        number = int(pr_link.rstrip("/").rsplit("/", 1)[1])
+        if number not in listed or linked.setdefault(number, job_id) != job_id:
+            self.report.missing_pulls.append((job_id, pr_link))
+
+    def _trailer_count(self, branch: str, message_id: str) -> int:
+        """How many commits on the branch carry the message's trailer (none when the branch does not exist)."""
+        return len(Git().out("log", "--format=%H", "--fixed-strings", f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
+                             f"refs/heads/{branch}", git_dir=self.repo, check=False).split())
+
+    def _listed_pulls(self) -> set[int]:
+        """The pull-request numbers the local code host's repository page lists, read over HTTP as the signed-in
+        operator sees them (the sign-in link is issued the way `copydesk dashboard login-link` issues it)."""
+        from bot.dashboard.operator import issue_login_link
+
+        session = requests.Session()
+        signed_in = session.get(issue_login_link(self.ctx.services.redis, self.settings.base_url), timeout=10)
+        assert signed_in.status_code == 200, signed_in.text[:500]
+        page = session.get(f"{self.settings.base_url}/local/{self.project_id}", timeout=10)
+        assert page.status_code == 200, page.text[:500]
+        return {int(n) for n in re.findall(rf'href="/local/{re.escape(self.project_id)}/pulls/(\d+)"', page.text)}

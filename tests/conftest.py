@@ -99,24 +99,30 @@ def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, 
 
 
 @pytest.fixture
-def make_repo(tmp_path, git):
-    """Factory: a bare repository at tmp/<name>.git whose `main` holds the given files. On teardown every
-    commit Copydesk made in it must pass `git fsck --strict`."""
+def fsck_at_teardown(git):
+    """Call with a bare repository: on teardown every commit Copydesk made in it must pass `git fsck --strict`."""
     from tests.fsck_check import assert_copydesk_commits_pass_fsck
 
-    made: list[Path] = []
+    repos: list[Path] = []
+    yield repos.append
+    for bare in dict.fromkeys(repos):
+        assert_copydesk_commits_pass_fsck(bare, git)
+
+
+@pytest.fixture
+def make_repo(tmp_path, git, fsck_at_teardown):
+    """Factory: a bare repository at tmp/<name>.git whose `main` holds the given files. On teardown every
+    commit Copydesk made in it must pass `git fsck --strict`."""
 
     def make(files: dict[str, str | bytes], name: str = "docs", branch: str = "main") -> Path:
         bare = tmp_path / f"{name}.git"
         git.run("init", "--bare", "-q", str(bare))
         git.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=bare)
         commit_files(git, bare, files, branch=branch, message="Initial docs")
-        made.append(bare)
+        fsck_at_teardown(bare)
         return bare
 
     yield make
-    for bare in made:
-        assert_copydesk_commits_pass_fsck(bare, git)
 
 
 DOCS = {

@@ -1,10 +1,17 @@
 """The agent's file tools on a real workspace: the sandbox, each tool's happy and error paths, the write limit."""
 
+import logging
+import threading
+
 import pytest
 
+from service import logcontext
 from service.agent import tools
 from service.agent.tools import TOOL_SPECS, ToolExecutor
 from service.errors import RunFailed
+from service.faults import STALL_IN_TOOL, Faults
+from service.logcontext import ContextFilter
+from service.runstop import RunStop, RunStopped, StopReason
 from service.workspace.git import Git
 from tests.test_agent_support import call, make_repository
 
@@ -470,3 +477,46 @@ def test_a_very_long_line_is_cut_and_measured(executor, workspace):
 def test_files_that_change_how_git_treats_the_repository_are_read_only(executor, tool, args):
     result = call(executor, tool, **args)
     assert result.is_error and "changes how git treats the repository" in result.content
+
+
+@pytest.mark.parametrize("name, arguments, message", [
+    ("write_file", {"path": "docs/new.md", "content": "x\ud800"}, "an internal error stopped it (UnicodeEncodeError"),
+    ("edit_file", {"path": "docs/install.md", "old": "Install", "new": "\ud800"}, "an internal error stopped it"),
+    ("write_file", {"path": "docs/\ud800.md", "content": "x"}, "not valid Unicode text"),
+    ("read_file", {"path": "docs/\udfff.md"}, "not valid Unicode text"),
+    ("move_file", {"path": "docs/install.md", "new_path": "docs/\ud800.md"}, "not valid Unicode text"),
+    ("search", {"pattern": "a\ud800"}, "the pattern is not valid Unicode text"),
+    ("search", {"pattern": "a", "path_glob": "docs/\ud800*"}, "surrogates not allowed"),
+    ("finish", {"title": "Add", "summary": "Added \ud800"}, "summary is not valid Unicode text"),
+], ids=["content", "edit", "write-path", "read-path", "move-path", "pattern", "glob", "summary"])
+def test_lone_surrogates_in_any_argument_are_tool_errors(executor, workspace, name, arguments, message):
+    result = call(executor, name, **arguments)
+    assert result.is_error and result.content.startswith(f"{name} failed: ") and message in result.content, result
+    assert result.finish is None
+    assert workspace.changes() == {}
+
+
+def test_an_unexpected_error_inside_a_tool_is_logged_with_the_job_and_its_traceback(executor, caplog):
+    caplog.set_level(logging.ERROR)
+    caplog.handler.addFilter(ContextFilter())
+    with logcontext.job("job_surrogate"):
+        result = call(executor, "write_file", path="docs/new.md", content="x\ud800")
+    assert result.is_error
+    [record] = [r for r in caplog.records if r.name == "service.agent.tools"]
+    assert "write_file tool failed unexpectedly" in record.getMessage()
+    assert record.job_id == "job_surrogate"
+    assert record.exc_info and record.exc_info[0] is UnicodeEncodeError
+
+
+def test_a_stop_inside_a_tool_is_never_turned_into_a_tool_error(workspace):
+    stop = RunStop()
+    executor = ToolExecutor(workspace, max_bytes_written=10_000, stop=stop,
+                            faults=Faults(frozenset({STALL_IN_TOOL})))
+    cancel = threading.Timer(0.3, stop.request, [StopReason.CANCELLED])
+    cancel.start()
+    try:
+        with stop.watch([], tick_seconds=0.05), stop.interruptible(), pytest.raises(RunStopped):
+            call(executor, "search", pattern="Install")
+    finally:
+        cancel.cancel()
+    assert stop.reason is StopReason.CANCELLED

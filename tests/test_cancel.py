@@ -4,6 +4,8 @@ and the job returns to the state its last finished round left."""
 import threading
 import time
 
+from service import faults
+from service.lease import LeaseInfo
 from service.store.jobs import RunOutcome
 from service.workspace.git import Git
 from tests.model_standin import Hang, Reply, ToolUse
@@ -97,3 +99,38 @@ def test_a_cancelled_round_after_a_failed_one_leaves_the_job_failed_with_that_er
     stack.message(job["id"], "try again")
     settled = cancel(stack, job["id"]).json()
     assert settled["status"] == "failed" and settled["error"]["code"] == "ref_not_found"
+
+
+def _publishing(stack, job_id: str) -> bool:
+    """Whether the job's run has begun to publish: past its last stop check, its lease's kill-at moved far ahead."""
+    info = LeaseInfo.read(stack.ctx.services.redis, job_id)
+    return info is not None and info.kill_at > time.time() + 5 * stack.settings.run_timeout_seconds
+
+
+def test_a_cancel_that_lands_after_the_last_stop_check_still_pushes_nothing(stack_factory):
+    # The run pauses between its last stop check and its push; the cancel lands in that pause.
+    stack = stack_factory(test_faults=frozenset({faults.PAUSE_BEFORE_PUSH}), run_timeout_seconds=60)
+    stack.script([FAQ, finish()])
+    job = stack.create().json()
+    timing = {}
+
+    def cancel_while_it_publishes():
+        deadline = time.monotonic() + 30
+        while not _publishing(stack, job["id"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        timing["answer"] = cancel(stack, job["id"])
+
+    canceller = threading.Thread(target=cancel_while_it_publishes)
+    canceller.start()
+    started = time.monotonic()
+    stack.drain()
+    canceller.join(timeout=30)
+
+    assert timing["answer"].status_code == 200, timing["answer"].text
+    assert time.monotonic() - started < SETTLE_BOUND_SECONDS + faults.PAUSE_SECONDS
+    assert not branch_exists(stack, f"copydesk/{job['id']}")  # nothing pushed
+    after = stack.job(job["id"])
+    assert after["status"] == "completed" and after["prLink"] is None
+    assert [m["status"] for m in stack.conversation(job["id"])] == ["cancelled"]
+    types = [e["type"] for e in page(stack, job["id"])]
+    assert "run.pushed" not in types and types[-1] == "job.cancelled"

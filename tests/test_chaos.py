@@ -1,11 +1,13 @@
 """Chaos, bounded to about 90 s: real Redis with AOF, a real web process, real worker processes and a slow model;
 workers and work horses SIGKILLed at random (and restarted, as a supervisor would), Redis and the web killed and
-restarted once. From outside, over HTTP and git: nothing lost, nothing committed twice, one pull request per job,
-nothing stuck, no internal_error, and no worker that exited by itself."""
+restarted once. From outside, over HTTP and git: nothing lost, every message committed at most once (exactly once
+when it changed files), one pull request per job as the code host's pages list them, nothing stuck, no
+internal_error, no worker that exited by itself, and every commit clean under `git fsck --strict`."""
 
 import time
 
 from tests.chaos import ChaosPlan, ChaosRig
+from tests.fsck_check import assert_copydesk_commits_pass_fsck
 
 
 def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_path):
@@ -16,9 +18,10 @@ def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_pat
     print(report.figures())
     assert sum(report.kills.values()) >= 8
     assert report.messages == plan.jobs * (plan.follow_ups + 1)
-    assert report.lost == [] and report.duplicates == [] and report.stuck == []
+    assert report.lost == [] and report.duplicates == [] and report.uncommitted == [] and report.stuck == []
     assert report.internal_errors == [] and report.other_failures == []
-    assert report.extra_pulls == []
+    assert report.extra_pulls == [] and report.missing_pulls == []
+    assert report.fsck_findings == []
     assert report.exited_by_themselves == []
     assert report.server_errors_outside_downtime == []
     assert report.recoveries and max(report.recoveries) < 30
@@ -43,3 +46,4 @@ def test_a_redis_restart_mid_run_is_ridden_out_by_the_worker_and_retried_not_fai
         assert message["status"] == "processed"
         assert rig.workers[0].alive(), rig.workers[0].log()
         assert len(rig.workers) == 1  # the same worker process served the run before and after the outage
+    assert assert_copydesk_commits_pass_fsck(rig.repo) == 1

@@ -42,6 +42,7 @@ def test_projects_and_keys(env, make_repo, tmp_path):
                              "--name", "ci", "--json").stdout)
     assert created["key"].startswith("cdk_") and created["prefix"] == created["key"][:16]
     assert created["access"] == "read_write" and created["createdBy"] == "operator" and created["expiresAt"]
+    assert created["host"] == "local"  # the key works on local projects only, whatever GitHub account shares the name
     keys = run(env, "key", "list", "--json").stdout
     assert created["key"] not in keys and json.loads(keys)["keys"][0]["projects"] == [project["id"]]
     run(env, "key", "revoke", created["id"])
@@ -148,6 +149,7 @@ def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
     created = json.loads(run(env, "key", "create", "--account", "acme", "--name", "reader", "--access", "read-only",
                              "--expires", "never", "--json").stdout)
     assert created["access"] == "read_only" and created["expiresAt"] is None
+    assert created["host"] == "github"  # no local project and not `local`: an account of the GitHub App
     week = json.loads(run(env, "key", "create", "--account", "acme", "--expires", "7", "--json").stdout)
     assert week["expiresAt"] > week["createdAt"]
     bad = run(env, "key", "create", "--account", "acme", "--expires", "365", check=False)
@@ -158,6 +160,8 @@ def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
     audit = json.loads(run(env, "key", "audit", "--account", "acme", "--json").stdout)["events"]
     assert [(e["action"], e["keyId"]) for e in audit] == [
         ("revoked", created["id"]), ("created", week["id"]), ("created", created["id"])]
+    chosen = json.loads(run(env, "key", "create", "--account", "acme", "--host", "local", "--json").stdout)
+    assert chosen["host"] == "local"
     link = json.loads(run(env, "dashboard", "login-link", "--json").stdout)
     assert "/dashboard/login/link?token=" in link["url"] and link["expiresIn"] == 900
 

@@ -4,11 +4,13 @@ CSRF, headers, who sees and manages what, keys and the API, and a clear page for
 import json
 import re
 import time
+from pathlib import Path
 
 import requests
 
 from bot.dashboard import access
 from service.models import JobStatus
+from tests.dashboard_fixtures import Browserless
 from tests.test_flow import FAQ, finish
 
 
@@ -304,7 +306,7 @@ def test_the_job_page_sends_follow_ups_archives_and_says_why_a_job_failed(dash):
     operator.form(f"{path}/message", {"prompt": "And a Windows section"}, page=path)
     assert [m.content for m in dash.ctx.services.jobs.conversation(job["id"])][-1] == "And a Windows section"
     empty = operator.form(f"{path}/message", {"prompt": "  "}, page=path)
-    assert empty.status_code == 400 and "follow-up" in empty.text
+    assert empty.status_code == 400 and "must not be empty" in empty.text
     operator.form(f"{path}/archive", {}, page=path)
     assert dash.ctx.services.jobs.get(job["id"]).status is JobStatus.ARCHIVED
     archived = operator.get(path).text
@@ -383,3 +385,119 @@ def test_a_follow_up_from_the_dashboard_is_refused_past_the_accounts_monthly_cap
                                    {"prompt": "And a glossary"})
     assert refused.status_code == 429
     assert [m.content for m in dash.ctx.services.jobs.conversation(job["id"])][-1] != "And a glossary"
+
+
+def test_a_github_user_named_like_a_local_account_sees_none_of_it_and_their_keys_stay_on_github(dash):
+    local = dash.projects["local"]
+    operator = dash.operator()
+    operator.form("/dashboard/accounts/local/keys", {"name": "operator's", "scope": "all", "access": "read_write",
+                                                     "expiry": "90"}, page="/dashboard/accounts/local/keys")
+    operators_key = dash.ctx.services.keys.of_account("local")[0]
+    assert operators_key.host == "local"
+    dash.github.add_user("local")  # a GitHub user whose login is the default local account's name
+    dash.github.add_installation("local")
+    namesake = dash.signed_in("local")
+    assert "local" in namesake.get("/dashboard/").text
+    projects = namesake.get("/dashboard/accounts/local/projects")
+    assert projects.status_code == 200 and local.id not in projects.text
+    for path in (f"/dashboard/projects/{local.id}/jobs", f"/local/{local.id}"):
+        assert namesake.get(path).status_code == 404, path
+    keys = "/dashboard/accounts/local/keys"
+    assert operators_key.prefix not in namesake.get(keys).text  # neither the key nor its audit line
+    chosen = namesake.form(keys, {"name": "x", "scope": "chosen", "projects": local.id, "access": "read_write",
+                                  "expiry": "90"}, page=keys)
+    assert chosen.status_code == 400 and "has no project" in chosen.text
+    revoke = namesake.form(f"{keys}/{operators_key.id}/revoke", {}, page=keys)
+    assert revoke.status_code == 404 and dash.ctx.services.keys.find(operators_key.id).revoked_at is None
+    made = namesake.form(keys, {"name": "mine", "scope": "all", "access": "read_write", "expiry": "90"}, page=keys)
+    plaintext = re.search(r'value="(cdk_[0-9A-Za-z]+)"', made.text).group(1)
+    theirs = requests.get(f"{dash.url}/v2/agent/{local.id}/jobs", headers={"Authorization": f"Bearer {plaintext}"},
+                          timeout=10)
+    assert theirs.status_code == 404
+    assert [k.host for k in dash.ctx.services.keys.of_account("local")] == ["github", "local"]
+
+
+def test_keys_stored_before_the_code_host_was_recorded_keep_working_as_they_did():
+    from service.models import ApiKey, Project
+
+    local = Project(id="prj_1", account="local", host="local", repository="/srv/r.git", web_url="", ref="main")
+    github = Project(id="prj_2", account="local", host="github", repository="local/r", web_url="", ref="main")
+    by_operator = ApiKey.from_dict({"id": "key_a", "account": "local", "hash": "", "created_at": "",
+                                    "created_by": "operator"})
+    by_a_github_login = ApiKey.from_dict({"id": "key_b", "account": "local", "hash": "", "created_at": "",
+                                          "created_by": "local"})
+    assert by_operator.allows(local) and by_operator.allows(github)
+    assert not by_a_github_login.allows(local) and by_a_github_login.allows(github)
+
+
+def test_an_admin_cannot_switch_on_a_project_its_code_host_disabled(dash):
+    project = dash.projects["acme/docs"]
+    dash.ctx.services.projects.set_enabled(project.id, False, reason="installation_removed")
+    alice = dash.signed_in("alice")
+    listing = "/dashboard/accounts/acme/projects"
+    page = alice.get(listing).text
+    assert "uninstalled or lost this repository" in page and "Enable this project" not in page
+    refused = alice.form(f"{listing}/{project.id}/enable", {}, page=listing)
+    assert refused.status_code == 409 and "not by an admin" in refused.text
+    # Switching it "off" again must not turn GitHub's reason into the admin's own, which could then be undone.
+    assert alice.form(f"{listing}/{project.id}/disable", {}, page=listing).status_code == 200
+    assert alice.form(f"{listing}/{project.id}/enable", {}, page=listing).status_code == 409
+    stored = dash.ctx.services.projects.get(project.id)
+    assert stored.enabled is False and stored.disabled_reason == "installation_removed"
+
+
+def test_a_follow_up_to_an_archived_job_is_refused_before_any_quota_is_used_and_checked_like_the_api(dash):
+    project = dash.projects["local"]
+    jobs, limiter = dash.ctx.services.jobs, dash.ctx.services.limiter
+    job, _ = jobs.create(project, prompt="Add an FAQ", model="scripted:demo", ref="main", as_draft=False)
+    path = f"/dashboard/projects/{project.id}/jobs/{job.id}"
+    operator = dash.operator()
+    too_long = operator.form(f"{path}/message", {"prompt": "x" * (dash.ctx.settings.max_prompt_chars + 1)}, page=path)
+    assert too_long.status_code == 400 and "is longer than" in too_long.text  # the API's own words
+    jobs.archive(job.id)
+    before = limiter.consume(project.id).remaining
+    refused = operator.form(f"{path}/message", {"prompt": "And a glossary"}, page=path)
+    assert limiter.consume(project.id).remaining == before - 1  # only this check's own unit was used
+    assert refused.status_code == 409 and "Job archived" in refused.text and "no more follow-ups" in refused.text
+
+
+def test_reloading_the_new_key_page_makes_no_second_key_and_shows_the_key_only_once(dash):
+    operator = dash.operator()
+    keys = "/dashboard/accounts/local/keys"
+    made = operator.form(keys, {"name": "once", "scope": "all", "access": "read_write", "expiry": "90"}, page=keys)
+    plaintext = re.search(r'value="(cdk_[0-9A-Za-z]+)"', made.text).group(1)
+    assert made.history[0].status_code == 303 and plaintext not in made.history[0].headers["Location"]
+    assert made.url.endswith("/new") and plaintext not in made.url
+    reloaded = operator.get(made.url)
+    assert reloaded.status_code == 200 and plaintext not in reloaded.text and "shown once already" in reloaded.text
+    assert len(dash.ctx.services.keys.of_account("local")) == 1
+    assert dash.ctx.services.redis.keys("cd:dash:once:*") == []  # nothing of the key is left server-side
+
+
+def test_a_github_session_ends_when_its_user_token_does(dash):
+    from tests.github_emulator.routes_oauth import TOKEN_TTL
+
+    alice = dash.signed_in("alice")
+    operator = dash.operator()
+    age_sessions(dash, created_at=TOKEN_TTL.total_seconds() - 30)  # the token is about to lapse
+    assert alice.get("/dashboard/", allow_redirects=False).status_code == 303
+    assert operator.get("/dashboard/", allow_redirects=False).status_code == 200  # within the 12 h of sessions
+
+
+def test_signing_out_without_a_live_session_just_goes_to_the_sign_in_page(dash):
+    stranger = Browserless(dash.url)
+    gone = stranger.post("/dashboard/logout", data={})
+    assert gone.status_code == 200 and gone.url.endswith("/dashboard/signin") and "Form expired" not in gone.text
+    expired = dash.operator()
+    token = expired.csrf()
+    age_sessions(dash, seen_at=dash.ctx.settings.session_idle_seconds + 5)
+    out = expired.post("/dashboard/logout", data={"csrf_token": token})
+    assert out.url.endswith("/dashboard/signin") and "Form expired" not in out.text
+    live = dash.operator()  # a live session still needs its token: no one signs another out from elsewhere
+    assert live.post("/dashboard/logout", data={}).status_code == 403
+
+
+def test_the_readme_names_the_referrer_policy_the_app_sends(dash):
+    sent = requests.get(f"{dash.url}/dashboard/signin", timeout=10).headers["Referrer-Policy"]
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert set(re.findall(r"Referrer-Policy: ([a-z-]+)", readme)) == {sent}

@@ -53,6 +53,9 @@ def test_an_admin_signs_in_makes_a_key_uses_it_and_revokes_it(dash, browser_page
     shot(page, screenshots, "key-created", axe_source)
     page.get_by_role("button", name="Copy").click()
     page.get_by_role("button", name="Copied").wait_for()
+    page.reload()  # the page came from a redirect: a reload neither sends the form again nor shows the key
+    assert key not in page.content() and "shown once already" in page.content()
+    assert len(dash.ctx.services.keys.of_account("acme")) == 1
 
     project = dash.projects["acme/docs"].id
     assert api(dash, key, "GET", f"/v2/agent/{project}/jobs").status_code == 200
@@ -149,9 +152,12 @@ def test_the_login_link_works_once_and_a_job_page_turns_completed_without_a_relo
     page.goto(f"{dash.url}/local/{project.id}/pulls/1")
     assert project.repository not in page.content()
     shot(page, screenshots, "local-pull-request", axe_source)
+    page.goto(f"{dash.url}/local/{project.id}")
+    assert "#1 " in page.locator("main").inner_text() and project.repository not in page.content()
+    shot(page, screenshots, "local-repository", axe_source)
 
 
-def test_a_form_sent_without_its_csrf_token_is_refused(dash, browser_page):
+def test_a_form_sent_without_its_csrf_token_is_refused(dash, browser_page, screenshots, axe_source):
     page = browser_page
     page.goto(dash.login_link())
     page.goto(f"{dash.url}/dashboard/accounts/local/keys")
@@ -160,3 +166,4 @@ def test_a_form_sent_without_its_csrf_token_is_refused(dash, browser_page):
     page.get_by_role("button", name="Create key").click()
     assert "Form expired" in page.content()
     assert dash.ctx.services.keys.of_account("local") == []
+    shot(page, screenshots, "csrf-refused", axe_source)

@@ -14,7 +14,7 @@ from service.agent.docsite.limits import MAX_PAGE_BYTES
 from service.agent.tools import ToolExecutor
 from service.logcontext import ContextFilter
 from tests.hostile_repos import ALIAS_BOMB, CYCLIC_NAV, DEEP, DEEP_NAV
-from tests.test_adversarial import finish, register, run_job, step
+from tests.test_adversarial import finish, register, run_job, step  # noqa: F401 (register is a fixture)
 from tests.test_agent_support import call
 
 
@@ -105,7 +105,7 @@ def test_an_error_inside_the_check_is_a_tool_error_logged_with_the_job(open_work
 
 
 def test_a_run_on_a_repository_with_an_alias_bomb_completes_and_says_what_it_could_not_check(stack_factory,
-                                                                                             tmp_path):
+                                                                                             tmp_path, register):
     stack = stack_factory(max_steps=20)
     project = register(stack, tmp_path, "bomb", _mkdocs(ALIAS_BOMB))
     started = time.monotonic()

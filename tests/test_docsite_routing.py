@@ -213,6 +213,47 @@ def test_mkdocs_awesome_pages(open_workspace):
     assert [m[0] for m in messages(check_docs(workspace))] == ["docs/api/extra.md"]
 
 
+AWESOME = {
+    "mkdocs.yml": "site_name: X\nplugins:\n  - search\n  - awesome-pages\n",
+    # A folder named in `nav:` is that folder (its own `.pages` applies), not a page `guide.md`; a folder not
+    # named in a `nav:` without the rest marker is hidden.
+    "docs/.pages": "nav:\n  - index.md\n  - guide\n  - Reference: reference\n",
+    "docs/index.md": "# Home\n",
+    "docs/guide/.pages": "title: Guide\nnav:\n  - install.md\n  - ... | regex=^usage-\n",
+    "docs/guide/install.md": "# Install\n",
+    "docs/guide/usage-basics.md": "# Usage\n",
+    "docs/reference/api.md": "# API\n",
+    "docs/reference/cli/.pages": "nav:\n  - run.md\n  - Internals:\n    - ... | flat\n",
+    "docs/reference/cli/run.md": "# Run\n",
+    "docs/reference/cli/deep/more.md": "# More\n",
+    "docs/internal/notes.md": "# Notes\n",
+}
+
+
+def test_mkdocs_awesome_pages_folders_in_nav_and_rest_variants(open_workspace):
+    workspace = open_workspace(AWESOME)
+    workspace.write("docs/guide/usage-advanced.md", b"# Advanced\n")  # the `... | regex=` rest lists it
+    workspace.write("docs/reference/extra.md", b"# Extra\n")  # reference/ has no `.pages`: everything is listed
+    workspace.write("docs/reference/cli/deep/other.md", b"# Other\n")  # `... | flat` lists sub-folders' pages
+    workspace.write("docs/internal/new.md", b"# New\n")  # internal/ is in no `nav:`, so it is hidden
+    assert messages(check_docs(workspace)) == [
+        ("docs/internal/new.md", "new page is not in the navigation, so readers cannot find it: name `internal` "
+                                 "(or `...`) in the `nav:` of docs/.pages")]
+
+
+def test_mkdocs_awesome_pages_renamed_folder_breaks_its_nav_entry(open_workspace):
+    workspace = open_workspace(AWESOME)
+    for name in ("install.md", "usage-basics.md", ".pages"):
+        workspace.move(f"docs/guide/{name}", f"docs/setup/{name}")
+    found = messages(check_docs(workspace))
+    assert ("docs/.pages", "navigation entry `guide` points to no page (looked for docs/guide.md, "
+                           "docs/guide/index.md); create the page or fix the entry") in found
+    # setup/ is named in no `nav:`, so its pages are hidden.
+    assert ("docs/setup/install.md", "new page is not in the navigation, so readers cannot find it: name "
+                                     "`install.md` (or `...`) in the `nav:` of docs/setup/.pages, and each folder of "
+                                     "`setup` in its parent's `.pages`") in found
+
+
 # --- Sphinx ----------------------------------------------------------------------------------------------------
 
 SPHINX = {

@@ -8,7 +8,7 @@ import requests
 from requests_sse import EventSource, InvalidStatusCodeError
 
 from tests.conftest import free_port
-from tests.test_flow import FAQ, finish
+from tests.test_flow import FAQ, edit, finish
 from tests.web_process import WebServer
 
 STATE_TYPES = ["job.created", "run.started", "run.step", "run.step", "run.pushed", "run.finished", "pr.opened",
@@ -25,9 +25,10 @@ def page(stack, job_id: str, after: str = "0") -> list[dict]:
     return response.json()["events"]
 
 
-def read_sse(response, until: float) -> list[dict]:
-    """Parse an SSE response into {"id", "event", "data", "comment"} records until it ends."""
-    records, current = [], {}
+def read_sse(response, until: float, records: list[dict] | None = None) -> list[dict]:
+    """Parse an SSE response into {"id", "event", "data", "comment"} records until it ends; each is appended to
+    `records` (when given) as it arrives, for a test that watches the stream from another thread."""
+    records, current = [] if records is None else records, {}
     for raw in response.iter_lines(decode_unicode=True):
         assert time.monotonic() < until, "the stream did not end in time"
         if raw == "":
@@ -83,6 +84,49 @@ def test_the_stream_of_an_active_job_ends_when_it_leaves_active(stack_factory):
     assert [r["event"] for r in events] == STATE_TYPES
     assert {"comment": "keep-alive"} in records
     assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
+
+
+def wait_for(check, until: float, what: str) -> None:
+    while not check():
+        assert time.monotonic() < until, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_followed_stream_stays_open_across_follow_ups_and_ends_when_the_job_is_archived(stack_factory):
+    stack = stack_factory(sse_keepalive_seconds=1)
+    stack.script([FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Ok.")])
+    job = stack.create().json()
+    headers = {"Authorization": f"Bearer {stack.key}"}
+    until = time.monotonic() + 90
+    records: list[dict] = []
+
+    def completed() -> int:
+        return sum(1 for r in list(records) if r.get("event") == "job.completed")
+
+    with requests.get(events_url(stack, job["id"]), params={"follow": "true"}, headers=headers, stream=True,
+                      timeout=30) as response:
+        assert response.status_code == 200
+        reader = threading.Thread(target=read_sse, args=(response, until, records), daemon=True)
+        reader.start()
+        stack.drain()
+        wait_for(lambda: completed() == 1, until, "the first round's job.completed")
+        # Past job.completed the stream is still open: keep-alives keep coming.
+        seen = len(records)
+        wait_for(lambda: {"comment": "keep-alive"} in records[seen:], until, "a keep-alive after job.completed")
+        assert reader.is_alive()
+        assert stack.message(job["id"], "Be more polite").status_code == 200
+        stack.drain()
+        wait_for(lambda: completed() == 2, until, "the follow-up's job.completed")
+        assert reader.is_alive()
+        assert stack.api.post(f"/v2/agent/{stack.project_id}/job/{job['id']}/archive").status_code == 200
+        reader.join(timeout=max(0.0, until - time.monotonic()))
+        assert not reader.is_alive(), "the followed stream did not end when the job was archived"
+    events = [r for r in records if "event" in r]
+    assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
+    types = [r["event"] for r in events]
+    assert types[:len(STATE_TYPES)] == STATE_TYPES and types[-1] == "job.archived"
+    follow_up = types[len(STATE_TYPES):-1]
+    assert follow_up[0] == "run.started" and "run.pushed" in follow_up and follow_up[-1] == "job.completed"
 
 
 def test_a_finished_job_streams_what_is_left_and_a_reconnect_after_the_end_is_told_to_stop(stack):

@@ -7,10 +7,11 @@ import pytest
 import requests
 
 from bot.github.apps import GitHubApp
-from bot.github.codehost import GitHubCodeHost
+from bot.github.codehost import GitHubCodeHost, comment_marker
 from bot.github.settings import GitHubSettings
 from service.codehost.base import CodeHostError
 from service.errors import RunFailed
+from service.lease import Lease, LeaseLost
 from service.models import Project, PullRequest
 from service.workspace.mirror import MirrorStore
 from service.workspace.publish import Identity, build_commit, push_commit
@@ -233,6 +234,37 @@ def test_comment_on_the_pull_request(scene, pull_number):
     scene.host.comment(scene.project, pull_number, "Round 2 done")
     (comment,) = scene.github.comments("acme/docs", pull_number)
     assert (comment["body"], comment["user"]["login"]) == ("Round 2 done", scene.github.app.bot_login)
+
+
+def test_a_keyed_comment_is_posted_once_with_an_invisible_marker(scene, pull_number, redis_client):
+    lease = Lease(redis_client, "job_1")
+    assert lease.acquire()
+    # A person's comment that quotes the marker does not count: only the App's own comments do.
+    scene.github.comment("acme/docs", pull_number, "alice", f"copied: {comment_marker('msg_1:round')}")
+    for _attempt in range(2):  # a retry of the same run after it posted
+        scene.host.comment(scene.project, pull_number, "Round 2 done", fence=lease.fence, key="msg_1:round")
+    scene.host.comment(scene.project, pull_number, "Round 3 done", fence=lease.fence, key="msg_2:round")
+    ours = [c["body"] for c in scene.github.comments("acme/docs", pull_number)
+            if c["user"]["login"] == scene.github.app.bot_login]
+    assert ours == ["Round 2 done\n\n<!-- copydesk:comment msg_1:round -->",
+                    "Round 3 done\n\n<!-- copydesk:comment msg_2:round -->"]
+
+
+def test_a_run_whose_lease_is_gone_writes_nothing_to_github(scene, pull_number, redis_client):
+    lease = Lease(redis_client, "job_1", ttl_seconds=5)
+    assert lease.acquire()
+    stale = lease.fence
+    lease.release()
+    assert Lease(redis_client, "job_1").acquire()  # another run holds the job now
+    before = len(scene.github.requests)
+    with pytest.raises(LeaseLost):
+        scene.open(title="Stale title", fence=stale)
+    with pytest.raises(LeaseLost):
+        scene.host.comment(scene.project, pull_number, "Stale comment", fence=stale, key="msg_1:round")
+    writes = [r for r in scene.github.requests[before:] if r.method != "GET" and "access_tokens" not in r.path]
+    assert writes == []
+    assert scene.github.pull("acme/docs", pull_number)["title"] == "Improve the intro"
+    assert scene.github.comments("acme/docs", pull_number) == []
 
 
 def test_reply_to_a_review_comment(scene, pull_number):

@@ -335,6 +335,21 @@ def test_the_projects_rate_limit_applies_to_comments(github, bot, pull):
     assert "jobs and messages for this hour" in github.comments(REPO, number)[-1]["body"]
 
 
+def test_the_accounts_monthly_cap_applies_to_comments(github, bot, pull):
+    job, number = pull
+    project = bot.services.projects.get(job.project_id)
+    github.set_permission(REPO, "alice", "write")
+    bot.services.usage.set_cap(project.account, 100)
+    pipe = bot.services.redis.pipeline()
+    bot.services.usage.record(pipe, project.account, None, {"inputTokens": 90, "outputTokens": 10})
+    pipe.execute()
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test more"))
+    assert len(user_messages(bot, job.id)) == 1 and queued_runs(bot) == 0
+    reply = github.comments(REPO, number)[-1]["body"]
+    assert reply.startswith("@alice ") and "`monthly_budget_exceeded`" in reply and "monthly cap is 100" in reply
+    assert bot.services.limiter.consume(job.project_id).remaining == bot.services.settings.rate_limit_per_hour - 1
+
+
 def test_a_comment_too_long_for_a_prompt_gets_a_reply(github, bot, pull):
     job, number = pull
     github.set_permission(REPO, "alice", "write")

@@ -12,6 +12,7 @@ from service.agent.providers.openai_chat import OpenAIChatModel
 from service.agent.providers.retry import RetryPolicy, Transient
 from service.agent.tools import TOOL_SPECS
 from service.settings import Settings
+from tests.harness import LiveServer
 from tests.model_standin import Failure, Hang, ModelStandIn, Reply, ToolUse
 
 KEY = "sk-test-0123456789"
@@ -467,3 +468,50 @@ def tool_results(vendor: str, body: dict) -> list[tuple[str, bool]]:
                 for m in body["messages"] if m["role"] == "tool"]
     return [(b["content"], b["is_error"]) for m in body["messages"] if isinstance(m["content"], list)
             for b in m["content"] if b["type"] == "tool_result"]
+
+
+DEEP = 100_000
+
+
+def deep_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def deep_dict(depth: int) -> dict:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return {"pattern": value}
+
+
+@pytest.mark.parametrize("vendor, arguments", [("openai", '{"pattern": ' + deep_json(DEEP) + "}"),
+                                               ("openai", '{"pattern": ' + deep_json(40) + "}"),
+                                               ("anthropic", deep_dict(40))],
+                         ids=["openai-100k", "openai-40", "anthropic-40"])
+def test_deeply_nested_tool_arguments_are_a_tool_error_and_the_run_goes_on(vendor, arguments, standin, sleeps,
+                                                                          open_workspace):
+    workspace = open_workspace({"docs/a.md": "# A\n"})
+    standin.script(Reply(tool_calls=[ToolUse("search", arguments)]),
+                   Reply(tool_calls=[ToolUse("finish", {"title": "Nothing", "summary": "Nothing to do."})]))
+    result = run_agent(workspace, make_model(vendor, standin, sleeps), AgentTask("Look around."),
+                       RunLimits(max_steps=5, max_bytes_written=1_000))
+    assert result.summary == "Nothing to do."
+    [(content, is_error)] = tool_results(vendor, standin.requests[-1].body)
+    assert is_error and content == "search failed: arguments must be a JSON object"
+
+
+def test_a_reply_nested_too_deeply_to_decode_is_a_model_error_not_a_crash(sleeps):
+    # The SDK decodes an Anthropic tool call's input with the whole reply, so the depth breaks the decoding.
+    body = ('{"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use", '
+            '"content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"pattern": '
+            + deep_json(DEEP) + '}}], "usage": {"input_tokens": 1, "output_tokens": 1}}').encode()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    with LiveServer(app) as server:
+        model = AnthropicModel("test-model", api_key=KEY, base_url=server.url, retry=policy(sleeps))
+        with pytest.raises(ModelError) as caught:
+            model.complete(list(START), TOOL_SPECS)
+    assert caught.value.code == "model_error" and "nested too deeply" in str(caught.value)

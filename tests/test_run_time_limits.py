@@ -49,3 +49,13 @@ def test_the_run_time_limit_cuts_a_model_call_short(stack_factory, standin):
     assert failed["status"] == "failed" and failed["error"]["code"] == "time_limit_exceeded", failed
     assert elapsed < 15  # the call was abandoned, not waited out
     assert _nothing_pushed(stack)
+
+
+def test_a_stalled_docs_check_at_the_end_of_a_run_is_reported_as_not_completed(stack_factory, standin):
+    stack = stack_factory(**PROVIDERS["openai"](standin), tool_timeout_seconds=1, run_timeout_seconds=60,
+                          test_faults=frozenset({"stall_in_docs_check"}))
+    done, elapsed = _run(stack, standin, *write_then_finish())
+    assert done["status"] == "completed" and done["prLink"], done
+    assert elapsed < 30  # the tool budget ended the check, not the run's 60 s limit
+    [pull] = stack.ctx.local.pulls(stack.project_id)
+    assert "docs check not completed: took too long (stopped after 1 s" in pull.body

@@ -1,10 +1,12 @@
 """Split brain: a worker frozen longer than its lease (during the model call, or between its lease check and its
-push) while another takes the run over writes nothing once thawed. Exactly one commit per message."""
+push, its pull-request update or its comment) while another takes the run over writes nothing once thawed.
+Exactly one commit per message, and the pull request keeps the newest run's title, body and comments."""
 
 import time
 
 import pytest
 
+from service import faults
 from tests.model_standin import Hang, Reply, ToolUse
 from tests.test_crash_points import trailer_count
 from tests.test_flow import show
@@ -64,4 +66,43 @@ def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_d
     assert len(pulls) == 1 and pulls[0].title == "FAQ by B"
     assert [m["content"] for m in stack.conversation(job_id) if m["role"] == "agent"] == ["Written by B."]
     assert message.status.value == "processed" and message.attempts == 2
+    assert first.alive() and second.alive(), first.log()
+
+
+@pytest.mark.parametrize("point", [faults.FREEZE_BEFORE_PULL, faults.FREEZE_BEFORE_COMMENT])
+def test_a_worker_thawed_at_its_pull_request_write_overwrites_and_comments_nothing(point, stack_factory, standin,
+                                                                                 workers):
+    stack = stack_factory(**PROVIDERS["openai"](standin), lease_ttl_seconds=2, sweep_interval_seconds=1)
+    # Round 1's agent runs once (A's); B publishes A's pushed commit, then runs round 2 itself.
+    standin.script(_write("round 1"), _finish("round 1"), _write("A"), _finish("A"), _write("B"), _finish("B"))
+    job_id = stack.create().json()["id"]
+    stack.drain()  # round 1 here, without faults: the job has its pull request
+    assert stack.job(job_id)["status"] == "completed"
+
+    first = workers(stack, COPYDESK_TEST_FAULTS=point)
+    stack.message(job_id, "Write it again")
+    horse = first.wait_for_horse()
+    wait_until(lambda: _state(horse) == "T", 30, f"A to freeze at {point}")
+    frozen = first.freeze()  # its worker process too, which would otherwise keep renewing the lease
+    stack.message(job_id, "And once more")  # waits its turn: B runs it after taking round 2 over
+
+    second = workers(stack)
+    wait_until(lambda: [m["status"] for m in stack.conversation(job_id) if m["role"] == "user"]
+               == ["processed"] * 3, 60, "B to finish rounds 2 and 3", interval=0.25)
+    [pull] = stack.ctx.local.pulls(stack.project_id)
+    assert pull.title == "FAQ by B" and [c["body"].count("Round") for c in pull.comments] == [1, 1]
+
+    first.thaw(frozen)
+    wait_until(lambda: first.horse_pid() is None, 30, "A's horse to end after the thaw")
+    time.sleep(1)  # anything A would still write, it has written by now
+
+    [after] = stack.ctx.local.pulls(stack.project_id)
+    assert (after.title, after.body) == ("FAQ by B", pull.body)
+    assert [c["body"].split("**")[1] for c in after.comments] == ["Round 2", "Round 3"]
+    branch = stack.job(job_id)["branch"]
+    messages = [m for m in stack.ctx.services.jobs.conversation(job_id) if m.role.value == "user"]
+    assert [trailer_count(stack.repo, branch, m.id) for m in messages] == [1, 1, 1]
+    assert [m.attempts for m in messages] == [1, 2, 1]
+    assert show(stack.repo, branch, "docs/faq.md") == "# FAQ\n\nB"
+    assert stack.job(job_id)["status"] == "completed"
     assert first.alive() and second.alive(), first.log()

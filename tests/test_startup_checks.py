@@ -4,8 +4,10 @@ each way, real git and real folders."""
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +207,52 @@ def test_a_full_redis_with_noeviction_refuses_writes_with_503_and_keeps_every_ke
         created = requests.post(f"{server.url}/v2/agent/{project.id}/job", json={"prompt": "Add a page"},
                                 headers=headers, timeout=10)
         assert created.status_code == 201, created.text
+
+
+def test_a_worker_started_while_redis_was_down_refuses_an_evicting_redis_at_first_contact(tmp_path):
+    port = free_port()
+    env = {**os.environ, **env_for(f"redis://127.0.0.1:{port}/0", tmp_path)}
+    worker = subprocess.Popen([COPYDESK, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    try:
+        time.sleep(1.5)
+        assert worker.poll() is None, "the worker should wait for Redis, not exit"
+        with running_redis(tmp_path / "redis", "--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE, port=port):
+            code = worker.wait(timeout=30)
+            stderr = worker.stderr.read() if worker.stderr else ""
+            client = redis.Redis(port=port)
+            registered = client.smembers("rq:workers")
+            client.close()
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+    assert code == 2, stderr[-3000:]
+    assert "warning: redis: cannot reach Redis" in stderr  # at start: no configuration error yet
+    assert "copydesk worker: error: redis eviction: maxmemory-policy is allkeys-lru" in stderr
+    assert "CONFIG SET maxmemory-policy noeviction" in stderr and "COPYDESK_ALLOW_REDIS_EVICTION=1" in stderr
+    assert "not starting" in stderr
+    assert registered == set()  # it never became an RQ worker: no work was taken
+
+
+def test_readyz_checks_the_policy_of_a_redis_that_was_down_when_the_web_started(tmp_path):
+    from bot.app import create_app
+    from tests.harness import LiveServer
+
+    port = free_port()
+    settings = Settings(redis_url=f"redis://127.0.0.1:{port}/0", data_dir=tmp_path / "data")
+    with LiveServer(create_app(settings)) as server:
+        down = requests.get(f"{server.url}/readyz", timeout=10)
+        assert down.status_code == 503 and down.json()["code"] == "unavailable"
+        with running_redis(tmp_path / "redis", "--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE, port=port):
+            refused = requests.get(f"{server.url}/readyz", timeout=10)
+            assert refused.status_code == 503 and refused.json()["code"] == "redis_evicts_keys", refused.text
+            detail = refused.json()["detail"]
+            assert "maxmemory-policy is allkeys-lru" in detail and "CONFIG SET maxmemory-policy noeviction" in detail
+            assert requests.get(f"{server.url}/healthz", timeout=10).status_code == 200  # alive, not ready
+            # Fixed without a restart: the next probe checks again.
+            client = redis.Redis(port=port)
+            client.config_set("maxmemory-policy", "noeviction")
+            client.close()
+            ready = requests.get(f"{server.url}/readyz", timeout=10)
+            assert ready.status_code == 200 and ready.json() == {"status": "ready"}

@@ -11,11 +11,14 @@ import time
 from datetime import timedelta
 
 import pytest
+import rq
+from rq.registry import ScheduledJobRegistry
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from service.clock import iso, now
-from service.models import DeliveryStatus
+from service.models import Delivery, DeliveryStatus
 from service.webhooks.addresses import UnsafeUrl, check_url
+from service.webhooks.queue import webhooks_queue_name
 from tests.harness import LiveServer
 from tests.test_flow import FAQ, finish
 
@@ -262,3 +265,96 @@ def test_webhook_endpoints_are_scoped_to_the_project_and_can_be_deleted(hooked_s
     assert stack.api.get(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}").status_code == 404
     stack.create()
     assert services.redis.xlen("cd:events:outbox") == 0  # no endpoint left: nothing to fan out
+
+
+def _webhook_jobs(stack) -> tuple[rq.Queue, ScheduledJobRegistry]:
+    queue = rq.Queue(webhooks_queue_name(stack.settings.queue_name), connection=stack.ctx.services.redis)
+    return queue, ScheduledJobRegistry(queue=queue)
+
+
+def test_a_resend_leaves_the_retry_due_next_to_be_made(hooked_stack, receiver):
+    stack = hooked_stack
+    hook = receiver(fail_first=2)
+    endpoint = register(stack, hook.url, events=["job.created"])
+    hook.secrets.append(endpoint["secret"])
+    stack.create()
+    _fan_out(stack)  # the first attempt fails; RQ's scheduler holds the retry, attempt 2
+    [delivery] = deliveries(stack, endpoint["id"])
+    assert (delivery["status"], delivery["attempts"]) == ("pending", 1)
+    queue, scheduled = _webhook_jobs(stack)
+    [retry] = [rq.job.Job.fetch(job_id, connection=queue.connection) for job_id in scheduled.get_job_ids()]
+    assert retry.args == (delivery["id"], 2, False)
+
+    base = f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}"
+    assert stack.api.post(f"{base}/resend").status_code == 202
+    rq.SimpleWorker([queue], connection=queue.connection).work(burst=True, logging_level="WARNING")
+    assert [r["status"] for r in hook.received] == [500, 500]  # the re-send was made, and failed too
+    [after] = deliveries(stack, endpoint["id"])
+    assert (after["status"], after["attempts"], after["nextAttemptAt"]) == ("pending", 2, delivery["nextAttemptAt"])
+
+    # The retry, run as the scheduler would: its attempt number is still its own, so it is made.
+    assert stack.ctx.services.sender.attempt(retry.args[0], retry.args[1], manual=retry.args[2]) is not None
+    assert [r["status"] for r in hook.received] == [500, 500, 200]
+    assert all(r["verified"] and r["headers"]["webhook-id"] == delivery["id"] for r in hook.received)
+    [done] = deliveries(stack, endpoint["id"])
+    assert (done["status"], done["attempts"], done["nextAttemptAt"]) == ("succeeded", 3, None)
+
+
+def test_a_retry_due_after_a_resend_got_through_is_not_sent_again(hooked_stack, receiver):
+    stack = hooked_stack
+    hook = receiver(fail_first=1)
+    endpoint = register(stack, hook.url, events=["job.created"])
+    stack.create()
+    _fan_out(stack)
+    [delivery] = deliveries(stack, endpoint["id"])
+    queue, scheduled = _webhook_jobs(stack)
+    [retry_id] = scheduled.get_job_ids()
+    base = f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}"
+    assert stack.api.post(f"{base}/resend").status_code == 202
+    assert stack.api.post(f"{base}/resend").status_code == 202  # each re-send is one more attempt
+    rq.SimpleWorker([queue], connection=queue.connection).work(burst=True, logging_level="WARNING")
+    assert [r["status"] for r in hook.received] == [500, 200, 200]
+    retry = rq.job.Job.fetch(retry_id, connection=queue.connection)
+    assert stack.ctx.services.sender.attempt(retry.args[0], retry.args[1]) is None
+    assert len(hook.received) == 3
+    [done] = deliveries(stack, endpoint["id"])
+    assert (done["status"], done["attempts"], done["nextAttemptAt"]) == ("succeeded", 3, None)
+
+
+def test_attempts_recorded_meanwhile_never_undo_a_rotation_or_each_other(hooked_stack):
+    store = hooked_stack.ctx.services.webhooks
+    project_id = hooked_stack.project_id
+    endpoint = store.add(project_id, url="https://example.com/hook", sealed_secret="secret-0", description="",
+                         events=[])
+    delivery = Delivery(id="dlv_race", endpoint_id=endpoint.id, job_id="job_race", event_id="1-0",
+                        event_type="job.created", payload="{}", created_at=iso(now()))
+    assert store.add_delivery(delivery, send_by=time.time() + 3600)
+    stop, recorded = threading.Event(), []
+
+    def record() -> None:
+        count = 0
+        while not stop.is_set():
+            # Alternating outcomes rewrite the endpoint's failure record on every attempt.
+            ok = count % 2 == 0
+            store.record_attempt(delivery, ok=ok, response_status=200 if ok else 500, latency_ms=1,
+                                 error=None if ok else "HTTP 500", next_attempt_at=None)
+            count += 1
+        recorded.append(count)
+
+    senders = [threading.Thread(target=record) for _ in range(2)]
+    for sender in senders:
+        sender.start()
+    lost, current = [], "secret-0"
+    try:
+        for number in range(1, 151):
+            rotated = store.rotate(project_id, endpoint.id, f"secret-{number}")
+            if rotated.sealed_previous != current:  # the secret before this rotation was overwritten meanwhile
+                lost.append(number - 1)
+            current = rotated.sealed_secret
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join(timeout=30)
+    assert lost == [], f"rotations undone by a concurrent attempt: {lost[:10]}"
+    assert store.find(endpoint.id).sealed_secret == "secret-150"
+    assert store.delivery(delivery.id).attempts == sum(recorded) > 0

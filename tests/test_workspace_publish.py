@@ -6,7 +6,7 @@ from service.workspace.entries import BranchConflict, WorkspaceError
 from service.workspace.fsck import UnsafeCommit
 from service.workspace.git import GitError, Remote
 from service.workspace.mirror import MirrorStore
-from service.workspace.publish import Identity, build_commit, push_commit
+from service.workspace.publish import Identity, PushResult, build_commit, push_commit
 from tests.conftest import commit_files
 from tests.hostile_repos import hostile_repo
 from tests.test_workspace_overlay import add_entries
@@ -38,8 +38,9 @@ def remote_head(git, bare, branch=BRANCH) -> str | None:
     return git.out("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=bare, check=False) or None
 
 
-def run(git, mirror, remote, edits, *, base="main", message="Edit docs"):
-    """One Copydesk run: start from the job branch if it exists, else `base`; apply `edits` and push."""
+def run(git, mirror, remote, edits, *, base="main", message="Edit docs", **push_options):
+    """One Copydesk run: start from the job branch if it exists, else `base`; apply `edits` and push
+    (`push_options`: push_commit's trailer, base_head and guard)."""
     with mirror.run_refs(remote, {"base": f"refs/heads/{base}", "branch": f"refs/heads/{BRANCH}"}) as heads:
         start = heads["branch"] or heads["base"]
         with mirror.open(start) as ws:
@@ -49,7 +50,7 @@ def run(git, mirror, remote, edits, *, base="main", message="Edit docs"):
         if commit is None:
             return None
         return push_commit(mirror, remote, commit=commit, branch=BRANCH, start_commit=start, changes=changes,
-                           message=message, author=PERSON, committer=BOT)
+                           message=message, author=PERSON, committer=BOT, **push_options)
 
 
 def test_commit_holds_exactly_the_changes(git, setup):
@@ -185,6 +186,64 @@ def test_branch_moved_in_other_files_rebuilds_on_the_new_head(git, setup):
     assert all(len(line.split()) <= 2 for line in history)  # linear: no merges
     files = tree_of(git, bare, result.commit)
     assert files["README.md"][1] == b"# Run two\n" and files["docs/guide/setup.md"][1] == b"Meanwhile\n"
+
+
+class LeaseGone(Exception):
+    """What the runner's guard raises when its lease lapsed (LeaseLost), as seen by push_commit."""
+
+
+def test_a_guard_that_refuses_the_rebuilt_push_stops_it_and_nothing_lands(git, setup):
+    bare, remote, mirror = setup
+    run(git, mirror, remote, lambda ws: ws.write("docs/intro.md", b"Run one\n"))
+    person = None
+    heads_at_guard = []
+
+    def edits(ws):
+        nonlocal person
+        ws.write("README.md", b"# Run two\n")
+        person = commit_files(git, bare, {"docs/guide/setup.md": "Meanwhile\n"}, branch=BRANCH)  # during the run
+
+    def guard():
+        heads_at_guard.append(remote_head(git, bare))
+        if len(heads_at_guard) > 1:  # the first push was refused (the branch moved); the lease lapsed since
+            raise LeaseGone
+
+    with pytest.raises(LeaseGone):
+        run(git, mirror, remote, edits, message="Run two", guard=guard)
+    assert heads_at_guard == [person, person]  # called before the first push and before the rebuilt one
+    assert remote_head(git, bare) == person
+    assert "Run two" not in git.out("log", "--format=%s", BRANCH, git_dir=bare).splitlines()
+
+
+def test_a_moved_branch_that_holds_this_messages_commit_already_is_the_result_and_nothing_is_pushed(git, setup):
+    bare, remote, mirror = setup
+    main = remote_head(git, bare, "main")
+    run(git, mirror, remote, lambda ws: ws.write("docs/intro.md", b"Run one\n"))
+    trailer = "Copydesk-Message: msg_2"
+    message = f"Run two\n\n{trailer}"
+    earlier = None
+    guarded = []
+
+    def edits(ws):
+        nonlocal earlier
+        ws.write("README.md", b"# Run two, again\n")
+        # Meanwhile an earlier attempt of the same message pushed its commit, and a person pushed on top of it.
+        earlier = commit_files(git, bare, {"README.md": "# Run two\n"}, branch=BRANCH, message=message)
+        commit_files(git, bare, {"docs/other.md": "Person\n"}, branch=BRANCH)
+
+    head_before = None
+
+    def guard():
+        nonlocal head_before
+        guarded.append(True)
+        head_before = remote_head(git, bare)
+
+    result = run(git, mirror, remote, edits, message=message, trailer=trailer, base_head=main, guard=guard)
+    assert result == PushResult(earlier, rebuilt=False, already=True)
+    assert guarded == [True]  # only the first push, refused because the branch moved; no rebuilt push
+    assert remote_head(git, bare) == head_before
+    assert git.out("log", "--format=%H", "--fixed-strings", f"--grep={trailer}", BRANCH,
+                   git_dir=bare).splitlines() == [earlier]
 
 
 def test_branch_created_during_a_first_run_is_built_upon(git, setup):

@@ -46,14 +46,29 @@ class Viewer:
 
     def admin_of(self, login: str) -> Account:
         """A visible account the person administers, or NotAllowed."""
-        account = self.account(login)
-        if not account.admin:
-            raise NotAllowed("Admins only", f"Only an admin of {account.login} can do this. You are a member; "
-                             "ask an owner of the organization.")
-        return account
+        return _admin(self.account(login))
 
     def sees(self, project: Project) -> bool:
-        return any(a.login.lower() == project.account.lower() for a in self.accounts)
+        """Whether the project belongs to one of the visible accounts (same name and same code host)."""
+        return any(a.owns(project) for a in self.accounts)
+
+    def owner_of(self, project: Project) -> Account:
+        """The visible account that owns `project`, or NotAllowed (as if the project did not exist)."""
+        found = next((a for a in self.accounts if a.owns(project)), None)
+        if found is None:
+            raise NotAllowed("No such project", f"There is no project {project.id} in your accounts.", 404)
+        return found
+
+    def admin_of_project(self, project: Project) -> Account:
+        """The account owning `project`, when the person administers it; else NotAllowed."""
+        return _admin(self.owner_of(project))
+
+
+def _admin(account: Account) -> Account:
+    if not account.admin:
+        raise NotAllowed("Admins only", f"Only an admin of {account.login} can do this. You are a member; "
+                         "ask an owner of the organization.")
+    return account
 
 
 class Gate:

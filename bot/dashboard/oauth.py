@@ -7,6 +7,7 @@ it stays sealed in the session and is never logged.
 import json
 import logging
 import secrets
+from typing import NamedTuple
 from urllib.parse import urlencode
 
 import redis
@@ -40,6 +41,15 @@ class AuthorizationRevoked(SignInFailed):
                          "it expired). Sign in again to continue.", 401)
 
 
+class Grant(NamedTuple):
+    """A finished sign-in: the user-to-server token, the page to return to, and the token's lifetime in seconds
+    (None when GitHub gave none: an App whose user tokens do not expire)."""
+
+    token: str
+    next_path: str
+    expires_in: int | None
+
+
 class GitHubSignIn:
     """The OAuth web flow for the App's client, and the user-token calls the dashboard makes."""
 
@@ -61,9 +71,9 @@ class GitHubSignIn:
                            "state": state, "allow_signup": "false"})
         return f"{self._settings.web_url}/login/oauth/authorize?{query}"
 
-    def finish(self, *, state: str, code: str, browser_nonce: str) -> tuple[str, str]:
+    def finish(self, *, state: str, code: str, browser_nonce: str) -> Grant:
         """Check `state` (once, for this browser) and exchange `code` for a user-to-server token; returns the
-        token and the page to return to."""
+        token, how long it lasts and the page to return to."""
         stored = self._redis.getdel(_state_key(state)) if state and len(state) <= 100 else None
         expected, next_path = json.loads(stored) if stored else ("", "")
         if not expected or not browser_nonce or not secrets.compare_digest(expected, browser_nonce):
@@ -89,7 +99,7 @@ class GitHubSignIn:
             raise SignInFailed("GitHub refused the sign-in",
                                "GitHub did not accept the sign-in code (it works once, for a few minutes). "
                                "Start again from the sign-in page.")
-        return token, next_path
+        return Grant(token, next_path, _lifetime(answer.get("expires_in")))
 
     # -- what the token is used for ---------------------------------------------------------------
 
@@ -140,6 +150,10 @@ def _org_admin(client: GitHubClient, org: str) -> bool:
             raise
         return False
     return membership.get("state") == "active" and membership.get("role") == "admin"
+
+
+def _lifetime(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _state_key(state: str) -> str:

@@ -5,7 +5,7 @@ import secrets
 
 import redis
 
-from bot.dashboard.sessions import Account
+from bot.dashboard.sessions import LOCAL_KIND, Account
 from service.codehost.local import HOST as LOCAL_HOST
 from service.store.projects import ProjectStore
 
@@ -29,7 +29,7 @@ def use_login_token(redis_client: redis.Redis, token: str) -> bool:
 def local_accounts(projects: ProjectStore) -> list[Account]:
     """The accounts the operator administers: `local` and every account that owns a local project."""
     names = {LOCAL_ACCOUNT} | {p.account for p in projects.all() if p.host == LOCAL_HOST}
-    return [Account(login=name, kind="Local", admin=True) for name in sorted(names)]
+    return [Account(login=name, kind=LOCAL_KIND, admin=True) for name in sorted(names)]
 
 
 def _key(token: str) -> str:

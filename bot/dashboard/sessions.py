@@ -8,8 +8,13 @@ from dataclasses import asdict, dataclass, field
 
 import redis
 
+from bot.github.codehost import HOST as GITHUB_HOST
+from service.codehost.local import HOST as LOCAL_HOST
+from service.models import Project
+
 OPERATOR = "operator"  # the `source` of a session opened with `copydesk dashboard login-link`
 GITHUB = "github"
+LOCAL_KIND = "Local"  # the `kind` of the operator's accounts, which own the local code host's projects
 
 
 @dataclass
@@ -17,9 +22,18 @@ class Account:
     """An account (GitHub org or user, or a local account) the signed-in person can see, and their role there."""
 
     login: str
-    kind: str  # "Organization", "User" or "Local"
+    kind: str  # "Organization", "User" or LOCAL_KIND
     admin: bool
     installation_id: int | None = None
+
+    @property
+    def host(self) -> str:
+        """The code host family of the account's projects: local accounts own local ones, the others GitHub's."""
+        return LOCAL_HOST if self.kind == LOCAL_KIND else GITHUB_HOST
+
+    def owns(self, project: Project) -> bool:
+        """Whether `project` is this account's: the same name and, as names are shared, the same code host."""
+        return self.login.lower() == project.account.lower() and self.host == project.host
 
 
 @dataclass
@@ -33,6 +47,12 @@ class Session:
     accounts: list = field(default_factory=list)  # Account dicts
     sealed_token: str | None = None  # the user-to-server token, encrypted; GitHub sessions only
     id_hash: str = ""  # the Redis key's part; never the cookie value itself
+    max_seconds: float | None = None  # this session's own absolute limit, when shorter than the store's
+
+    def ends_at(self, store_max_seconds: float) -> float:
+        """When the session ends, however it is used: the store's absolute limit or its own, if shorter."""
+        own = store_max_seconds if self.max_seconds is None else self.max_seconds
+        return self.created_at + min(store_max_seconds, own)
 
     def account(self, login: str) -> Account | None:
         """The visible account named `login` (case-insensitive), if any."""
@@ -51,13 +71,15 @@ class SessionStore:
         self.idle_seconds = idle_seconds
         self.max_seconds = max_seconds
 
-    def create(self, *, login: str, source: str, accounts: list[Account], sealed_token: str | None = None) -> str:
-        """Open a session; returns the cookie value (shown to the browser only)."""
+    def create(self, *, login: str, source: str, accounts: list[Account], sealed_token: str | None = None,
+               max_seconds: float | None = None) -> str:
+        """Open a session, ending after `max_seconds` if that is sooner than the store's limit; returns the cookie
+        value (shown to the browser only)."""
         session_id = secrets.token_urlsafe(32)
         stamp = time.time()
         session = Session(login=login, source=source, csrf=secrets.token_urlsafe(32), created_at=stamp,
                           seen_at=stamp, checked_at=stamp, accounts=[asdict(a) for a in accounts],
-                          sealed_token=sealed_token, id_hash=_digest(session_id))
+                          sealed_token=sealed_token, id_hash=_digest(session_id), max_seconds=max_seconds)
         self._write(session)
         return session_id
 
@@ -70,7 +92,7 @@ class SessionStore:
             return None
         session = Session(**json.loads(raw))
         stamp = time.time()
-        if stamp - session.created_at > self.max_seconds or stamp - session.seen_at > self.idle_seconds:
+        if stamp > session.ends_at(self.max_seconds) or stamp - session.seen_at > self.idle_seconds:
             self.end(session)
             return None
         session.seen_at = stamp
@@ -82,10 +104,25 @@ class SessionStore:
         self._write(session)
 
     def end(self, session: Session) -> None:
-        self._redis.delete(_key(session.id_hash))
+        self._redis.delete(_key(session.id_hash), _once_key(session.id_hash))
+
+    def keep_once(self, session: Session, slot: str, value: str, ttl_seconds: int) -> None:
+        """Hold `value` for this session until `take_once` reads it, or for `ttl_seconds` at most."""
+        with self._redis.pipeline() as pipe:
+            pipe.hset(_once_key(session.id_hash), slot, value)
+            pipe.expire(_once_key(session.id_hash), ttl_seconds)
+            pipe.execute()
+
+    def take_once(self, session: Session, slot: str) -> str | None:
+        """The value kept in `slot`, removed in the same step, so that only one request ever gets it."""
+        with self._redis.pipeline() as pipe:  # MULTI/EXEC: two tabs cannot both read it
+            pipe.hget(_once_key(session.id_hash), slot)
+            pipe.hdel(_once_key(session.id_hash), slot)
+            value, _removed = pipe.execute()
+        return value.decode() if isinstance(value, bytes) else value
 
     def _write(self, session: Session) -> None:
-        left = int(min(self.idle_seconds, session.created_at + self.max_seconds - time.time()))
+        left = int(min(self.idle_seconds, session.ends_at(self.max_seconds) - time.time()))
         if left <= 0:
             self._redis.delete(_key(session.id_hash))
             return
@@ -98,3 +135,8 @@ def _digest(value: str) -> str:
 
 def _key(id_hash: str) -> str:
     return f"cd:dash:session:{id_hash}"
+
+
+def _once_key(id_hash: str) -> str:
+    # Apart from the session record, which every request rewrites: a stale rewrite cannot bring a taken value back.
+    return f"cd:dash:once:{id_hash}"

@@ -7,6 +7,9 @@ from bot.dashboard.operator import LOGIN_LINK_COMMAND, local_accounts, use_login
 from bot.dashboard.sessions import GITHUB, OPERATOR
 from bot.dashboard.web import dashboard, new_nonce, page, problem, safe_next, set_session_cookie, signed_in
 
+# A GitHub session ends this long before its user token does, so no request goes out with a token about to lapse.
+TOKEN_MARGIN_SECONDS = 60
+
 
 def register(bp: Blueprint) -> None:
     @bp.get("/")
@@ -45,13 +48,17 @@ def register(bp: Blueprint) -> None:
         if request.args.get("error"):
             return problem("Sign-in cancelled", "GitHub did not authorize Copydesk (you may have pressed Cancel). "
                            "Start again from the sign-in page.", 400)
-        token, next_path = deps.sign_in.finish(state=request.args.get("state", ""), code=request.args.get("code", ""),
-                                               browser_nonce=request.cookies.get(deps.nonce_cookie, ""))
-        login = deps.sign_in.user_login(token)
-        accounts = deps.sign_in.accounts(token, login)
+        grant = deps.sign_in.finish(state=request.args.get("state", ""), code=request.args.get("code", ""),
+                                    browser_nonce=request.cookies.get(deps.nonce_cookie, ""))
+        login = deps.sign_in.user_login(grant.token)
+        accounts = deps.sign_in.accounts(grant.token, login)
+        # The session ends with the token (GitHub's last 8 hours), so nobody meets "authorization ended" mid-work.
+        # Simpler than keeping the refresh token, sealed, and trading it for new tokens: one more secret to hold
+        # and a refresh race between tabs, for a sign-in that takes two clicks.
+        lifetime = None if grant.expires_in is None else max(0, grant.expires_in - TOKEN_MARGIN_SECONDS)
         session_id = deps.sessions.create(login=login, source=GITHUB, accounts=accounts,
-                                          sealed_token=deps.gate.seal(token))
-        response = make_response(redirect(safe_next(next_path), 303))
+                                          sealed_token=deps.gate.seal(grant.token), max_seconds=lifetime)
+        response = make_response(redirect(safe_next(grant.next_path), 303))
         response.delete_cookie(deps.nonce_cookie, path="/")
         set_session_cookie(response, session_id)
         return response

@@ -6,10 +6,10 @@ from flask import Blueprint, Response, current_app, redirect, request
 from bot.dashboard.web import dashboard, page, signed_in
 from bot.github.pulls import pull_state as github_pull_state
 from service.api import streams
-from service.api.body import parse_list_query
+from service.api.body import parse_list_query, parse_prompt
 from service.clock import now_iso
 from service.codehost.local import HOST as LOCAL_HOST
-from service.errors import InvalidRequest, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
+from service.errors import JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
 from service.events import EventType
 from service.models import Job, JobStatus, Project, Role
 from service.store.events import check_event_id
@@ -68,17 +68,14 @@ def register(bp: Blueprint) -> None:
     @bp.post("/projects/<project_id>/jobs/<job_id>/message")
     def follow_up(project_id: str, job_id: str):
         project, found = visible_job(project_id, job_id)
-        signed_in().admin_of(project.account)
-        prompt = request.form.get("prompt", "").strip()
-        if not prompt:
-            raise InvalidRequest("write a follow-up instruction first", field="prompt")
-        send_follow_up(project, found, prompt, source="dashboard")
+        signed_in().admin_of_project(project)
+        send_follow_up(project, found, request.form.get("prompt", ""), source="dashboard")
         return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
 
     @bp.post("/projects/<project_id>/jobs/<job_id>/archive")
     def archive(project_id: str, job_id: str):
         project, found = visible_job(project_id, job_id)
-        signed_in().admin_of(project.account)
+        signed_in().admin_of_project(project)
         dashboard().services.jobs.archive(found.id)
         return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
 
@@ -100,14 +97,15 @@ def visible_job(project_id: str, job_id: str) -> tuple[Project, Job]:
     return project, job
 
 
-def send_follow_up(project: Project, job: Job, prompt: str, *, source: str) -> None:
-    """Queue a follow-up message as the API would, counting against the project's quota."""
+def send_follow_up(project: Project, job: Job, text: str, *, source: str) -> None:
+    """Queue a follow-up message as the API would: the same prompt rules and refusals, before any quota is used."""
     services = dashboard().services
-    settings = services.settings
-    if len(prompt) > settings.max_prompt_chars:
-        raise InvalidRequest(f"a follow-up is at most {settings.max_prompt_chars} characters", field="prompt")
+    # A form's text area adds line breaks at the ends; what is left must pass the API's own prompt rules.
+    prompt = parse_prompt({"prompt": text.strip()}, services.settings)
     if not project.enabled:
         raise ProjectDisabled(f"project {project.id} is disabled and takes no messages")
+    if job.status is JobStatus.ARCHIVED:  # refused before it can use up quota, as on the API; the store re-checks
+        raise JobArchived(f"Job {job.id} is archived, so it takes no more follow-ups. Start a new job instead.")
     services.usage.check(project.account)  # the account's monthly token cap binds here as on the API
     quota = services.limiter.consume(project.id)
     if not quota.allowed:
@@ -145,6 +143,6 @@ def _job_context(project: Project, job: Job) -> dict:
     viewer = signed_in()
     return {"project": project, "job": job, "api": job.to_api(), "conversation": conversation,
             "usage": add_usage({}, job.usage), "pr_state": pull_state(project, job), "diff": diff,
-            "can_write": viewer.account(project.account).admin, "now": now_iso(),
+            "can_write": viewer.owner_of(project).admin, "now": now_iso(),
             "active": job.status is JobStatus.ACTIVE, "last_event": deps.services.events.last_id(job.id) or "0",
             "event_types": " ".join(t.value for t in EventType)}

@@ -8,7 +8,13 @@ from flask import Blueprint, redirect, request
 from bot.dashboard.sessions import OPERATOR
 from bot.dashboard.web import dashboard, page, signed_in
 from service.codehost.base import CodeHostError
-from service.errors import ProjectNotFound
+from service.errors import ProjectDisabled, ProjectNotFound
+from service.models import Project
+
+# Why a project is disabled, in the words the page shows (keys: the project's `disabled_reason`).
+_REASONS = {"installation_removed": "the GitHub App was uninstalled or lost this repository",
+            "installation_suspended": "the GitHub App installation is suspended",
+            ProjectDisabled.code: "an admin switched it off"}
 
 
 def register(bp: Blueprint) -> None:
@@ -21,9 +27,15 @@ def register(bp: Blueprint) -> None:
         admin = signed_in().admin_of(account)
         services = dashboard().services
         project = services.projects.find(project_id) if project_id.startswith("prj_") else None
-        if project is None or project.account != admin.login or action not in ("enable", "disable"):
+        if project is None or not admin.owns(project) or action not in ("enable", "disable"):
             raise ProjectNotFound(f"{admin.login} has no project {project_id}")
-        services.projects.set_enabled(project.id, action == "enable")
+        if action == "enable" and not switchable(project):
+            return _projects_page(account, error=f"Project {project.id} was disabled by its code host "
+                                  f"({_REASONS.get(project.disabled_reason or '', project.disabled_reason)}), not by "
+                                  "an admin; it comes back when its installation is restored.", status=409)
+        # Disabling an already disabled project would replace the code host's reason with the admin's own.
+        if project.enabled or action == "enable":
+            services.projects.set_enabled(project.id, action == "enable")
         return redirect(f"/dashboard/accounts/{admin.login}/projects", 303)
 
     @bp.post("/accounts/<account>/projects")
@@ -46,12 +58,19 @@ def register(bp: Blueprint) -> None:
         return redirect(f"/dashboard/accounts/{admin.login}/projects", 303)
 
 
+def switchable(project: Project) -> bool:
+    """Whether an admin may switch the project on or off: not while its code host (GitHub) has it disabled."""
+    # No reason at all: a project disabled before reasons were kept; only admins and the operator disabled then.
+    return project.enabled or project.disabled_reason in (None, ProjectDisabled.code)
+
+
 def _projects_page(account: str, *, error: str | None = None, status: int = 200):
     viewer = signed_in()
     shown = viewer.account(account)
     services = dashboard().services
-    projects = [p for p in services.projects.all() if p.account == shown.login]
+    projects = [p for p in services.projects.all() if shown.owns(p)]
     return page("projects.html", status, account=shown, projects=projects,
                 counts={p.id: services.jobs.counts(p.id) for p in projects},
-                operator=viewer.session.source == OPERATOR, error=error,
+                operator=viewer.session.source == OPERATOR, error=error, reasons=_REASONS,
+                switchable={p.id: switchable(p) for p in projects},
                 form=request.form if request.method == "POST" else {})

@@ -6,7 +6,7 @@ from flask import Blueprint, redirect, request
 from bot.dashboard.views_jobs import send_follow_up, visible_project
 from bot.dashboard.web import dashboard, page, register_handlers, signed_in
 from service.codehost.local import HOST as LOCAL_HOST
-from service.errors import InvalidRequest, ProjectNotFound
+from service.errors import ProjectNotFound
 from service.models import JobStatus
 
 
@@ -41,20 +41,18 @@ def create_blueprint() -> Blueprint:
         job = deps.services.jobs.find(found.job_id)
         return page("local_pull.html", project=project, pull=found, job=job, diff=deps.local.diff(project, found),
                     archived=job is not None and job.status is JobStatus.ARCHIVED,
-                    can_write=signed_in().account(project.account).admin)
+                    can_write=signed_in().owner_of(project).admin)
 
     @bp.post("/<project_id>/pulls/<int:number>/comments")
     def comment(project_id: str, number: int):
         project = local_project(project_id)
-        signed_in().admin_of(project.account)
+        signed_in().admin_of_project(project)
         found = local_pull(project, number)
-        body = request.form.get("body", "").strip()
-        if not body:
-            raise InvalidRequest("write a comment first", field="body")
+        body = request.form.get("body", "")
         deps = dashboard()
         job = deps.services.jobs.get(found.job_id)
         send_follow_up(project, job, body, source="local")
-        deps.local.comment(project, number, f"@{signed_in().login}: {body}")
+        deps.local.comment(project, number, f"@{signed_in().login}: {body.strip()}")
         return redirect(f"/local/{project.id}/pulls/{number}", 303)
 
     return bp

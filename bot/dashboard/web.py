@@ -24,6 +24,7 @@ from service.services import Services
 log = logging.getLogger(__name__)
 
 EXTENSION = "copydesk.dashboard"
+SIGN_OUT_ENDPOINT = "dashboard.logout"
 # Scripts and styles only from our own static files: no inline script or style can run, whatever a page shows.
 # The other security headers (nosniff, no framing, no referrer, no caching) are the app's, from bot.headers.
 CSP = content_security_policy(inline_styles=False)
@@ -93,7 +94,8 @@ def load_viewer() -> None:
             g.viewer = deps.gate.viewer(session)
         except SignInFailed as exc:
             raise PageError(exc.title, exc.detail, exc.status) from None
-    if request.method == "POST":
+    # Signing out with no live session has nothing to protect: let it through to the sign-in page.
+    if request.method == "POST" and not (session is None and request.endpoint == SIGN_OUT_ENDPOINT):
         check_csrf(session)
 
 

@@ -85,13 +85,16 @@ class GitHubClient:
             yield from (page[iterable_key] if iterable_key else page)
 
     def post(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any, idempotent: bool = False,
-             accept: str = accept_format()) -> Any:
-        """POST; retried after a 5xx or a time-out only when `idempotent` (doing it twice does no harm)."""
-        return self._request("POST", url, url_vars, data, accept, idempotent)[0]
+             accept: str = accept_format(), guard: Callable[[], None] | None = None) -> Any:
+        """POST; retried after a 5xx or a time-out only when `idempotent` (doing it twice does no harm).
+
+        `guard` is called right before every attempt, a retry's included, and raises to send nothing more."""
+        return self._request("POST", url, url_vars, data, accept, idempotent, guard)[0]
 
     def patch(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any,
-              accept: str = accept_format()) -> Any:
-        return self._request("PATCH", url, url_vars, data, accept, True)[0]
+              accept: str = accept_format(), guard: Callable[[], None] | None = None) -> Any:
+        """PATCH, retried like a GET; `guard` as for `post`."""
+        return self._request("PATCH", url, url_vars, data, accept, True, guard)[0]
 
     def put(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any = _NO_BODY,
             accept: str = accept_format()) -> Any:
@@ -104,13 +107,15 @@ class GitHubClient:
     # -- one logical request, with its retries and waits ---------------------------------------
 
     def _request(self, method: str, url: str, url_vars: Mapping[str, Any] | None, data: Any,
-                 accept: str, repeatable: bool) -> tuple[Any, str | None]:
+                 accept: str, repeatable: bool, guard: Callable[[], None] | None = None) -> tuple[Any, str | None]:
         full_url = format_url(url, url_vars, base_url=self.api_url)
         body = None if data is _NO_BODY else json.dumps(data).encode("utf-8")
         failures = waits = 0
         waited = 0.0
         reauthorized = False
         while True:
+            if guard is not None:
+                guard()  # after a backoff or a rate-limit wait too: the caller's right to write may be gone
             try:
                 response = self._send(method, full_url, body, accept)
             except _TRANSIENT as exc:

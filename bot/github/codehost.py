@@ -2,7 +2,7 @@
 
 import base64
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Literal
 from urllib.parse import quote
@@ -14,6 +14,7 @@ from bot.github.auth import InstallationGone
 from bot.github.client import GitHubClient, GitHubUnavailable
 from service.codehost.base import CodeHostError
 from service.errors import RunFailed
+from service.lease import Fence
 from service.models import Project, PullRequest
 from service.workspace.git import Remote
 
@@ -55,20 +56,22 @@ class GitHubCodeHost:
         return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool) -> PullRequest:
+                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
         """Update the branch's open pull request, or open one; never two open pull requests for one branch.
 
         Only an open pull request is reused: one that a person closed or merged stays as they left it,
-        and new commits on the branch get a new pull request.
+        and new commits on the branch get a new pull request. With a `fence`, the run's lease is checked right
+        before the create or the update is sent (see `_lease_check`).
         """
         owner, name = _owner_and_name(project)
+        guard = self._lease_check(fence)
         with _as_host_error(f"open the pull request for {branch}"):
             client = self._client(project)
             found = self._open_pull(client, owner, name, branch)
             if found is None:
                 try:
                     return _pull(self._create_pull(client, owner, name, branch=branch, base=base, title=title,
-                                                   body=body, draft=draft))
+                                                   body=body, draft=draft, guard=guard))
                 except (InvalidField, ValidationError) as exc:
                     # Another attempt of this run opened it between our look-up and our create.
                     if "already exists" not in str(exc):
@@ -79,15 +82,29 @@ class GitHubCodeHost:
             log.info("job %s: updating pull request #%s of %s", job_id, found["number"], project.repository)
             updated = client.patch("/repos/{owner}/{repo}/pulls/{number}",
                                    {"owner": owner, "repo": name, "number": found["number"]},
-                                   data={"title": title, "body": body})
+                                   data={"title": title, "body": body}, guard=guard)
             return _pull(updated)
 
-    def comment(self, project: Project, number: int, body: str) -> None:
-        """Add a comment to pull request (or issue) `number`."""
+    def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
+                key: str | None = None) -> None:
+        """Add a comment to pull request (or issue) `number`.
+
+        With a `key` it is posted once: its body ends with an invisible marker naming the key, and when one of
+        the App's comments on `number` already carries that marker (an interrupted attempt of the same run
+        posted it) nothing is posted. With a `fence`, the run's lease is checked right before the post."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"comment on #{number}"):
-            self._client(project).post("/repos/{owner}/{repo}/issues/{number}/comments",
-                                       {"owner": owner, "repo": name, "number": number}, data={"body": body})
+            client = self._client(project)
+            if key is not None:
+                marker = comment_marker(key)
+                if self._has_own_comment(client, owner, name, number, marker):
+                    log.info("#%s of %s already has the comment %s; not posting it again", number,
+                             project.repository, key)
+                    return
+                body = f"{body}\n\n{marker}"
+            client.post("/repos/{owner}/{repo}/issues/{number}/comments",
+                        {"owner": owner, "repo": name, "number": number}, data={"body": body},
+                        guard=self._lease_check(fence))
 
     # -- what the webhook handlers use -------------------------------------------------------
 
@@ -140,6 +157,23 @@ class GitHubCodeHost:
     def _client(self, project: Project) -> GitHubClient:
         return self._app.installation_client(_installation_id(project), project.repository)
 
+    def _lease_check(self, fence: Fence | None) -> Callable[[], None] | None:
+        """What a run's write to GitHub calls right before each attempt: LeaseLost once the lease is not the run's.
+
+        An HTTP write to GitHub cannot be fenced atomically: GitHub knows nothing of our lease, offers no
+        conditional write a fencing token could ride on (no compare-and-set of a pull request's body, no
+        If-Match on these endpoints), and no transaction spans Redis and GitHub. So the lease is read live right
+        before every attempt of the request (a retry's too), with no other I/O in between. What is left is a
+        worker that pauses in that gap for longer than the lease lives while another run writes: its one request
+        then lands stale, at most one request's time-out after the check (the client re-checks before any retry).
+        That write can never be a second comment (comments are idempotent by their marker) nor a second pull
+        request (one open pull request per branch); at worst a title and body, which the next round rewrites.
+        """
+        if fence is None:
+            return None
+        redis_client = self._app.redis
+        return lambda: fence.ensure(redis_client)
+
     @staticmethod
     def _open_pull(client: GitHubClient, owner: str, name: str, branch: str) -> dict | None:
         pulls = client.getiter("/repos/{owner}/{repo}/pulls{?state,head,per_page}",
@@ -148,20 +182,27 @@ class GitHubCodeHost:
         return next(iter(pulls), None)
 
     @staticmethod
+    def _has_own_comment(client: GitHubClient, owner: str, name: str, number: int, marker: str) -> bool:
+        """Whether one of the App's comments on `number` carries `marker` (a person's copy of it does not count)."""
+        comments = client.getiter("/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
+                                  {"owner": owner, "repo": name, "number": number, "per_page": 100})
+        return any(marker in (c.get("body") or "") and (c.get("user") or {}).get("type") == "Bot" for c in comments)
+
+    @staticmethod
     def _create_pull(client: GitHubClient, owner: str, name: str, *, branch: str, base: str, title: str,
-                     body: str, draft: bool) -> dict:
+                     body: str, draft: bool, guard: Callable[[], None] | None = None) -> dict:
         url_vars = {"owner": owner, "repo": name}
         data = {"title": title, "head": branch, "base": base, "body": body, "draft": draft}
         # Idempotent: a repeat after a lost answer gets 422 "already exists", which the caller resolves.
         try:
-            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data=data, idempotent=True)
+            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data=data, idempotent=True, guard=guard)
         except (InvalidField, ValidationError) as exc:
             # Draft pull requests need a plan that has them; rather a ready one than none.
             if not draft or "draft" not in str(exc).lower():
                 raise
             log.warning("%s/%s does not support draft pull requests; opening a ready one", owner, name)
             return client.post("/repos/{owner}/{repo}/pulls", url_vars, data={**data, "draft": False},
-                               idempotent=True)
+                               idempotent=True, guard=guard)
 
 
 @contextmanager
@@ -179,6 +220,11 @@ def _as_host_error(action: str) -> Iterator[None]:
         status = getattr(exc, "status_code", None)
         raise CodeHostError(f"GitHub refused to {action}" + (f" (HTTP {int(status)})" if status else "")
                             + f": {exc}") from exc
+
+
+def comment_marker(key: str) -> str:
+    """The invisible line that names a run's comment, so that posting it again is found out and skipped."""
+    return f"<!-- copydesk:comment {key} -->"
 
 
 def _owner_and_name(project: Project) -> tuple[str, str]:

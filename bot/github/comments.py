@@ -16,7 +16,7 @@ from bot.github.cleaning import clean, fence, strip_invisible
 from bot.github.codehost import HOST, ReactionTarget
 from bot.github.pulls import job_of_pull
 from service.codehost.base import CodeHostError
-from service.errors import JobArchived, JobNotActive
+from service.errors import JobArchived, JobNotActive, MonthlyBudgetExceeded
 from service.models import Job, JobStatus, Project
 from service.store.replies import text
 
@@ -38,6 +38,8 @@ ARCHIVED = ("@{login} the job of this pull request (`{job_id}`) is archived, so 
             "To continue, start a new job for this repository: `POST /v2/agent/{project_id}/job`.")
 RATE_LIMITED = ("@{login} this repository has used its {limit} jobs and messages for this hour, so I have not "
                 "acted on this comment. Please mention me again in about {minutes} min.")
+MONTHLY_CAP = ("@{login} this repository's account has used its monthly model token cap (`{code}`), so I have "
+               "not acted on this comment. {detail}")
 TOO_LONG = ("@{login} this comment is too long for me to take as a request ({length} characters with its "
             "context; the limit is {limit}). Please shorten it and mention me again.")
 STOPPING = ("@{login} stopping: the run in progress is abandoned (nothing of it is pushed unless it already was) "
@@ -146,6 +148,12 @@ def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer
     limit = bot.services.settings.max_prompt_chars
     if len(text) > limit:
         _reply(bot, project, comment, TOO_LONG.format(login=comment.login, length=len(text), limit=limit))
+        return False
+    # As on the API: the monthly cap is checked before the hourly quota, so a refused comment uses none of it.
+    try:
+        bot.services.usage.check(project.account)
+    except MonthlyBudgetExceeded as exc:
+        _reply(bot, project, comment, MONTHLY_CAP.format(login=comment.login, code=exc.code, detail=exc.detail))
         return False
     quota = bot.services.limiter.consume(project.id)
     if not quota.allowed:

@@ -18,6 +18,13 @@ class DocsReport:
     problems: list[DocsProblem] = field(default_factory=list)
     pages_checked: int = 0
     failure: str | None = None
+    timed_out: bool = False  # the check was stopped at its time budget; `failure` says which
+
+    @classmethod
+    def too_slow(cls, seconds: float) -> "DocsReport":
+        """The report of a check stopped after `seconds`: nothing was checked, and the reader is told so."""
+        return cls(failure=f"stopped after {seconds:g} s, the time budget of a tool call; the changes were not "
+                           "checked, review links and navigation by hand", timed_out=True)
 
     @property
     def ok(self) -> bool:
@@ -25,6 +32,8 @@ class DocsReport:
 
     def to_text(self) -> str:
         """The report as a Markdown list for the model and the pull request body, ending with a one-line verdict."""
+        if self.timed_out:
+            return f"docs check not completed: took too long ({self.failure})"
         if self.failure is not None:
             return f"docs check could not finish: {self.failure}"
         if self.ok:

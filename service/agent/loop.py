@@ -10,8 +10,8 @@ from service.agent.docsite.site import DocsSite
 from service.agent.model import ChatMessage, ChatRole, ModelClient, ToolCall, Usage
 from service.agent.tools import TOOL_SPECS, ToolExecutor
 from service.errors import BUDGET_EXCEEDED, RunFailed
-from service.faults import Faults
-from service.runstop import RunStop, RunStopped, StopReason
+from service.faults import STALL_IN_DOCS_CHECK, Faults
+from service.runstop import RunStop, RunStopped, StopReason, ToolTimedOut
 
 SYSTEM_PROMPT = """\
 You are Copydesk, a documentation editor working on a git repository. You change the repository only \
@@ -158,7 +158,7 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
         messages.append(ChatMessage("assistant", reply.text, list(reply.tool_calls)))
         if not reply.tool_calls:
             summary = reply.text.strip() or "The agent ended the run without a summary."
-            return _result(workspace, task.site, None, summary, meter, messages)
+            return _result(executor, None, summary, meter, messages)
         for call in reply.tool_calls:
             stop.check()
             steps += 1
@@ -168,7 +168,7 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
             messages.append(ChatMessage("tool", result.content, tool_call_id=call.id, is_error=result.is_error))
             if result.finish:
                 # Calls after `finish` in the same reply are not run: the run is over.
-                return _result(workspace, task.site, result.finish.title, result.finish.summary, meter, messages)
+                return _result(executor, result.finish.title, result.finish.summary, meter, messages)
 
 
 def build_messages(task: AgentTask) -> list[ChatMessage]:
@@ -225,6 +225,21 @@ def time_limit_failure() -> RunFailed:
                      "(COPYDESK_RUN_TIMEOUT); ask for a smaller change or raise the limit")
 
 
-def _result(workspace, site, title, summary, meter: RunMeter, messages) -> AgentResult:
-    report = check_docs(workspace, site) if workspace.changes() else None
+def _result(executor: ToolExecutor, title, summary, meter: RunMeter, messages) -> AgentResult:
+    report = final_docs_check(executor) if executor.workspace.changes() else None
     return AgentResult(title, summary, meter.steps, meter.usage, report, messages)
+
+
+def final_docs_check(executor: ToolExecutor) -> DocsReport:
+    """The docs check that goes into the pull request, under the same time budget as a tool call.
+
+    A hostile or huge repository can make the check slow; past the budget it is reported as not completed
+    instead of holding the run until its deadline (which still ends the run if it comes first).
+    """
+    try:
+        with executor.stop.time_box(executor.time_budget):
+            executor.faults.reach(STALL_IN_DOCS_CHECK)
+            return check_docs(executor.workspace, executor.site)
+    except ToolTimedOut:
+        assert executor.time_budget is not None  # only a time box raises it
+        return DocsReport.too_slow(executor.time_budget)

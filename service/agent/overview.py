@@ -27,21 +27,25 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     """A short description of the repository (file counts, folders, docs pages, key files) within `max_chars`.
 
     With the detected `site`, the pages are the site's, its default language's only (other languages are named,
-    not listed), in `nav_order` (pages as the navigation lists them) first. One `workspace.list_files()` call and
-    no file reads, so its cost and size do not grow with the repository.
+    not listed), in `nav_order` (pages as the navigation lists them) first; for plain Markdown, those under the
+    site's docs root unless `docs_root` is given. Without a site, the top-level folder with the most pages is
+    described. One `workspace.list_files()` call and no file reads, so its cost and size do not grow with the
+    repository.
     """
     paths = [path for path in workspace.list_files() if is_allowed(path)]
     translations: list[str] = []
     if site is not None and site.framework != "markdown":
         area = site.docs_root
-        site_pages = [path for path in paths if site.is_page(path)]
+        site_pages = [path for path in paths if site.is_page(path) and not site.is_versioned(path)]
         area_pages = [path for path in site_pages if site.language_of(path) is None]
         for language in site.languages[1:]:
             count = sum(1 for path in site_pages if site.language_of(path) is language)
             translations.append(f"{language.code} ({_show(language.folder)}/, {count:,} pages)")
     else:
         pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
-        area = _docs_area(pages, docs_root.strip("/"))
+        # A detected plain-Markdown site knows its docs root (docs/ when it has pages, else the repository).
+        area = _docs_area(pages, docs_root.strip("/") or (site.docs_root if site is not None else ""),
+                          fallback=site is None)
         area_pages = [path for path in pages if _under(path, area)]
     budget = _Budget(max_chars)
     header = (f"Repository overview: {len(paths):,} files at the run's start. This is a summary; use list_files, "
@@ -92,10 +96,13 @@ class _Budget:
         return "\n".join(self.lines)
 
 
-def _docs_area(pages: list[str], docs_root: str) -> str:
-    """The folder whose pages the overview lists: the configured docs root, else the one with the most pages."""
+def _docs_area(pages: list[str], docs_root: str, *, fallback: bool = True) -> str:
+    """The folder whose pages the overview lists: `docs_root` when it holds pages, else (with `fallback`) the
+    top-level folder with the most pages, else the whole repository."""
     if docs_root and any(_under(path, docs_root) for path in pages):
         return docs_root
+    if not fallback:
+        return ""
     counts = Counter(path.split("/", 1)[0] if "/" in path else "" for path in pages)
     if not counts:
         return ""

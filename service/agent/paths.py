@@ -29,6 +29,8 @@ def normalize(raw: str) -> str:
         raise PathRejected(str(raw), "the path is empty; give a path relative to the repository root")
     if "\0" in raw:
         raise PathRejected(raw, "the path contains a NUL character")
+    if not _encodable(raw):
+        raise PathRejected(raw, "the path is not valid Unicode text (it holds a lone surrogate)")
     if "\\" in raw:
         raise PathRejected(raw, "use forward slashes (/) to separate folders")
     if raw.startswith("/") or _DRIVE.match(raw):
@@ -50,6 +52,16 @@ def normalize(raw: str) -> str:
             where = "/".join(protected)
             raise PathRejected(raw, f"files under {where}/ (CI workflows) cannot be read or changed")
     return "/".join(parts)
+
+
+def _encodable(raw: str) -> bool:
+    # Tree names that are not UTF-8 are read with surrogateescape, so those escapes name real files; any other
+    # lone surrogate can never become a path git can store.
+    try:
+        raw.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def is_allowed(path: str) -> bool:

@@ -1,5 +1,6 @@
 """The agent's file tools: their JSON Schema specs and the executor that runs them on the workspace overlay."""
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ from service.workspace.globs import compile_glob
 from service.workspace.globs import matches as glob_matches
 from service.workspace.lines import LineReader
 from service.workspace.overlay import BINARY_PROBE_BYTES, is_binary
+
+log = logging.getLogger(__name__)
 
 # Every tool's text result is capped so one call cannot crowd the model's context; a cut result ends with a
 # note in [brackets] that says how to get the rest.
@@ -179,6 +182,14 @@ class ToolExecutor:
             return getattr(self, f"_{spec.name}")(**args)
         except (InvalidArguments, WorkspaceError) as exc:
             return ToolResult(f"{call.name} failed: {exc}", is_error=True)
+        except RunFailed:
+            raise  # a run limit (bytes written) ends the run by design
+        except Exception as exc:
+            # A bug or hostile input (a lone surrogate, a parser's RecursionError) must not end the run: the model
+            # is told and can try another way. Stops and time-outs are BaseExceptions and pass through.
+            log.exception("the %s tool failed unexpectedly", call.name)
+            return ToolResult(f"{call.name} failed: an internal error stopped it ({type(exc).__name__}: "
+                              f"{str(exc)[:300]}); try another way", is_error=True)
 
     # --- the tools -------------------------------------------------------------------------------
 
@@ -322,6 +333,10 @@ class ToolExecutor:
     def _finish(self, title: str, summary: str) -> ToolResult:
         if not summary.strip():
             raise InvalidArguments("summary is empty; say what you changed, or answer the question")
+        # Both end up in a commit message and a pull request, which must be valid UTF-8.
+        for name, text in (("title", title), ("summary", summary)):
+            if not _is_unicode(text):
+                raise InvalidArguments(f"{name} is not valid Unicode text (it holds a lone surrogate)")
         finish = Finish(title.strip() or None, summary.strip())
         return ToolResult("run finished", finish=finish)
 
@@ -376,6 +391,14 @@ def _coerce(name: str, value, schema: dict):
                 raise InvalidArguments(f"argument {name!r} must be at least {schema['minimum']}")
             return value
     raise InvalidArguments(f"argument {name!r} must be of type {kind}, not {type(value).__name__}")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_glob(glob: str, name: str) -> str:

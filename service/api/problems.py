@@ -35,6 +35,7 @@ PROBLEMS = {
     "monthly_budget_exceeded": (429, "Monthly token budget used up"),
     "internal_error": (500, "Internal error"),
     "unavailable": (503, "Service unavailable"),
+    "redis_evicts_keys": (503, "Redis may evict keys"),
 }
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",

@@ -64,11 +64,8 @@ def deliveries(project_id: str, webhook_id: str) -> Response:
 
 @bp.post("/<webhook_id>/deliveries/<delivery_id>/resend")
 def resend(project_id: str, webhook_id: str, delivery_id: str) -> Response:
-    svc = services()
     project = project_for(project_id, caller())
-    delivery = svc.webhooks.endpoint_delivery(svc.webhooks.get(project.id, webhook_id), delivery_id)
-    # A worker sends it, never this request: one more attempt, without retries of its own.
-    svc.deliveries.now(delivery.id, delivery.attempts + 1, manual=True)
+    delivery = endpoints.resend(services(), project.id, webhook_id, delivery_id)
     response = jsonify(delivery.to_api())
     response.status_code = 202
     return response

@@ -2,6 +2,7 @@
 
 from typing import Protocol
 
+from service.lease import Fence
 from service.models import Project, PullRequest
 from service.workspace.git import Remote
 
@@ -17,8 +18,17 @@ class CodeHost(Protocol):
         """Where git fetches and pushes the project's repository, with per-command credentials."""
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool) -> PullRequest:
-        """Open the job branch's pull request, or update the one that already exists for it."""
+                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
+        """Open the job branch's pull request, or update the one that already exists for it.
 
-    def comment(self, project: Project, number: int, body: str) -> None:
-        """Add a comment to pull request `number`."""
+        With a `fence` (a run's lease) the write happens only while that lease is still the run's, and raises
+        LeaseLost otherwise: atomically where the host's store allows it, else checked right before the write.
+        """
+
+    def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
+                key: str | None = None) -> None:
+        """Add a comment to pull request `number`, fenced by `fence` like `open_or_update_pull`.
+
+        `key` makes the comment idempotent: a comment posted earlier with the same key (by an interrupted
+        attempt of the same run) is not posted again.
+        """

@@ -9,8 +9,10 @@ import redis
 from service.clock import now_iso
 from service.codehost.base import CodeHostError
 from service.faults import PULL_CLAIMED, Faults
+from service.lease import Fence
 from service.models import Project, PullRequest, Record
 from service.store.projects import ProjectStore
+from service.store.replies import transaction
 from service.workspace.git import Git, GitError, Remote
 
 HOST = "local"
@@ -75,32 +77,52 @@ class LocalCodeHost:
         return Remote(url=project.repository)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool) -> PullRequest:
-        """Idempotent by construction: one pull-request number per branch, claimed once, and a record that a
-        retry completes if a crash came between the claim and the save."""
-        number = self._redis.hget(self._by_branch_key(project.id), branch)
-        stamp = now_iso()
-        if number is None:
-            candidate = int(self._redis.incr(self._seq_key(project.id)))
-            # HSETNX settles a race between two attempts of one run: only one number is used.
-            self._redis.hsetnx(self._by_branch_key(project.id), branch, candidate)
-            number = self._redis.hget(self._by_branch_key(project.id), branch)
+                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
+        """One pull request per branch: its number is claimed and its record saved in one transaction, so a
+        crash leaves both or neither, and a run whose `fence` no longer holds the lease writes nothing
+        (LeaseLost) however long it was frozen before this call."""
+
+        def attempt(pipe) -> LocalPull:
+            if fence is not None:
+                fence.ensure(pipe)
+            claimed = pipe.hget(self._by_branch_key(project.id), branch)
+            # A number claimed without a record is what a crash between the two left before they were one write.
+            pull = self._read(pipe, project.id, int(claimed)) if claimed is not None else None
+            stamp = now_iso()
+            if pull is None:
+                number = int(claimed) if claimed is not None else int(pipe.get(self._seq_key(project.id)) or 0) + 1
+                pull = LocalPull(project_id=project.id, number=number, job_id=job_id, title=title, body=body,
+                                 base=base, head=branch, state="open", draft=draft, created_at=stamp, updated_at=stamp)
+            else:
+                pull.title, pull.body, pull.updated_at = title, body, stamp
             self._faults.reach(PULL_CLAIMED)
-        assert number is not None  # claimed above when it was missing
-        pull = self.pull(project.id, int(number))
-        if pull is None:
-            pull = LocalPull(project_id=project.id, number=int(number), job_id=job_id, title=title, body=body,
-                             base=base, head=branch, state="open", draft=draft, created_at=stamp, updated_at=stamp)
-        else:
-            pull.title, pull.body, pull.updated_at = title, body, stamp
-        self._save(pull)
+            pipe.multi()
+            if claimed is None:
+                pipe.set(self._seq_key(project.id), pull.number)
+                pipe.hset(self._by_branch_key(project.id), branch, pull.number)
+            self._write(pipe, pull)
+            return pull
+
+        pull = transaction(self._redis, attempt, self._by_branch_key(project.id), self._seq_key(project.id),
+                           self._pulls_key(project.id), *_watched(fence))
         return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
 
-    def comment(self, project: Project, number: int, body: str) -> None:
-        pull = self.pull(project.id, number)
-        assert pull is not None  # runs comment only on their job's own pull request
-        pull.comments.append({"body": body, "createdAt": now_iso()})
-        self._save(pull)
+    def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
+                key: str | None = None) -> None:
+        """Add a comment in one transaction: fenced like `open_or_update_pull`, and once per `key`."""
+
+        def attempt(pipe) -> None:
+            if fence is not None:
+                fence.ensure(pipe)
+            pull = self._read(pipe, project.id, number)
+            assert pull is not None  # runs comment only on their job's own pull request
+            if key is not None and any(c.get("key") == key for c in pull.comments):
+                return  # an interrupted attempt of the same run posted it already
+            pull.comments.append({"body": body, "createdAt": now_iso(), **({"key": key} if key else {})})
+            pipe.multi()
+            self._write(pipe, pull)
+
+        transaction(self._redis, attempt, self._pulls_key(project.id), *_watched(fence))
 
     # -- what the pages show -----------------------------------------------------------------
 
@@ -108,8 +130,7 @@ class LocalCodeHost:
         return f"{self._base_url}/local/{project_id}/pulls/{number}"
 
     def pull(self, project_id: str, number: int) -> LocalPull | None:
-        raw = self._redis.hget(self._pulls_key(project_id), number)
-        return LocalPull.from_dict(json.loads(raw)) if raw else None
+        return self._read(self._redis, project_id, number)
 
     def pulls(self, project_id: str) -> list[LocalPull]:
         raws = self._redis.hvals(self._pulls_key(project_id))
@@ -178,7 +199,15 @@ class LocalCodeHost:
         return proc.stdout.decode().strip() or None
 
     def _save(self, pull: LocalPull) -> None:
-        self._redis.hset(self._pulls_key(pull.project_id), pull.number, json.dumps(pull.to_dict()))
+        self._write(self._redis, pull)
+
+    def _read(self, client, project_id: str, number: int) -> LocalPull | None:
+        """The record of pull request `number`, read through `client` (a pipeline inside a transaction)."""
+        raw = client.hget(self._pulls_key(project_id), number)
+        return LocalPull.from_dict(json.loads(raw)) if raw else None
+
+    def _write(self, client, pull: LocalPull) -> None:
+        client.hset(self._pulls_key(pull.project_id), pull.number, json.dumps(pull.to_dict()))
 
     @staticmethod
     def _pulls_key(project_id: str) -> str:
@@ -191,3 +220,8 @@ class LocalCodeHost:
     @staticmethod
     def _seq_key(project_id: str) -> str:
         return f"cd:local:{project_id}:pull-seq"
+
+
+def _watched(fence: Fence | None) -> list[str]:
+    """The lease key a fenced write WATCHes: a new holder's acquire changes it and aborts the write."""
+    return [fence.key] if fence is not None else []

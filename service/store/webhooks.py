@@ -1,6 +1,7 @@
 """Webhook endpoints of projects and their delivery logs, in Redis."""
 
 import hashlib
+from collections.abc import Callable
 from datetime import timedelta
 from typing import cast
 
@@ -12,7 +13,7 @@ from service.ids import UlidGenerator, new_id
 from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.store.codec import dump, load
 from service.store.events import endpoints_key
-from service.store.replies import text
+from service.store.replies import text, transaction
 
 LOG_LENGTH = 200  # deliveries kept in an endpoint's log, newest first
 DELIVERY_TTL_SECONDS = 30 * 24 * 3600
@@ -36,8 +37,14 @@ def _delivery_key(delivery_id: str) -> str:
 UNSENT = "cd:deliveries:unsent"  # deliveries whose first attempt is not made yet, scored by when to make it anyway
 
 
-def _claim_key(delivery_id: str, attempt: int) -> str:
-    return f"cd:delivery:{delivery_id}:attempt:{attempt}"
+def _claim_key(delivery_id: str, attempt: int, *, manual: bool = False) -> str:
+    # Re-sends are numbered apart from the retry chain: a re-send must never take the number the next scheduled
+    # retry will claim, or that retry finds its attempt taken and the chain stops.
+    return f"cd:delivery:{delivery_id}:{'resend' if manual else 'attempt'}:{attempt}"
+
+
+def _resends_key(delivery_id: str) -> str:
+    return f"cd:delivery:{delivery_id}:resends"
 
 
 def delivery_id_for(endpoint_id: str, outbox_id: str) -> str:
@@ -89,20 +96,41 @@ class WebhookStore:
 
     def rotate(self, project_id: str, endpoint_id: str, sealed_secret: str) -> WebhookEndpoint:
         """Replace the secret; the previous one keeps signing for a day so receivers can switch over."""
-        endpoint = self.get(project_id, endpoint_id)
-        endpoint.sealed_previous, endpoint.previous_until = endpoint.sealed_secret, iso(now() + PREVIOUS_SECRET_GRACE)
-        endpoint.sealed_secret = sealed_secret
-        self._save(endpoint)
-        return endpoint
+
+        def change(endpoint: WebhookEndpoint) -> None:
+            endpoint.sealed_previous = endpoint.sealed_secret
+            endpoint.previous_until = iso(now() + PREVIOUS_SECRET_GRACE)
+            endpoint.sealed_secret = sealed_secret
+
+        return self._update(project_id, endpoint_id, change)
 
     def enable(self, project_id: str, endpoint_id: str) -> WebhookEndpoint:
-        endpoint = self.get(project_id, endpoint_id)
-        endpoint.enabled, endpoint.disabled_reason, endpoint.failing_since = True, None, None
-        self._save(endpoint)
-        return endpoint
+        """Take deliveries again after the endpoint was disabled; its failure record starts afresh."""
+
+        def change(endpoint: WebhookEndpoint) -> None:
+            endpoint.enabled, endpoint.disabled_reason, endpoint.failing_since = True, None, None
+
+        return self._update(project_id, endpoint_id, change)
+
+    def _update(self, project_id: str, endpoint_id: str,
+                change: Callable[[WebhookEndpoint], None]) -> WebhookEndpoint:
+        """Read, change and write the project's endpoint in one WATCH/MULTI transaction, so that concurrent
+        writers (a rotation, an enable, a sender's failure bookkeeping, a delete) never undo each other."""
+        key = _endpoint_key(endpoint_id)
+
+        def attempt(pipe) -> WebhookEndpoint:
+            endpoint = load(WebhookEndpoint, pipe.get(key)) if endpoint_id.startswith("whk_") else None
+            if endpoint is None or endpoint.project_id != project_id:
+                raise WebhookNotFound(f"no webhook endpoint {endpoint_id} in project {project_id}")
+            change(endpoint)
+            pipe.multi()
+            pipe.set(key, dump(endpoint))
+            return endpoint
+
+        return transaction(self._redis, attempt, key)
 
     def _save(self, endpoint: WebhookEndpoint) -> None:
-        # Written only if it still exists: a delete meanwhile wins.
+        """Overwrite the endpoint if it still exists (a delete meanwhile wins); for tests that set a state."""
         self._redis.set(_endpoint_key(endpoint.id), dump(endpoint), xx=True)
 
     # -- deliveries --------------------------------------------------------------------------
@@ -145,37 +173,86 @@ class WebhookStore:
         raws = self._redis.mget([_delivery_key(i) for i in ids]) if ids else []
         return [load(Delivery, raw) for raw in raws if raw is not None]
 
-    def claim_attempt(self, delivery_id: str, attempt: int) -> bool:
-        """Take attempt number `attempt` of a delivery; only one sender gets it (the fan-out's, an overdue
-        one's taker, a retry or a re-send)."""
-        if not self._redis.set(_claim_key(delivery_id, attempt), 1, nx=True, ex=CLAIM_TTL_SECONDS):
+    def next_resend(self, delivery_id: str) -> int:
+        """A new number for a manual re-send of the delivery (1, 2, ...), counted apart from its attempts."""
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.incr(_resends_key(delivery_id))
+        pipe.expire(_resends_key(delivery_id), DELIVERY_TTL_SECONDS)
+        return int(pipe.execute()[0])
+
+    def claim_attempt(self, delivery_id: str, attempt: int, *, manual: bool = False) -> bool:
+        """Take attempt number `attempt` of a delivery (with `manual`, re-send number `attempt`); only one sender
+        gets it: the fan-out's, an overdue one's taker or a retry; a re-send run twice by RQ is sent once."""
+        if not self._redis.set(_claim_key(delivery_id, attempt, manual=manual), 1, nx=True, ex=CLAIM_TTL_SECONDS):
             return False
-        if attempt == 1:
+        if attempt == 1 and not manual:
             self._redis.zrem(UNSENT, delivery_id)
         return True
 
     def record_attempt(self, delivery: Delivery, *, ok: bool, response_status: int | None, latency_ms: int,
-                       error: str | None, next_attempt_at: str | None) -> WebhookEndpoint | None:
-        """Log one attempt on the delivery and its endpoint; returns the endpoint (disabled after 5 days of
-        failures, and then no retry is left), None when it was deleted meanwhile."""
+                       error: str | None, next_attempt_at: str | None, manual: bool = False) -> Delivery | None:
+        """Log one attempt on the delivery and its endpoint; returns the delivery as stored, None when it expired.
+
+        The endpoint is disabled after 5 days of failures, and then no retry is left. A failed re-send
+        (`manual`) leaves the delivery's schedule as it was: a retry still due is still made.
+        """
         stamp = now_iso()
-        endpoint = self.find(delivery.endpoint_id)
-        if endpoint is not None:
-            if ok:
-                endpoint.failing_since = None
-            else:
-                endpoint.failing_since = endpoint.failing_since or stamp
-                if endpoint.enabled and now() - parse_iso(endpoint.failing_since) >= DISABLE_AFTER:
-                    endpoint.enabled = False
-                    endpoint.disabled_reason = (f"every delivery failed since {endpoint.failing_since} (5 days); the "
-                                                f"last attempt: {error or f'HTTP {response_status}'}")
-            self._save(endpoint)
+        endpoint = self._note_outcome(delivery.endpoint_id, ok=ok, stamp=stamp,
+                                      last_error=error or f"HTTP {response_status}")
         if endpoint is None or not endpoint.enabled:
             next_attempt_at = None
-        delivery.attempts += 1
-        delivery.response_status, delivery.latency_ms, delivery.error = response_status, latency_ms, error
-        delivery.last_attempt_at, delivery.next_attempt_at = stamp, next_attempt_at
-        delivery.status = (DeliveryStatus.SUCCEEDED if ok else
-                           DeliveryStatus.PENDING if next_attempt_at else DeliveryStatus.FAILED)
-        self._redis.set(_delivery_key(delivery.id), dump(delivery), keepttl=True)
-        return endpoint
+        key = _delivery_key(delivery.id)
+
+        def attempt(pipe) -> Delivery | None:
+            current = load(Delivery, pipe.get(key))
+            if current is None:
+                return None
+            _attempt_made(current, ok=ok, manual=manual, stamp=stamp, response_status=response_status,
+                          latency_ms=latency_ms, error=error, next_attempt_at=next_attempt_at)
+            pipe.multi()
+            pipe.set(key, dump(current), keepttl=True)
+            return current
+
+        # Atomic: a re-send and a retry of one delivery may be recorded at the same time.
+        return transaction(self._redis, attempt, key)
+
+    def _note_outcome(self, endpoint_id: str, *, ok: bool, stamp: str, last_error: str) -> WebhookEndpoint | None:
+        """Update the endpoint's failure record after an attempt, atomically: a rotation, an enable or a delete
+        made meanwhile is never overwritten. Returns the endpoint, None when it was deleted."""
+        key = _endpoint_key(endpoint_id)
+
+        def attempt(pipe) -> WebhookEndpoint | None:
+            endpoint = load(WebhookEndpoint, pipe.get(key))
+            if endpoint is not None and _failure_record(endpoint, ok=ok, stamp=stamp, last_error=last_error):
+                pipe.multi()
+                pipe.set(key, dump(endpoint))
+            return endpoint
+
+        return transaction(self._redis, attempt, key)
+
+
+def _failure_record(endpoint: WebhookEndpoint, *, ok: bool, stamp: str, last_error: str) -> bool:
+    """Apply one attempt's outcome to the endpoint's failure record; True when that changed it."""
+    before = (endpoint.failing_since, endpoint.enabled)
+    if ok:
+        endpoint.failing_since = None
+    else:
+        endpoint.failing_since = endpoint.failing_since or stamp
+        if endpoint.enabled and now() - parse_iso(endpoint.failing_since) >= DISABLE_AFTER:
+            endpoint.enabled = False
+            endpoint.disabled_reason = (f"every delivery failed since {endpoint.failing_since} (5 days); the last "
+                                        f"attempt: {last_error}")
+    return (endpoint.failing_since, endpoint.enabled) != before
+
+
+def _attempt_made(delivery: Delivery, *, ok: bool, manual: bool, stamp: str, response_status: int | None,
+                  latency_ms: int, error: str | None, next_attempt_at: str | None) -> None:
+    """Apply one attempt to the delivery record: its counters, last result and what comes next."""
+    delivery.attempts += 1
+    delivery.response_status, delivery.latency_ms, delivery.error = response_status, latency_ms, error
+    delivery.last_attempt_at = stamp
+    if manual and not ok and delivery.status is DeliveryStatus.PENDING:
+        return  # a retry (or the first attempt) is still due; the failed re-send changes nothing of that
+    delivery.next_attempt_at = None if ok else next_attempt_at
+    delivery.status = (DeliveryStatus.SUCCEEDED if ok else
+                       DeliveryStatus.PENDING if delivery.next_attempt_at else DeliveryStatus.FAILED)

@@ -11,7 +11,8 @@ def webhooks_queue_name(queue_name: str) -> str:
 
 
 class DeliveryQueue:
-    """Enqueues `task(delivery_id, attempt, manual)`; `task` is the dotted path of the worker's entry function."""
+    """Enqueues `task(delivery_id, attempt, manual)`; `task` is the dotted path of the worker's entry function.
+    For a re-send (`manual`), `attempt` is the re-send's number, claimed apart from the retry chain's."""
 
     def __init__(self, client: redis.Redis, *, queue_name: str, task: str) -> None:
         self._queue = rq.Queue(webhooks_queue_name(queue_name), connection=client)

@@ -9,7 +9,7 @@ from functools import cached_property
 import requests
 
 from service.clock import iso, now, parse_iso
-from service.models import Delivery, WebhookEndpoint
+from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.sealing import Sealer
 from service.store.webhooks import WebhookStore
 from service.webhooks import signing
@@ -47,24 +47,30 @@ class WebhookSender:
         return self._sealer.seal(secret).decode("ascii")
 
     def attempt(self, delivery_id: str, attempt: int, *, manual: bool = False) -> Delivery | None:
-        """Make attempt number `attempt` unless another sender took it; a manual re-send gets no retries."""
-        if not self._store.claim_attempt(delivery_id, attempt):
+        """Make attempt number `attempt` unless another sender took it; returns the delivery as recorded.
+
+        With `manual`, `attempt` is the re-send's own number (WebhookStore.next_resend): a re-send gets no
+        retries and leaves the scheduled ones alone. A retry is not made once the delivery succeeded.
+        """
+        if not self._store.claim_attempt(delivery_id, attempt, manual=manual):
             return None
         delivery = self._store.delivery(delivery_id)
         endpoint = self._store.find(delivery.endpoint_id) if delivery else None
         if delivery is None or endpoint is None or not (endpoint.enabled or manual):
             return None  # expired, endpoint deleted or disabled: nothing to send
+        if not manual and delivery.status is DeliveryStatus.SUCCEEDED:
+            return None  # a re-send got it through meanwhile
         ok, status, error, latency_ms = self._send(endpoint, delivery)
         next_at = None
         if not ok and not manual:
             delay = retry_delay(attempt, self._retry_seconds)
             if now() + timedelta(seconds=delay) - parse_iso(delivery.created_at) <= RETRY_WINDOW:
                 next_at = iso(now() + timedelta(seconds=delay))
-        endpoint = self._store.record_attempt(delivery, ok=ok, response_status=status, latency_ms=latency_ms,
-                                              error=error, next_attempt_at=next_at)
-        if delivery.next_attempt_at:
+        recorded = self._store.record_attempt(delivery, ok=ok, response_status=status, latency_ms=latency_ms,
+                                              error=error, next_attempt_at=next_at, manual=manual)
+        if next_at and recorded is not None and recorded.next_attempt_at == next_at:
             self._queue.later(retry_delay(attempt, self._retry_seconds), delivery_id, attempt + 1)
-        return delivery
+        return recorded
 
     def _send(self, endpoint: WebhookEndpoint, delivery: Delivery) -> tuple[bool, int | None, str | None, int]:
         started = time.monotonic()

@@ -28,7 +28,11 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False):
     options.log_errors = False
     options.max_mem = _PROGRAM_MEMORY
     try:
-        return re2.compile(b"(?m)" + pattern.encode("utf-8", "surrogateescape"), options)
+        encoded = pattern.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise InvalidPattern(f"the pattern is not valid Unicode text: {exc.reason} at character {exc.start}") from None
+    try:
+        return re2.compile(b"(?m)" + encoded, options)
     except re2.error as exc:
         raise InvalidPattern(f"invalid regular expression (RE2 syntax: no back-references or look-around): "
                              f"{_reason(exc)}") from None

@@ -114,7 +114,7 @@ def _markdown_site(files: list[str], root: str) -> DocsSite:
 
 
 def _with_page_stats(workspace, site: DocsSite, files: list[str]) -> DocsSite:
-    pages = [p for p in files if site.is_page(p)]
+    pages = [p for p in files if site.is_page(p) and not site.is_versioned(p)]  # the current docs' only
     extensions = Counter(posixpath.splitext(p)[1].lower() for p in pages)
     count = min(SAMPLE_PAGES, len(pages))
     sample = [pages[i * len(pages) // count] for i in range(count)]

@@ -1,9 +1,10 @@
-"""Docusaurus sites: `docusaurus.config.*`, the docs folder, and the doc ids its sidebars file lists."""
+"""Docusaurus sites: `docusaurus.config.*`, the docs folder, its versions, and the doc ids their sidebars files
+list."""
 
 import posixpath
-import re
 from dataclasses import dataclass, field
 
+from service.agent.docsite.docusaurus_config import DocsConfig, Version, current_route, read_config, read_versions
 from service.agent.docsite.docusaurus_routes import SUFFIXES, DocusaurusRouter, strip_number_prefixes
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
@@ -13,11 +14,6 @@ from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation,
 
 CONFIG_NAMES = tuple(f"docusaurus.config.{ext}" for ext in ("js", "ts", "mjs", "cjs"))
 SIDEBAR_NAMES = tuple(f"sidebars.{ext}" for ext in ("js", "ts", "mjs", "cjs", "json"))
-_DOCS_PATH = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\bpath\s*:\s*['\"]([^'\"]+)['\"]", re.DOTALL)
-_SIDEBAR_PATH = re.compile(r"\bsidebarPath\s*:\s*(?:require\.resolve\(\s*)?['\"]([^'\"]+)['\"]")
-_ROUTE_BASE = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\brouteBasePath\s*:\s*['\"]([^'\"]*)['\"]", re.DOTALL)
-_BASE_URL = re.compile(r"\bbaseUrl\s*:\s*['\"]([^'\"]*)['\"]")
-_SIDEBAR_OFF = re.compile(r"\bsidebarPath\s*:\s*(?:false|undefined)\b")
 
 
 @dataclass
@@ -28,19 +24,32 @@ class _Sidebars:
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
-    """The Docusaurus site configured by `config_path`: its docs folder and sidebars file."""
+    """The Docusaurus site configured by `config_path`: its docs folder, sidebars file and versions."""
     text = read_text(workspace, config_path) or ""
     site_dir = posixpath.dirname(config_path)
-    match = _DOCS_PATH.search(text)
-    docs = _join(site_dir, match.group(1) if match else "docs")
+    config = read_config(text)
+    docs = _join(site_dir, config.path)
     if docs.startswith("../") or docs == "..":
         docs = _join(site_dir, "docs")
-    sidebar = _sidebar_file(text, site_dir, files)
+    sidebar = _sidebar_file(config, site_dir, files)
     try:
         sidebars = _read_sidebars(read_text(workspace, sidebar) or "") if sidebar else None
     except Uncheckable:
         sidebars = _Sidebars(complete=False)  # check_docs reports it when it reads the navigation
     explicit = sidebars is not None and sidebars.complete and "." not in {f.strip("/") or "." for f in sidebars.folders}
+    versions = read_versions(workspace, site_dir, config, files)
+    routing = {"site_dir": site_dir, "route_base": "/" + config.route_base.strip("/"),
+               "base_url": "/" + config.base_url.strip("/"), "sidebar": sidebar,
+               "current_route": current_route(config, versions), "versions": versions}
+    nav_files = ([sidebar] if sidebar else []) + [v.sidebar for v in versions if v.sidebar in files]
+    return DocsSite("docusaurus", config_path, docs, nav_files=nav_files, nav_hint=_hint(docs, sidebar, explicit,
+                                                                                        routing),
+                    page_suffixes=SUFFIXES, ignored=("_*", "**/_*", "**/_*/**"), explicit_nav=explicit,
+                    unlisted_keys=("unlisted", "draft"), routing=routing,
+                    versioned_roots=tuple(v.root for v in versions))
+
+
+def _hint(docs: str, sidebar: str | None, explicit: bool, routing: dict) -> str:
     where = f"{docs}/" if docs else "the repository root"
     if explicit:
         hint = (f"Navigation is {sidebar}: docs are listed by id, the path relative to {where} without the "
@@ -49,22 +58,37 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     else:
         hint = (f"Sidebars are generated from the folders under {where}; order pages with `sidebar_position` "
                 "front matter and folders with `_category_.json`.")
-    route_base = _ROUTE_BASE.search(text)
-    base_url = _BASE_URL.search(text)
-    routing = {"site_dir": site_dir, "route_base": "/" + (route_base.group(1) if route_base else "docs").strip("/"),
-               "base_url": "/" + (base_url.group(1) if base_url else "/").strip("/")}
+    route = routing["current_route"].rstrip("/")
     hint += (" Link to other docs by file path (`[Setup](../guides/setup.md)`, resolved from the page's folder, "
-             f"then from {where}) or by URL (`{routing['route_base'].rstrip('/')}/guides/setup`).")
-    return DocsSite("docusaurus", config_path, docs, nav_files=[sidebar] if sidebar else [], nav_hint=hint,
-                    page_suffixes=SUFFIXES, ignored=("_*", "**/_*", "**/_*/**"), explicit_nav=explicit,
-                    unlisted_keys=("unlisted", "draft"), routing=routing)
+             f"then from {where}) or by URL (`{route}/guides/setup`).")
+    versions: list[Version] = routing["versions"]
+    if versions:
+        names = ", ".join(v.name for v in versions[:5]) + (", …" if len(versions) > 5 else "")
+        hint += (f" {where} holds the current docs (routes {route}/…); released versions ({names}) are copies in "
+                 f"{posixpath.dirname(versions[0].root) or '.'}/version-<name>/ (routes {versions[0].route}/… for "
+                 f"{versions[0].name}), listed by {posixpath.dirname(versions[0].sidebar) or '.'}/"
+                 "version-<name>-sidebars.json. Edit the current docs unless asked otherwise.")
+    return hint
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
-    """The doc ids the sidebars file lists, with the pages they stand for, and its autogenerated folders."""
-    if not site.nav_files:
-        return Navigation(patterns=[_pattern(site.docs_root)])
-    path = site.nav_files[0]
+    """The doc ids the sidebars files list (the current docs' and each version's), with the pages they stand
+    for, and their autogenerated folders."""
+    ids = doc_ids(workspace, site, files)
+    sidebar = site.routing.get("sidebar")
+    if sidebar is None:
+        result = Navigation(patterns=[_pattern(site.docs_root)])
+    else:
+        result = _sidebar_navigation(workspace, sidebar, site.docs_root, ids.get(site.docs_root, {}))
+    versions: list[Version] = site.routing.get("versions", [])
+    for version in versions:
+        _add_version(workspace, version, files, ids.get(version.root, {}), result)
+    return result
+
+
+def _sidebar_navigation(workspace, path: str, root: str, ids: dict[str, set[str]], legacy: str = "") -> Navigation:
+    """The entries of one sidebars file whose ids are relative to `root`; `legacy` is the `version-x/` prefix
+    that older Docusaurus releases wrote before versioned ids."""
     text = read_text(workspace, path) or ""
     try:
         if path.endswith(".json"):
@@ -76,31 +100,46 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     except Uncheckable as exc:
         exc.path = path
         raise
-    ids = doc_ids(workspace, site, files)
     result = Navigation(complete=sidebars.complete,
-                        patterns=[_pattern(_join(site.docs_root, folder)) for folder in sidebars.folders])
+                        patterns=[_pattern(_join(root, folder)) for folder in sidebars.folders])
     for doc in sidebars.ids:
-        found = ids.get(doc.value, ())
-        default = tuple(_join(site.docs_root, doc.value) + suffix for suffix in SUFFIXES)
+        doc_id = doc.value[len(legacy):] if legacy and doc.value.startswith(legacy) else doc.value
+        found = ids.get(doc_id, ())
+        default = tuple(_join(root, doc_id) + suffix for suffix in SUFFIXES)
         result.entries.append(NavEntry(path, doc.line, doc.value, tuple(sorted(found)) or default, bool(found)))
     return result
 
 
-def doc_ids(workspace, site: DocsSite, files: set[str]) -> dict[str, set[str]]:
-    """Every doc id of the site (with and without number prefixes, and front matter `id`s) -> its pages."""
+def _add_version(workspace, version: Version, files: set[str], ids: dict[str, set[str]], result: Navigation) -> None:
+    # A version whose sidebars cannot be read whole lists all its pages: the current docs' check must not fail
+    # on an old version's file.
+    if version.sidebar not in files:
+        result.patterns.append(_pattern(version.root))
+        return
+    found = _sidebar_navigation(workspace, version.sidebar, version.root, ids, f"version-{version.name}/")
+    result.entries += found.entries
+    result.errors += found.errors
+    result.patterns += found.patterns if found.complete else [_pattern(version.root)]
+
+
+def doc_ids(workspace, site: DocsSite, files: set[str]) -> dict[str, dict[str, set[str]]]:
+    """For the docs root and each version's folder: every doc id in it (with and without number prefixes, and
+    front matter `id`s) -> its pages."""
     from service.agent.docsite.tree import Tree
     tree = Tree(workspace)
-    ids: dict[str, set[str]] = {}
-    prefix = f"{site.docs_root}/" if site.docs_root else ""
+    by_root: dict[str, dict[str, set[str]]] = {}
     for page in sorted(p for p in files if site.is_page(p)):
-        for doc_id in _default_ids(page[len(prefix):]):
+        root = site.root_of(page) or ""
+        ids = by_root.setdefault(root, {})
+        relative = page[len(root) + 1:] if root else page
+        for doc_id in _default_ids(relative):
             ids.setdefault(doc_id, set()).add(page)
         custom = tree.front_matter(page, site.page_mode(page)).get("id")
         if isinstance(custom, (str, int)) and str(custom).strip():
-            folder = posixpath.dirname(page[len(prefix):])
+            folder = posixpath.dirname(relative)
             for base in {folder, strip_number_prefixes(folder)}:
                 ids.setdefault(posixpath.join(base, str(custom)), set()).add(page)
-    return ids
+    return by_root
 
 
 def _default_ids(relative: str) -> set[str]:
@@ -108,15 +147,14 @@ def _default_ids(relative: str) -> set[str]:
     return {stem, strip_number_prefixes(stem)}
 
 
-def _sidebar_file(config: str, site_dir: str, files: set[str]) -> str | None:
-    if _SIDEBAR_OFF.search(config):
+def _sidebar_file(config: DocsConfig, site_dir: str, files: set[str]) -> str | None:
+    if config.sidebar_off:
         return None
-    match = _SIDEBAR_PATH.search(config)
-    if match:
-        named = _join(site_dir, match.group(1))
+    if config.sidebar:
+        named = _join(site_dir, config.sidebar)
         if named in files:
             return named
-    if "sidebarPath" not in config:
+    if not config.sidebar_named:
         return None  # Docusaurus then autogenerates the whole sidebar, whatever files sit beside the config
     return next((p for p in (_join(site_dir, name) for name in SIDEBAR_NAMES) if p in files), None)
 
@@ -194,10 +232,12 @@ def _pattern(folder: str) -> str:
 
 
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
-    """How to list `page` in the navigation."""
-    prefix = f"{site.docs_root}/" if site.docs_root else ""
-    doc_id = strip_number_prefixes(posixpath.splitext(page[len(prefix):])[0])
-    return f"add '{doc_id}' to a sidebar in {site.nav_files[0]} (or set its front matter `id` and list that)"
+    """How to list `page` in the navigation: in its version's sidebars file, else the current one."""
+    root = site.root_of(page) or ""
+    versions: list[Version] = site.routing.get("versions", [])
+    sidebar = next((v.sidebar for v in versions if v.root == root), site.routing.get("sidebar"))
+    doc_id = strip_number_prefixes(posixpath.splitext(page[len(root) + 1:] if root else page)[0])
+    return f"add '{doc_id}' to a sidebar in {sidebar} (or set its front matter `id` and list that)"
 
 
 def router(site: DocsSite, tree) -> Router:

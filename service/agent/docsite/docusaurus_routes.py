@@ -1,5 +1,5 @@
 """Where links land on a Docusaurus site: file links, `@site/` paths, doc routes (ids, slugs, number prefixes,
-category index pages, versions) and static files."""
+category index pages, versions from `versions.json`) and static files."""
 
 import posixpath
 import re
@@ -64,7 +64,10 @@ class DocusaurusRouter(Router):
         return Outcome(Verdict.BROKEN, reason="no file " + " or ".join(dict.fromkeys(tried)))
 
     def _content_root(self, page: str) -> str:
-        # Versioned docs resolve against their own version folder.
+        # Versioned docs resolve against their own version folder (also when versions.json does not list it).
+        root = self.site.root_of(page)
+        if root is not None and root != self.site.docs_root:
+            return root
         parts = page.split("/")
         for index, part in enumerate(parts[:-1]):
             if part.startswith("version-") and index and parts[index - 1].endswith("versioned_docs"):
@@ -97,7 +100,10 @@ class DocusaurusRouter(Router):
         route = "/" + route.strip("/")
         if route in routes:
             return routes[route]
-        # Versioned routes (/docs/next/x, /docs/1.2/x) fall back to the current version's doc of the same path.
+        if self.site.routing.get("versions"):
+            return None  # versions.json was read, so every version's routes are in the map
+        # Without versions.json, versioned routes (/docs/next/x, /docs/1.2/x) fall back to the current docs' page
+        # of the same path.
         route_base = self.site.routing.get("route_base", "/docs").rstrip("/")
         rest = route[len(route_base):].lstrip("/").split("/", 1)
         if len(rest) == 2 and (rest[0] == "next" or rest[0][:1].isdigit()):
@@ -117,17 +123,26 @@ class DocusaurusRouter(Router):
     def _routes(self) -> dict[str, str]:
         if hasattr(self, "_route_map"):
             return self._route_map
-        route_base = self.site.routing.get("route_base", "/docs").rstrip("/")
-        prefix = f"{self.site.docs_root}/" if self.site.docs_root else ""
+        bases = self._route_bases()
         self._route_map: dict[str, str] = {}
         self._by_page: dict[str, str] = {}
         for page in sorted(p for p in self.tree.files if self.site.is_page(p)):
+            root = self.site.root_of(page) or ""
             front = self.tree.front_matter(page, self.site.page_mode(page))
-            route = route_base + "/" + _doc_slug(page[len(prefix):], front).strip("/")
+            route = bases.get(root, "/docs") + "/" + _doc_slug(page[len(root) + 1:] if root else page, front).strip("/")
             route = "/" + route.strip("/")
             self._route_map.setdefault(route, page)
             self._by_page[page] = route
         return self._route_map
+
+    def _route_bases(self) -> dict[str, str]:
+        # Folder of pages -> its route prefix: the current docs (at /docs/next once versions exist) and each
+        # version (the latest at /docs).
+        routing = self.site.routing
+        bases = {self.site.docs_root: routing.get("current_route", routing.get("route_base", "/docs")).rstrip("/")}
+        for version in routing.get("versions", []):
+            bases[version.root] = version.route.rstrip("/")
+        return bases
 
     def names(self, path: str) -> set[str]:
         found = super().names(path)

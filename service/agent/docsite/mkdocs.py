@@ -13,6 +13,7 @@ from service.agent.docsite.yamltext import YAMLError, compose_yaml, error_line, 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
 SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
 _STR = "tag:yaml.org,2002:str"
+MAX_AWESOME_FOLDERS = 20_000  # folders walked for awesome-pages `.pages` files; beyond, navigation is incomplete
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
@@ -126,30 +127,79 @@ def _literate(workspace, site: DocsSite, files: set[str], nav_file: str, result:
 
 
 def _awesome_pages(workspace, site: DocsSite, files: set[str], result: Navigation) -> None:
-    # Every folder is listed whole unless its `.pages` has a `nav:` without the `...` rest marker.
-    folders = {posixpath.dirname(p) for p in files if site.is_page(p)}
-    for folder in sorted(folders):
-        pages_file = _join(folder, ".pages")
-        nav = None
-        if pages_file in files:
-            try:
-                nav = mapping_value(compose_yaml(read_text(workspace, pages_file) or ""), "nav")
-            except YAMLError:
-                nav = None
-            except Uncheckable as exc:
-                exc.path = pages_file
-                raise
-        names = [n.value for n in nav.value if isinstance(n, yaml.ScalarNode)] if isinstance(nav, yaml.SequenceNode) \
-            else None
-        if nav is None or "..." in (names or []):
-            result.patterns.append(f"/{folder}/*" if folder else "*")
+    """The folders awesome-pages shows, walked from the docs root: a folder without a `.pages` `nav:` (or with
+    the `...` rest marker in it) lists its pages and sub-folders; otherwise only what its `nav:` names, a
+    sub-folder named there being walked in turn. Folders no `nav:` reaches are hidden."""
+    children: dict[str, set[str]] = {}
+    for page in files:
+        if site.is_page(page):
+            folder = posixpath.dirname(page)
+            while folder != site.docs_root and _inside(folder, site.docs_root):
+                children.setdefault(posixpath.dirname(folder), set()).add(folder)
+                folder = posixpath.dirname(folder)
+    pending, seen = [site.docs_root], set[str]()
+    while pending:
+        folder = pending.pop()
+        if folder in seen:
             continue
-        for item in nav.value:
-            scalar = item if isinstance(item, yaml.ScalarNode) else \
-                item.value[0][1] if isinstance(item, yaml.MappingNode) and item.value else None
-            if isinstance(scalar, yaml.ScalarNode):
-                _entry(workspace, site, files, result, pages_file, scalar.start_mark.line + 1, scalar.value.strip(),
-                       folder, None)
+        if len(seen) >= MAX_AWESOME_FOLDERS:
+            result.complete = False  # the rest is not read, so no page is reported as missing from it
+            return
+        seen.add(folder)
+        pending += _awesome_folder(workspace, site, files, folder, children.get(folder, set()), result)
+
+
+def _awesome_folder(workspace, site: DocsSite, files: set[str], folder: str, subfolders: set[str],
+                    result: Navigation) -> list[str]:
+    """Add one folder's listing to `result`; return the sub-folders it shows."""
+    pages_file = _join(folder, ".pages")
+    items = _pages_nav(workspace, pages_file) if pages_file in files else None
+    if items is None:
+        result.patterns.append(f"/{folder}/*" if folder else "*")
+        return sorted(subfolders)
+    named, rest = [], False
+    for line, ref in items:
+        if ref.startswith("..."):  # `...`, `... | flat`, `... | regex=...`: the rest, filtered or not
+            rest = True
+            if "flat" in ref:  # the rest's sub-folders' pages are shown at this level
+                result.patterns.append(f"/{folder}/**" if folder else "**")
+            continue
+        target = join(folder, ref.rstrip("/"))
+        if target is not None and target in subfolders and not ref.lower().endswith(SUFFIXES):
+            named.append(target)
+        else:
+            _entry(workspace, site, files, result, pages_file, line, ref, folder, None)
+    if rest:
+        result.patterns.append(f"/{folder}/*" if folder else "*")
+        return named + sorted(subfolders - set(named))
+    return named
+
+
+def _pages_nav(workspace, pages_file: str) -> list[tuple[int, str]] | None:
+    """(line, name) of each entry of a `.pages` file's `nav:` (or the older `arrange:`), sections flattened;
+    None when it has none or does not parse."""
+    try:
+        node = compose_yaml(read_text(workspace, pages_file) or "")
+    except YAMLError:
+        return None
+    except Uncheckable as exc:
+        exc.path = pages_file
+        raise
+    nav = mapping_value(node, "nav")
+    nav = mapping_value(node, "arrange") if nav is None else nav
+    if not isinstance(nav, yaml.SequenceNode):
+        return None
+    found: list[tuple[int, str]] = []
+    pending = list(reversed(nav.value))
+    while pending:
+        item = pending.pop()
+        if isinstance(item, yaml.MappingNode) and item.value:
+            item = item.value[0][1]  # `- Title: value`
+        if isinstance(item, yaml.SequenceNode):
+            pending += reversed(item.value)  # a section: its entries are names in this folder too
+        elif isinstance(item, yaml.ScalarNode) and item.tag == _STR and item.value.strip():
+            found.append((item.start_mark.line + 1, item.value.strip()))
+    return found
 
 
 def _plugin_option(plugins, plugin: str, option: str) -> str | None:
@@ -244,8 +294,24 @@ def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
         if folder == site.docs_root:
             break
         folder = posixpath.dirname(folder)
+    if site.routing.get("awesome") and not site.nav_files:
+        return _awesome_suggestion(site, page, files)
     ref = page[len(site.docs_root) + 1:] if site.docs_root else page
     return f"add `- Title: {ref}` to `nav:` in {site.config_path}"
+
+
+def _awesome_suggestion(site: DocsSite, page: str, files: set[str]) -> str:
+    # The nearest `.pages` above the page must name it (or the folder on the way to it), and every folder above
+    # that one must be named in its parent's: which of them is missing is not known without reading them.
+    name, folder = posixpath.basename(page), posixpath.dirname(page)
+    while _join(folder, ".pages") not in files and folder != site.docs_root and _inside(folder, site.docs_root):
+        name, folder = posixpath.basename(folder), posixpath.dirname(folder)
+    pages_file = _join(folder, ".pages")
+    relative = folder[len(site.docs_root):].strip("/") if site.docs_root else folder
+    above = f", and each folder of `{relative}` in its parent's `.pages`" if relative else ""
+    if pages_file not in files:
+        return f"add a `.pages` file in {folder or 'the repository root'} whose `nav:` names `{name}` or `...`"
+    return f"name `{name}` (or `...`) in the `nav:` of {pages_file}{above}"
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -3,6 +3,7 @@
 import posixpath
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
 from service.agent.docsite.pages import Mode
@@ -37,6 +38,9 @@ class DocsSite:
     unlisted_keys: tuple[str, ...] = ()  # front matter keys (or reST fields) that, when true, leave a page unlisted
     routing: dict = field(default_factory=dict)  # what the framework's router needs from the config
     languages: list["Language"] = field(default_factory=list)  # the default language first; [] when one language
+    # Folders of older docs versions (Docusaurus `versioned_docs/version-x`): their files are pages of the site
+    # too, but the overview and page counts describe the current docs only.
+    versioned_roots: tuple[str, ...] = ()
 
     def page_mode(self, path: str) -> Mode:
         """How a page at `path` is parsed on this site."""
@@ -51,11 +55,31 @@ class DocsSite:
         """The language whose folder holds `path` (None for the default language or a one-language site)."""
         return next((lang for lang in self.languages[1:] if _inside(path, lang.folder)), None)
 
+    @cached_property
+    def _versioned(self) -> frozenset[str]:
+        return frozenset(self.versioned_roots)
+
+    def root_of(self, path: str) -> str | None:
+        """The folder of pages that holds `path`: a versioned root, else the docs root; None when neither does."""
+        if self.versioned_roots:
+            folder = posixpath.dirname(path)
+            while folder:  # the deepest first, for a docs root that is the repository root
+                if folder in self._versioned:
+                    return folder
+                folder = posixpath.dirname(folder)
+        return self.docs_root if _inside(path, self.docs_root) else None
+
+    def is_versioned(self, path: str) -> bool:
+        """Whether `path` lies in an older version's folder rather than the current docs."""
+        root = self.root_of(path) if self.versioned_roots else None
+        return root is not None and root in self._versioned
+
     def is_page(self, path: str) -> bool:
         """Whether `path` is a page of this site (by folder, extension and the framework's exclusions)."""
-        if not path.lower().endswith(self.page_suffixes) or not _inside(path, self.docs_root):
+        root = self.root_of(path)
+        if not path.lower().endswith(self.page_suffixes) or root is None:
             return False
-        relative = path[len(self.docs_root) + 1:] if self.docs_root else path
+        relative = path[len(root) + 1:] if root else path
         parts = relative.split("/")
         if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in parts):
             return False

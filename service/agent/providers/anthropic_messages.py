@@ -6,7 +6,7 @@ import anthropic
 
 from service.agent.model import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
 from service.agent.providers import KEY_VARIABLES
-from service.agent.providers.sdk_model import SdkModel
+from service.agent.providers.sdk_model import MAX_ARGUMENT_DEPTH, SdkModel, nesting_depth
 
 # Stands in for a missing first user turn: the API wants the conversation to start with one.
 OPENING_TURN = "(The conversation so far follows.)"
@@ -66,7 +66,10 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict]]:
     # The API refuses empty or whitespace-only text blocks.
     blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content.strip() else []
     if message.role == "assistant":
-        blocks += [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        # Arguments refused as too deep are sent back as an empty object: the API wants one, and the paired
+        # tool result already tells the model what was wrong.
+        blocks += [{"type": "tool_use", "id": call.id, "name": call.name,
+                    "input": call.arguments if isinstance(call.arguments, dict) else {}}
                    for call in message.tool_calls]
     return message.role, blocks
 
@@ -74,8 +77,16 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict]]:
 def to_reply(response) -> ModelReply:
     """A Messages API response as a neutral reply: its text blocks joined, its tool_use blocks as calls."""
     text = "".join(block.text for block in response.content if block.type == "text")
-    calls = [ToolCall(block.id, block.name, block.input) for block in response.content if block.type == "tool_use"]
+    calls = [ToolCall(block.id, block.name, _arguments(block.input)) for block in response.content
+             if block.type == "tool_use"]
     usage = response.usage
     input_tokens = (usage.input_tokens or 0) + (getattr(usage, "cache_creation_input_tokens", None) or 0) \
         + (getattr(usage, "cache_read_input_tokens", None) or 0)
     return ModelReply(text=text, tool_calls=calls, usage=Usage(input_tokens, usage.output_tokens or 0))
+
+
+def _arguments(given):
+    # Too deep to be a tool's arguments: a text the executor refuses as "not a JSON object" (the model is told).
+    if nesting_depth(given) > MAX_ARGUMENT_DEPTH:
+        return f"(arguments nested more than {MAX_ARGUMENT_DEPTH} levels deep)"
+    return given

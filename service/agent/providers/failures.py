@@ -49,6 +49,11 @@ def sdk_call(sdk, send, *, vendor: str, model: str, key_variable: str, api_key: 
         raise Transient(None, f"no answer from {vendor} within {timeout:.0f} s") from exc
     except sdk.APIConnectionError as exc:
         raise Transient(None, f"could not connect to {vendor}: {connection_detail(exc)}") from exc
+    except RecursionError:
+        # The SDK decodes the whole reply (an Anthropic tool call's input included) recursively: a hostile or
+        # broken server's deeply nested JSON must end the run as the model's fault, not an internal error.
+        raise ModelError(f"{vendor} sent a reply for {model!r} nested too deeply to read",
+                         code="model_error") from None
 
 
 def missing_key(vendor: str, key_variable: str) -> ModelError:

@@ -7,7 +7,7 @@ import openai
 
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
 from service.agent.providers import KEY_VARIABLES
-from service.agent.providers.sdk_model import SdkModel
+from service.agent.providers.sdk_model import MAX_ARGUMENT_DEPTH, SdkModel, nesting_depth
 
 ERROR_PREFIX = "ERROR: "
 
@@ -82,12 +82,14 @@ def to_reply(completion) -> ModelReply:
 
 def _parse_arguments(raw: str | None):
     # Invalid JSON stays a string: the tool executor then tells the model its arguments were not an object.
+    # So does JSON nested too deep to decode (RecursionError) or to carry around safely.
     if not raw:
         return {}
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
+        parsed = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError):
         return raw
+    return raw if nesting_depth(parsed) > MAX_ARGUMENT_DEPTH else parsed
 
 
 def _arguments_text(arguments) -> str:

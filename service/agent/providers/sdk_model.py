@@ -5,6 +5,10 @@ from types import ModuleType
 from service.agent.providers.failures import missing_key, sdk_call
 from service.agent.providers.retry import RetryPolicy
 
+# A tool call's arguments are an object of plain values. Anything nested deeper is treated as invalid arguments
+# before it reaches code that walks it recursively (an event's summary, the transcript sent back).
+MAX_ARGUMENT_DEPTH = 32
+
 
 class SdkModel:
     """Base of a `ModelClient` over a vendor SDK; subclasses set the class attributes and build `request`s."""
@@ -42,3 +46,16 @@ class SdkModel:
             lambda: sdk_call(self.SDK, send, vendor=self.vendor, model=self.model, key_variable=self.KEY_VARIABLE,
                              api_key=self._api_key, timeout=self._timeout),
             what=self.name)
+
+
+def nesting_depth(value) -> int:
+    """How deeply `value`'s lists and dicts nest (0 for a plain value), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest

@@ -1,0 +1,188 @@
+"""What a `docusaurus.config.*` says about its docs plugin, read as a literal (never run): the docs folder,
+`routeBasePath`, the sidebars file, `baseUrl`, and the versions `versions.json` lists."""
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
+from service.agent.docsite.jsontext import JSONDecodeError, load_json
+from service.agent.docsite.limits import MAX_VERSIONS, Uncheckable
+from service.agent.docsite.site import read_text
+
+PRESETS = ("classic", "@docusaurus/preset-classic", "docusaurus-preset-classic")
+DOCS_PLUGINS = ("content-docs", "@docusaurus/plugin-content-docs", "docusaurus-plugin-content-docs")
+# Fallbacks for configs the literal reader cannot read (an async function, a computed export). They stop at the
+# first nested `{}`, so they are tried only when the literal reader finds nothing.
+_DOCS_PATH = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\bpath\s*:\s*['\"]([^'\"]+)['\"]", re.DOTALL)
+_ROUTE_BASE = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\brouteBasePath\s*:\s*['\"]([^'\"]*)['\"]", re.DOTALL)
+_SIDEBAR_PATH = re.compile(r"\bsidebarPath\s*:\s*(?:require\.resolve\(\s*)?['\"]([^'\"]+)['\"]")
+_SIDEBAR_OFF = re.compile(r"\bsidebarPath\s*:\s*(?:false|undefined)\b")
+_BASE_URL = re.compile(r"\bbaseUrl\s*:\s*['\"]([^'\"]*)['\"]")
+_UNSET = object()  # sidebarPath not given: Docusaurus then autogenerates the whole sidebar
+
+
+@dataclass
+class DocsConfig:
+    """The default docs plugin's options that decide where pages live and how they are routed."""
+
+    path: str = "docs"  # relative to the site folder
+    route_base: str = "docs"
+    sidebar: str | None = None  # the sidebars file as written, when it is a literal
+    sidebar_named: bool = False  # whether the config mentions sidebarPath at all
+    sidebar_off: bool = False  # `sidebarPath: false` (or undefined): no sidebars file
+    base_url: str = "/"
+    plugin_id: str = "default"
+    last_version: str | None = None
+    version_paths: dict[str, str] = field(default_factory=dict)  # version name -> its `path` option
+
+
+@dataclass(frozen=True)
+class Version:
+    """One docs version: its name, the folder of its pages, its route prefix and its sidebars file."""
+
+    name: str
+    root: str
+    route: str
+    sidebar: str
+
+
+def read_config(text: str) -> DocsConfig:
+    """The docs options of the config `text`: from the literal `presets`/`plugins` entries, else by regex."""
+    try:
+        exported = exported_value(text)
+    except Uncheckable:
+        exported = OPAQUE
+    config = DocsConfig()
+    options = _docs_options(exported) if isinstance(exported, dict) else None
+    base_url = exported.get("baseUrl") if isinstance(exported, dict) else None
+    config.base_url = base_url.value if isinstance(base_url, Str) else _search(_BASE_URL, text) or "/"
+    if options is None:
+        config.path = _search(_DOCS_PATH, text) or "docs"
+        route_base = _search(_ROUTE_BASE, text)
+        config.route_base = "docs" if route_base is None else route_base
+        _sidebar_by_regex(config, text)
+        return config
+    _apply_options(config, options, text)
+    return config
+
+
+def _apply_options(config: DocsConfig, options: dict, text: str) -> None:
+    path, route_base = options.get("path"), options.get("routeBasePath")
+    if isinstance(path, Str):
+        config.path = path.value
+    elif path is OPAQUE:  # computed, e.g. `path.join(__dirname, 'docs')`
+        config.path = _search(_DOCS_PATH, text) or "docs"
+    if isinstance(route_base, Str):
+        config.route_base = route_base.value
+    elif route_base is OPAQUE:
+        found = _search(_ROUTE_BASE, text)
+        config.route_base = "docs" if found is None else found
+    _apply_version_options(config, options)
+    sidebar = options.get("sidebarPath", _UNSET)
+    config.sidebar_named = sidebar is not _UNSET
+    if isinstance(sidebar, Str):
+        config.sidebar = sidebar.value
+    elif sidebar is False or sidebar is None:
+        config.sidebar_off = True
+    elif sidebar is OPAQUE:  # `require.resolve('./sidebars.js')`
+        _sidebar_by_regex(config, text)
+
+
+def _apply_version_options(config: DocsConfig, options: dict) -> None:
+    # `id` names the versions files (`<id>_versions.json`); `lastVersion` and `versions.<name>.path` move routes.
+    plugin_id, last = options.get("id"), options.get("lastVersion")
+    config.plugin_id = plugin_id.value if isinstance(plugin_id, Str) and plugin_id.value else "default"
+    config.last_version = last.value if isinstance(last, Str) else None
+    versions = options.get("versions")
+    for name, settings in versions.items() if isinstance(versions, dict) else ():
+        version_path = settings.get("path") if isinstance(settings, dict) else None
+        if isinstance(name, str) and isinstance(version_path, Str):
+            config.version_paths[name] = version_path.value
+
+
+def _sidebar_by_regex(config: DocsConfig, text: str) -> None:
+    config.sidebar_named = "sidebarPath" in text
+    config.sidebar_off = bool(_SIDEBAR_OFF.search(text))
+    config.sidebar = _search(_SIDEBAR_PATH, text)
+
+
+def _docs_options(exported: dict) -> dict | None:
+    """The options of the default docs plugin instance: the classic preset's `docs`, else a content-docs plugin
+    without an `id` (else the first one); None when the config names none that can be read."""
+    instances = []
+    presets = exported.get("presets")
+    for name, options in _entries(presets):
+        docs = options.get("docs") if isinstance(options, dict) else None
+        if isinstance(docs, dict) and (name in PRESETS or name is OPAQUE):
+            instances.append(docs)  # an OPAQUE name is `require.resolve('@docusaurus/preset-classic')`
+        elif name in PRESETS and docs is None and isinstance(options, dict) and OPAQUE not in options:
+            instances.append({})  # the preset with its default docs options
+    for name, options in _entries(exported.get("plugins")):
+        if name in DOCS_PLUGINS and isinstance(options, dict):
+            instances.append(options)
+    default = [i for i in instances if not isinstance(i.get("id"), Str) or i["id"].value in ("", "default")]
+    return next(iter(default or instances), None)
+
+
+def _entries(value) -> list[tuple[object, object]]:
+    """(name, options) of each `presets`/`plugins` entry: `'name'` or `['name', {options}]`."""
+    found: list[tuple[object, object]] = []
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, Str):
+            found.append((item.value, {}))
+        elif isinstance(item, list) and item:
+            name = item[0].value if isinstance(item[0], Str) else OPAQUE
+            found.append((name, item[1] if len(item) > 1 else {}))
+    return found
+
+
+def _search(pattern: re.Pattern, text: str) -> str | None:
+    match = pattern.search(text)
+    return match.group(1) if match else None
+
+
+def read_versions(workspace, site_dir: str, config: DocsConfig, files: set[str]) -> list[Version]:
+    """The versions `versions.json` lists (newest first), each with its folder, route prefix and sidebars file;
+    [] when the file is absent or not a list of names. The current docs are not among them."""
+    prefix = "" if config.plugin_id == "default" else f"{config.plugin_id}_"
+    listing = _join(site_dir, f"{prefix}versions.json")
+    if listing not in files:
+        return []
+    try:
+        value = load_json(read_text(workspace, listing) or "")
+    except (JSONDecodeError, Uncheckable):
+        return []  # Docusaurus fails on it; the check then reads no versions rather than guess
+    names = [v for v in value if _valid_name(v)][:MAX_VERSIONS] if isinstance(value, list) else []
+    last = config.last_version or (names[0] if names else "current")
+    route_base = "/" + config.route_base.strip("/")
+    versions = []
+    for name in dict.fromkeys(names):
+        route = _version_route(route_base, config.version_paths.get(name, "" if name == last else name))
+        versions.append(Version(name, _join(site_dir, f"{prefix}versioned_docs/version-{name}"), route,
+                                _join(site_dir, f"{prefix}versioned_sidebars/version-{name}-sidebars.json")))
+    return versions
+
+
+def current_route(config: DocsConfig, versions: list[Version]) -> str:
+    """The route prefix of the current docs: `routeBasePath`, or `routeBasePath/next` when versions exist and
+    the latest of them is served there."""
+    route_base = "/" + config.route_base.strip("/")
+    if not versions or config.last_version == "current":
+        return _version_route(route_base, config.version_paths.get("current", ""))
+    return _version_route(route_base, config.version_paths.get("current", "next"))
+
+
+def _version_route(route_base: str, path: str) -> str:
+    return "/" + posixpath.join(route_base, path.strip("/")).strip("/")
+
+
+def _valid_name(value) -> bool:
+    # Docusaurus refuses names with slashes and the dot folders; the rest name folders and route parts.
+    return isinstance(value, str) and 0 < len(value) <= 100 and value not in (".", "..", "current") \
+        and not any(c in value for c in "/\\\0")
+
+
+def _join(folder: str, path: str) -> str:
+    joined = posixpath.normpath(posixpath.join(folder, path))
+    return "" if joined == "." else joined
