@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.test_docsite_layouts import Sites
+from tests.docsite_layouts import Sites
 
 
 @pytest.fixture(scope="module")
