@@ -6,7 +6,8 @@ Downloads `@octokit/openapi` and `@octokit/webhooks-examples` from registry.npmj
 their published sha512 integrity) and writes two small JSON files under `tests/data/github/`:
 
 - `openapi-operations.json`: for each operation the GitHub emulator serves, its method, path, request
-  body schema and response schemas; the webhook payload schemas of the events Copydesk routes; and only
+  body schema and response schemas (`application/json`; an operation that also documents other media types,
+  such as a diff, gets their schemas under `otherMediaTypes`, by status and media type); the webhook payload schemas of the events Copydesk routes; and only
   the `components.schemas` those reach. OpenAPI 3.0 `nullable` is rewritten to JSON Schema 2020-12
   (`type: [..., "null"]` or `anyOf [..., null]`); descriptions, examples and `x-*` keys are dropped.
 - `webhook-examples.json`: a few real example payloads per event and action.
@@ -43,6 +44,8 @@ OPERATIONS = (
     "pulls/list",
     "pulls/create",
     "pulls/get",
+    # The dashboard's diff of a GitHub job's pull request, in the diff media type.
+    "repos/compare-commits-with-basehead",
     "pulls/update",
     "pulls/create-reply-for-review-comment",
     "issues/create-comment",
@@ -189,6 +192,12 @@ def json_schema_of(content: dict | None):
     return clean_schema(media["schema"]) if media and "schema" in media else None
 
 
+def other_media_schemas(content: dict | None) -> dict:
+    """The schemas of a response's media types other than JSON (a diff, a patch), by media type."""
+    return {media: clean_schema(body["schema"]) for media, body in sorted((content or {}).items())
+            if media != "application/json" and "schema" in body}
+
+
 def operations(document: dict) -> dict:
     """The listed operations: method, path, request body schema, response schema per status."""
     index = {op["operationId"]: (method, path, op)
@@ -204,6 +213,11 @@ def operations(document: dict) -> dict:
                                 "requestBody": json_schema_of(body["content"]) if body else None,
                                 "requestBodyRequired": bool(body and body.get("required")),
                                 "responses": responses}
+        others = {status: other_media_schemas(resolve(document, response, "responses").get("content"))
+                  for status, response in sorted(op["responses"].items())}
+        # Only where there are some: the other operations' entries stay as they were.
+        if any(others.values()):
+            result[operation_id]["otherMediaTypes"] = {status: found for status, found in others.items() if found}
     return result
 
 
@@ -243,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     document = read_member(fetch_tarball(OPENAPI, args.cache), OPENAPI_MEMBER)
     ops, hooks = operations(document), webhooks(document)
     roots = [op["requestBody"] for op in ops.values()] + [
-        schema for op in ops.values() for schema in op["responses"].values()] + list(hooks.values())
+        schema for op in ops.values() for schema in op["responses"].values()] + [
+        op.get("otherMediaTypes", {}) for op in ops.values()] + list(hooks.values())
     schemas = {
         "source": f"{OPENAPI[0]}@{OPENAPI[1]} {OPENAPI_MEMBER} (OpenAPI {document['openapi']}), "
                   "nullable rewritten for JSON Schema 2020-12",

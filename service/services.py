@@ -1,5 +1,6 @@
 """The service's collaborators, held together so the composition root can hand them around."""
 
+import socket
 from dataclasses import dataclass
 from functools import partial
 
@@ -18,6 +19,7 @@ from service.store.projects import ProjectStore
 from service.store.ratelimit import RateLimiter
 from service.store.usage import UsageLedger
 from service.store.webhooks import WebhookStore
+from service.webhooks.addresses import Resolver
 from service.webhooks.queue import DeliveryQueue
 from service.webhooks.sender import WebhookSender
 
@@ -44,7 +46,7 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str, delive
     """Wire the stores and queues over one Redis client; `task` and `delivery_task` are the worker's entry points
     for a run and a webhook attempt."""
     ids = UlidGenerator()
-    events = EventLog(client, retention=settings.event_retention)
+    events = EventLog(client, retention=settings.event_retention, ttl_seconds=settings.event_ttl_days * 86400)
     usage = UsageLedger(client)
     jobs = JobStore(client, ids, events, usage)
     webhooks = WebhookStore(client, ids)
@@ -63,7 +65,13 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str, delive
         usage=usage,
         webhooks=webhooks,
         deliveries=deliveries,
-        sender=WebhookSender(webhooks, partial(operator_key, settings.secret_key, settings.data_dir), deliveries,
-                             allow_private=settings.webhook_allow_private,
-                             retry_seconds=settings.webhook_retry_seconds, timeout=settings.webhook_timeout_seconds),
+        sender=webhook_sender(settings, webhooks, deliveries),
     )
+
+
+def webhook_sender(settings: Settings, webhooks: WebhookStore, deliveries: DeliveryQueue, *,
+                   resolver: Resolver = socket.getaddrinfo) -> WebhookSender:
+    """The sender of webhook attempts; `resolver` stands for the name service (tests give their own)."""
+    return WebhookSender(webhooks, partial(operator_key, settings.secret_key, settings.data_dir), deliveries,
+                         allow_private=settings.webhook_allow_private, retry_seconds=settings.webhook_retry_seconds,
+                         timeout=settings.webhook_timeout_seconds, resolver=resolver)

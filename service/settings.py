@@ -54,9 +54,11 @@ class Settings:
     git_author_email: str = "copydesk@localhost"
     log_json: bool = False
     event_retention: int = 1000  # events kept per job (the stream is trimmed past it, roughly)
+    event_ttl_days: int = 30  # an archived job's event stream is deleted this long after its last event
     sse_keepalive_seconds: int = 15  # a comment line on an idle event stream this often
     max_streams: int = 200  # event streams one web process serves at once; past it 503
-    # Webhooks: private, loopback and link-local targets are refused unless the operator allows them.
+    # Webhooks: targets that are not globally routable (loopback, private, link-local, shared, reserved) are refused
+    # unless the operator allows them.
     webhook_allow_private: bool = False
     webhook_retry_seconds: int = 10  # the first retry's delay; each next one waits 3 times longer
     webhook_timeout_seconds: int = 10
@@ -122,6 +124,7 @@ class Settings:
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
             log_json=env.get("COPYDESK_LOG_FORMAT", "text") == "json",
             event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
+            event_ttl_days=_int(env, "COPYDESK_EVENT_TTL_DAYS", defaults.event_ttl_days),
             sse_keepalive_seconds=_int(env, "COPYDESK_SSE_KEEPALIVE", defaults.sse_keepalive_seconds),
             max_streams=_int(env, "COPYDESK_MAX_STREAMS", defaults.max_streams),
             webhook_allow_private=_bool(env, "COPYDESK_WEBHOOK_ALLOW_PRIVATE", defaults.webhook_allow_private),

@@ -4,6 +4,8 @@ The data comes from `scripts/extract_github_schemas.py` (GitHub's OpenAPI descri
 and the example payloads in `@octokit/webhooks-examples`):
 
     validate_response("POST", "/repos/acme/docs/pulls", 201, response.json())
+    validate_response("GET", "/repos/acme/docs/compare/main...topic", 200, response.text,
+                      media_type="application/vnd.github.diff")
     validate_request("pulls/create", body)
     validate_webhook("issue_comment", "created", payload)
 
@@ -26,6 +28,9 @@ URI = "urn:github:openapi-operations"
 # GitHub documents only some error statuses per operation, yet answers every one of them (401, 404, rate limits,
 # 5xx) with the same basic error body.
 GENERIC_ERROR = "#/components/schemas/basic-error"
+JSON = "application/json"
+# Path parameters GitHub marks `x-multi-segment`: they keep their slashes (heads/feature/x, main...feature/x).
+MULTI_SEGMENT = {"{ref}", "{basehead}"}
 
 
 class GitHubSchemaError(AssertionError):
@@ -47,9 +52,9 @@ def _templates() -> list[tuple[re.Pattern, str, str]]:
     """(regex, method, operation id) for every operation, literal segments before parameters."""
     found = []
     for operation_id, op in document()["operations"].items():
-        # `ref` is a git reference and keeps its slashes (heads/feature/x); other parameters are one segment.
         parts = re.split(r"(\{[^}]+\})", op["path"])
-        pattern = "".join((".+" if p == "{ref}" else "[^/]+") if p.startswith("{") else re.escape(p) for p in parts)
+        pattern = "".join((".+" if p in MULTI_SEGMENT else "[^/]+") if p.startswith("{") else re.escape(p)
+                          for p in parts)
         found.append((re.compile(f"^{pattern}$"), op["method"], operation_id))
     return sorted(found, key=lambda item: document()["operations"][item[2]]["path"].count("{"))
 
@@ -69,9 +74,13 @@ def _operation(method: str, path_or_operation: str) -> str:
     return operation
 
 
-def validate_response(method: str, path_or_operation: str, status: int, body) -> None:
-    """Assert that a response body is what GitHub documents for this operation and status."""
+def validate_response(method: str, path_or_operation: str, status: int, body, *, media_type: str = JSON) -> None:
+    """Assert that a response body is what GitHub documents for this operation, status and media type (the
+    response's Content-Type without its parameters; a diff or a patch is checked as the text it is)."""
     operation = _operation(method, path_or_operation)
+    if media_type != JSON:
+        _check_other_media(operation, status, media_type, body)
+        return
     responses = document()["operations"][operation]["responses"]
     where = f"{operation} -> {status}"
     if str(status) in responses and responses[str(status)] is not None:
@@ -83,6 +92,17 @@ def validate_response(method: str, path_or_operation: str, status: int, body) ->
         _check(f"{where} (generic error)", {"$ref": URI + GENERIC_ERROR}, body)
     else:
         raise GitHubSchemaError(f"{where}: status {status} is not documented (documented: {', '.join(responses)})")
+
+
+def _check_other_media(operation: str, status: int, media_type: str, body) -> None:
+    """A body in a media type other than JSON, against the schema GitHub documents for that media type."""
+    documented = document()["operations"][operation].get("otherMediaTypes", {}).get(str(status), {})
+    where = f"{operation} -> {status} ({media_type})"
+    if media_type not in documented:
+        raise GitHubSchemaError(f"{where}: GitHub documents no such answer (documented: "
+                                f"{', '.join([JSON, *documented]) if documented else JSON})")
+    _check(where, {"$ref": f"{URI}#/operations/{_escape(operation)}/otherMediaTypes/{status}/"
+                           f"{_escape(media_type)}"}, body)
 
 
 def validate_request(operation: str, body) -> None:

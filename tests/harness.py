@@ -1,6 +1,7 @@
 """End-to-end test rig: the real app on a real HTTP server, real RQ workers, a local project and a key."""
 
 import json
+import ssl
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,16 +17,20 @@ from tests.conftest import free_port
 
 
 class LiveServer:
-    """A WSGI app served on 127.0.0.1 from a background thread."""
+    """A WSGI app served on 127.0.0.1 (or another loopback `host`) from a background thread, over TLS with
+    `ssl_context`."""
 
-    def __init__(self, app, port: int | None = None) -> None:
+    def __init__(self, app, port: int | None = None, *, host: str = "127.0.0.1",
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self.host = host
         self.port = port or free_port()
-        self._server = make_server("127.0.0.1", self.port, app, threaded=True)
+        self.scheme = "https" if ssl_context else "http"
+        self._server = make_server(host, self.port, app, threaded=True, ssl_context=ssl_context)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
     def __enter__(self) -> "LiveServer":
         self._thread.start()

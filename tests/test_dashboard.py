@@ -9,7 +9,7 @@ from pathlib import Path
 import requests
 
 from bot.dashboard import access
-from service.models import JobStatus
+from service.models import JobStatus, MessageStatus
 from tests.dashboard_fixtures import Browserless
 from tests.test_flow import FAQ, finish
 
@@ -501,3 +501,21 @@ def test_the_readme_names_the_referrer_policy_the_app_sends(dash):
     sent = requests.get(f"{dash.url}/dashboard/signin", timeout=10).headers["Referrer-Policy"]
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert set(re.findall(r"Referrer-Policy: ([a-z-]+)", readme)) == {sent}
+
+
+def test_the_job_page_cancels_an_active_job_and_refuses_a_second_cancel(dash):
+    project = dash.projects["local"]
+    _key, key = dash.ctx.services.keys.create(account="local")
+    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"},
+                        headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    operator = dash.operator()
+    path = f"/dashboard/projects/{project.id}/jobs/{job['id']}"
+    assert "Cancel the running round" in operator.get(path).text  # active: the message waits for a worker
+    cancelled = operator.form(f"{path}/cancel", {}, page=path)
+    assert cancelled.status_code == 200 and "Cancel the running round" not in cancelled.text
+    settled = dash.ctx.services.jobs.get(job["id"])
+    assert settled.status is JobStatus.COMPLETED and settled.pr_link is None  # a first round cancelled
+    [message] = dash.ctx.services.jobs.conversation(job["id"])
+    assert message.status is MessageStatus.CANCELLED
+    again = operator.form(f"{path}/cancel", {}, page=path)
+    assert again.status_code == 409 and "Job not running" in again.text

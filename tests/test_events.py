@@ -7,6 +7,9 @@ import pytest
 import requests
 from requests_sse import EventSource, InvalidStatusCodeError
 
+from service.events import EventType
+from service.store.events import stream_key
+from service.store.jobs import RunOutcome
 from tests.conftest import free_port
 from tests.test_flow import FAQ, edit, finish
 from tests.web_process import WebServer
@@ -62,6 +65,32 @@ def test_a_job_run_leaves_its_events_in_order_with_monotonic_ids(stack):
     # A page after an id has exactly what followed it.
     assert page(stack, job["id"], after=events[2]["id"]) == events[3:]
     assert page(stack, job["id"], after=events[-1]["id"]) == []
+
+
+def test_an_archived_jobs_stream_expires_and_an_active_ones_does_not(stack_factory):
+    stack = stack_factory(event_ttl_days=2)
+    ttl_seconds = 2 * 86400
+    redis, jobs = stack.ctx.services.redis, stack.ctx.services.jobs
+    stack.script([FAQ, finish()])
+    done = stack.create().json()
+    stack.drain()
+    active = stack.create().json()  # not drained: its message waits
+    assert stack.api.post(f"/v2/agent/{stack.project_id}/job/{done['id']}/archive").status_code == 200
+    assert ttl_seconds - 60 < redis.ttl(stream_key(done["id"])) <= ttl_seconds
+    assert redis.ttl(stream_key(active["id"])) == -1  # a stream without expiry
+
+    # Archived while its run goes on: the run's late events keep the stream expiring.
+    running, message = jobs.start_next(active["id"])
+    jobs.archive(active["id"])
+    key = stream_key(active["id"])
+    assert ttl_seconds - 60 < redis.ttl(key) <= ttl_seconds
+    redis.expire(key, 100)
+    stack.ctx.services.events.emit(running, EventType.RUN_STEP, run={"messageId": message.id})  # the run's copy
+    assert 0 < redis.ttl(key) <= 100, "an event of the run's (still active) copy of the job dropped the TTL"
+    redis.delete(key)  # as if it had expired before the run finished
+    jobs.finish_message(active["id"], message.id, RunOutcome(reply="Done."))
+    assert [e["type"] for e in page(stack, active["id"])] == ["run.finished"]
+    assert ttl_seconds - 60 < redis.ttl(key) <= ttl_seconds, "a stream made again by a late event never expires"
 
 
 def test_the_stream_of_an_active_job_ends_when_it_leaves_active(stack_factory):

@@ -2,6 +2,7 @@
 
 import json
 import logging
+import time
 from contextlib import ExitStack
 
 import pytest
@@ -124,6 +125,47 @@ def test_connection_refused_is_retried_then_unavailable(sleeps):
     with pytest.raises(GitHubUnavailable, match=r"3 times \(last: ConnectionError\)"):
         client.getitem("/nobody-home")
     assert len(sleeps) == 2
+
+
+# -- a body that is not JSON (a diff), capped in size and time --------------------------------------
+
+
+def streaming(chunks: int, size: int, pause: float = 0.0):
+    """A WSGI app that answers 200 with `chunks` chunks of `size` bytes each (lines of "x"), `pause` s apart."""
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/vnd.github.diff; charset=utf-8")])
+
+        def body():
+            for _ in range(chunks):
+                yield b"x" * (size - 1) + b"\n"
+                time.sleep(pause)
+        return body()
+    return app
+
+
+def test_getbytes_reads_at_most_the_cap_and_says_whether_there_was_more(sleeps):
+    with LiveServer(streaming(chunks=1000, size=1000)) as server:  # 1 MB, of which the client reads a little
+        client = make_client(server.url, sleeps)
+        line = b"x" * 999 + b"\n"
+        assert client.getbytes("/diff", accept="application/vnd.github.diff", limit=2500) == (line * 2 + b"x" * 500,
+                                                                                              True)
+        assert client.getbytes("/diff", accept="application/vnd.github.diff", limit=1_000_000)[1] is False
+
+
+def test_getbytes_gives_up_on_a_body_that_trickles_past_the_read_timeout(sleeps):
+    with LiveServer(streaming(chunks=40, size=10, pause=0.1)) as server:  # each chunk in time, the whole not
+        client = make_client(server.url, sleeps, timeout=(2, 1), retries=0)
+        started = time.monotonic()
+        with pytest.raises(GitHubUnavailable, match="ReadTimeout"):
+            client.getbytes("/diff", accept="application/vnd.github.diff", limit=10_000)
+        assert time.monotonic() - started < 2.5
+
+
+def test_getbytes_retries_5xx_and_raises_4xx_like_a_get(github, client, sleeps):
+    github.then(Answer(502, body={"message": "Server Error"}), Answer(404, body={"message": "Not Found"}))
+    with pytest.raises(BadRequest) as raised:
+        client.getbytes("/repos/acme/docs/compare/main...x", accept="application/vnd.github.diff", limit=100)
+    assert raised.value.status_code == 404 and len(sleeps) == 1
 
 
 # -- POST: retried only when it cannot have been carried out, or when doing it twice is harmless ----

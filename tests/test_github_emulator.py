@@ -25,6 +25,7 @@ from tests.github_schemas import (
 from tests.harness import LiveServer
 
 FILES = {"README.md": "# Docs\n", "docs/index.md": "# Index\n\nHello.\n"}
+DIFF = "application/vnd.github.diff"
 
 
 class GitHubSession(requests.Session):
@@ -40,7 +41,12 @@ class GitHubSession(requests.Session):
         kwargs.setdefault("timeout", 10)
         response = super().request(method, url if url.startswith("http") else self.base_url + url, *args, **kwargs)
         path = response.request.path_url
-        if operation_for(method, path) is not None:
+        if operation_for(method, path) is None:
+            return response
+        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
+        if response.content and media != "application/json":  # a diff or a patch: checked as the text it is
+            validate_response(method, path, response.status_code, response.text, media_type=media)
+        else:
             validate_response(method, path, response.status_code, response.json() if response.content else None)
         return response
 
@@ -112,6 +118,7 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
     ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
     ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
     ("DELETE", "/repos/acme/docs/git/refs/heads/copydesk/job_1", "git/delete-ref"),
+    ("GET", "/repos/acme/docs/compare/main...copydesk/job_1", "repos/compare-commits-with-basehead"),
     ("GET", "/repos/acme/docs/contents/README.md", None),
 ])
 def test_concrete_paths_map_to_github_operations(method, path, operation):
@@ -128,6 +135,12 @@ def test_schemas_catch_what_github_would_not_send():
         validate_webhook("issue_comment", "created", {"action": "created"})
     with pytest.raises(GitHubSchemaError, match="not documented"):
         validate_response("GET", "/repos/acme/docs", 202, {})
+    # A diff is checked against the media type GitHub documents for it: text, and only where it is documented.
+    validate_response("GET", "/repos/acme/docs/compare/main...x", 200, "diff --git a/x b/x\n", media_type=DIFF)
+    with pytest.raises(GitHubSchemaError, match="string"):
+        validate_response("GET", "/repos/acme/docs/compare/main...x", 200, {"diff": "x"}, media_type=DIFF)
+    with pytest.raises(GitHubSchemaError, match="documents no such answer"):
+        validate_response("GET", "/repos/acme/docs/pulls/3", 200, "diff --git a/x b/x\n", media_type=DIFF)
     # OpenAPI 3.0's `nullable: true` became a JSON Schema null type, so GitHub's nulls validate.
     assert document()["components"]["schemas"]["nullable-simple-user"]["type"] == ["object", "null"]
     validate_response("GET", "/repos/acme/docs/collaborators/alice/permission", 200,
@@ -272,6 +285,38 @@ def test_pull_request_lifecycle(world, tmp_path):
     assert (closed["title"], closed["state"], closed["merged"]) == ("Better docs", "closed", False)
     assert api.get("/repos/acme/docs/pulls", params={"state": "closed"}).json()[0]["number"] == pr["number"]
     assert api.get(f"/repos/acme/docs/pulls/{pr['number'] + 100}").status_code == 404
+
+
+def test_compare_answers_json_a_real_git_diff_and_a_patch(world, tmp_path):
+    github, installation = world
+    api = as_installation(github, installation)
+    pr = open_pr(api, github)
+    head = github.push("acme/docs", {"docs/index.md": "# Index\n\nHello, world.\n"}, branch="copydesk/job_1")
+    github.push("acme/docs", {"NEWS.md": "news\n"})  # the base moves on: the two sides diverge
+    path = "/repos/acme/docs/compare/main...copydesk/job_1"
+
+    comparison = api.get(path).json()
+    assert (comparison["status"], comparison["ahead_by"], comparison["behind_by"]) == ("diverged", 2, 1)
+    assert [c["sha"] for c in comparison["commits"]][-1] == head != comparison["base_commit"]["sha"]
+    merge_base = comparison["merge_base_commit"]["sha"]
+
+    diff = api.get(path, headers={"Accept": DIFF})
+    assert diff.headers["Content-Type"] == f"{DIFF}; charset=utf-8"
+    # What `git diff` from the merge base says: the branch's own changes, not the base's newer NEWS.md.
+    expected = git_cli(tmp_path, f"--git-dir={github.repo_path('acme/docs')}", "diff", merge_base, head).stdout
+    assert diff.content == expected and "+Hello, world." in diff.text and "NEWS.md" not in diff.text
+    assert "diff --git a/docs/copydesk-job_1.md b/docs/copydesk-job_1.md" in diff.text
+    by_sha = api.get(f"/repos/acme/docs/compare/{pr['base']['sha'][:7]}...{head}",
+                     headers={"Accept": "application/vnd.github.v3.diff"})
+    assert by_sha.content == expected
+    patch = api.get(path, headers={"Accept": "application/vnd.github.patch"})
+    assert patch.text.startswith("From ") and patch.text.count("\nSubject: ") == 2
+
+    assert api.get("/repos/acme/docs/compare/main...nope", headers={"Accept": DIFF}).status_code == 404
+    assert api.get("/repos/acme/docs/compare/main..copydesk/job_1").status_code == 404
+    assert api.get("/repos/acme/docs/compare/--output=x...main").status_code == 404
+    github.inject("server", match="/compare/")
+    assert api.get(path, headers={"Accept": DIFF}).status_code == 500  # a JSON error body, checked as such
 
 
 def test_comments_replies_and_reactions(world):

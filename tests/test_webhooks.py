@@ -4,6 +4,8 @@ through RQ's scheduler in a real worker, the delivery log, re-send, rotation, di
 import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -11,14 +13,22 @@ import time
 from datetime import timedelta
 
 import pytest
+import requests
 import rq
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from rq.registry import ScheduledJobRegistry
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from service.clock import iso, now
 from service.models import Delivery, DeliveryStatus
-from service.webhooks.addresses import UnsafeUrl, check_url
+from service.services import webhook_sender
+from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
 from service.webhooks.queue import webhooks_queue_name
+from service.webhooks.transport import post
+from tests.conftest import free_port
 from tests.harness import LiveServer
 from tests.test_flow import FAQ, finish
 
@@ -56,11 +66,11 @@ class Receiver:
 def receiver():
     made = []
 
-    def make(fail_first: int = 0):
+    def make(fail_first: int = 0, **server_options):
         handler = Receiver(fail_first)
-        server = LiveServer(handler).__enter__()
+        server = LiveServer(handler, **server_options).__enter__()
         made.append(server)
-        handler.url = f"{server.url}/hooks"
+        handler.url, handler.port = f"{server.url}/hooks", server.port
         return handler
 
     yield make
@@ -224,11 +234,117 @@ def _fan_out(stack) -> int:
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost/x", "http://10.1.2.3/x",
                                  "http://169.254.169.254/latest/meta-data", "http://[::1]/x",
-                                 "http://[::ffff:127.0.0.1]/x", "http://0.0.0.0/x", "http://192.168.0.1/x"])
-def test_internal_addresses_are_refused_unless_the_operator_allows_them(url):
+                                 "http://[::ffff:127.0.0.1]/x", "http://0.0.0.0/x", "http://192.168.0.1/x",
+                                 "http://100.64.0.1/x", "http://100.127.255.254/x", "http://0.1.2.3/x",
+                                 "http://224.0.0.251/x", "http://239.1.2.3/x", "http://240.0.0.1/x",
+                                 "http://198.18.0.1/x", "http://[::ffff:100.64.0.1]/x", "http://[::ffff:10.0.0.1]/x",
+                                 "http://[2002:7f00:1::]/x", "http://[64:ff9b::a00:1]/x", "http://[ff02::1]/x",
+                                 "http://[fc00::1]/x"])
+def test_addresses_that_are_not_public_are_refused_unless_the_operator_allows_them(url):
     with pytest.raises(UnsafeUrl):
         check_url(url, allow_private=False)
     check_url(url, allow_private=True)
+
+
+@pytest.mark.parametrize("url", ["http://93.184.215.14/x", "https://[2606:4700:4700::1111]/x",
+                                 "http://[64:ff9b::5db8:d70e]/x"])
+def test_public_addresses_pass(url):
+    check_url(url, allow_private=False)
+
+
+class RebindingResolver:
+    """The name service of a DNS rebinding attack on one name: `first` to the first question, `then` to every
+    later one. Other names do not resolve."""
+
+    def __init__(self, name: str, first: str, then: str | None = None) -> None:
+        self.name, self.first, self.then = name, first, then or first
+        self.questions = 0
+
+    def __call__(self, host: str, port: int, *_args, **_kwargs) -> list[tuple]:
+        if host != self.name:
+            raise socket.gaierror(socket.EAI_NONAME, f"{host} is not {self.name}")
+        address = self.first if self.questions == 0 else self.then
+        self.questions += 1
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+
+def use_resolver(stack, resolver: RebindingResolver, **overrides) -> None:
+    """Make the stack's webhook sender ask `resolver` for names (and take `overrides` of its settings)."""
+    services = stack.ctx.services
+    services.sender = webhook_sender(stack.ctx.settings.with_overrides(**overrides), services.webhooks,
+                                     services.deliveries, resolver=resolver)
+
+
+def test_a_delivery_connects_to_the_address_it_vetted_not_to_a_second_answer_of_the_name(hooked_stack, receiver):
+    stack = hooked_stack
+    port, name = free_port(), "hooks.rebind.test"
+    vetted, rebound = receiver(host="127.0.0.1", port=port), receiver(host="127.0.0.2", port=port)
+    endpoint = register(stack, f"http://{name}:{port}/hooks", events=["job.created"])
+    vetted.secrets.append(endpoint["secret"])
+    resolver = RebindingResolver(name, first="127.0.0.1", then="127.0.0.2")
+    use_resolver(stack, resolver)
+    stack.create()
+    assert _fan_out(stack) == 1
+    [delivery] = deliveries(stack, endpoint["id"])
+    assert delivery["status"] == "succeeded", delivery
+    assert rebound.received == [], "the request went to the name's second answer"
+    [got] = vetted.received
+    assert got["verified"] == [endpoint["secret"]] and got["headers"]["host"] == f"{name}:{port}"
+    assert resolver.questions == 1
+
+
+def test_a_delivery_to_a_name_that_resolves_to_a_shared_cgnat_address_is_refused(hooked_stack, receiver):
+    stack = hooked_stack
+    hook = receiver()
+    endpoint = register(stack, f"http://hooks.cgnat.test:{hook.port}/hooks", events=["job.created"])
+    use_resolver(stack, RebindingResolver("hooks.cgnat.test", first="100.64.0.1"), webhook_allow_private=False)
+    stack.create()
+    _fan_out(stack)
+    [delivery] = deliveries(stack, endpoint["id"])
+    assert delivery["status"] == DeliveryStatus.PENDING.value and delivery["error"].startswith("refused")
+    assert "100.64.0.1" in delivery["error"] and hook.received == []
+
+
+def self_signed(tmp_path, name: str) -> tuple[ssl.SSLContext, str]:
+    """A TLS server context whose certificate names `name` only, and the certificate's path (the CA bundle to
+    trust); the context records the SNI names clients send in `.sni_names`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    start = now() - timedelta(minutes=5)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(start + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    sni_names: list[str | None] = []
+    context.sni_callback = lambda _sock, server_name, _context: sni_names.append(server_name)
+    context.sni_names = sni_names  # type: ignore[attr-defined]
+    return context, str(cert_path)
+
+
+def test_an_https_delivery_to_the_vetted_address_names_and_verifies_the_host(tmp_path, receiver):
+    name = "hooks.pinned.test"
+    context, bundle = self_signed(tmp_path, name)
+    hook = receiver(ssl_context=context)
+    port = hook.port
+    target = vet_url(f"https://{name}:{port}/hooks", allow_private=True,
+                     resolver=RebindingResolver(name, first="127.0.0.1", then="127.0.0.2"))
+    assert post(target, b"{}", {"Content-Type": "application/json"}, timeout=10, verify=bundle) == 200
+    assert context.sni_names == [name]  # type: ignore[attr-defined]
+    assert hook.received[0]["headers"]["host"] == f"{name}:{port}"
+    # The certificate is checked against the URL's name, not the address connected to.
+    other = vet_url(f"https://other.pinned.test:{port}/hooks", allow_private=True,
+                    resolver=RebindingResolver("other.pinned.test", first="127.0.0.1"))
+    with pytest.raises(requests.exceptions.SSLError):
+        post(other, b"{}", {"Content-Type": "application/json"}, timeout=10, verify=bundle)
+    assert len(hook.received) == 1
 
 
 def test_registration_refuses_bad_and_internal_urls(stack):

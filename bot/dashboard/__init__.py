@@ -3,7 +3,16 @@
 import redis
 from flask import Blueprint, Flask
 
-from bot.dashboard import timefmt, views_auth, views_jobs, views_keys, views_projects, views_pulls, views_webhooks
+from bot.dashboard import (
+    github_diff,
+    timefmt,
+    views_auth,
+    views_jobs,
+    views_keys,
+    views_projects,
+    views_pulls,
+    views_webhooks,
+)
 from bot.dashboard.access import SESSION_BOX_INFO, Gate
 from bot.dashboard.markdown import render_markdown
 from bot.dashboard.oauth import GitHubSignIn
@@ -25,7 +34,8 @@ def build(services: Services, local: LocalCodeHost, github: GitHubSettings) -> D
     box = SecretBox(github.private_key, info=SESSION_BOX_INFO) if github.sign_in and github.private_key else None
     return Dashboard(services=services, local=local, sessions=sessions,
                      gate=Gate(sessions, services.projects, sign_in, box), sign_in=sign_in,
-                     secure_cookies=settings.base_url.startswith("https://"))
+                     secure_cookies=settings.base_url.startswith("https://"),
+                     github_diffs=github_diff.build(github, client))
 
 
 def register(app: Flask, deps: Dashboard) -> None:

@@ -3,6 +3,7 @@ and archive, and live progress while the job is active."""
 
 from flask import Blueprint, Response, current_app, redirect, request
 
+from bot.dashboard.github_diff import ShownDiff
 from bot.dashboard.web import dashboard, page, signed_in
 from bot.github.pulls import pull_state as github_pull_state
 from service.api import streams
@@ -11,7 +12,7 @@ from service.clock import now_iso
 from service.codehost.local import HOST as LOCAL_HOST
 from service.errors import JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
 from service.events import EventType
-from service.models import Job, JobStatus, Project, Role
+from service.models import Job, JobStatus, Message, Project, Role
 from service.store.events import check_event_id
 from service.store.jobs import add_usage
 
@@ -79,6 +80,13 @@ def register(bp: Blueprint) -> None:
         dashboard().services.jobs.archive(found.id)
         return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
 
+    @bp.post("/projects/<project_id>/jobs/<job_id>/cancel")
+    def cancel(project_id: str, job_id: str):
+        project, found = visible_job(project_id, job_id)
+        signed_in().admin_of_project(project)
+        dashboard().services.jobs.cancel(found.id)  # the API's cancel: JobNotActive gets its clear page
+        return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
+
 
 def visible_project(project_id: str) -> Project:
     """The project, when the viewer can see its account; else ProjectNotFound (never revealed)."""
@@ -133,16 +141,27 @@ def _row(project: Project, job: Job) -> dict:
             "pr_state": pull_state(project, job), "tokens": usage["inputTokens"] + usage["outputTokens"]}
 
 
+def _diff(project: Project, job: Job, conversation: list[Message]) -> ShownDiff:
+    """The diff of the job's pull request: the local code host's own, or GitHub's (or why GitHub gave none)."""
+    deps = dashboard()
+    if job.pr_number is None:
+        return ShownDiff(None)
+    if project.host != LOCAL_HOST:
+        head = next((m.commit for m in reversed(conversation) if m.commit), None)
+        return deps.github_diffs.for_job(project, job, head)
+    pull = deps.local.pull(project.id, job.pr_number)
+    return ShownDiff(deps.local.diff(project, pull) if pull else None)
+
+
 def _job_context(project: Project, job: Job) -> dict:
     deps = dashboard()
     conversation = deps.services.jobs.conversation(job.id)
-    diff = None
-    if project.host == LOCAL_HOST and job.pr_number is not None:
-        pull = deps.local.pull(project.id, job.pr_number)
-        diff = deps.local.diff(project, pull) if pull else None
+    diff = _diff(project, job, conversation)
     viewer = signed_in()
     return {"project": project, "job": job, "api": job.to_api(), "conversation": conversation,
-            "usage": add_usage({}, job.usage), "pr_state": pull_state(project, job), "diff": diff,
+            "usage": add_usage({}, job.usage), "pr_state": pull_state(project, job), "diff": diff.text,
+            "diff_truncated": diff.truncated, "diff_problem": diff.problem,
+            "diff_cap_kib": deps.github_diffs.max_bytes // 1024,
             "can_write": viewer.owner_of(project).admin, "now": now_iso(),
             "active": job.status is JobStatus.ACTIVE, "last_event": deps.services.events.last_id(job.id) or "0",
             "event_types": " ".join(t.value for t in EventType)}

@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
 from bot.dashboard.access import Gate, NotAllowed, Viewer
+from bot.dashboard.github_diff import GitHubDiffs
 from bot.dashboard.oauth import GitHubSignIn, SignInFailed
 from bot.dashboard.sessions import Session, SessionStore
 from bot.headers import content_security_policy
@@ -30,7 +31,7 @@ SIGN_OUT_ENDPOINT = "dashboard.logout"
 CSP = content_security_policy(inline_styles=False)
 _TITLES = {"job_archived": "Job archived", "project_disabled": "Project disabled", "rate_limited": "Too many requests",
            "invalid_request": "Not valid", "key_not_found": "No such key", "project_not_found": "No such project",
-           "job_not_found": "No such job"}
+           "job_not_found": "No such job", "job_not_active": "Job not running"}
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Dashboard:
     gate: Gate
     sign_in: GitHubSignIn | None
     secure_cookies: bool
+    github_diffs: GitHubDiffs
 
     @property
     def cookie_name(self) -> str:

@@ -8,7 +8,7 @@ import redis
 import requests
 
 from bot.github.auth import InstallationTokens, app_jwt
-from bot.github.client import GitHubClient
+from bot.github.client import DEFAULT_TIMEOUT, GitHubClient
 from bot.github.settings import GitHubSettings
 
 SLUG_TTL = 24 * 3600  # the slug changes only when an owner renames the App
@@ -19,11 +19,14 @@ class GitHubApp:
 
     def __init__(self, settings: GitHubSettings, client: redis.Redis, session: requests.Session, *,
                  requester: str = "copydesk", sleep: Callable[[float], None] = time.sleep,
-                 max_wait: float = 60, retries: int = 3) -> None:
+                 max_wait: float = 60, retries: int = 3, backoff: float = 1.0,
+                 timeout: float | tuple[float, float] = DEFAULT_TIMEOUT) -> None:
+        """`max_wait`, `retries`, `backoff` and `timeout` bound every client it builds (see GitHubClient)."""
         self.settings = settings
         self.redis = client
         self.session = session
-        self._options: dict[str, Any] = {"requester": requester, "sleep": sleep, "max_wait": max_wait, "retries": retries}
+        self._options: dict[str, Any] = {"requester": requester, "sleep": sleep, "max_wait": max_wait,
+                                         "retries": retries, "backoff": backoff, "timeout": timeout}
         self.tokens = InstallationTokens(client, settings, self.app_client)
 
     def app_client(self) -> GitHubClient:

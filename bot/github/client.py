@@ -73,6 +73,13 @@ class GitHubClient:
         """GET one resource (decoded JSON)."""
         return self._request("GET", url, url_vars, _NO_BODY, accept, True)[0]
 
+    def getbytes(self, url: str, url_vars: Mapping[str, Any] | None = None, *, accept: str,
+                 limit: int) -> tuple[bytes, bool]:
+        """GET a representation that is not JSON (a diff, a patch), reading at most `limit` bytes of it; returns
+        them and whether GitHub had more. The whole body must arrive within the client's read time-out."""
+        body = self._request("GET", url, url_vars, _NO_BODY, accept, True, limit=limit)[0]
+        return body[:limit], len(body) > limit
+
     def getiter(self, url: str, url_vars: Mapping[str, Any] | None = None, *, iterable_key: str | None = None,
                 accept: str = accept_format()) -> Iterator[Any]:
         """Every item of a paginated list, following the `Link: rel="next"` pages lazily.
@@ -107,7 +114,9 @@ class GitHubClient:
     # -- one logical request, with its retries and waits ---------------------------------------
 
     def _request(self, method: str, url: str, url_vars: Mapping[str, Any] | None, data: Any,
-                 accept: str, repeatable: bool, guard: Callable[[], None] | None = None) -> tuple[Any, str | None]:
+                 accept: str, repeatable: bool, guard: Callable[[], None] | None = None, *,
+                 limit: int | None = None) -> tuple[Any, str | None]:
+        """One logical request; with a `limit`, a success answers (at most `limit` + 1 bytes of) its raw body."""
         full_url = format_url(url, url_vars, base_url=self.api_url)
         body = None if data is _NO_BODY else json.dumps(data).encode("utf-8")
         failures = waits = 0
@@ -117,7 +126,8 @@ class GitHubClient:
             if guard is not None:
                 guard()  # after a backoff or a rate-limit wait too: the caller's right to write may be gone
             try:
-                response = self._send(method, full_url, body, accept)
+                response = self._send(method, full_url, body, accept, stream=limit is not None)
+                content = response.content if limit is None else self._read_capped(response, limit + 1)
             except _TRANSIENT as exc:
                 what = exc.__class__.__name__
                 if not (repeatable or _never_sent(exc)):
@@ -125,7 +135,7 @@ class GitHubClient:
                 failures += 1
                 self._backoff_or_give_up(method, full_url, failures, what, exc)
                 continue
-            status, headers, content = response.status_code, response.headers, response.content
+            status, headers = response.status_code, response.headers
             if status >= 500:
                 if not repeatable:
                     raise _maybe_done(method, full_url, f"HTTP {status}")
@@ -151,10 +161,29 @@ class GitHubClient:
                 self._sleep(wait)
                 waited += wait
                 continue
+            if limit is not None and 200 <= status < 300:
+                return content, None
             data, _rate, next_url = decipher_response(status, headers, content)
             return data, next_url
 
-    def _send(self, method: str, url: str, body: bytes | None, accept: str) -> requests.Response:
+    def _read_capped(self, response: requests.Response, most: int) -> bytes:
+        """Up to `most` bytes of a streamed body (decompressed: the cap bounds memory, not the wire), within the
+        read time-out as a whole, so a body that trickles in cannot hold the caller for long."""
+        read_timeout = self._timeout[1] if isinstance(self._timeout, tuple) else self._timeout
+        deadline = time.monotonic() + read_timeout
+        chunks, size = [], 0
+        with response:  # closing drops the rest of a long body instead of reading it
+            for chunk in response.iter_content(chunk_size=64 * 1024):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= most:
+                    break
+                if time.monotonic() > deadline:
+                    raise requests.exceptions.ReadTimeout(f"the body took longer than {read_timeout} s")
+        return b"".join(chunks)[:most]
+
+    def _send(self, method: str, url: str, body: bytes | None, accept: str, *,
+              stream: bool = False) -> requests.Response:
         headers = create_headers(self._requester, accept=accept)
         headers["x-github-api-version"] = API_VERSION
         if self._auth is not None:
@@ -162,7 +191,7 @@ class GitHubClient:
             headers["authorization"] = self._auth()
         if body is not None:
             headers["content-type"] = "application/json; charset=utf-8"
-        return self._session.request(method, url, data=body, headers=headers, timeout=self._timeout)
+        return self._session.request(method, url, data=body, headers=headers, timeout=self._timeout, stream=stream)
 
     def _backoff_or_give_up(self, method: str, url: str, failures: int, what: str,
                             exc: Exception | None = None) -> None:

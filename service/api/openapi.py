@@ -509,8 +509,9 @@ def _push_schemas() -> dict:
                                   "inputTokens": tokens, "outputTokens": tokens}),
         }, description="Model tokens of the month, for the key's account and for the key itself."),
         "CreateWebhookRequest": closed_object({
-            "url": string("Where to POST events: http(s); private, loopback and link-local addresses are refused "
-                          "unless the operator allows them.", minLength=1, maxLength=2000),
+            "url": string("Where to POST events: http(s); a host resolving to an address that is not public "
+                          "(loopback, private, link-local, shared, reserved) is refused unless the operator allows it.",
+                          minLength=1, maxLength=2000),
             "events": {"type": "array", "items": ref("schemas", "EventType"),
                        "description": "The event types to send; absent or empty: all."},
             "description": string("For people.", maxLength=500),

@@ -9,10 +9,11 @@ import redis
 from service.clock import now_iso
 from service.errors import InvalidRequest
 from service.events import EventType, JobEvent
-from service.models import Job
+from service.models import Job, JobStatus
 
 OUTBOX = "cd:events:outbox"  # events of projects that have webhook endpoints, for the workers' fan-out
 OUTBOX_MAXLEN = 100_000
+DEFAULT_TTL_SECONDS = 30 * 86400  # an archived job's stream is kept this long after its last event
 _EVENT_ID = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
 
 
@@ -35,19 +36,30 @@ def check_event_id(raw: str, field: str) -> str:
 class EventLog:
     """Appends job events (inside the job store's transactions or on their own) and reads them back."""
 
-    def __init__(self, client: redis.Redis, *, retention: int) -> None:
+    def __init__(self, client: redis.Redis, *, retention: int, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> None:
         self._redis = client
         self._retention = retention
+        self._ttl_seconds = ttl_seconds
 
     def append(self, pipe, job: Job, kind: EventType, **extra) -> None:
         """Queue one event of `job` on `pipe` (a MULTI pipeline or a client): the job record plus `extra`."""
         data = {**job.to_api(), **extra}
         fields = {"type": kind.value, "ts": now_iso(), "data": json.dumps(data, separators=(",", ":"))}
         pipe.xadd(stream_key(job.id), fields, maxlen=self._retention, approximate=True)
+        if job.status is JobStatus.ARCHIVED:
+            self._expire(pipe, job.id)
         # Read outside the caller's transaction: an endpoint created this very moment may miss this event.
         if self._redis.exists(endpoints_key(job.project_id)):
             pipe.xadd(OUTBOX, {**fields, "job": job.id, "project": job.project_id}, maxlen=OUTBOX_MAXLEN,
                       approximate=True)
+
+    def _expire(self, pipe, job_id: str) -> None:
+        # An archived job takes no more messages, so its stream only waits for readers: it goes `ttl` after its
+        # last event. An event appended later (a run still going when the job was archived finishes) sets the full
+        # TTL again, on purpose: XADD alone would keep the old TTL, but on a stream that had expired meanwhile
+        # it would make a new key with none, kept forever. A run holding the job as it was before the archive
+        # appends without this; its XADD keeps the TTL the archive set.
+        pipe.expire(stream_key(job_id), self._ttl_seconds)
 
     def emit(self, job: Job, kind: EventType, **extra) -> None:
         """Append one event outside any transaction (the runner's progress events)."""

@@ -1,6 +1,7 @@
 """Sends one attempt of a delivery, logs it, and schedules the next with exponential backoff for up to 24 hours."""
 
 import logging
+import socket
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -13,8 +14,9 @@ from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.sealing import Sealer
 from service.store.webhooks import WebhookStore
 from service.webhooks import signing
-from service.webhooks.addresses import UnsafeUrl, check_url
+from service.webhooks.addresses import Resolver, UnsafeUrl, vet_url
 from service.webhooks.queue import DeliveryQueue
+from service.webhooks.transport import post
 
 log = logging.getLogger(__name__)
 
@@ -29,21 +31,24 @@ def retry_delay(attempt: int, first_seconds: float) -> float:
 
 
 class WebhookSender:
+    """Makes delivery attempts: signed, sent to the address the guard vetted, logged, retried later if they fail."""
+
     def __init__(self, store: WebhookStore, key: Callable[[], bytes], queue: DeliveryQueue, *, allow_private: bool,
-                 retry_seconds: float, timeout: float, session: requests.Session | None = None) -> None:
+                 retry_seconds: float, timeout: float, resolver: Resolver = socket.getaddrinfo) -> None:
         self._store = store
         self._key = key  # read at first use, so processes that never touch webhooks need no key
         self._queue = queue
         self._allow_private = allow_private
         self._retry_seconds = retry_seconds
         self._timeout = timeout
-        self._session = session or requests.Session()
+        self._resolver = resolver
 
     @cached_property
     def _sealer(self) -> Sealer:
         return Sealer(self._key(), b"copydesk webhook secrets")
 
     def seal(self, secret: str) -> str:
+        """`secret` sealed for storage in the endpoint's record."""
         return self._sealer.seal(secret).decode("ascii")
 
     def attempt(self, delivery_id: str, attempt: int, *, manual: bool = False) -> Delivery | None:
@@ -75,20 +80,19 @@ class WebhookSender:
     def _send(self, endpoint: WebhookEndpoint, delivery: Delivery) -> tuple[bool, int | None, str | None, int]:
         started = time.monotonic()
         try:
-            # Checked again at each attempt: the name may resolve elsewhere now than at registration.
-            check_url(endpoint.url, allow_private=self._allow_private)
+            # Checked again at each attempt: the name may resolve elsewhere now than at registration. The request
+            # goes to the address checked here, never to a second answer of the name (DNS rebinding).
+            vetted = vet_url(endpoint.url, allow_private=self._allow_private, resolver=self._resolver)
             headers = signing.headers(self._secrets(endpoint), delivery.id, int(time.time()), delivery.payload)
-            response = self._session.post(endpoint.url, data=delivery.payload.encode("utf-8"), timeout=self._timeout,
-                                          allow_redirects=False,  # a redirect could lead inside the network
-                                          headers={**headers, "Content-Type": "application/json",
-                                                   "User-Agent": USER_AGENT})
-            response.close()
+            # post() follows no redirect: one could lead inside the network.
+            status = post(vetted, delivery.payload.encode("utf-8"), timeout=self._timeout,
+                          headers={**headers, "Content-Type": "application/json", "User-Agent": USER_AGENT})
         except UnsafeUrl as exc:
             return False, None, f"refused: {exc}", _ms(started)
         except requests.RequestException as exc:
             return False, None, f"{type(exc).__name__}: {str(exc)[:300]}", _ms(started)
-        ok = 200 <= response.status_code < 300
-        return ok, response.status_code, None if ok else f"HTTP {response.status_code}", _ms(started)
+        ok = 200 <= status < 300
+        return ok, status, None if ok else f"HTTP {status}", _ms(started)
 
     def _secrets(self, endpoint: WebhookEndpoint) -> list[str]:
         sealed = [endpoint.sealed_secret]

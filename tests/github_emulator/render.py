@@ -1,12 +1,14 @@
 """GitHub's JSON shapes for the emulator's records: the REST representations and the webhook ones."""
 
 import base64
+from datetime import UTC, datetime
 
 from tests.github_emulator.app import TestApp
 from tests.github_emulator.state import (
     REACTIONS,
     ROLE_PERMISSION,
     Comment,
+    GitCommit,
     Installation,
     Pull,
     Reaction,
@@ -161,6 +163,49 @@ class Renderer:
             "admin": role == "admin"}}
         return {"permission": ROLE_PERMISSION[role], "role_name": role, "user": user}
 
+    # -- commits -----------------------------------------------------------------------------
+
+    def commit(self, repo: Repo, commit: GitCommit) -> dict:
+        """The `commit` shape; `author` and `committer` are null, as GitHub's are for emails it links to no
+        account, and every commit is unsigned."""
+        api, html = f"{self.base}/repos/{repo.full_name}", f"{self.base}/{repo.full_name}"
+
+        def person(name: str, email: str, date: str) -> dict:
+            return {"name": name, "email": email, "date": utc(date)}
+
+        return {
+            "url": f"{api}/commits/{commit.sha}", "sha": commit.sha,
+            "node_id": node_id("Commit", int(commit.sha[:8], 16)),
+            "html_url": f"{html}/commit/{commit.sha}", "comments_url": f"{api}/commits/{commit.sha}/comments",
+            "commit": {
+                "url": f"{api}/git/commits/{commit.sha}",
+                "author": person(commit.author_name, commit.author_email, commit.author_date),
+                "committer": person(commit.committer_name, commit.committer_email, commit.committer_date),
+                "message": commit.message, "comment_count": 0,
+                "tree": {"sha": commit.tree, "url": f"{api}/git/trees/{commit.tree}"},
+                "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None,
+                                 "verified_at": None},
+            },
+            "author": None, "committer": None,
+            "parents": [{"sha": p, "url": f"{api}/commits/{p}", "html_url": f"{html}/commit/{p}"}
+                        for p in commit.parents],
+        }
+
+    def comparison(self, repo: Repo, basehead: str, *, base: GitCommit, head: str, merge_base: GitCommit,
+                   commits: list[GitCommit], ahead_by: int, behind_by: int) -> dict:
+        """The `commit-comparison` shape, without the optional `files` list."""
+        api, html = f"{self.base}/repos/{repo.full_name}", f"{self.base}/{repo.full_name}"
+        status = ("identical" if not (ahead_by or behind_by) else "ahead" if not behind_by
+                  else "behind" if not ahead_by else "diverged")
+        return {
+            "url": f"{api}/compare/{basehead}", "html_url": f"{html}/compare/{basehead}",
+            "permalink_url": f"{html}/compare/{repo.owner}:{base.sha[:7]}...{repo.owner}:{head[:7]}",
+            "diff_url": f"{html}/compare/{basehead}.diff", "patch_url": f"{html}/compare/{basehead}.patch",
+            "base_commit": self.commit(repo, base), "merge_base_commit": self.commit(repo, merge_base),
+            "status": status, "ahead_by": ahead_by, "behind_by": behind_by, "total_commits": ahead_by,
+            "commits": [self.commit(repo, c) for c in commits],
+        }
+
     # -- pull requests -----------------------------------------------------------------------
 
     def pull(self, pull: Pull) -> dict:
@@ -279,3 +324,8 @@ class Renderer:
     def reaction_rollup(self, subject: tuple, url: str) -> dict:
         contents = [r.content for r in self.state.reactions if r.subject == subject]
         return {"url": url, "total_count": len(contents)} | {name: contents.count(name) for name in REACTIONS}
+
+
+def utc(stamp: str) -> str:
+    """git's ISO 8601 date with an offset, as GitHub writes dates: UTC, to the second, with a Z."""
+    return datetime.fromisoformat(stamp).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

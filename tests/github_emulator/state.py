@@ -2,6 +2,7 @@
 pull requests, comments, reviews and reactions."""
 
 import itertools
+import re
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from service.workspace.git import Git
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read",
                    "none": "none"}
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+# What `State.commit` reads of a commit, NUL-separated (the message last: it may hold anything but NUL).
+COMMIT_FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B"
 
 
 def now() -> datetime:
@@ -122,6 +125,21 @@ class Comment:
     commit_id: str | None = None
     review_id: int | None = None
     in_reply_to: int | None = None
+
+
+@dataclass
+class GitCommit:
+    """A commit of a repository as git records it (dates as git prints them, ISO 8601 with an offset)."""
+    sha: str
+    tree: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    author_date: str
+    committer_name: str
+    committer_email: str
+    committer_date: str
+    message: str
 
 
 @dataclass
@@ -236,3 +254,35 @@ class State:
 
     def is_ancestor(self, repo: Repo, older: str, newer: str) -> bool:
         return self.git.run("merge-base", "--is-ancestor", older, newer, git_dir=repo.path, check=False).returncode == 0
+
+    def resolve(self, repo: Repo, name: str) -> str | None:
+        """The commit a compare side names: a branch, a tag or a (possibly abbreviated) commit sha."""
+        if not name or name.startswith("-"):  # never an option to git
+            return None
+        for candidate in (f"refs/heads/{name}", f"refs/tags/{name}"):
+            proc = self.git.run("rev-parse", "--verify", "-q", f"{candidate}^{{commit}}", git_dir=repo.path,
+                                check=False)
+            if proc.returncode == 0:
+                return proc.stdout.decode().strip()
+        if not re.fullmatch(r"[0-9a-f]{7,40}", name):
+            return None
+        proc = self.git.run("rev-parse", "--verify", "-q", f"{name}^{{commit}}", git_dir=repo.path, check=False)
+        return proc.stdout.decode().strip() or None
+
+    def merge_base(self, repo: Repo, base: str, head: str) -> str | None:
+        proc = self.git.run("merge-base", base, head, git_dir=repo.path, check=False)
+        return proc.stdout.decode().strip() or None
+
+    def commit(self, repo: Repo, sha: str) -> GitCommit:
+        fields = self.git.out("show", "-s", f"--format={COMMIT_FORMAT}", sha, git_dir=repo.path).split("\x00")
+        sha, tree, parents, *people, message = fields
+        return GitCommit(sha, tree, parents.split(), *people, message=message)
+
+    def commits_between(self, repo: Repo, since: str, head: str, limit: int) -> list[str]:
+        """The newest `limit` commits of `since..head`, oldest first (GitHub's order for a comparison)."""
+        listed = self.git.out("rev-list", f"--max-count={limit}", "--reverse", f"{since}..{head}", git_dir=repo.path)
+        return listed.split()
+
+    def count(self, repo: Repo, older: str, newer: str) -> int:
+        """How many commits `newer` has that `older` has not."""
+        return int(self.git.out("rev-list", "--count", f"{older}..{newer}", git_dir=repo.path))
