@@ -14,6 +14,15 @@ from tests.dashboard_fixtures import Browserless
 from tests.test_flow import FAQ, finish
 
 
+def create_job(dash, project, prompt: str = "Add an FAQ") -> dict:
+    """A job created through the API with a fresh key of the local account; its record."""
+    _key, key = dash.ctx.services.keys.create(account="local")
+    response = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": prompt},
+                             headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
 def test_signing_in_with_github_shows_the_accounts_with_roles(dash):
     alice = dash.signed_in("alice")
     home = alice.get("/dashboard/")
@@ -359,9 +368,7 @@ def test_github_down_during_sign_in_gets_a_clear_page(dash):
 def test_the_job_events_route_streams_to_the_session_and_hides_the_job_from_others(dash):
     project = dash.projects["local"]
     dash.script([FAQ, finish()], [])
-    _key, key = dash.ctx.services.keys.create(account="local")
-    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"},
-                        headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    job = create_job(dash, project)
     dash.drain()
     path = f"/dashboard/projects/{project.id}/jobs/{job['id']}/events"
     stream = dash.operator().get(f"{path}?after=0")
@@ -374,9 +381,7 @@ def test_the_job_events_route_streams_to_the_session_and_hides_the_job_from_othe
 def test_a_follow_up_from_the_dashboard_is_refused_past_the_accounts_monthly_cap_as_on_the_api(dash):
     project = dash.projects["local"]
     dash.script([FAQ, finish()], [])
-    _key, key = dash.ctx.services.keys.create(account="local")
-    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"},
-                        headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    job = create_job(dash, project)
     dash.drain()
     usage = dash.ctx.services.usage
     usage.record(dash.ctx.services.redis, "local", None, {"inputTokens": 10, "outputTokens": 0})
@@ -505,9 +510,7 @@ def test_the_readme_names_the_referrer_policy_the_app_sends(dash):
 
 def test_the_job_page_cancels_an_active_job_and_refuses_a_second_cancel(dash):
     project = dash.projects["local"]
-    _key, key = dash.ctx.services.keys.create(account="local")
-    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"},
-                        headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    job = create_job(dash, project)
     operator = dash.operator()
     path = f"/dashboard/projects/{project.id}/jobs/{job['id']}"
     assert "Cancel the running round" in operator.get(path).text  # active: the message waits for a worker
