@@ -38,9 +38,7 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
         area = site.docs_root
         site_pages = [path for path in paths if site.is_page(path) and not site.is_versioned(path)]
         area_pages = [path for path in site_pages if site.language_of(path) is None]
-        for language in site.languages[1:]:
-            count = sum(1 for path in site_pages if site.language_of(path) is language)
-            translations.append(f"{language.code} ({_show(language.folder)}/, {count:,} pages)")
+        translations = _translations(site, paths, site_pages)
     else:
         pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
         # A detected plain-Markdown site knows its docs root (docs/ when it has pages, else the repository).
@@ -64,12 +62,23 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     language = f" in the default language ({site.languages[0].code})" if translations else ""
     budget.add(f"Docs pages {where}{language}: {len(area_pages):,} ({kinds}).")
     budget.add(_joined("Translations (not listed here): ", translations, max_chars // 5))
-    translated = {lang.folder for lang in site.languages[1:]} if translations else set()
+    translated = {lang.where for lang in site.languages[1:]} if translations else set()
     budget.add(_joined(f"Folders {where} (pages): ", _counted(_folder_counts(area_pages, area), "/"),
                        max_chars // 4))
     listed = [path for path in dict.fromkeys(nav_order or []) if path in set(area_pages)]
     _add_pages(budget, area_pages, area, listed, exclude=translated)
     return budget.text()
+
+
+def _translations(site, paths: list[str], site_pages: list[str]) -> list[str]:
+    """Each other language of `site` with where its pages are and how many there are. Translations outside the
+    docs root (Docusaurus `i18n/<locale>/…`) are not pages the docs check reads, so they are counted by suffix."""
+    counts: Counter = Counter(site.language_of(path) for path in site_pages)
+    if any(lang.folder != site.docs_root and not _under(lang.folder, site.docs_root) for lang in site.languages):
+        counts.update(site.language_of(path) for path in paths
+                      if path.lower().endswith(site.page_suffixes) and site.root_of(path) is None)
+    return [f"{language.code} ({_show(language.where)}, {counts[language]:,} pages)"
+            for language in site.languages[1:]]
 
 
 class _Budget:

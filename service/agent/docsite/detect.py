@@ -57,11 +57,13 @@ def read_navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
 
 
 def navigation_order(workspace, site: DocsSite) -> list[str]:
-    """The site's pages in the order its navigation lists them, when a config file holds the navigation (toctrees
-    are spread over the pages and not read for this); [] when it cannot be read."""
-    if site.framework not in ("mintlify", "mkdocs", "docusaurus", "starlight") or not site.explicit_nav:
+    """The site's pages in the order its navigation lists them (Sphinx: its toctrees followed from the root
+    document); [] when the site has no explicit navigation or it cannot be read."""
+    if site.framework not in FRAMEWORKS or not site.explicit_nav:
         return []
     try:
+        if site.framework == "sphinx":  # toctrees are spread over the pages: followed from the root, not listed
+            return sphinx.navigation_order(workspace, site)
         navigation = read_navigation(workspace, site, set(workspace.list_files()))
     except Uncheckable:
         return []

@@ -10,7 +10,7 @@ from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import Router
-from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"docusaurus.config.{ext}" for ext in ("js", "ts", "mjs", "cjs"))
 SIDEBAR_NAMES = tuple(f"sidebars.{ext}" for ext in ("js", "ts", "mjs", "cjs", "json"))
@@ -45,8 +45,23 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     return DocsSite("docusaurus", config_path, docs, nav_files=nav_files, nav_hint=_hint(docs, sidebar, explicit,
                                                                                         routing),
                     page_suffixes=SUFFIXES, ignored=("_*", "**/_*", "**/_*/**"), explicit_nav=explicit,
-                    unlisted_keys=("unlisted", "draft"), routing=routing,
+                    unlisted_keys=("unlisted", "draft"), routing=routing, languages=_languages(config, site_dir, docs),
                     versioned_roots=tuple(v.root for v in versions))
+
+
+def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
+    """The default locale (its pages are the docs folder's) and each other locale with the folder its
+    translated current docs live in, `i18n/<locale>/docusaurus-plugin-content-docs/current`; [] for one locale."""
+    i18n = config.i18n
+    if i18n is None or len(i18n.locales) < 2:
+        return []
+    plugin = "docusaurus-plugin-content-docs" + ("" if config.plugin_id == "default" else f"-{config.plugin_id}")
+    found = [Language(i18n.default, docs)]
+    for locale in i18n.locales[1:]:
+        folder = _join(site_dir, posixpath.join(i18n.path, i18n.locale_paths.get(locale, locale), plugin, "current"))
+        if folder and folder != ".." and not folder.startswith("../") and folder != docs:
+            found.append(Language(locale, folder))  # a path that climbs out of the repository names no folder
+    return found if len(found) > 1 else []
 
 
 def _hint(docs: str, sidebar: str | None, explicit: bool, routing: dict) -> str:

@@ -1,5 +1,5 @@
 """What a `docusaurus.config.*` says about its docs plugin, read as a literal (never run): the docs folder,
-`routeBasePath`, the sidebars file, `baseUrl`, and the versions `versions.json` lists."""
+`routeBasePath`, the sidebars file, `baseUrl`, its `i18n` locales, and the versions `versions.json` lists."""
 
 import posixpath
 import re
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
-from service.agent.docsite.limits import MAX_VERSIONS, Uncheckable
+from service.agent.docsite.limits import MAX_LANGUAGES, MAX_VERSIONS, Uncheckable
 from service.agent.docsite.site import read_text
 
 PRESETS = ("classic", "@docusaurus/preset-classic", "docusaurus-preset-classic")
@@ -19,6 +19,9 @@ _ROUTE_BASE = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\brouteBasePath\s*:\s*['\"]([^'
 _SIDEBAR_PATH = re.compile(r"\bsidebarPath\s*:\s*(?:require\.resolve\(\s*)?['\"]([^'\"]+)['\"]")
 _SIDEBAR_OFF = re.compile(r"\bsidebarPath\s*:\s*(?:false|undefined)\b")
 _BASE_URL = re.compile(r"\bbaseUrl\s*:\s*['\"]([^'\"]*)['\"]")
+_DEFAULT_LOCALE = re.compile(r"\bi18n\s*:\s*\{[^{}]*?\bdefaultLocale\s*:\s*['\"]([^'\"]+)['\"]", re.DOTALL)
+_LOCALES = re.compile(r"\bi18n\s*:\s*\{[^{}]*?\blocales\s*:\s*\[([^\[\]{}]*)\]", re.DOTALL)
+_QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
 _UNSET = object()  # sidebarPath not given: Docusaurus then autogenerates the whole sidebar
 
 
@@ -35,6 +38,18 @@ class DocsConfig:
     plugin_id: str = "default"
     last_version: str | None = None
     version_paths: dict[str, str] = field(default_factory=dict)  # version name -> its `path` option
+    i18n: "I18n | None" = None
+
+
+@dataclass
+class I18n:
+    """The site's `i18n` option: the default locale, every locale (the default among them), and the folders
+    that hold translations (`path`, relative to the site folder, and each locale's `localeConfigs.path`)."""
+
+    default: str
+    locales: list[str]
+    path: str = "i18n"
+    locale_paths: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,7 @@ def read_config(text: str) -> DocsConfig:
     options = _docs_options(exported) if isinstance(exported, dict) else None
     base_url = exported.get("baseUrl") if isinstance(exported, dict) else None
     config.base_url = base_url.value if isinstance(base_url, Str) else _search(_BASE_URL, text) or "/"
+    config.i18n = read_i18n(exported, text)
     if options is None:
         config.path = _search(_DOCS_PATH, text) or "docs"
         route_base = _search(_ROUTE_BASE, text)
@@ -65,6 +81,42 @@ def read_config(text: str) -> DocsConfig:
         return config
     _apply_options(config, options, text)
     return config
+
+
+def read_i18n(exported, text: str) -> I18n | None:
+    """The `i18n` option of the exported config, else (when it is computed) the literal `defaultLocale` and
+    `locales` found by regex; None without one, or when its default locale cannot be known."""
+    i18n = exported.get("i18n") if isinstance(exported, dict) else OPAQUE
+    if isinstance(i18n, dict):
+        default, locales = _string(i18n.get("defaultLocale")), i18n.get("locales")
+        found = I18n(default or "", [item.value for item in locales if isinstance(item, Str)]
+                     if isinstance(locales, list) else [], _string(i18n.get("path")) or "i18n")
+        _locale_paths(found, i18n.get("localeConfigs"))
+    elif i18n is OPAQUE:
+        listed = _search(_LOCALES, text)
+        found = I18n(_search(_DEFAULT_LOCALE, text) or "", _QUOTED.findall(listed or ""))
+    else:
+        return None
+    found.locales = [name for name in dict.fromkeys([found.default, *found.locales])
+                     if _valid_locale(name)][:MAX_LANGUAGES]
+    return found if _valid_locale(found.default) else None
+
+
+def _locale_paths(found: I18n, configs) -> None:
+    for name, settings in configs.items() if isinstance(configs, dict) else ():
+        folder = _string(settings.get("path")) if isinstance(settings, dict) else None
+        if isinstance(name, str) and folder:
+            found.locale_paths[name] = folder
+
+
+def _valid_locale(value) -> bool:
+    # Locales name folders; anything that could climb out of i18n/ or is implausibly long is not taken.
+    return isinstance(value, str) and 0 < len(value) <= 40 and value not in (".", "..") \
+        and not any(c in value for c in "/\\\0\n")
+
+
+def _string(value) -> str | None:
+    return value.value if isinstance(value, Str) else None
 
 
 def _apply_options(config: DocsConfig, options: dict, text: str) -> None:

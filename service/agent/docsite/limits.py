@@ -6,6 +6,7 @@ MAX_CONFIG_BYTES = 2_000_000  # a navigation or config file (YAML, JSON, JS)
 MAX_PAGE_BYTES = 2_000_000  # a Markdown, MDX or reStructuredText page
 MAX_FRONT_MATTER_BYTES = 100_000
 MAX_DEPTH = 100  # nesting of YAML, JSON, JS literals and JSX; real docs configs stay under 20
+MAX_LANGUAGES = 100  # locales read from a site config; real sites list under 40
 MAX_VERSIONS = 200  # docs versions read from a Docusaurus `versions.json`; real sites list under 50
 MAX_YAML_NODES = 200_000  # YAML nodes after expanding aliases; a 20,000-entry nav has about 80,000
 

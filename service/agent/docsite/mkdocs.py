@@ -4,6 +4,7 @@ import posixpath
 
 import yaml
 
+from service.agent.docsite import mkdocs_i18n
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Mode, parse_page
 from service.agent.docsite.routing import SKIP, Outcome, Router, is_external, join
@@ -46,11 +47,15 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
         hint = (f"{config_path} has no `nav:` list, so navigation follows the folders under {where} "
                 "(page titles come from each page's first heading).")
     hint += " Links are file paths relative to the page, with the extension: [Setup](../guides/setup.md#install)."
+    i18n = mkdocs_i18n.read_i18n(plugins) if "i18n" in names else None
     use_directory_urls = _scalar(mapping_value(node, "use_directory_urls")) not in ("false", "False", "no")
-    return DocsSite("mkdocs", config_path, root, nav_files=nav_files, nav_hint=hint,
+    return DocsSite("mkdocs", config_path, root, nav_files=nav_files, nav_hint=hint + mkdocs_i18n.hint(i18n),
                     page_suffixes=SUFFIXES, ignored=_globs(root, mapping_value(node, "exclude_docs")),
-                    unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")), explicit_nav=explicit,
-                    routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls})
+                    unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")) + mkdocs_i18n.translation_globs(
+                        i18n, root),
+                    explicit_nav=explicit, languages=mkdocs_i18n.languages(i18n, root),
+                    routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls,
+                             "i18n": i18n})
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
@@ -106,7 +111,7 @@ def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file:
         else:
             result.patterns.append(f"/{section}/**")
         return
-    targets = page_targets(folder, ref, (".md",))
+    targets = mkdocs_i18n.localized_targets(site.routing.get("i18n"), site.docs_root, page_targets(folder, ref, (".md",)))
     result.entries.append(NavEntry(file, line, ref, targets, any(t in files for t in targets)))
 
 
@@ -241,6 +246,18 @@ class MkDocsRouter(Router):
             return outcome
         url_relative = self.landing(join(stem, path), path)  # the page's URL is its own folder
         return url_relative if url_relative.ok else outcome
+
+    def land(self, resolved: str) -> str | None:
+        found = super().land(resolved)
+        i18n = self.site.routing.get("i18n")
+        if found is None and i18n is not None and i18n.structure == "suffix" and resolved.lower().endswith(SUFFIXES):
+            return super().land(mkdocs_i18n.default_variant(i18n, resolved))  # the i18n plugin serves x.en.md
+        return found
+
+    def names(self, path: str) -> set[str]:
+        found = super().names(path)
+        stem = posixpath.splitext(posixpath.basename(path))[0]
+        return found | {mkdocs_i18n.unsuffixed_stem(self.site.routing.get("i18n"), stem).lower()}
 
 
 def router(site: DocsSite, tree) -> Router:

@@ -52,8 +52,8 @@ class DocsSite:
         return Mode.MYST if self.framework == "sphinx" else Mode.MARKDOWN
 
     def language_of(self, path: str) -> "Language | None":
-        """The language whose folder holds `path` (None for the default language or a one-language site)."""
-        return next((lang for lang in self.languages[1:] if _inside(path, lang.folder)), None)
+        """The translation that holds `path` (None for the default language or a one-language site)."""
+        return next((lang for lang in self.languages[1:] if lang.holds(path)), None)
 
     @cached_property
     def _versioned(self) -> frozenset[str]:
@@ -107,7 +107,7 @@ class DocsSite:
         if self.nav_hint:
             parts.append(self.nav_hint)
         if len(self.languages) > 1:
-            others = ", ".join(f"{lang.code} ({lang.folder}/)" for lang in self.languages[1:])
+            others = ", ".join(f"{lang.code} ({lang.where})" for lang in self.languages[1:])
             parts.append(f"Default language: {self.languages[0].code}; translations: {others}. Edit the default "
                          "language unless asked otherwise.")
         return " ".join(parts)
@@ -119,6 +119,22 @@ class Language:
 
     code: str
     folder: str
+    # Set when translations sit beside the default pages as `page.<suffix>.md` (mkdocs-static-i18n's suffix
+    # structure) rather than in a folder of their own.
+    suffix: str = ""
+
+    def holds(self, path: str) -> bool:
+        """Whether `path` is one of this language's files."""
+        if not _inside(path, self.folder):
+            return False
+        return not self.suffix or posixpath.splitext(posixpath.splitext(path)[0])[1] == f".{self.suffix}"
+
+    @property
+    def where(self) -> str:
+        """Where this language's pages are, as the model reads it: `fr/` or `docs/**/*.fr.md`."""
+        if self.suffix:
+            return f"{self.folder}/**/*.{self.suffix}.*" if self.folder else f"**/*.{self.suffix}.*"
+        return f"{self.folder}/" if self.folder else "the repository root"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import re
 from service.agent.docsite.pages import Link, LinkKind
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
 from service.agent.docsite.site import DocsSite, NavEntry, Navigation, read_text
+from service.workspace.globs import compile_glob
 
 CONFIG_NAMES = ("conf.py",)
 # Suffixes a toctree entry may stand for (nbsphinx and myst-nb add notebooks).
@@ -14,6 +15,8 @@ _ROOT_DOC = re.compile(r"^(?:root_doc|master_doc)\s*=\s*['\"]([^'\"]+)['\"]", re
 _EXCLUDES = re.compile(r"^exclude_patterns\s*=\s*\[(.*?)\]", re.MULTILINE | re.DOTALL)
 _STRING = re.compile(r"['\"]([^'\"]+)['\"]")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$")
+MAX_ORDERED = 2_000  # documents put in toctree order for the overview, which shows far fewer
+MAX_ORDER_STEPS = 500_000  # glob matches tried and entries followed while ordering them
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
@@ -63,21 +66,84 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
 
 def _add_entry(result: Navigation, site: DocsSite, files: set[str], page: str, line: int, raw: str,
                glob: bool) -> None:
-    titled = _TITLED.match(raw)
-    target = titled.group(2).strip() if titled else raw
-    if target == "self" or is_external(target):
+    name, is_glob = _entry_name(site, page, raw, glob)
+    if name is None:
         return
-    folder = site.docs_root if target.startswith("/") else posixpath.dirname(page)
-    name = posixpath.normpath(posixpath.join(folder, target.lstrip("/")))
-    if name == ".." or name.startswith("../"):
-        return
-    stem, suffix = posixpath.splitext(name)
-    name = stem if suffix in DOCUMENT_SUFFIXES else name
-    if glob and any(c in target for c in "*?["):
+    if is_glob:
         result.patterns.append("/" + name)
         return
     targets = tuple(name + s for s in DOCUMENT_SUFFIXES)
     result.entries.append(NavEntry(page, line, raw, targets, any(t in files for t in targets)))
+
+
+def _entry_name(site: DocsSite, page: str, raw: str, glob: bool) -> tuple[str | None, bool]:
+    """The document name (a repository path without suffix) a toctree entry of `page` stands for, and whether
+    it is a glob pattern; None for `self`, URLs and names outside the repository."""
+    titled = _TITLED.match(raw)
+    target = titled.group(2).strip() if titled else raw
+    if target == "self" or is_external(target):
+        return None, False
+    folder = site.docs_root if target.startswith("/") else posixpath.dirname(page)
+    name = posixpath.normpath(posixpath.join(folder, target.lstrip("/")))
+    if name == ".." or name.startswith("../"):
+        return None, False
+    stem, suffix = posixpath.splitext(name)
+    return (stem if suffix in DOCUMENT_SUFFIXES else name), glob and any(c in target for c in "*?[")
+
+
+def navigation_order(workspace, site: DocsSite) -> list[str]:
+    """The site's documents in the order Sphinx's table of contents shows them: the root document, then each
+    toctree entry depth-first (a glob entry's matches sorted by name), each document once. Bounded: at most
+    MAX_ORDERED documents and MAX_ORDER_STEPS steps, and only pages that mention a toctree are parsed; past a
+    bound the order found so far is returned."""
+    if not site.nav_files:
+        return []
+    walk = _TocWalk(workspace, site)
+    order: list[str] = []
+    seen: set[str] = set()
+    pending = [site.nav_files[0]]
+    while pending and len(order) < MAX_ORDERED and walk.steps < MAX_ORDER_STEPS:
+        page = pending.pop()
+        if page in seen:
+            continue
+        seen.add(page)
+        order.append(page)
+        # Pushed again when already pending: depth-first, a document sits where it is first reached.
+        pending += reversed([child for child in walk.children(page) if child not in seen])
+    return order
+
+
+class _TocWalk:
+    """The toctree entries of pages as pages, counting the steps they take (glob matches tried, entries read)."""
+
+    def __init__(self, workspace, site: DocsSite) -> None:
+        from service.agent.docsite.tree import Tree
+        self.tree = Tree(workspace)
+        self.site = site
+        self.steps = 0
+        # By name, as Sphinx sorts a glob's matches; of two files with one name, the alphabetically first.
+        found = {posixpath.splitext(path)[0]: path for path in sorted(self.tree.files, reverse=True)
+                 if site.is_page(path)}
+        self.stems = dict(sorted(found.items()))
+
+    def children(self, page: str) -> list[str]:
+        """The pages the toctrees of `page` list, in order."""
+        mode = self.site.page_mode(page)
+        if not self.tree.parsed(page, mode) and "toctree" not in (self.tree.text(page) or ""):
+            return []  # most pages hold none: no parse needed
+        children = []
+        for entry in self.tree.page(page, mode).toctrees:
+            name, is_glob = _entry_name(self.site, page, entry.entry, entry.glob)
+            if name is None or self.steps >= MAX_ORDER_STEPS:
+                continue
+            if is_glob:
+                pattern = compile_glob("/" + name)
+                self.steps += len(self.stems)
+                children += [path for stem, path in self.stems.items() if pattern.fullmatch(stem) and path != page]
+            elif name in self.stems:
+                children.append(self.stems[name])
+        self.steps += len(children)
+        return children
 
 
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:

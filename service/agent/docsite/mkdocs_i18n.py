@@ -1,0 +1,141 @@
+"""The languages of an MkDocs site that uses the `i18n` plugin (mkdocs-static-i18n), read from the composed
+`mkdocs.yml`: its locales (the default first) and whether translations are `page.<locale>.md` files beside the
+default pages (the `suffix` structure, the plugin's default) or folders `docs/<locale>/` (the `folder` one)."""
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from service.agent.docsite.limits import MAX_LANGUAGES
+from service.agent.docsite.site import Language
+from service.agent.docsite.yamltext import mapping_value
+
+PLUGIN = "i18n"
+# ISO 639 codes with an optional region (`en`, `pt-BR`, `zh_Hant`): locales name folders and file suffixes, so
+# anything else is not taken for one.
+_LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[_-][A-Za-z0-9]{2,8}){0,2}")
+_TRUE = ("true", "True", "TRUE", "yes", "on")
+
+
+@dataclass
+class I18n:
+    """The plugin's languages, the default first, and how translations are laid out."""
+
+    structure: str = "suffix"  # "suffix" or "folder"
+    locales: list[str] = field(default_factory=list)
+
+    @property
+    def default(self) -> str:
+        return self.locales[0]
+
+
+def read_i18n(plugins: yaml.Node | None) -> I18n | None:
+    """The `i18n` plugin's settings under `plugins:` (a list or a mapping); None without the plugin or with
+    fewer than two languages."""
+    settings = _settings(plugins)
+    if settings is None:
+        return None
+    found = I18n(structure="folder" if _scalar(mapping_value(settings, "docs_structure")) == "folder" else "suffix")
+    found.locales = _locales(settings)
+    return found if len(found.locales) > 1 else None
+
+
+def languages(i18n: I18n | None, root: str) -> list[Language]:
+    """The site's languages, the default first: folders `root/<locale>` (the default's too) with the folder
+    structure, else suffixed files beside the default pages."""
+    if i18n is None:
+        return []
+    if i18n.structure == "folder":
+        return [Language(locale, _join(root, locale)) for locale in i18n.locales]
+    return [Language(i18n.default, root)] + [Language(locale, root, suffix=locale) for locale in i18n.locales[1:]]
+
+
+def translation_globs(i18n: I18n | None, root: str) -> tuple[str, ...]:
+    """Globs of the other languages' pages: they need no `nav:` entry, the plugin lists them by the default's."""
+    if i18n is None:
+        return ()
+    prefix = f"/{root}" if root else ""
+    if i18n.structure == "folder":
+        return tuple(f"{prefix}/{locale}/**" for locale in i18n.locales[1:])
+    return tuple(f"{prefix}/**/*.{locale}.*" for locale in i18n.locales[1:])
+
+
+def localized_targets(i18n: I18n | None, root: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """`targets` of a `nav:` entry plus the default language's files the plugin serves for them: `x.en.md` (suffix
+    structure) or `<root>/en/x.md` (folder structure)."""
+    if i18n is None:
+        return targets
+    extra = []
+    for target in targets:
+        if root and not target.startswith(root + "/"):
+            continue
+        if i18n.structure == "folder":
+            extra.append(_join(_join(root, i18n.default), target[len(root) + 1:] if root else target))
+        else:
+            extra.append(default_variant(i18n, target))
+    return targets + tuple(extra)
+
+
+def default_variant(i18n: I18n, path: str) -> str:
+    """The default language's suffixed file for `path` (`x.md` -> `x.en.md`), which the plugin serves for it."""
+    stem, suffix = posixpath.splitext(path)
+    return f"{stem}.{i18n.default}{suffix}"
+
+
+def unsuffixed_stem(i18n: I18n | None, stem: str) -> str:
+    """A file stem without its language suffix (`setup.fr` -> `setup`): the name links use for the page."""
+    base, locale = posixpath.splitext(stem)
+    return base if i18n is not None and i18n.structure == "suffix" and locale[1:] in i18n.locales else stem
+
+
+def hint(i18n: I18n | None) -> str:
+    """One sentence on how translations work, for the site's navigation hint ("" without the plugin)."""
+    if i18n is None:
+        return ""
+    if i18n.structure == "folder":
+        return (f" Languages (i18n plugin): each has a folder (`{i18n.default}/` holds the default); `nav:` names "
+                "pages without the language folder.")
+    return (f" Languages (i18n plugin): a translation sits beside its page as `page.<locale>.md`; `nav:` names the "
+            f"default ({i18n.default}) page.")
+
+
+def _settings(plugins: yaml.Node | None) -> yaml.MappingNode | None:
+    if isinstance(plugins, yaml.MappingNode):
+        value = mapping_value(plugins, PLUGIN)
+        return value if isinstance(value, yaml.MappingNode) else None
+    for item in plugins.value if isinstance(plugins, yaml.SequenceNode) else []:
+        value = mapping_value(item, PLUGIN)
+        if isinstance(value, yaml.MappingNode):
+            return value
+        if value is not None and len(item.value) > 1:
+            # `- i18n:` with its options indented as siblings of the name, as the plugin's own docs show.
+            return item
+    return None
+
+
+def _locales(settings: yaml.MappingNode) -> list[str]:
+    """The locales, the default first: the 1.x list of `{locale, default}` mappings, else the 0.x mapping of
+    codes with `default_language`."""
+    listed = mapping_value(settings, "languages")
+    default = _scalar(mapping_value(settings, "default_language"))
+    locales: list[str] = []
+    if isinstance(listed, yaml.SequenceNode):
+        for item in listed.value[:MAX_LANGUAGES]:
+            locale = _scalar(mapping_value(item, "locale"))
+            if locale and default is None and _scalar(mapping_value(item, "default")) in _TRUE:
+                default = locale
+            locales.append(locale or "")
+    elif isinstance(listed, yaml.MappingNode):
+        locales = [key.value for key, _ in listed.value[:MAX_LANGUAGES] if isinstance(key, yaml.ScalarNode)]
+    ordered = [default] if default else []
+    return [locale for locale in dict.fromkeys(ordered + locales) if _LOCALE.fullmatch(locale)]
+
+
+def _scalar(node) -> str | None:
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
