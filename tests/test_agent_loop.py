@@ -121,7 +121,7 @@ class Replies:
         self.replies = list(replies)
         self.seen = []
 
-    def complete(self, messages, tools):
+    def complete(self, messages, tools, *, max_output_tokens=None):
         self.seen.append((list(messages), [t.name for t in tools]))
         return self.replies.pop(0)
 

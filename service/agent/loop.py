@@ -152,8 +152,7 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
         # The full transcript is kept for the result; the model gets it trimmed to the context budget.
         sent = compact_transcript(messages, max_chars=limits.context_chars) if limits.context_chars else messages
         cap = meter.output_limit(limits)
-        reply = model.complete(sent, TOOL_SPECS) if cap is None else model.complete(sent, TOOL_SPECS,
-                                                                                     max_output_tokens=cap)
+        reply = model.complete(sent, TOOL_SPECS, max_output_tokens=cap)
         meter.record(reply.usage, limits)
         messages.append(ChatMessage("assistant", reply.text, list(reply.tool_calls)))
         if not reply.tool_calls:

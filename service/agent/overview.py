@@ -62,11 +62,11 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     language = f" in the default language ({site.languages[0].code})" if translations else ""
     budget.add(f"Docs pages {where}{language}: {len(area_pages):,} ({kinds}).")
     budget.add(_joined("Translations (not listed here): ", translations, max_chars // 5))
-    translated = {lang.where for lang in site.languages[1:]} if translations else set()
     budget.add(_joined(f"Folders {where} (pages): ", _counted(_folder_counts(area_pages, area), "/"),
                        max_chars // 4))
-    listed = [path for path in dict.fromkeys(nav_order or []) if path in set(area_pages)]
-    _add_pages(budget, area_pages, area, listed, exclude=translated)
+    area_set = set(area_pages)
+    listed = [path for path in dict.fromkeys(nav_order or []) if path in area_set]
+    _add_pages(budget, area_pages, area, listed, translated=bool(translations))
     return budget.text()
 
 
@@ -172,10 +172,11 @@ def _joined(label: str, items: list[str], limit: int) -> str | None:
 
 
 def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] | None = None,
-               exclude: set[str] | None = None) -> None:
+               translated: bool = False) -> None:
     """List a spread of pages (in navigation order when `listed` is given, else the shallowest first, then the
-    first of each folder) while they fit, then say how to list the rest."""
-    hint = _more_hint(pages, area, exclude or set())
+    first of each folder) while they fit, then say how to list the rest (`translated`: the site has other
+    languages, which that listing shows too)."""
+    hint = _more_hint(pages, area, translated)
     chosen: list[str] = []
     reserve = len(hint(len(pages))) + 1
     label = NAV_PAGES_LABEL if listed else PAGES_LABEL
@@ -226,11 +227,11 @@ def _is_index(path: str) -> bool:
     return path.rpartition("/")[2].lower().startswith(INDEX_NAMES)
 
 
-def _more_hint(pages: list[str], area: str, exclude: set[str]):
+def _more_hint(pages: list[str], area: str, translated: bool):
     prefix = f"{area}/**/" if area else ""
     suffixes = sorted(set(_suffix(path) for path in pages))
     calls = " or ".join(f"list_files('{prefix}*{suffix}')" for suffix in suffixes)
-    others = " (it lists the translations too)" if exclude else ""
+    others = " (it lists the translations too)" if translated else ""
     return lambda left: f"… and {left:,} more: use {calls}{others}"
 
 

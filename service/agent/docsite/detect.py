@@ -9,7 +9,7 @@ from service.agent.docsite import docusaurus, mintlify, mkdocs, sphinx, starligh
 from service.agent.docsite.frontmatter import front_matter_keys
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import Router
-from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite, Navigation, read_text
+from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite, Navigation, in_folder, read_text
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +96,11 @@ def _config_candidates(files: list[str], root: str) -> list[str]:
         parts = folder.split("/") if folder else []
         if any(part.startswith(".") or part in NOT_SITE_FOLDERS for part in parts):
             continue
-        if _inside(folder, root):
+        if in_folder(folder, root):
             distance = len(parts) - depth_of_root
             if distance > MAX_CONFIG_DEPTH:
                 continue
-        elif _inside(root, folder):
+        elif in_folder(root, folder):
             distance = depth_of_root - len(parts)  # a config above the docs root, e.g. mkdocs.yml beside docs/
         else:
             continue
@@ -132,8 +132,4 @@ def _with_page_stats(workspace, site: DocsSite, files: list[str]) -> DocsSite:
 
 
 def _related(site_root: str, root: str) -> bool:
-    return not root or _inside(site_root, root) or _inside(root, site_root)
-
-
-def _inside(path: str, folder: str) -> bool:
-    return not folder or path == folder or path.startswith(folder + "/")
+    return not root or in_folder(site_root, root) or in_folder(root, site_root)

@@ -10,7 +10,7 @@ from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import Router
-from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, normal_join, read_text
 
 CONFIG_NAMES = tuple(f"docusaurus.config.{ext}" for ext in ("js", "ts", "mjs", "cjs"))
 SIDEBAR_NAMES = tuple(f"sidebars.{ext}" for ext in ("js", "ts", "mjs", "cjs", "json"))
@@ -28,9 +28,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     text = read_text(workspace, config_path) or ""
     site_dir = posixpath.dirname(config_path)
     config = read_config(text)
-    docs = _join(site_dir, config.path)
+    docs = normal_join(site_dir, config.path)
     if docs.startswith("../") or docs == "..":
-        docs = _join(site_dir, "docs")
+        docs = normal_join(site_dir, "docs")
     sidebar = _sidebar_file(config, site_dir, files)
     try:
         sidebars = _read_sidebars(read_text(workspace, sidebar) or "") if sidebar else None
@@ -58,7 +58,8 @@ def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
     plugin = "docusaurus-plugin-content-docs" + ("" if config.plugin_id == "default" else f"-{config.plugin_id}")
     found = [Language(i18n.default, docs)]
     for locale in i18n.locales[1:]:
-        folder = _join(site_dir, posixpath.join(i18n.path, i18n.locale_paths.get(locale, locale), plugin, "current"))
+        folder = normal_join(site_dir, posixpath.join(i18n.path, i18n.locale_paths.get(locale, locale), plugin,
+                                                      "current"))
         if folder and folder != ".." and not folder.startswith("../") and folder != docs:
             found.append(Language(locale, folder))  # a path that climbs out of the repository names no folder
     return found if len(found) > 1 else []
@@ -116,11 +117,11 @@ def _sidebar_navigation(workspace, path: str, root: str, ids: dict[str, set[str]
         exc.path = path
         raise
     result = Navigation(complete=sidebars.complete,
-                        patterns=[_pattern(_join(root, folder)) for folder in sidebars.folders])
+                        patterns=[_pattern(normal_join(root, folder)) for folder in sidebars.folders])
     for doc in sidebars.ids:
         doc_id = doc.value[len(legacy):] if legacy and doc.value.startswith(legacy) else doc.value
         found = ids.get(doc_id, ())
-        default = tuple(_join(root, doc_id) + suffix for suffix in SUFFIXES)
+        default = tuple(normal_join(root, doc_id) + suffix for suffix in SUFFIXES)
         result.entries.append(NavEntry(path, doc.line, doc.value, tuple(sorted(found)) or default, bool(found)))
     return result
 
@@ -166,12 +167,12 @@ def _sidebar_file(config: DocsConfig, site_dir: str, files: set[str]) -> str | N
     if config.sidebar_off:
         return None
     if config.sidebar:
-        named = _join(site_dir, config.sidebar)
+        named = normal_join(site_dir, config.sidebar)
         if named in files:
             return named
     if not config.sidebar_named:
         return None  # Docusaurus then autogenerates the whole sidebar, whatever files sit beside the config
-    return next((p for p in (_join(site_dir, name) for name in SIDEBAR_NAMES) if p in files), None)
+    return next((p for p in (normal_join(site_dir, name) for name in SIDEBAR_NAMES) if p in files), None)
 
 
 def _read_sidebars(text: str) -> _Sidebars:
@@ -237,9 +238,6 @@ def _doc(value, out: _Sidebars) -> None:
         out.complete = False
 
 
-def _join(folder: str, path: str) -> str:
-    joined = posixpath.normpath(posixpath.join(folder, path))
-    return "" if joined == "." else joined
 
 
 def _pattern(folder: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import MAX_LANGUAGES, MAX_VERSIONS, Uncheckable
-from service.agent.docsite.site import read_text
+from service.agent.docsite.site import normal_join, read_text
 
 PRESETS = ("classic", "@docusaurus/preset-classic", "docusaurus-preset-classic")
 DOCS_PLUGINS = ("content-docs", "@docusaurus/plugin-content-docs", "docusaurus-plugin-content-docs")
@@ -198,7 +198,7 @@ def read_versions(workspace, site_dir: str, config: DocsConfig, files: set[str])
     """The versions `versions.json` lists (newest first), each with its folder, route prefix and sidebars file;
     [] when the file is absent or not a list of names. The current docs are not among them."""
     prefix = "" if config.plugin_id == "default" else f"{config.plugin_id}_"
-    listing = _join(site_dir, f"{prefix}versions.json")
+    listing = normal_join(site_dir, f"{prefix}versions.json")
     if listing not in files:
         return []
     try:
@@ -211,8 +211,8 @@ def read_versions(workspace, site_dir: str, config: DocsConfig, files: set[str])
     versions = []
     for name in dict.fromkeys(names):
         route = _version_route(route_base, config.version_paths.get(name, "" if name == last else name))
-        versions.append(Version(name, _join(site_dir, f"{prefix}versioned_docs/version-{name}"), route,
-                                _join(site_dir, f"{prefix}versioned_sidebars/version-{name}-sidebars.json")))
+        versions.append(Version(name, normal_join(site_dir, f"{prefix}versioned_docs/version-{name}"), route,
+                                normal_join(site_dir, f"{prefix}versioned_sidebars/version-{name}-sidebars.json")))
     return versions
 
 
@@ -235,6 +235,3 @@ def _valid_name(value) -> bool:
         and not any(c in value for c in "/\\\0")
 
 
-def _join(folder: str, path: str) -> str:
-    joined = posixpath.normpath(posixpath.join(folder, path))
-    return "" if joined == "." else joined

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from service.agent.nesting import containers
+
 MAX_CONFIG_BYTES = 2_000_000  # a navigation or config file (YAML, JSON, JS)
 MAX_PAGE_BYTES = 2_000_000  # a Markdown, MDX or reStructuredText page
 MAX_FRONT_MATTER_BYTES = 100_000
@@ -31,12 +33,6 @@ def check_size(text: str | bytes, limit: int) -> None:
 
 def check_depth(value, limit: int = MAX_DEPTH) -> None:
     """Raise Uncheckable when lists/dicts in `value` nest deeper than `limit` (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+    for depth, children in containers(value):  # stops at the first container past the limit
         if children and depth > limit:
             raise Uncheckable(f"nested deeper than {limit} levels")
-        for child in children:
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))

@@ -14,6 +14,7 @@ from service.agent.docsite.site import (
     NavEntry,
     NavError,
     Navigation,
+    child_path,
     ignore_globs,
     page_targets,
     read_text,
@@ -56,7 +57,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             f"to a group there. Links are routes from the docs root: [Setup](/guides/setup).")
     if any(path.startswith(snippets[1:] + "/") for path in files):
         hint += f" Reusable snippets (not pages) live in {snippets[1:]}/."
-    ignored = (snippets, *ignore_globs(read_text(workspace, _join(root, ".mintignore")) or "", root))
+    ignored = (snippets, *ignore_globs(read_text(workspace, child_path(root, ".mintignore")) or "", root))
     return DocsSite("mintlify", config_path, root, nav_files=config.files, nav_hint=hint, page_suffixes=SUFFIXES,
                     ignored=ignored, explicit_nav=True, languages=_languages(config.value, root),
                     routing={"openapi": _has_openapi(config.value)})
@@ -155,7 +156,7 @@ def _languages(config, root: str) -> list[Language]:
         pages = [p for p in _page_refs(entry, False) if "/" in p and not _OPENAPI_REF.search(p)]
         firsts = {p.lstrip("/").split("/", 1)[0] for p in pages}
         code = entry["language"]
-        folder = _join(root, code) if firsts == {code} else root
+        folder = child_path(root, code) if firsts == {code} else root
         found.append((bool(entry.get("default")), Language(code, folder)))
     default = next((lang for is_default, lang in found if is_default), None)
     default = default or next((lang for _, lang in found if lang.folder == root), found[0][1] if found else None)
@@ -187,10 +188,6 @@ def _string_lines(text: str) -> dict[str, int]:
         except json.JSONDecodeError:
             continue
     return lines
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
 
 
 def _named(files: list[str]) -> str:

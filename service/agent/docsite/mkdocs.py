@@ -8,7 +8,17 @@ from service.agent.docsite import mkdocs_i18n
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Mode, parse_page
 from service.agent.docsite.routing import SKIP, Outcome, Router, is_external, join
-from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, ignore_globs, page_targets, read_text
+from service.agent.docsite.site import (
+    DocsSite,
+    NavEntry,
+    NavError,
+    Navigation,
+    child_path,
+    ignore_globs,
+    in_folder,
+    page_targets,
+    read_text,
+)
 from service.agent.docsite.yamltext import YAMLError, compose_yaml, error_line, error_text, mapping_value
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
@@ -25,7 +35,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     plugins = mapping_value(node, "plugins")
     names = _scalars(plugins) if plugins is not None else set()
     literate = _plugin_option(plugins, "literate-nav", "nav_file") or "SUMMARY.md" if "literate-nav" in names else None
-    literate_root = _join(root, literate) if literate else None
+    literate_root = child_path(root, literate) if literate else None
     awesome = "awesome-pages" in names or "awesome-nav" in names
     has_nav = mapping_value(node, "nav") is not None
     explicit = has_nav or (literate_root is not None and literate_root in files) or awesome
@@ -104,8 +114,8 @@ def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file:
         result.complete = False  # a plugin's glob or "rest of the pages" marker
         return
     if ref.endswith("/"):
-        section = _join(folder, ref.rstrip("/"))
-        nav_file = _join(section, literate) if literate else None
+        section = child_path(folder, ref.rstrip("/"))
+        nav_file = child_path(section, literate) if literate else None
         if nav_file and nav_file in files:
             _literate(workspace, site, files, nav_file, result, seen if seen is not None else set())
         else:
@@ -139,7 +149,7 @@ def _awesome_pages(workspace, site: DocsSite, files: set[str], result: Navigatio
     for page in files:
         if site.is_page(page):
             folder = posixpath.dirname(page)
-            while folder != site.docs_root and _inside(folder, site.docs_root):
+            while folder != site.docs_root and in_folder(folder, site.docs_root):
                 children.setdefault(posixpath.dirname(folder), set()).add(folder)
                 folder = posixpath.dirname(folder)
     pending, seen = [site.docs_root], set[str]()
@@ -157,7 +167,7 @@ def _awesome_pages(workspace, site: DocsSite, files: set[str], result: Navigatio
 def _awesome_folder(workspace, site: DocsSite, files: set[str], folder: str, subfolders: set[str],
                     result: Navigation) -> list[str]:
     """Add one folder's listing to `result`; return the sub-folders it shows."""
-    pages_file = _join(folder, ".pages")
+    pages_file = child_path(folder, ".pages")
     items = _pages_nav(workspace, pages_file) if pages_file in files else None
     if items is None:
         result.patterns.append(f"/{folder}/*" if folder else "*")
@@ -218,10 +228,6 @@ def _plugin_option(plugins, plugin: str, option: str) -> str | None:
     if isinstance(plugins, yaml.MappingNode):
         return _scalar(mapping_value(mapping_value(plugins, plugin), option))
     return None
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
 
 
 class MkDocsRouter(Router):
@@ -304,8 +310,8 @@ def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
     """How to list `page` in the navigation: the nearest literate-nav file above it, else `nav:`."""
     literate = site.routing.get("literate")
     folder = posixpath.dirname(page)
-    while literate and _inside(folder, site.docs_root):
-        nav_file = _join(folder, literate)
+    while literate and in_folder(folder, site.docs_root):
+        nav_file = child_path(folder, literate)
         if nav_file in files:
             return f"add `- [Title]({posixpath.relpath(page, folder)})` to the list in {nav_file}"
         if folder == site.docs_root:
@@ -321,15 +327,11 @@ def _awesome_suggestion(site: DocsSite, page: str, files: set[str]) -> str:
     # The nearest `.pages` above the page must name it (or the folder on the way to it), and every folder above
     # that one must be named in its parent's: which of them is missing is not known without reading them.
     name, folder = posixpath.basename(page), posixpath.dirname(page)
-    while _join(folder, ".pages") not in files and folder != site.docs_root and _inside(folder, site.docs_root):
+    while child_path(folder, ".pages") not in files and folder != site.docs_root and in_folder(folder, site.docs_root):
         name, folder = posixpath.basename(folder), posixpath.dirname(folder)
-    pages_file = _join(folder, ".pages")
+    pages_file = child_path(folder, ".pages")
     relative = folder[len(site.docs_root):].strip("/") if site.docs_root else folder
     above = f", and each folder of `{relative}` in its parent's `.pages`" if relative else ""
     if pages_file not in files:
         return f"add a `.pages` file in {folder or 'the repository root'} whose `nav:` names `{name}` or `...`"
     return f"name `{name}` (or `...`) in the `nav:` of {pages_file}{above}"
-
-
-def _inside(path: str, folder: str) -> bool:
-    return not folder or path == folder or path.startswith(folder + "/")

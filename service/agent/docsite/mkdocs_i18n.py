@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from service.agent.docsite.limits import MAX_LANGUAGES
-from service.agent.docsite.site import Language
+from service.agent.docsite.site import Language, child_path
 from service.agent.docsite.yamltext import mapping_value
 
 PLUGIN = "i18n"
@@ -48,7 +48,7 @@ def languages(i18n: I18n | None, root: str) -> list[Language]:
     if i18n is None:
         return []
     if i18n.structure == "folder":
-        return [Language(locale, _join(root, locale)) for locale in i18n.locales]
+        return [Language(locale, child_path(root, locale)) for locale in i18n.locales]
     return [Language(i18n.default, root)] + [Language(locale, root, suffix=locale) for locale in i18n.locales[1:]]
 
 
@@ -72,7 +72,7 @@ def localized_targets(i18n: I18n | None, root: str, targets: tuple[str, ...]) ->
         if root and not target.startswith(root + "/"):
             continue
         if i18n.structure == "folder":
-            extra.append(_join(_join(root, i18n.default), target[len(root) + 1:] if root else target))
+            extra.append(child_path(child_path(root, i18n.default), target[len(root) + 1:] if root else target))
         else:
             extra.append(default_variant(i18n, target))
     return targets + tuple(extra)
@@ -135,7 +135,3 @@ def _locales(settings: yaml.MappingNode) -> list[str]:
 
 def _scalar(node) -> str | None:
     return node.value if isinstance(node, yaml.ScalarNode) else None
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name

@@ -132,8 +132,6 @@ def parse_rst(text: str) -> ParsedPage:
             page.toctrees += [Toctree(line, entry, node["glob"]) for line, entry in node["entries"]]
         elif isinstance(node, nodes.section):
             anchors.update(node["ids"])
-        elif isinstance(node, nodes.field_name) and isinstance(node.parent.parent, nodes.docinfo):
-            pass
     page.labels = frozenset(labels)
     page.anchors = frozenset(anchors | labels)
     page.front_matter = _fields(document)

@@ -189,6 +189,23 @@ def _inside(path: str, folder: str) -> bool:
     return not folder or path.startswith(folder + "/")
 
 
+def in_folder(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` itself or under it (every path is under the root, "")."""
+    return not folder or path == folder or path.startswith(folder + "/")
+
+
+def child_path(folder: str, name: str) -> str:
+    """`name` inside `folder` ("" for the root), as is: not normalised."""
+    return f"{folder}/{name}" if folder else name
+
+
+def normal_join(folder: str, path: str) -> str:
+    """`path` joined to `folder` and normalised; "" for the root (unlike `routing.join`, a path that leaves the
+    repository is returned as it normalises, starting with `..`)."""
+    joined = posixpath.normpath(posixpath.join(folder, path))
+    return "" if joined == "." else joined
+
+
 def ignore_globs(text: str, root: str) -> tuple[str, ...]:
     """gitignore-style lines relative to `root` (`.mintignore`, MkDocs `exclude_docs`) as repository globs for
     `matches`; a pattern excludes what is under it too. Negations (`!`) are not followed."""

@@ -47,7 +47,9 @@ class Tree:
     def __init__(self, workspace, cache: ParseCache = PAGE_CACHE) -> None:
         self.workspace = workspace
         self.cache = cache
+        # A Tree is one state of the repository: each path's text, and so its cache key, is read once and kept.
         self._texts: dict[str, str | None] = {}
+        self._keys: dict[str, tuple[str | None, bool]] = {}  # path -> (cache key, whether it is the blob id)
 
     @cached_property
     def files(self) -> set[str]:
@@ -77,8 +79,8 @@ class Tree:
 
     def parsed(self, path: str, mode: Mode) -> bool:
         """Whether the page's parse is cached."""
-        key = self._key(path) if self.workspace.blob_id(path) is not None else None
-        return key is not None and self.cache.get((key, mode)) is not None
+        key, from_blob = self._keyed(path)
+        return from_blob and key is not None and self.cache.get((key, mode)) is not None
 
     def front_matter(self, path: str, mode: Mode) -> dict:
         """The page's front matter ({} when it has none or it does not parse), without parsing the whole page
@@ -100,13 +102,21 @@ class Tree:
         return found.front_matter
 
     def _key(self, path: str) -> str | None:
-        blob = self.workspace.blob_id(path) if path in self.files else None
-        if blob is not None:
-            return blob
-        text = self.text(path)
-        if text is None:
-            return None
-        return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        """The page's cache key: its blob id while unchanged, else a hash of its text (None when it is absent)."""
+        return self._keyed(path)[0]
+
+    def _keyed(self, path: str) -> tuple[str | None, bool]:
+        """The page's cache key and whether that key is its blob id, worked out once per path."""
+        if path not in self._keys:
+            blob = self.workspace.blob_id(path) if path in self.files else None
+            if blob is not None:
+                self._keys[path] = (blob, True)
+            else:
+                text = self.text(path)
+                digest = None if text is None else \
+                    "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+                self._keys[path] = (digest, False)
+        return self._keys[path]
 
     def page(self, path: str, mode: Mode) -> ParsedPage:
         """The parsed page at `path` (an empty page when it is absent), from the cache when its blob was parsed."""

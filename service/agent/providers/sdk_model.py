@@ -2,6 +2,7 @@
 
 from types import ModuleType
 
+from service.agent.nesting import containers
 from service.agent.providers.failures import missing_key, sdk_call
 from service.agent.providers.retry import RetryPolicy
 
@@ -50,12 +51,4 @@ class SdkModel:
 
 def nesting_depth(value) -> int:
     """How deeply `value`'s lists and dicts nest (0 for a plain value), counted without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, depth + 1)
-            stack.extend((child, depth + 1) for child in item)
-    return deepest
+    return max((depth for depth, _ in containers(value)), default=0)
