@@ -66,12 +66,10 @@ class RateLimited(ServiceError):
         self.headers = headers or {}
 
 
-class MonthlyBudgetExceeded(ServiceError):
-    code = "monthly_budget_exceeded"
+class MonthlyBudgetExceeded(RateLimited):
+    """The account used up its monthly token cap; `retry_after` is the time to the month's end."""
 
-    def __init__(self, detail: str, retry_after: int) -> None:
-        super().__init__(detail)
-        self.retry_after = retry_after
+    code = "monthly_budget_exceeded"
 
 
 class WebhookNotFound(ServiceError):

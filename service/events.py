@@ -40,10 +40,14 @@ class JobEvent:
         """The event as a webhook body and an SSE `data:` line carry it: `{type, timestamp, data}`."""
         return {"type": self.type.value, "timestamp": self.timestamp, "data": self.data}
 
+    def body_json(self) -> str:
+        """`body()` as compact JSON: a webhook delivery's payload and an SSE `data:` line."""
+        return json.dumps(self.body(), separators=(",", ":"))
+
     def to_api(self) -> dict:
         """The event in the JSON list of `?after=`: the body plus its id."""
         return {"id": self.id, **self.body()}
 
     def to_sse(self) -> str:
         """The event as one Server-Sent Events message."""
-        return f"id: {self.id}\nevent: {self.type.value}\ndata: {json.dumps(self.body(), separators=(',', ':'))}\n\n"
+        return f"id: {self.id}\nevent: {self.type.value}\ndata: {self.body_json()}\n\n"

@@ -10,7 +10,7 @@ from service.store import replies
 _ACQUIRE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local token = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'token', token, 'worker', ARGV[2], 'message', ARGV[3], 'kill_at', ARGV[4])
+redis.call('HSET', KEYS[1], 'token', token, 'worker', ARGV[2], 'kill_at', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return token
 """
@@ -68,6 +68,11 @@ class Fence:
             raise LeaseLost(f"the lease of job {self.job_id} is no longer token {self.token}; nothing was written")
 
 
+def watched(fence: Fence | None) -> list[str]:
+    """The lease key a fenced write WATCHes: a new holder's acquire changes it and aborts the write."""
+    return [fence.key] if fence is not None else []
+
+
 @dataclass(frozen=True)
 class LeaseInfo:
     """The lease as another process sees it: the worker process renewing it and the run's hard deadline."""
@@ -112,10 +117,10 @@ class Lease:
             raise LeaseLost(f"{self._key} was never acquired")
         return Fence(self.job_id, self.token)
 
-    def acquire(self, *, worker: str = "", message_id: str = "", kill_at: float = 0) -> bool:
+    def acquire(self, *, worker: str = "", kill_at: float = 0) -> bool:
         """Take the lease if it is free; `worker` names the process that may renew it for this run."""
         token = self._acquire(keys=[self._key, _fence_key(self.job_id)],
-                              args=[self._ttl_ms, worker, message_id, repr(kill_at)])
+                              args=[self._ttl_ms, worker, repr(kill_at)])
         if not token:
             return False
         self.token = str(int(token))
@@ -125,15 +130,13 @@ class Lease:
         """Extend the lease; False when it is no longer ours."""
         return bool(self._renew(keys=[self._key], args=["token", self.token or "", self._ttl_ms]))
 
-    def held(self) -> bool:
-        """Whether the lease is still ours, read live from Redis."""
-        current = self._redis.hget(self._key, "token")
-        return current is not None and replies.text(current) == self.token
-
     def ensure_held(self) -> None:
-        """Raise LeaseLost unless the lease is still ours; call right before a write the outside world sees."""
-        if not self.held():
-            raise LeaseLost(f"{self._key} is no longer held by token {self.token}")
+        """Raise LeaseLost unless the lease is still ours (read live from Redis); call right before a write the
+        outside world sees."""
+        try:
+            self.fence.ensure(self._redis)
+        except LeaseLost:
+            raise LeaseLost(f"{self._key} is no longer held by token {self.token}") from None
 
     def note(self, field: str, value: str) -> None:
         """Record a detail of the run on the lease (e.g. the message it runs), for the worker process."""

@@ -29,7 +29,7 @@ from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
-from service.store.jobs import JobStore, RunOutcome, spent
+from service.store.jobs import JobStore, RunOutcome, remaining_budget
 from service.workspace.entries import BranchConflict
 from service.workspace.git import GitError, Remote
 from service.workspace.history import BranchHistory
@@ -223,7 +223,7 @@ class Run:
                          history=compact_history(_history(self.earlier), max_chars=settings.agent_history_chars),
                          docs_root=self.project.docs_root, base_ref=self.job.ref,
                          branch_diff=self.history.diff(start) if self.earlier else None)
-            budget = None if self.job.max_tokens is None else self.job.max_tokens - spent(self.job.usage)
+            budget = remaining_budget(self.job)
             limits = RunLimits(settings.max_steps, settings.max_bytes_written, deadline=self.stop.deadline,
                                max_tokens=settings.max_tokens, context_chars=settings.agent_context_chars,
                                tool_seconds=settings.tool_timeout_seconds, budget=budget)

@@ -102,9 +102,7 @@ def body_hash(body: dict) -> str:
 
 def parse_prompt(body: dict, settings: Settings, allowed: tuple[str, ...] = ("prompt",)) -> str:
     """Check the body has only `allowed` fields and a valid `prompt`; return the prompt."""
-    for name in body:
-        if name not in allowed:
-            raise InvalidRequest(f"unknown field `{name}`; allowed: {', '.join(allowed)}", field=name)
+    _only(body, allowed, "field")
     if "prompt" not in body:
         raise InvalidRequest("`prompt` is required", field="prompt")
     prompt = body["prompt"]
@@ -137,7 +135,7 @@ def parse_create(body: dict, settings: Settings) -> CreateRequest:
 
 def parse_list_query(args) -> ListQuery:
     """Validate the list endpoint's query string: `status`, `limit` (1..100), `cursor`."""
-    _only(args, ("status", "limit", "cursor"))
+    _only(args, ("status", "limit", "cursor"), "query parameter")
     status = args.get("status")
     if status is not None:
         try:
@@ -161,15 +159,16 @@ def idempotency_key(raw: str | None) -> str | None:
     return raw
 
 
-def _only(args, allowed: tuple[str, ...]) -> None:
-    for name in args:
+def _only(names, allowed: tuple[str, ...], noun: str) -> None:
+    """Refuse the first of `names` (a body's fields, a query string's parameters) not in `allowed`."""
+    for name in names:
         if name not in allowed:
-            raise InvalidRequest(f"unknown query parameter `{name}`; allowed: {', '.join(allowed)}", field=name)
+            raise InvalidRequest(f"unknown {noun} `{name}`; allowed: {', '.join(allowed)}", field=name)
 
 
 def parse_events_query(args, last_event_id: str | None) -> EventsQuery:
     """The events endpoint's `after`, `follow` and `Last-Event-ID`: `after` asks for JSON, else a stream."""
-    _only(args, ("after", "follow"))
+    _only(args, ("after", "follow"), "query parameter")
     follow = args.get("follow", "false")
     if follow not in ("true", "false"):
         raise InvalidRequest("`follow` must be true or false", field="follow")
@@ -184,7 +183,7 @@ def parse_events_query(args, last_event_id: str | None) -> EventsQuery:
 
 def parse_month(args) -> str | None:
     """The usage endpoint's optional `month` (YYYY-MM)."""
-    _only(args, ("month",))
+    _only(args, ("month",), "query parameter")
     month = args.get("month")
     if month is not None and not _MONTH.match(month):
         raise InvalidRequest("`month` must be YYYY-MM", field="month")
@@ -193,9 +192,7 @@ def parse_month(args) -> str | None:
 
 def parse_webhook(body: dict) -> WebhookRequest:
     """Validate a new webhook endpoint: `url` (required), `events` (types; absent or empty: all), `description`."""
-    for name in body:
-        if name not in ("url", "events", "description"):
-            raise InvalidRequest(f"unknown field `{name}`; allowed: url, events, description", field=name)
+    _only(body, ("url", "events", "description"), "field")
     url = body.get("url")
     if not isinstance(url, str) or not url:
         raise InvalidRequest("`url` is required: the http(s) URL to deliver events to", field="url")

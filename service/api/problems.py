@@ -90,13 +90,10 @@ def register(app: Flask) -> None:
         if isinstance(exc, errors.InvalidRequest) and exc.field:
             extra["field"] = exc.field
         response = problem(exc.code, exc.detail, **extra)
+        # MonthlyBudgetExceeded is a RateLimited; StreamsBusy ("unavailable") gets its Retry-After from problem().
         if isinstance(exc, errors.RateLimited):
             response.headers.update(exc.headers)
             response.headers["Retry-After"] = str(exc.retry_after)
-        if isinstance(exc, errors.MonthlyBudgetExceeded):
-            response.headers["Retry-After"] = str(exc.retry_after)
-        if isinstance(exc, errors.StreamsBusy):
-            response.headers["Retry-After"] = "5"
         return response
 
     @app.errorhandler(HTTPException)

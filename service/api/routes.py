@@ -13,7 +13,7 @@ from service.api.access import services as _services
 from service.api.access import writable as _writable
 from service.errors import InvalidRequest, JobArchived, ProjectNotFound, RateLimited
 from service.models import Job, JobStatus, Project
-from service.store.jobs import IdempotencyClaim, add_usage, spent
+from service.store.jobs import IdempotencyClaim, add_usage, remaining_budget
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
@@ -108,7 +108,8 @@ def conversation(project_id: str, job_id: str) -> Response:
     job = _job(project, job_id)
     messages = [m.to_api() for m in _services().jobs.conversation(job.id)]
     used = add_usage({}, job.usage)
-    remaining = None if job.max_tokens is None else max(0, job.max_tokens - spent(used))
+    left = remaining_budget(job)
+    remaining = None if left is None else max(0, left)
     return jsonify({"messages": messages, "usage": {**used, "maxTokens": job.max_tokens, "remainingTokens": remaining}})
 
 

@@ -37,10 +37,6 @@ class StreamSlots:
         with self._lock:
             self._open -= 1
 
-    @property
-    def open(self) -> int:
-        return self._open
-
 
 def nothing_left(jobs: JobStore, log_: EventLog, job_id: str, after: str, keep_open: bool) -> bool:
     """Whether a reconnecting client has everything: the stream would end at once without an event (204)."""

@@ -9,7 +9,7 @@ import redis
 from service.clock import now_iso
 from service.codehost.base import CodeHostError
 from service.faults import PULL_CLAIMED, Faults
-from service.lease import Fence
+from service.lease import Fence, watched
 from service.models import Project, PullRequest, Record
 from service.store.projects import ProjectStore
 from service.store.replies import transaction
@@ -104,7 +104,7 @@ class LocalCodeHost:
             return pull
 
         pull = transaction(self._redis, attempt, self._by_branch_key(project.id), self._seq_key(project.id),
-                           self._pulls_key(project.id), *_watched(fence))
+                           self._pulls_key(project.id), *watched(fence))
         return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
 
     def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
@@ -122,7 +122,7 @@ class LocalCodeHost:
             pipe.multi()
             self._write(pipe, pull)
 
-        transaction(self._redis, attempt, self._pulls_key(project.id), *_watched(fence))
+        transaction(self._redis, attempt, self._pulls_key(project.id), *watched(fence))
 
     # -- what the pages show -----------------------------------------------------------------
 
@@ -220,8 +220,3 @@ class LocalCodeHost:
     @staticmethod
     def _seq_key(project_id: str) -> str:
         return f"cd:local:{project_id}:pull-seq"
-
-
-def _watched(fence: Fence | None) -> list[str]:
-    """The lease key a fenced write WATCHes: a new holder's acquire changes it and aborts the write."""
-    return [fence.key] if fence is not None else []

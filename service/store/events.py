@@ -72,10 +72,9 @@ class EventLog:
         newest = cast(list, self._redis.xrevrange(stream_key(job_id), count=1))
         return newest[0][0].decode() if newest else None
 
-    def after(self, job_id: str, after: str, *, count: int = 500, block_ms: int | None = None,
-              client: redis.Redis | None = None) -> list[JobEvent]:
+    def after(self, job_id: str, after: str, *, count: int = 500, block_ms: int | None = None) -> list[JobEvent]:
         """Events of the job after id `after`, oldest first; with `block_ms`, wait that long for one to come."""
-        reply = cast(list, (client or self._redis).xread({stream_key(job_id): after}, count=count, block=block_ms))
+        reply = cast(list, self._redis.xread({stream_key(job_id): after}, count=count, block=block_ms))
         return [decode_entry(job_id, entry_id, fields) for _key, entries in (reply or []) for entry_id, fields in entries]
 
 

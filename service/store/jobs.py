@@ -12,7 +12,7 @@ from service.clock import now_iso, parse_iso
 from service.errors import BUDGET_EXCEEDED, IdempotencyConflict, InvalidRequest, JobArchived, JobNotActive, JobNotFound
 from service.events import EventType
 from service.ids import UlidGenerator, new_id
-from service.lease import Fence, LeaseLost
+from service.lease import Fence, watched
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
 from service.store.events import EventLog
@@ -84,6 +84,11 @@ class RunOutcome:
 def spent(usage: dict | None) -> int:
     """Input plus output tokens of a usage record."""
     return int((usage or {}).get("inputTokens", 0)) + int((usage or {}).get("outputTokens", 0))
+
+
+def remaining_budget(job: Job) -> int | None:
+    """The tokens left of the job's `maxTokens` (negative once a run overshot it); None without a budget."""
+    return None if job.max_tokens is None else job.max_tokens - spent(job.usage)
 
 
 def add_usage(total: dict, run: dict | None) -> dict:
@@ -223,11 +228,7 @@ class JobStore:
             job = self._load_or_raise(pipe, job_id)
             if job.status is JobStatus.ARCHIVED or (idle_since is not None and not _idle(job, idle_since)):
                 return job
-            message_keys = [_message_key(text(m)) for m in pipe.lrange(pending_key(job_id), 0, -1)]
-            # A worker starting one of these messages meanwhile must abort this transaction.
-            if message_keys:
-                pipe.watch(*message_keys)
-            waiting = [load(Message, raw) for raw in pipe.mget(message_keys)] if message_keys else []
+            waiting = self._waiting(pipe, job_id)
             old_status = job.status
             stamp = now_iso()
             # `error` describes a failed job; the failed message keeps its own error in the conversation.
@@ -236,11 +237,7 @@ class JobStore:
             self._write_job(pipe, job, old_status)
             self.events.append(pipe, job, EventType.JOB_ARCHIVED)
             running = [m for m in waiting if m.status is MessageStatus.RUNNING]
-            for message in waiting:
-                if message.status is MessageStatus.QUEUED:
-                    message.status = MessageStatus.CANCELLED
-                    pipe.set(_message_key(message.id), dump(message))
-                    pipe.lrem(pending_key(job_id), 0, message.id)
+            self._cancel_queued(pipe, job_id, waiting)
             if not running:
                 pipe.srem(PENDING_JOBS, job_id)
             return job
@@ -256,7 +253,8 @@ class JobStore:
         """
 
         def attempt(pipe: redis.client.Pipeline):
-            _check_fence(pipe, fence)
+            if fence is not None:
+                fence.ensure(pipe)
             head = pipe.lindex(pending_key(job_id), 0)
             job = load(Job, pipe.get(job_key(job_id)))
             if head is None or job is None:
@@ -280,7 +278,7 @@ class JobStore:
             return job, message
 
         while True:
-            started = transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), *_watched(fence))
+            started = transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), *watched(fence))
             if started != "again":
                 return started
 
@@ -293,7 +291,8 @@ class JobStore:
         """
 
         def attempt(pipe: redis.client.Pipeline):
-            _check_fence(pipe, fence)
+            if fence is not None:
+                fence.ensure(pipe)
             job = self._load_or_raise(pipe, job_id)
             pending = [text(m) for m in pipe.lrange(pending_key(job_id), 0, -1)]
             if not pending or pending[0] != message_id:
@@ -341,7 +340,7 @@ class JobStore:
             return job
 
         return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), cancel_key(job_id),
-                           *_watched(fence))
+                           *watched(fence))
 
     def _emit_outcome(self, pipe, job: Job, message: Message, outcome: RunOutcome, *, had_pull: bool,
                       old_status: JobStatus) -> None:
@@ -367,18 +366,11 @@ class JobStore:
             job = self._load_or_raise(pipe, job_id)
             if job.status is not JobStatus.ACTIVE:
                 raise JobNotActive(f"job {job_id} is {job.status.value}, not active: there is nothing to cancel")
-            message_keys = [_message_key(text(m)) for m in cast(list, pipe.lrange(pending_key(job_id), 0, -1))]
-            if message_keys:
-                pipe.watch(*message_keys)  # a worker starting one of them meanwhile restarts this transaction
-            waiting = [load(Message, raw) for raw in pipe.mget(message_keys)] if message_keys else []
+            waiting = self._waiting(pipe, job_id)
             running = [m for m in waiting if m.status is MessageStatus.RUNNING]
             earlier = [] if running else self.conversation(job_id)
             pipe.multi()
-            for message in waiting:
-                if message.status is MessageStatus.QUEUED:
-                    message.status = MessageStatus.CANCELLED
-                    pipe.set(_message_key(message.id), dump(message))
-                    pipe.lrem(pending_key(job_id), 0, message.id)
+            self._cancel_queued(pipe, job_id, waiting)
             if running:
                 # The run settles the job when it stops; the key outlives no run (runs end within their timeout).
                 pipe.set(cancel_key(job_id), running[0].id, ex=CANCEL_TTL_SECONDS)
@@ -398,7 +390,7 @@ class JobStore:
         lost Redis mid-run, it did not crash); only while the lease carries `fence`'s token. True when done."""
 
         def attempt(pipe: redis.client.Pipeline):
-            _check_fence(pipe, fence)
+            fence.ensure(pipe)
             message = load(Message, pipe.get(_message_key(message_id)))
             head = pipe.lindex(pending_key(job_id), 0)
             if message is None or head is None or text(head) != message_id \
@@ -445,21 +437,27 @@ class JobStore:
         else:
             pipe.zrem(FINISHED_JOBS, job.id)
 
+    def _waiting(self, pipe, job_id: str) -> list[Message]:
+        """The job's pending messages, read inside a transaction that WATCHes its pending list; their keys are
+        WATCHed too, so a worker starting one of them meanwhile restarts the transaction."""
+        message_keys = [_message_key(text(m)) for m in cast(list, pipe.lrange(pending_key(job_id), 0, -1))]
+        if message_keys:
+            pipe.watch(*message_keys)
+        return [load(Message, raw) for raw in pipe.mget(message_keys)] if message_keys else []
+
+    def _cancel_queued(self, pipe, job_id: str, waiting: list[Message]) -> None:
+        """Queue (after MULTI) the cancel of every message of `waiting` not started yet."""
+        for message in waiting:
+            if message.status is MessageStatus.QUEUED:
+                message.status = MessageStatus.CANCELLED
+                pipe.set(_message_key(message.id), dump(message))
+                pipe.lrem(pending_key(job_id), 0, message.id)
+
     def _load_or_raise(self, pipe, job_id: str) -> Job:
         job = load(Job, pipe.get(job_key(job_id)))
         if job is None:
             raise JobNotFound(f"no job {job_id}")
         return job
-
-
-def _watched(fence: Fence | None) -> list[str]:
-    return [fence.key] if fence is not None else []
-
-
-def _check_fence(pipe, fence: Fence | None) -> None:
-    """Inside a transaction that WATCHes the lease: refuse the write unless the lease is still the fence's."""
-    if fence is not None and not fence.holds(pipe):
-        raise LeaseLost(f"the lease of job {fence.job_id} is no longer token {fence.token}; nothing was written")
 
 
 def _idle(job: Job, since: datetime) -> bool:

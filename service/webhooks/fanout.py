@@ -9,7 +9,7 @@ from typing import cast
 import redis
 
 from service.clock import now_iso
-from service.models import Delivery
+from service.models import Delivery, WebhookEndpoint
 from service.store.events import OUTBOX
 from service.store.webhooks import WebhookStore, delivery_id_for
 from service.webhooks.sender import WebhookSender
@@ -42,9 +42,10 @@ class Fanout:
         fresh = cast(list, self._redis.xreadgroup(GROUP, self._consumer, {OUTBOX: ">"}, count=100,
                                                   block=None if entries else block_ms))
         entries += [entry for _stream, items in (fresh or []) for entry in items]
+        endpoints: dict[str, list[WebhookEndpoint]] = {}  # each project's, read once per batch
         for entry_id, fields in entries:
             if fields:  # an entry trimmed away before it was read comes back empty
-                self._fan(entry_id.decode(), {k.decode(): v.decode() for k, v in fields.items()})
+                self._fan(entry_id.decode(), fields, endpoints)
             self._redis.xack(OUTBOX, GROUP, entry_id)
         for delivery_id in self._store.overdue(time.time()):
             self._executor.submit(self._send_first, delivery_id)
@@ -61,10 +62,16 @@ class Fanout:
                 raise
         self._grouped = True
 
-    def _fan(self, outbox_id: str, fields: dict) -> None:
+    def _fan(self, outbox_id: str, raw: dict, endpoints: dict[str, list[WebhookEndpoint]]) -> None:
+        # Read as text, not through decode_entry: an event type this process does not know (a newer worker wrote
+        # it during a rolling deploy) is still delivered, where the enum would raise and hold up the outbox.
+        fields = {key.decode(): value.decode() for key, value in raw.items()}
         body = json.dumps({"type": fields["type"], "timestamp": fields["ts"], "data": json.loads(fields["data"])},
                           separators=(",", ":"))
-        for endpoint in self._store.of_project(fields["project"]):
+        project_id = fields["project"]
+        if project_id not in endpoints:
+            endpoints[project_id] = self._store.of_project(project_id)
+        for endpoint in endpoints[project_id]:
             if not endpoint.wants(fields["type"]):
                 continue
             delivery = Delivery(id=delivery_id_for(endpoint.id, outbox_id), endpoint_id=endpoint.id,
