@@ -107,9 +107,8 @@ def _key_revoke(args, settings: Settings) -> None:
 def _key_list(args, settings: Settings) -> None:
     from service.clock import now_iso
 
-    keys = context.build(settings).services.keys.all()
-    if args.account:
-        keys = [k for k in keys if k.account == args.account]
+    api_keys = context.build(settings).services.keys
+    keys = api_keys.of_account(args.account) if args.account else api_keys.all()
     stamp = now_iso()
 
     def line(k) -> str:

@@ -98,7 +98,7 @@ def _usage(args, settings: Settings) -> None:
         ledger.set_cap(args.account, args.cap)
     month = args.month or month_of()
     account = ledger.account(args.account, month)
-    keys = [(k, ledger.key(k.id, month)) for k in services.keys.all() if k.account == args.account]
+    keys = [(k, ledger.key(k.id, month)) for k in services.keys.of_account(args.account)]
     cap = ledger.cap(args.account)
     lines = [f"{args.account} {month}: {account.input_tokens:,} input + {account.output_tokens:,} output tokens"
              f" (monthly cap: {f'{cap:,}' if cap else 'none'})"]

@@ -30,6 +30,15 @@ DELIVERY_TASK = "bot.tasks.deliver_webhook"
 BUNDLED_SCRIPTS = {"demo": Path(__file__).parent / "demo_script.json"}
 
 
+def run_job_id(rq_job) -> str | None:
+    """The Copydesk job id of an RQ job that is a run (a TASK job's first argument); None for any other job, or
+    one whose payload cannot be read."""
+    try:
+        return rq_job.args[0] if rq_job.func_name == TASK and rq_job.args else None
+    except Exception:  # noqa: BLE001 - a job whose payload cannot be read is not one of our runs
+        return None
+
+
 @dataclass
 class Context:
     settings: Settings

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import redis
 import rq
 
-from bot.context import TASK, Context
+from bot.context import Context, run_job_id
 from service.settings import Settings
 from service.store.workers import HeartbeatFiles, WorkerBeat, WorkerRegistry
 
@@ -126,7 +126,7 @@ def _describe(worker: rq.Worker, rq_job_id: str | None) -> _Current:
     try:
         rq_job = rq.job.Job.fetch(rq_job_id, connection=worker.connection)
         task = rq_job.func_name
-        job = rq_job.args[0] if task == TASK and rq_job.args else None
+        job = run_job_id(rq_job)
     except Exception:  # noqa: BLE001 - a job that vanished or cannot be read is only not described
         log.debug("cannot describe RQ job %s", rq_job_id, exc_info=True)
         # Not remembered as this job's description: the next beat tries again (Redis may be back).

@@ -10,7 +10,7 @@ import time
 import redis
 import rq
 
-from bot.context import TASK, Context
+from bot.context import Context, run_job_id
 from service.agent.loop import time_limit_failure
 from service.errors import RunFailed
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
@@ -65,7 +65,7 @@ class CopydeskWorker(rq.Worker):
 
     def _look_after(self, job) -> None:
         """Each monitoring tick: renew the run's lease, and end the run if it is past its deadline or grace."""
-        job_id = _run_job_id(job)
+        job_id = run_job_id(job)
         if job_id is None:
             return
         settings = self._ctx.settings
@@ -93,7 +93,7 @@ class CopydeskWorker(rq.Worker):
 
     def handle_work_horse_killed(self, job, retpid, ret_val, rusage):
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)
-        job_id = _run_job_id(job)
+        job_id = run_job_id(job)
         if job_id is None:
             return
         try:
@@ -154,14 +154,6 @@ class CopydeskWorker(rq.Worker):
             os.kill(self.horse_pid, signum)
         except ProcessLookupError:
             pass
-
-
-def _run_job_id(job) -> str | None:
-    """The Copydesk job id of an RQ job that is a run (None for a GitHub event)."""
-    try:
-        return job.args[0] if job.func_name == TASK and job.args else None
-    except Exception:  # a job whose payload cannot be read is not one of our runs
-        return None
 
 
 def _signal_on_parent_death(signum: int) -> None:

@@ -11,6 +11,7 @@ import requests
 from bot.dashboard import access
 from service.models import JobStatus, MessageStatus
 from tests.dashboard_fixtures import Browserless
+from tests.test_dashboard_webhooks import stored_values
 from tests.test_flow import FAQ, finish
 
 
@@ -209,6 +210,38 @@ def test_roles_are_checked_again_with_github_and_fail_closed(dash):
     dash.github.inject("server", 10, match="memberships")  # GitHub cannot answer: no admin rights
     page = alice.get("/dashboard/accounts/acme/keys")
     assert page.status_code == 403
+
+
+def test_with_github_down_the_role_check_waits_a_while_before_asking_again(dash):
+    alice = dash.signed_in("alice")
+    stale_sessions(dash)
+    dash.github.inject("server", 100, match="/user/installations")  # GitHub answers none of these checks
+
+    def asked() -> int:
+        return sum(1 for r in list(dash.github.requests) if r.path == "/user/installations")
+
+    before = asked()
+    assert alice.get("/dashboard/accounts/acme/keys").status_code == 403  # no admin rights: fail closed
+    first = asked()
+    assert first > before
+    again = alice.get("/dashboard/accounts/acme/keys")
+    assert again.status_code == 403 and "Admins only" in again.text  # still closed, still seeing acme
+    assert asked() == first  # the request right after did not wait on GitHub again
+    # Once the retry interval has passed, GitHub is asked again.
+    age_sessions(dash, checked_at=access.ROLE_TTL_SECONDS + 1)
+    assert alice.get("/dashboard/accounts/acme/keys").status_code == 403
+    assert asked() > first
+
+
+def test_a_new_api_key_is_sealed_while_it_waits_for_its_page(dash):
+    operator = dash.operator()
+    keys = "/dashboard/accounts/local/keys"
+    posted = operator.form(keys, {"name": "sealed", "scope": "all", "access": "read_only", "expiry": "90"},
+                           page=keys, allow_redirects=False)
+    assert posted.status_code == 303
+    at_rest = stored_values(dash.ctx.services.redis)
+    plaintext = re.search(r'value="(cdk_[0-9A-Za-z]+)"', operator.get(posted.headers["Location"]).text).group(1)
+    assert plaintext.encode() not in at_rest and plaintext.removeprefix("cdk_").encode() not in at_rest
 
 
 def stale_sessions(dash) -> None:

@@ -72,6 +72,18 @@ def secret_on(page) -> str:
     return found.group(1)
 
 
+def stored_values(store) -> bytes:
+    """Every string and hash value in Redis, run together: what a copy of the store would give away."""
+    values = []
+    for key in store.keys("*"):
+        kind = store.type(key)
+        if kind == b"string":
+            values.append(store.get(key) or b"")
+        elif kind == b"hash":
+            values += store.hvals(key)
+    return b"".join(values)
+
+
 def wait_for(check, seconds: float, what: str):
     deadline = time.monotonic() + seconds
     while not (value := check()):
@@ -90,8 +102,7 @@ def test_an_added_endpoint_shows_its_secret_once_and_is_listed(hooked_dash):
     posted = add(operator, project, "http://127.0.0.1:9/hook", events=["job.created", "pr.opened"],
                  allow_redirects=False)
     assert posted.status_code == 303 and posted.headers["Location"] == f"{hooks_path(project)}/secret"
-    store = hooked_dash.ctx.services.redis
-    at_rest = b"".join(store.get(k) or b"" for k in store.keys("*") if store.type(k) == b"string")
+    at_rest = stored_values(hooked_dash.ctx.services.redis)
     shown = operator.get(posted.headers["Location"])
     secret = secret_on(shown)
     assert 'data-copy="new-secret"' in shown.text and "never shows it again" in shown.text
@@ -124,6 +135,24 @@ def test_rotating_shows_the_new_secret_once_and_delete_removes_the_endpoint(hook
     assert hooked_dash.ctx.services.webhooks.of_project(project.id) == []
     gone = operator.form(f"{hooks_path(project)}/{endpoint.id}/rotate", {}, page=hooks_path(project))
     assert gone.status_code == 404 and "no webhook endpoint" in gone.text
+
+
+def test_signing_out_drops_a_secret_still_waiting_to_be_shown(hooked_dash):
+    operator = hooked_dash.operator()
+    project = hooked_dash.projects["local"]
+    store = hooked_dash.ctx.services.redis
+    posted = add(operator, project, "http://127.0.0.1:9/hook", allow_redirects=False)
+    assert posted.status_code == 303 and posted.headers["Location"] == f"{hooks_path(project)}/secret"
+    [session_key] = store.keys("cd:dash:session:*")
+    session_hash = session_key.removeprefix(b"cd:dash:session:")
+    assert [k for k in store.keys("*") if session_hash in k and k != session_key], "the secret is not waiting"
+
+    out = operator.form("/dashboard/logout", {}, page=hooks_path(project))
+    assert out.url.endswith("/dashboard/signin")
+    assert [k for k in store.keys("*") if session_hash in k] == []  # nothing of the session is left, secret included
+    assert operator.get(hooked_dash.login_link()).url.endswith("/dashboard/")
+    again = operator.get(f"{hooks_path(project)}/secret")
+    assert again.url.endswith(hooks_path(project)) and "whsec_" not in again.text
 
 
 def test_the_delivery_log_shows_attempts_and_a_delivery_can_be_sent_again(hooked_dash, receiver):

@@ -1,5 +1,7 @@
 """The dashboard: sign-in, API keys, projects, jobs and the local code host's pull-request pages."""
 
+from functools import partial
+
 import redis
 from flask import Blueprint, Flask
 
@@ -21,6 +23,7 @@ from bot.dashboard.web import EXTENSION, Dashboard, register_handlers
 from bot.github.secretbox import SecretBox
 from bot.github.settings import GitHubSettings
 from service.codehost.local import LocalCodeHost
+from service.sealing import operator_key
 from service.services import Services
 
 
@@ -29,7 +32,8 @@ def build(services: Services, local: LocalCodeHost, github: GitHubSettings) -> D
     settings = services.settings
     client: redis.Redis = services.redis
     sessions = SessionStore(client, idle_seconds=settings.session_idle_seconds,
-                            max_seconds=settings.session_max_seconds)
+                            max_seconds=settings.session_max_seconds,
+                            seal_key=partial(operator_key, settings.secret_key, settings.data_dir))
     sign_in = GitHubSignIn(github, client, settings.base_url) if github.sign_in else None
     box = SecretBox(github.private_key, info=SESSION_BOX_INFO) if github.sign_in and github.private_key else None
     return Dashboard(services=services, local=local, sessions=sessions,

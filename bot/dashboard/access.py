@@ -1,11 +1,13 @@
 """Who is signed in and what they may do: the accounts they see, and whether they are admin of one.
 
-Roles from GitHub are cached in the session for ROLE_TTL_SECONDS, then asked again; when GitHub cannot be
-asked, the answer is no (fail closed).
+Accounts and roles are cached in the session for ROLE_TTL_SECONDS, then worked out again: from GitHub for a
+GitHub session, from the local projects for the operator's. When GitHub cannot be asked, the answer is no (fail
+closed) until it answers, and it is asked again only every ROLE_RETRY_SECONDS, so a GitHub outage does not make
+every request (the job page polls) wait on it.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from bot.dashboard.oauth import GitHubSignIn, SignInFailed
 from bot.dashboard.operator import local_accounts
@@ -15,6 +17,7 @@ from service.models import Project
 from service.store.projects import ProjectStore
 
 ROLE_TTL_SECONDS = 60
+ROLE_RETRY_SECONDS = 15  # after GitHub failed to answer a check, before it is asked again
 SESSION_BOX_INFO = b"copydesk dashboard session"
 
 
@@ -83,10 +86,11 @@ class Gate:
 
     def viewer(self, session: Session) -> Viewer:
         """The Viewer for a live session; SignInFailed (the session ended) when GitHub refuses its token."""
-        if session.source != GITHUB:
-            return Viewer(session, local_accounts(self._projects))
         if time.time() - session.checked_at > ROLE_TTL_SECONDS:
-            self._recheck(session)
+            if session.source == GITHUB:
+                self._recheck(session)
+            else:
+                self._refresh_local(session)
         return Viewer(session, session.visible())
 
     def seal(self, token: str) -> str:
@@ -105,9 +109,18 @@ class Gate:
             if exc.status == 401:
                 self._sessions.end(session)
                 raise
-            # GitHub could not be asked: keep what the person may see, but no admin rights until it answers.
+            # GitHub could not be asked: keep what the person may see, but no admin rights until it answers. Kept
+            # so, and counted as checked such that the next try comes ROLE_RETRY_SECONDS from now, not at once.
             session.accounts = [{**a, "admin": False} for a in session.accounts]
+            session.checked_at = time.time() - ROLE_TTL_SECONDS + ROLE_RETRY_SECONDS
+            self._sessions.save(session)
             return
         session.accounts = [a.__dict__ for a in accounts]
+        session.checked_at = time.time()
+        self._sessions.save(session)
+
+    def _refresh_local(self, session: Session) -> None:
+        """The operator's accounts again: `local` and those owning local projects, some perhaps added since."""
+        session.accounts = [asdict(a) for a in local_accounts(self._projects)]
         session.checked_at = time.time()
         self._sessions.save(session)

@@ -4,6 +4,7 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import redis
@@ -11,10 +12,12 @@ import redis
 from bot.github.codehost import HOST as GITHUB_HOST
 from service.codehost.local import HOST as LOCAL_HOST
 from service.models import Project
+from service.sealing import Sealer
 
 OPERATOR = "operator"  # the `source` of a session opened with `copydesk dashboard login-link`
 GITHUB = "github"
 LOCAL_KIND = "Local"  # the `kind` of the operator's accounts, which own the local code host's projects
+ONCE_SEALER_INFO = b"copydesk dashboard one-time value"
 
 
 @dataclass
@@ -43,7 +46,9 @@ class Session:
     csrf: str
     created_at: float
     seen_at: float
-    checked_at: float = 0.0  # when accounts and roles were last confirmed with GitHub
+    # When accounts and roles were last confirmed (with GitHub, or for the operator from the local projects); after
+    # GitHub failed to answer, set so that the next try comes only a short while later (see bot.dashboard.access).
+    checked_at: float = 0.0
     accounts: list = field(default_factory=list)  # Account dicts
     sealed_token: str | None = None  # the user-to-server token, encrypted; GitHub sessions only
     id_hash: str = ""  # the Redis key's part; never the cookie value itself
@@ -54,22 +59,21 @@ class Session:
         own = store_max_seconds if self.max_seconds is None else self.max_seconds
         return self.created_at + min(store_max_seconds, own)
 
-    def account(self, login: str) -> Account | None:
-        """The visible account named `login` (case-insensitive), if any."""
-        found = next((a for a in self.accounts if a["login"].lower() == login.lower()), None)
-        return Account(**found) if found else None
-
     def visible(self) -> list[Account]:
         return [Account(**a) for a in self.accounts]
 
 
 class SessionStore:
-    """Creates, reads (with idle and absolute expiry) and ends sessions."""
+    """Creates, reads (with idle and absolute expiry) and ends sessions, and keeps their one-time values sealed."""
 
-    def __init__(self, client: redis.Redis, *, idle_seconds: int, max_seconds: int) -> None:
+    def __init__(self, client: redis.Redis, *, idle_seconds: int, max_seconds: int,
+                 seal_key: Callable[[], bytes]) -> None:
+        """`seal_key`: the key material one-time values are sealed with, asked for when first needed."""
         self._redis = client
         self.idle_seconds = idle_seconds
         self.max_seconds = max_seconds
+        self._seal_key = seal_key
+        self._sealer: Sealer | None = None
 
     def create(self, *, login: str, source: str, accounts: list[Account], sealed_token: str | None = None,
                max_seconds: float | None = None) -> str:
@@ -107,9 +111,11 @@ class SessionStore:
         self._redis.delete(_key(session.id_hash), _once_key(session.id_hash))
 
     def keep_once(self, session: Session, slot: str, value: str, ttl_seconds: int) -> None:
-        """Hold `value` for this session until `take_once` reads it, or for `ttl_seconds` at most."""
+        """Hold `value` for this session until `take_once` reads it, or for `ttl_seconds` at most; sealed while it
+        waits, so Redis never holds it in plain text. Ending the session drops it."""
+        sealed = self._once_sealer().seal(value).decode("ascii")
         with self._redis.pipeline() as pipe:
-            pipe.hset(_once_key(session.id_hash), slot, value)
+            pipe.hset(_once_key(session.id_hash), slot, sealed)
             pipe.expire(_once_key(session.id_hash), ttl_seconds)
             pipe.execute()
 
@@ -118,8 +124,14 @@ class SessionStore:
         with self._redis.pipeline() as pipe:  # MULTI/EXEC: two tabs cannot both read it
             pipe.hget(_once_key(session.id_hash), slot)
             pipe.hdel(_once_key(session.id_hash), slot)
-            value, _removed = pipe.execute()
-        return value.decode() if isinstance(value, bytes) else value
+            sealed, _removed = pipe.execute()
+        # None too when it cannot be opened (sealed with a key since replaced, or altered): it is not shown.
+        return self._once_sealer().unseal(sealed) if sealed else None
+
+    def _once_sealer(self) -> Sealer:
+        if self._sealer is None:
+            self._sealer = Sealer(self._seal_key(), ONCE_SEALER_INFO)
+        return self._sealer
 
     def _write(self, session: Session) -> None:
         left = int(min(self.idle_seconds, session.ends_at(self.max_seconds) - time.time()))

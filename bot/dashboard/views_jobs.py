@@ -8,7 +8,6 @@ from bot.dashboard.web import dashboard, page, signed_in
 from bot.github.pulls import pull_state as github_pull_state
 from service.api import streams
 from service.api.body import parse_list_query, parse_prompt
-from service.clock import now_iso
 from service.codehost.local import HOST as LOCAL_HOST
 from service.errors import JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
 from service.events import EventType
@@ -36,7 +35,11 @@ def register(bp: Blueprint) -> None:
     @bp.get("/projects/<project_id>/jobs/<job_id>")
     def job(project_id: str, job_id: str):
         project, found = visible_job(project_id, job_id)
-        return page("job.html", **_job_context(project, found))
+        # Where the page's event stream starts, and which events it listens to: the full page's alone, never
+        # worked out again for the live part the page polls.
+        return page("job.html", **_job_context(project, found),
+                    last_event=dashboard().services.events.last_id(found.id) or "0",
+                    event_types=" ".join(t.value for t in EventType))
 
     @bp.get("/projects/<project_id>/jobs/<job_id>/live")
     def live(project_id: str, job_id: str):
@@ -154,14 +157,13 @@ def _diff(project: Project, job: Job, conversation: list[Message]) -> ShownDiff:
 
 
 def _job_context(project: Project, job: Job) -> dict:
+    """What the job page and its polled live part (job_live.html) both show."""
     deps = dashboard()
     conversation = deps.services.jobs.conversation(job.id)
     diff = _diff(project, job, conversation)
     viewer = signed_in()
-    return {"project": project, "job": job, "api": job.to_api(), "conversation": conversation,
+    return {"project": project, "job": job, "conversation": conversation,
             "usage": add_usage({}, job.usage), "pr_state": pull_state(project, job), "diff": diff.text,
             "diff_truncated": diff.truncated, "diff_problem": diff.problem,
             "diff_cap_kib": deps.github_diffs.max_bytes // 1024,
-            "can_write": viewer.owner_of(project).admin, "now": now_iso(),
-            "active": job.status is JobStatus.ACTIVE, "last_event": deps.services.events.last_id(job.id) or "0",
-            "event_types": " ".join(t.value for t in EventType)}
+            "can_write": viewer.owner_of(project).admin, "active": job.status is JobStatus.ACTIVE}

@@ -6,6 +6,7 @@ from pathlib import Path
 from flask import Blueprint, redirect, request
 
 from bot.dashboard.sessions import OPERATOR
+from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.codehost.base import CodeHostError
 from service.errors import ProjectDisabled, ProjectNotFound
@@ -26,8 +27,8 @@ def register(bp: Blueprint) -> None:
     def switch(account: str, project_id: str, action: str):
         admin = signed_in().admin_of(account)
         services = dashboard().services
-        project = services.projects.find(project_id) if project_id.startswith("prj_") else None
-        if project is None or not admin.owns(project) or action not in ("enable", "disable"):
+        project = visible_project(project_id)
+        if not admin.owns(project) or action not in ("enable", "disable"):
             raise ProjectNotFound(f"{admin.login} has no project {project_id}")
         if action == "enable" and not switchable(project):
             return _projects_page(account, error=f"Project {project.id} was disabled by its code host "

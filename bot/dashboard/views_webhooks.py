@@ -5,18 +5,16 @@ import json
 
 from flask import Blueprint, redirect, request
 
-from bot.dashboard.sessions import Session
+from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.api.body import parse_webhook
-from service.errors import InvalidRequest, ProjectNotFound
+from service.errors import InvalidRequest
 from service.events import EventType
 from service.models import DeliveryStatus, Project
-from service.sealing import Sealer, operator_key
 from service.webhooks import endpoints
 
 # The new secret waits this long for the page that shows it; after that it is gone, and only a rotation helps.
 SECRET_TTL_SECONDS = 600
-_SEALER_INFO = b"copydesk dashboard one-time webhook secret"
 _BADGES = {DeliveryStatus.SUCCEEDED: "ok", DeliveryStatus.FAILED: "bad", DeliveryStatus.PENDING: "warn"}
 
 
@@ -44,7 +42,7 @@ def register(bp: Blueprint) -> None:
     @bp.get("/projects/<project_id>/webhooks/secret")
     def new_secret(project_id: str):
         project = administered_project(project_id)
-        shown = _take_secret(signed_in().session, project.id)
+        shown = _take_secret(project)
         if shown is None:  # shown already (or never made here): the list, which never has secrets
             return redirect(_list_path(project), 303)
         endpoint = dashboard().services.webhooks.find(shown["endpoint"])
@@ -88,11 +86,8 @@ def register(bp: Blueprint) -> None:
 def administered_project(project_id: str) -> Project:
     """The project, when the viewer administers its account: ProjectNotFound when they cannot see it (never
     revealed), NotAllowed (403) when they are only a member."""
-    viewer = signed_in()
-    project = dashboard().services.projects.find(project_id) if project_id.startswith("prj_") else None
-    if project is None or not viewer.sees(project):
-        raise ProjectNotFound(f"There is no project {project_id} in your accounts.")
-    viewer.admin_of(project.account)
+    project = visible_project(project_id)
+    signed_in().admin_of_project(project)
     return project
 
 
@@ -109,28 +104,21 @@ def _list_page(project: Project, *, error: str | None = None, status: int = 200)
 
 
 # -- the secret, shown once ------------------------------------------------------------------------------------
-# Post/redirect/get: the POST keeps the secret, sealed, in a slot of the signed-in session in Redis and redirects;
-# the GET takes it out (GETDEL), so a reload or the back button never shows it again. It is never in a URL.
+# Post/redirect/get: the POST keeps the secret in the signed-in session's one-time values (sealed in Redis, as a
+# new API key is) and redirects; the GET takes it out, so a reload or the back button never shows it again, and
+# signing out drops it. It is never in a URL.
 
 
 def _show_secret_once(project: Project, endpoint_id: str, secret: str, action: str):
-    slot = {"project": project.id, "endpoint": endpoint_id, "action": action, "secret": secret}
-    sealed = _sealer().seal(json.dumps(slot))
-    dashboard().services.redis.set(_slot_key(signed_in().session), sealed, ex=SECRET_TTL_SECONDS)
+    shown = json.dumps({"endpoint": endpoint_id, "action": action, "secret": secret})
+    dashboard().sessions.keep_once(signed_in().session, _slot(project), shown, SECRET_TTL_SECONDS)
     return redirect(f"{_list_path(project)}/secret", 303)
 
 
-def _take_secret(session: Session, project_id: str) -> dict | None:
-    sealed = dashboard().services.redis.getdel(_slot_key(session))
-    opened = _sealer().unseal(sealed) if sealed else None
-    slot = json.loads(opened) if opened else None
-    return slot if slot and slot["project"] == project_id else None
+def _take_secret(project: Project) -> dict | None:
+    shown = dashboard().sessions.take_once(signed_in().session, _slot(project))
+    return json.loads(shown) if shown else None
 
 
-def _slot_key(session: Session) -> str:
-    return f"cd:dash:webhook-secret:{session.id_hash}"
-
-
-def _sealer() -> Sealer:
-    settings = dashboard().services.settings
-    return Sealer(operator_key(settings.secret_key, settings.data_dir), _SEALER_INFO)
+def _slot(project: Project) -> str:
+    return f"webhook-secret:{project.id}"
