@@ -10,12 +10,7 @@ Run by hand: `.venv/bin/python bench/events.py [--jobs 30] [--listeners 100] [--
 
 import argparse
 import json
-import os
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,24 +19,18 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import redis
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot import context  # noqa: E402
-from service.settings import Settings  # noqa: E402
+from bench.webstack import WebStack, web_stack  # noqa: E402
+from tests.harness import wait_until  # noqa: E402
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse  # noqa: E402
+from tests.worker_processes import WorkerProcess  # noqa: E402
 
 SCRIPT = {"runs": [{"steps": [
     {"tool": "write_file", "args": {"path": "docs/faq.md", "content": "# FAQ\n\nAsk away.\n"}},
     {"tool": "finish", "args": {"title": "Add an FAQ", "summary": "Added docs/faq.md."}}]}]}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stamp(text: str) -> float:
@@ -70,83 +59,30 @@ class Receiver(BaseHTTPRequestHandler):
 
 
 class Stack:
-    """redis-server, a local project and key, `copydesk web` and `copydesk worker` processes."""
+    """bench/webstack's `copydesk web` (over its redis-server, local project and key), set up for events, and the
+    `copydesk worker` processes started against it."""
 
-    def __init__(self, tmp: Path, standin: ModelStandIn) -> None:
-        self.tmp = tmp
-        self.redis_port, self.web_port = free_port(), free_port()
-        self.redis = subprocess.Popen(["redis-server", "--port", str(self.redis_port), "--save", "", "--appendonly",
-                                       "no", "--dir", str(tmp)], stdout=subprocess.DEVNULL)
-        client = redis.Redis(port=self.redis_port)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        script = tmp / "script.json"
-        script.write_text(json.dumps(SCRIPT))
-        self.url = f"http://127.0.0.1:{self.web_port}"
-        self.env = {**os.environ, "COPYDESK_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-                    "COPYDESK_DATA_DIR": str(tmp / "data"), "COPYDESK_BASE_URL": self.url,
-                    "COPYDESK_MODEL": f"scripted:{script}", "COPYDESK_MODELS": "openai:slow",
-                    "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": standin.openai_base_url,
-                    "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", "COPYDESK_RATE_LIMIT": "1000000",
-                    "COPYDESK_MAX_STREAMS": "1000", "COPYDESK_LOG_FORMAT": "json"}
-        settings = Settings.from_env(self.env)
-        ctx = context.build(settings)
-        bare = tmp / "docs.git"
-        subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(bare)], check=True)
-        work = tmp / "work"
-        subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True, stderr=subprocess.DEVNULL)
-        (work / "docs").mkdir()
-        (work / "docs" / "index.md").write_text("# Docs\n")
-        git = ["git", "-C", str(work), "-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
-        subprocess.run([*git, "add", "."], check=True)
-        subprocess.run([*git, "commit", "-qm", "docs"], check=True)
-        subprocess.run([*git, "push", "-q", "origin", "HEAD:main"], check=True, stderr=subprocess.DEVNULL)
-        self.project = ctx.local.register(ctx.services.projects, path=bare, ref="main").id
-        _key, plaintext = ctx.services.keys.create(account="local", name="bench")
+    def __init__(self, web: WebStack) -> None:
+        self.web = web
+        self.url = web.url
+        self.project = web.project_id
         self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {plaintext}"
-        self.processes: list[subprocess.Popen] = []
-        self.web = self.start("web", "--port", str(self.web_port), "--workers", "2")
+        self.session.headers.update(web.headers)
+        self.workers: list[WorkerProcess] = []
 
-    def wait_for_web(self) -> None:
-        for _ in range(300):
-            try:
-                if requests.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
-
-    def start(self, *args: str) -> subprocess.Popen:
-        log = open(self.tmp / f"{args[0]}-{len(self.processes)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *args], env=self.env, stdout=log, stderr=log,
-                                start_new_session=True)
-        self.processes.append(proc)
-        time.sleep(1)
-        if proc.poll() is not None:
-            sys.exit(f"copydesk {args[0]} exited at start:\n{(self.tmp / log.name).read_text()[-2000:]}")
-        return proc
-
-    def stop(self, proc: subprocess.Popen) -> None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    def start_worker(self) -> WorkerProcess:
+        worker = WorkerProcess(self.web.env, self.web.root / f"worker-{len(self.workers)}.log")
+        self.workers.append(worker)
+        time.sleep(3)  # its start-up
+        assert worker.alive(), f"copydesk worker exited at start:\n{worker.log()[-2000:]}"
+        return worker
 
     def api(self, method: str, path: str, **kwargs) -> requests.Response:
         return self.session.request(method, f"{self.url}/v2/agent/{self.project}{path}", timeout=30, **kwargs)
 
     def close(self) -> None:
-        for proc in self.processes:
-            if proc.poll() is None:
-                self.stop(proc)
-        self.redis.terminate()
-        self.redis.wait()
+        for worker in self.workers:
+            worker.stop()
 
 
 def listen(stack: Stack, job_id: str, out: list, opened: threading.Event | None = None) -> None:
@@ -225,13 +161,13 @@ def measure_cancel(stack: Stack, standin: ModelStandIn, runs: int) -> None:
                        Reply(text="late"))
         seen = len(standin.requests)
         job = stack.api("POST", "/job", json={"prompt": "Slow", "model": "openai:slow"}).json()
-        deadline = time.monotonic() + 60
-        while len(standin.requests) < seen + 2 and time.monotonic() < deadline:
-            time.sleep(0.02)  # the second model call is in flight and hangs
+        path = f"/job/{job['id']}"
+        wait_until(lambda calls=seen + 2: len(standin.requests) >= calls, 60, "the second model call (it hangs)",
+                   interval=0.02)
         started = time.monotonic()
-        stack.api("POST", f"/job/{job['id']}/cancel")
-        while stack.api("GET", f"/job/{job['id']}").json()["status"] == "active":
-            time.sleep(0.02)
+        stack.api("POST", f"{path}/cancel")
+        wait_until(lambda path=path: stack.api("GET", path).json()["status"] != "active", 60,
+                   "the cancelled job to settle", interval=0.02)
         took.append(time.monotonic() - started)
     print(f"cancel -> job settled (model call hanging)  median {statistics.median(took):.2f} s   "
           f"max {max(took):.2f} s   (n={runs})")
@@ -243,25 +179,27 @@ def main() -> None:
     parser.add_argument("--listeners", type=int, default=100)
     parser.add_argument("--cancels", type=int, default=5)
     args = parser.parse_args()
-    if shutil.which("redis-server") is None:
-        sys.exit("redis-server is needed")
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory() as tmp, ModelStandIn() as standin:
-        stack = Stack(Path(tmp), standin)
-        try:
-            stack.wait_for_web()
-            hook = stack.api("POST", "/webhooks", json={"url": f"http://127.0.0.1:{receiver.server_port}/hook"})
-            assert hook.status_code == 201, hook.text
-            worker = stack.start("worker")
-            time.sleep(2)  # its start-up
-            measure_latency(stack, args.jobs)
-            measure_cancel(stack, standin, args.cancels)
-            stack.stop(worker)  # so the listeners' jobs stay active
-            measure_listeners(stack, args.listeners)
-        finally:
-            stack.close()
-            receiver.shutdown()
+        script = Path(tmp) / "script.json"
+        script.write_text(json.dumps(SCRIPT))
+        env = {"COPYDESK_MODEL": f"scripted:{script}", "COPYDESK_MODELS": "openai:slow",
+               "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": standin.openai_base_url,
+               "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", "COPYDESK_MAX_STREAMS": "1000", "COPYDESK_LOG_FORMAT": "json"}
+        with web_stack(env=env, files={"docs/index.md": "# Docs\n"}) as web:
+            stack = Stack(web)
+            try:
+                hook = stack.api("POST", "/webhooks", json={"url": f"http://127.0.0.1:{receiver.server_port}/hook"})
+                assert hook.status_code == 201, hook.text
+                worker = stack.start_worker()
+                measure_latency(stack, args.jobs)
+                measure_cancel(stack, standin, args.cancels)
+                worker.stop()  # so the listeners' jobs stay active
+                measure_listeners(stack, args.listeners)
+            finally:
+                stack.close()
+                receiver.shutdown()
 
 
 if __name__ == "__main__":

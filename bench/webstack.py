@@ -1,16 +1,13 @@
-"""What the web benchmarks serve: a private redis-server, a local project, a key and one job, then `copydesk web`."""
+"""What the web benchmarks serve: a private redis-server, a local project and a key, then `copydesk web`
+(`web_stack`); `served` adds one job."""
 
 import contextlib
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -19,7 +16,18 @@ from bot import context  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
 from tests.conftest import commit_files, free_port  # noqa: E402
+from tests.redis_servers import NO_PERSISTENCE, running_redis  # noqa: E402
 from tests.web_process import WebServer  # noqa: E402
+
+
+@dataclass
+class WebStack:
+    url: str
+    port: int
+    headers: dict[str, str]  # the key's Authorization header
+    project_id: str
+    env: dict[str, str]  # what `copydesk web` runs with: a `copydesk worker` of this stack runs with it too
+    root: Path  # the stack's folder, for logs
 
 
 @dataclass
@@ -32,46 +40,35 @@ class Served:
 
 
 @contextlib.contextmanager
-def redis_server(root: Path) -> Iterator[str]:
-    """A throw-away redis-server; yields its URL."""
-    port = free_port()
-    proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
-                             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        for _ in range(100):
-            try:
-                redis.Redis.from_url(url).ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait()
+def web_stack(worker_class: str = "gevent", workers: int = 2, *, env: dict[str, str] | None = None,
+              files: dict[str, str] | None = None) -> Iterator[WebStack]:
+    """`copydesk web --worker-class worker_class` with `env` over a fresh store holding one project (a repository
+    of `files`, a README by default) and a key. Fails loudly when Redis or the web does not come up."""
+    with tempfile.TemporaryDirectory(prefix="copydesk-bench-web-") as tmp:
+        root = Path(tmp)
+        with running_redis(root / "redis", *NO_PERSISTENCE) as base:
+            redis_url = f"{base}/0"
+            git = Git()
+            bare = root / "docs.git"
+            git.run("init", "--bare", "-q", str(bare))
+            commit_files(git, bare, files or {"README.md": "# Docs\n"})
+            port = free_port()
+            settings = Settings(redis_url=redis_url, data_dir=root / "data", base_url=f"http://127.0.0.1:{port}")
+            ctx = context.build(settings, environ={})
+            project = ctx.local.register(ctx.services.projects, path=bare, ref="main")
+            _, key = ctx.services.keys.create(account="local", name="bench")
+            web_env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(root / "data"),
+                       "COPYDESK_BASE_URL": settings.base_url, "COPYDESK_RATE_LIMIT": "1000000", **(env or {})}
+            with WebServer(web_env, port, root / "web.log", worker_class=worker_class, workers=workers) as server:
+                yield WebStack(server.url, port, {"Authorization": f"Bearer {key}"}, project.id, web_env, root)
 
 
 @contextlib.contextmanager
 def served(worker_class: str, workers: int = 2) -> Iterator[Served]:
     """`copydesk web --worker-class worker_class` over a fresh store holding one project, key and job."""
-    with tempfile.TemporaryDirectory(prefix="copydesk-bench-web-") as tmp, redis_server(Path(tmp)) as redis_url:
-        root = Path(tmp)
-        git = Git()
-        bare = root / "docs.git"
-        git.run("init", "--bare", "-q", str(bare))
-        commit_files(git, bare, {"README.md": "# Docs\n"})
-        port = free_port()
-        settings = Settings(redis_url=redis_url, data_dir=root / "data", base_url=f"http://127.0.0.1:{port}")
-        ctx = context.build(settings, environ={})
-        project = ctx.local.register(ctx.services.projects, path=bare, ref="main")
-        _, key = ctx.services.keys.create(account="local", name="bench")
-        env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(root / "data"),
-               "COPYDESK_BASE_URL": settings.base_url, "COPYDESK_RATE_LIMIT": "1000000"}
-        with WebServer(env, port, root / "web.log", worker_class=worker_class, workers=workers) as server:
-            headers = {"Authorization": f"Bearer {key}"}
-            created = requests.post(f"{server.url}/v2/agent/{project.id}/job", json={"prompt": "bench"},
-                                    headers=headers, timeout=30)
-            created.raise_for_status()
-            yield Served(server.url, port, f"{server.url}/v2/agent/{project.id}/job/{created.json()['id']}",
-                         headers, project.id)
+    with web_stack(worker_class, workers) as web:
+        created = requests.post(f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"},
+                                headers=web.headers, timeout=30)
+        created.raise_for_status()
+        yield Served(web.url, web.port, f"{web.url}/v2/agent/{web.project_id}/job/{created.json()['id']}",
+                     web.headers, web.project_id)

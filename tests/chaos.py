@@ -29,6 +29,7 @@ from tests.model_standin import ModelStandIn, Reply, ToolUse
 from tests.worker_processes import WorkerProcess
 
 _TAG = re.compile(r"chaos:(j\d+m\d+)")
+RECOVERY_WINDOW = 60  # seconds after a kill mid-run within which its run going again counts as a recovery
 
 
 @dataclass
@@ -133,7 +134,8 @@ class ChaosRig:
         self.report = ChaosReport()
         self.accepted: dict[str, list[str]] = {}  # job id -> the tags of its messages the API accepted
         self._lock = threading.Lock()
-        self._recovery_threads: list[threading.Thread] = []
+        self._recovery_threads: list[tuple[threading.Thread, float]] = []  # each watcher and its kill's time
+        self._settled = threading.Event()  # every message has ended: no run can go again
 
     # -- the parts ----------------------------------------------------------------------------
 
@@ -286,7 +288,7 @@ class ChaosRig:
             thread = threading.Thread(target=self._watch_recovery, args=(job_id, token, killed_at, kind),
                                       daemon=True)
             thread.start()
-            self._recovery_threads.append(thread)
+            self._recovery_threads.append((thread, killed_at))
 
     def _runs_of(self, worker: WorkerProcess) -> list[tuple[str, str]]:
         """(job id, lease token) of the run the worker's horse holds."""
@@ -304,9 +306,10 @@ class ChaosRig:
             return []
 
     def _watch_recovery(self, job_id: str, token: str, killed_at: float, kind: str) -> None:
-        """Time until another run of the job holds its lease (a new token), within 60 s."""
+        """Time until another run of the job holds its lease (a new token), within RECOVERY_WINDOW seconds and
+        until every message has ended."""
         client = redis.Redis.from_url(self.redis.url, socket_timeout=2)
-        while time.monotonic() - killed_at < 60:
+        while time.monotonic() - killed_at < RECOVERY_WINDOW and not self._settled.is_set():
             try:
                 info = LeaseInfo.read(client, job_id)
             except redis.RedisError:
@@ -316,7 +319,7 @@ class ChaosRig:
                     self.report.recoveries.append(time.monotonic() - killed_at)
                     self.report.recoveries_by_kind.setdefault(kind, []).append(time.monotonic() - killed_at)
                 return
-            time.sleep(0.05)
+            self._settled.wait(0.05)
         with self._lock:
             self.report.unresumed += 1
 
@@ -359,10 +362,12 @@ class ChaosRig:
             self._send_follow_ups(jobs)
             if all(self._ended(job_id) for job_id in jobs) and all(
                     len(self.accepted[j]) == plan.follow_ups + 1 for j in jobs):
+                self._settled.set()  # a watcher still waiting would wait out its window for nothing
                 break
             time.sleep(0.5)
-        for thread in self._recovery_threads:
-            thread.join(timeout=0)
+        # Every watcher has reported before the report is read: each ends within its window, at once if settled.
+        for thread, killed_at in self._recovery_threads:
+            thread.join(timeout=max(0.0, killed_at + RECOVERY_WINDOW - time.monotonic()))
         return self._check(jobs)
 
     def _send_follow_ups(self, jobs: dict[str, int]) -> None:

@@ -3,6 +3,7 @@
 import json
 import ssl
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,16 @@ from bot import context
 from bot.worker import worker_queues
 from service.settings import Settings
 from tests.conftest import free_port
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
+    """Poll `predicate` until it returns something truthy, and return that; fail with `what` after `timeout`
+    seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"timed out after {round(timeout, 1)} s waiting for {what}"
+        time.sleep(interval)
+    return value
 
 
 class LiveServer:

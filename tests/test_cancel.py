@@ -8,6 +8,7 @@ from service import faults
 from service.lease import LeaseInfo
 from service.store.jobs import RunOutcome
 from service.workspace.git import Git
+from tests.harness import wait_until
 from tests.model_standin import Hang, Reply, ToolUse
 from tests.test_events import page
 from tests.test_flow import FAQ, finish
@@ -18,6 +19,24 @@ SETTLE_BOUND_SECONDS = 20  # generous: the machine is loaded; bench/events.py me
 
 def cancel(stack, job_id: str):
     return stack.api.post(f"/v2/agent/{stack.project_id}/job/{job_id}/cancel")
+
+
+def cancel_once(stack, job_id: str, ready, what: str, timing: dict, interval: float) -> threading.Thread:
+    """A thread that cancels the job once `ready()` holds, recording when it asked (`timing["asked"]`) and the
+    answer (`timing["answer"]`). After 30 s it cancels all the same, so the run under test still ends, and records
+    the timeout in `timing["late"]`."""
+
+    def run() -> None:
+        try:
+            wait_until(ready, 30, what, interval=interval)
+        except AssertionError as late:
+            timing["late"] = str(late)
+        timing["asked"] = time.monotonic()
+        timing["answer"] = cancel(stack, job_id)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
 
 
 def branch_exists(stack, branch: str) -> bool:
@@ -63,21 +82,15 @@ def test_a_mid_run_cancel_abandons_the_model_call_pushes_nothing_and_settles(sta
                    Hang(60), *write_then_finish("docs/late.md"))
     stack.message(first["id"], "Write more")
     stack.message(first["id"], "And even more")  # waits its turn; the cancel cancels it too
-    timing = {}
-
-    def cancel_when_the_model_hangs():
-        deadline = time.monotonic() + 30
-        while len(standin.requests) < 4 and time.monotonic() < deadline:  # 2 of round 1, 2 of round 2
-            time.sleep(0.05)
-        timing["asked"] = time.monotonic()
-        timing["answer"] = cancel(stack, first["id"])
-
-    canceller = threading.Thread(target=cancel_when_the_model_hangs)
-    canceller.start()
+    timing: dict = {}
+    canceller = cancel_once(stack, first["id"], lambda: len(standin.requests) >= 4,  # 2 of round 1, 2 of round 2
+                            "the second round's model call to hang", timing, interval=0.05)
     stack.drain()
     settled = time.monotonic()
     canceller.join(timeout=30)
 
+    # Had the cancel come late, the run would not have been stopped mid-call: nothing below would show it.
+    assert "late" not in timing, timing["late"]
     assert timing["answer"].status_code == 200, timing["answer"].text
     assert settled - timing["asked"] < SETTLE_BOUND_SECONDS
     after = stack.job(first["id"])
@@ -112,21 +125,15 @@ def test_a_cancel_that_lands_after_the_last_stop_check_still_pushes_nothing(stac
     stack = stack_factory(test_faults=frozenset({faults.PAUSE_BEFORE_PUSH}), run_timeout_seconds=60)
     stack.script([FAQ, finish()])
     job = stack.create().json()
-    timing = {}
-
-    def cancel_while_it_publishes():
-        deadline = time.monotonic() + 30
-        while not _publishing(stack, job["id"]) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        timing["answer"] = cancel(stack, job["id"])
-
-    canceller = threading.Thread(target=cancel_while_it_publishes)
-    canceller.start()
+    timing: dict = {}
+    canceller = cancel_once(stack, job["id"], lambda: _publishing(stack, job["id"]), "the run to begin publishing",
+                            timing, interval=0.02)
     started = time.monotonic()
     stack.drain()
     canceller.join(timeout=30)
 
-    assert timing["answer"].status_code == 200, timing["answer"].text
+    # A late cancel finds the job completed (409): this assertion catches it; the message says why.
+    assert timing["answer"].status_code == 200, (timing.get("late"), timing["answer"].text)
     assert time.monotonic() - started < SETTLE_BOUND_SECONDS + faults.PAUSE_SECONDS
     assert not branch_exists(stack, f"copydesk/{job['id']}")  # nothing pushed
     after = stack.job(job["id"])

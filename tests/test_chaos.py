@@ -4,10 +4,9 @@ restarted once. From outside, over HTTP and git: nothing lost, every message com
 when it changed files), one pull request per job as the code host's pages list them, nothing stuck, no
 internal_error, no worker that exited by itself, and every commit clean under `git fsck --strict`."""
 
-import time
-
 from tests.chaos import ChaosPlan, ChaosRig
 from tests.fsck_check import assert_copydesk_commits_pass_fsck
+from tests.harness import wait_until
 
 
 def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_path):
@@ -31,15 +30,10 @@ def test_a_redis_restart_mid_run_is_ridden_out_by_the_worker_and_retried_not_fai
     plan = ChaosPlan(workers=1, jobs=1, model_delay=2.0)
     with ChaosRig(tmp_path, plan) as rig:
         job_id = rig.create(0)
-        deadline = time.monotonic() + 30
-        while not rig.model.requests:  # the run waits on its model call...
-            assert time.monotonic() < deadline, "the run never called the model"
-            time.sleep(0.05)
+        wait_until(lambda: rig.model.requests, 30, "the run to call the model")  # the run waits on its model call...
         rig.redis_outage()  # ...when Redis dies, and comes back 2 s later
-        ended = time.monotonic() + 60
-        while rig.job(job_id)["status"] == "active":
-            assert time.monotonic() < ended, "the run was never finished after the outage"
-            time.sleep(0.25)
+        wait_until(lambda: rig.job(job_id)["status"] != "active", 60, "the run to be finished after the outage",
+                   interval=0.25)
         done = rig.job(job_id)
         assert done["status"] == "completed" and done["prLink"], done
         [message] = [m for m in rig._call("GET", f"/job/{job_id}/messages").json()["messages"] if m["role"] == "user"]

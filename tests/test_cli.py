@@ -3,19 +3,16 @@
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
 from service.workspace.git import Git
 from tests.test_flow import FAQ, finish
-
-COPYDESK = shutil.which("copydesk", path=str(Path(os.sys.executable).parent))
+from tests.web_process import COPYDESK
 
 
 def run(env, *args, check=True):

@@ -11,6 +11,7 @@ from service.events import EventType
 from service.store.events import stream_key
 from service.store.jobs import RunOutcome
 from tests.conftest import free_port
+from tests.harness import wait_until
 from tests.test_flow import FAQ, edit, finish
 from tests.web_process import WebServer
 
@@ -115,10 +116,9 @@ def test_the_stream_of_an_active_job_ends_when_it_leaves_active(stack_factory):
     assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
 
 
-def wait_for(check, until: float, what: str) -> None:
-    while not check():
-        assert time.monotonic() < until, f"timed out waiting for {what}"
-        time.sleep(0.1)
+def left(until: float) -> float:
+    """Seconds from now to `until` (a monotonic time), none when it has passed."""
+    return max(0.0, until - time.monotonic())
 
 
 def test_a_followed_stream_stays_open_across_follow_ups_and_ends_when_the_job_is_archived(stack_factory):
@@ -138,17 +138,18 @@ def test_a_followed_stream_stays_open_across_follow_ups_and_ends_when_the_job_is
         reader = threading.Thread(target=read_sse, args=(response, until, records), daemon=True)
         reader.start()
         stack.drain()
-        wait_for(lambda: completed() == 1, until, "the first round's job.completed")
+        wait_until(lambda: completed() == 1, left(until), "the first round's job.completed", interval=0.1)
         # Past job.completed the stream is still open: keep-alives keep coming.
         seen = len(records)
-        wait_for(lambda: {"comment": "keep-alive"} in records[seen:], until, "a keep-alive after job.completed")
+        wait_until(lambda: {"comment": "keep-alive"} in records[seen:], left(until),
+                   "a keep-alive after job.completed", interval=0.1)
         assert reader.is_alive()
         assert stack.message(job["id"], "Be more polite").status_code == 200
         stack.drain()
-        wait_for(lambda: completed() == 2, until, "the follow-up's job.completed")
+        wait_until(lambda: completed() == 2, left(until), "the follow-up's job.completed", interval=0.1)
         assert reader.is_alive()
         assert stack.api.post(f"/v2/agent/{stack.project_id}/job/{job['id']}/archive").status_code == 200
-        reader.join(timeout=max(0.0, until - time.monotonic()))
+        reader.join(timeout=left(until))
         assert not reader.is_alive(), "the followed stream did not end when the job was archived"
     events = [r for r in records if "event" in r]
     assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
@@ -194,14 +195,13 @@ def test_streams_past_the_per_process_cap_are_503(stack_factory):
         # The JSON page is not a stream and still answers.
         assert stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events",
                              params={"after": "0"}).status_code == 200
-    # The slot comes back when the client goes away (noticed at the next keep-alive at the latest).
-    deadline = time.monotonic() + 20
-    while True:
+
+    def slot_free() -> bool:
         with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as again:
-            if again.status_code == 200:
-                break
-        assert time.monotonic() < deadline, "the stream slot was never given back"
-        time.sleep(0.5)
+            return again.status_code == 200
+
+    # The slot comes back when the client goes away (noticed at the next keep-alive at the latest).
+    wait_until(slot_free, 20, "the stream slot to be given back", interval=0.5)
 
 
 def test_an_sse_client_resumes_across_a_restart_of_the_web_process_and_misses_nothing(stack, tmp_path):

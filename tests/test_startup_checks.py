@@ -3,7 +3,6 @@ each way, real git and real folders."""
 
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -21,8 +20,7 @@ from service.settings import Settings
 from service.workspace.git import Git
 from tests.conftest import free_port
 from tests.redis_servers import NO_PERSISTENCE, running_redis
-
-COPYDESK = shutil.which("copydesk", path=str(Path(os.sys.executable).parent))
+from tests.web_process import COPYDESK
 
 
 def copydesk(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -2,12 +2,8 @@
 through RQ's scheduler in a real worker, the delivery log, re-send, rotation, disabling, and the address guard."""
 
 import json
-import os
-import signal
 import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -29,8 +25,9 @@ from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
 from service.webhooks.queue import webhooks_queue_name
 from service.webhooks.transport import post
 from tests.conftest import free_port
-from tests.harness import LiveServer
+from tests.harness import LiveServer, wait_until
 from tests.test_flow import FAQ, finish
+from tests.worker_processes import WorkerProcess
 
 
 class Receiver:
@@ -95,32 +92,7 @@ def deliveries(stack, webhook_id: str) -> list[dict]:
     return response.json()["deliveries"]
 
 
-def start_worker(stack) -> subprocess.Popen:
-    env = {**os.environ, **stack.env()}
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-
-
-def stop_worker(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
-def wait_for(check, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again(hooked_stack, receiver):
+def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again(hooked_stack, receiver, tmp_path):
     stack = hooked_stack
     hook = receiver(fail_first=2)
     endpoint = register(stack, hook.url, events=["job.created", "job.completed"], description="CI")
@@ -128,11 +100,11 @@ def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again
     assert endpoint["secret"].startswith("whsec_")
     assert "secret" not in stack.api.get(f"/v2/agent/{stack.project_id}/webhooks").json()["webhooks"][0]
     stack.script([FAQ, finish()])
-    worker = start_worker(stack)
-    try:
+    with WorkerProcess(stack.env(), tmp_path / "worker.log"):
         job = stack.create().json()
-        done = wait_for(lambda: len([d for d in deliveries(stack, endpoint["id"]) if d["status"] == "succeeded"]) == 2,
-                        60, "both deliveries to succeed")
+        done = wait_until(
+            lambda: len([d for d in deliveries(stack, endpoint["id"]) if d["status"] == "succeeded"]) == 2, 60,
+            "both deliveries to succeed", interval=0.2)
         log = deliveries(stack, endpoint["id"])
         assert {d["type"] for d in log} == {"job.created", "job.completed"} and done
         # The receiver failed the first two attempts (of whichever deliveries came first) on purpose.
@@ -151,8 +123,8 @@ def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again
         resent = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{first['id']}"
                                 "/resend")
         assert resent.status_code == 202
-        wait_for(lambda: next(d for d in deliveries(stack, endpoint["id"]) if d["id"] == first["id"])["attempts"]
-                 == first["attempts"] + 1, 30, "the re-send")
+        wait_until(lambda: next(d for d in deliveries(stack, endpoint["id"]) if d["id"] == first["id"])["attempts"]
+                   == first["attempts"] + 1, 30, "the re-send", interval=0.2)
         assert hook.received[-1]["headers"]["webhook-id"] == first["id"] and hook.received[-1]["verified"]
 
         # After a rotation the new secret verifies; the old one still signs for a while (a second signature).
@@ -160,10 +132,8 @@ def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again
         assert rotated["secret"] != endpoint["secret"]
         hook.secrets.append(rotated["secret"])
         stack.message(job["id"], "Anything else?")
-        wait_for(lambda: len(hook.received) >= 6, 60, "deliveries of the follow-up")
+        wait_until(lambda: len(hook.received) >= 6, 60, "deliveries of the follow-up", interval=0.2)
         assert set(hook.received[-1]["verified"]) == {endpoint["secret"], rotated["secret"]}
-    finally:
-        stop_worker(worker)
 
 
 def test_secrets_are_sealed_at_rest(hooked_stack, receiver):
@@ -218,7 +188,7 @@ def test_a_first_attempt_its_fan_out_never_made_is_made_by_another(hooked_stack,
     assert unsent["attempts"] == 0 and hook.received == []
     time.sleep(0.6)
     assert _fan_out(stack) == 0  # no new event, but the overdue first attempt is made
-    wait_for(lambda: hook.received, 10, "the overdue delivery")
+    wait_until(lambda: hook.received, 10, "the overdue delivery", interval=0.2)
     assert hook.received[0]["headers"]["webhook-id"] == unsent["id"] and hook.received[0]["verified"]
 
 

@@ -16,20 +16,11 @@ from bot.heartbeat import WorkerHeartbeat, probe
 from service.settings import Settings
 from service.store.workers import WorkerRegistry
 from tests.conftest import free_port
+from tests.harness import wait_until
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
 from tests.redis_servers import NO_PERSISTENCE, running_redis
-from tests.test_startup_checks import COPYDESK
-
-
-def wait_for(condition, what: str, timeout: float = 30):
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
+from tests.web_process import COPYDESK
+from tests.worker_processes import WorkerProcess
 
 
 def doctor(env: dict) -> dict:
@@ -58,10 +49,9 @@ def test_doctor_lists_a_worker_its_job_and_heartbeat_and_the_probe_follows_it(st
         stack = stack_factory(model="openai:gpt-test", openai_api_key="sk-test",
                               openai_base_url=standin.openai_base_url)
         env = {**os.environ, **stack.env(), "COPYDESK_WORKER_HEARTBEAT": "1"}
-        log = (tmp_path / "worker.log").open("w")
-        worker = subprocess.Popen([COPYDESK, "worker", "--name", "w1"], env=env, stdout=log, stderr=log)
-        try:
-            idle = wait_for(lambda: (w := listed(env, "w1")) and w["state"] == "idle" and w, "an idle worker's heartbeat")
+        with WorkerProcess(env, tmp_path / "worker.log", "--name", "w1") as worker:
+            idle = wait_until(lambda: (w := listed(env, "w1")) and w["state"] == "idle" and w, 30,
+                              "an idle worker's heartbeat", interval=0.1)
             assert idle["job"] is None and idle["pid"] == worker.pid
             assert idle["stale"] is False and idle["secondsSinceHeartbeat"] < 5
             assert alive(env, "w1").returncode == 0
@@ -69,35 +59,33 @@ def test_doctor_lists_a_worker_its_job_and_heartbeat_and_the_probe_follows_it(st
             standin.script(Hang(3), Reply(tool_calls=[ToolUse("write_file", {"path": "docs/a.md", "content": "# A\n"})]),
                            Reply(tool_calls=[ToolUse("finish", {"title": "A", "summary": "Added A."})]))
             job = stack.create().json()
-            busy = wait_for(lambda: (w := listed(env, "w1")) and w["job"] == job["id"] and w,
-                            "the worker to report its job")
+            busy = wait_until(lambda: (w := listed(env, "w1")) and w["job"] == job["id"] and w, 30,
+                              "the worker to report its job", interval=0.1)
             assert busy["state"] == "busy" and busy["task"] == "process_job"
             assert listed(env, "w1", cli=True)["job"] == job["id"]  # the model call hangs 3 s
-            wait_for(lambda: stack.job(job["id"])["status"] == "completed", "the job to complete")
-            wait_for(lambda: (w := listed(env, "w1")) and w["job"] is None, "the worker to be idle again")
+            wait_until(lambda: stack.job(job["id"])["status"] == "completed", 30, "the job to complete", interval=0.1)
+            wait_until(lambda: (w := listed(env, "w1")) and w["job"] is None, 30, "the worker to be idle again",
+                       interval=0.1)
 
             # Frozen (as a stuck host or a SIGSTOP would): the probe fails once the heartbeat is old, and the
             # doctor calls the worker stale after three heartbeat intervals (3 s here).
-            worker.send_signal(signal.SIGSTOP)
+            worker.signal(signal.SIGSTOP)
             try:
-                wait_for(lambda: not probe(stack.ctx.settings, "w1", max_age=2)[0], "the probe to fail", timeout=20)
-                stale = wait_for(lambda: (w := listed(env, "w1")) and w["stale"] and w, "the doctor to see it stale")
+                wait_until(lambda: not probe(stack.ctx.settings, "w1", max_age=2)[0], 20, "the probe to fail",
+                           interval=0.1)
+                stale = wait_until(lambda: (w := listed(env, "w1")) and w["stale"] and w, 30,
+                                   "the doctor to see it stale", interval=0.1)
                 assert stale["secondsSinceHeartbeat"] >= 3
                 proc = alive(env, "w1", "--max-age", "2")
                 assert proc.returncode == 1 and "w1's last heartbeat was" in proc.stderr
                 assert "STALE" in subprocess.run([COPYDESK, "doctor"], env=env, capture_output=True, text=True,
                                                  timeout=60).stdout
             finally:
-                worker.send_signal(signal.SIGCONT)
-            wait_for(lambda: probe(stack.ctx.settings, "w1", max_age=2)[0], "the probe to pass again")
+                worker.signal(signal.SIGCONT)
+            wait_until(lambda: probe(stack.ctx.settings, "w1", max_age=2)[0], 30, "the probe to pass again",
+                       interval=0.1)
 
-            worker.send_signal(signal.SIGTERM)
-            assert worker.wait(timeout=30) == 0
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
-            log.close()
+            assert worker.stop(timeout=30) == 0
         # A worker that stopped cleanly is gone from the list and from the probe.
         assert listed(env, "w1", cli=True) is None
         gone = alive(env, "w1")

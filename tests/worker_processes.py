@@ -7,15 +7,24 @@ import sys
 import time
 from pathlib import Path
 
+from tests.harness import wait_until  # noqa: F401 (re-exported: tests import it from here)
+
 
 class WorkerProcess:
-    """One `python -m bot.cli worker` with its own environment; its output goes to a log file."""
+    """One `python -m bot.cli worker *args` (e.g. `--name w1`) with its own environment; its output goes to a log
+    file."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, *args: str) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env={**os.environ, **env},
+        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", *args], env={**os.environ, **env},
                                      stdout=self._log, stderr=subprocess.STDOUT)
+
+    def __enter__(self) -> "WorkerProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     @property
     def pid(self) -> int:
@@ -69,7 +78,7 @@ class WorkerProcess:
         self.proc.send_signal(signum)
 
     def stop(self, timeout: float = 30) -> int | None:
-        """SIGTERM, then SIGKILL after `timeout`; returns the exit code."""
+        """SIGTERM, then SIGKILL after `timeout`; returns the exit code (again when it has already stopped)."""
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -97,12 +106,3 @@ class WorkerProcess:
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")[-6000:]
-
-
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
-    """Poll `predicate` until it returns something truthy; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-        time.sleep(interval)
-    return value
