@@ -27,7 +27,9 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
         app.json.sort_keys = False
     app.extensions["copydesk"] = ctx.services
     app.extensions["copydesk.context"] = ctx
-    app.extensions["copydesk.streams"] = StreamSlots(settings.max_streams)
+    app.extensions["copydesk.streams"] = StreamSlots(settings.max_streams, per_caller=settings.max_streams_per_key,
+                                                     per_account=settings.max_streams_per_account,
+                                                     retry_after=settings.sse_keepalive_seconds)
     problems.register(app)
     github = ctx.github_settings
     # The registration page posts its manifest to GitHub, the one other place a form here may go.

@@ -26,7 +26,7 @@ def _events(args, settings: Settings) -> None:
         events = services.events.after(job.id, after, count=10_000)
     else:
         events = (e for e in follow(services.jobs, services.events, job.id, after=after, keep_open=False,
-                                    wait_seconds=15) if e is not None)
+                                    wait_seconds=settings.sse_keepalive_seconds) if e is not None)
     for event in events:
         _print(args, event.to_api(), _line(event))
 

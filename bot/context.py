@@ -21,6 +21,7 @@ from service.faults import Faults
 from service.runner import JobRunner
 from service.services import Services, build_services
 from service.settings import Settings
+from service.timeouts import client_options, stream_client_options
 from service.workspace.git import Git
 from service.workspace.mirror import MirrorStore
 
@@ -79,7 +80,9 @@ def github_settings(settings: Settings, environ: Mapping[str, str] | None = None
 
 def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Context:
     """Wire Redis, stores, code hosts and queue for `settings`."""
-    client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
+    client = redis.Redis.from_url(settings.redis_url, **client_options(settings))
+    # Event streams block in XREAD on connections of their own, so they can never take those requests need.
+    stream_client = redis.Redis.from_url(settings.redis_url, **stream_client_options(settings))
     git = Git()
     local = LocalCodeHost(client, git, settings.base_url, Faults(settings.test_faults))
     hosts: dict[str, CodeHost] = {local.name: local}
@@ -89,6 +92,7 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Conte
         github_app = GitHubApp(gh_settings, client, requests.Session())
         github = GitHubCodeHost(github_app, web_url=gh_settings.web_url)
         hosts[github.name] = github
-    services = build_services(settings, client, task=TASK, delivery_task=DELIVERY_TASK, code_hosts=hosts)
+    services = build_services(settings, client, task=TASK, delivery_task=DELIVERY_TASK, code_hosts=hosts,
+                              stream_client=stream_client)
     return Context(settings=settings, services=services, git=git, local=local, github_settings=gh_settings,
                    github_app=github_app, github=github)

@@ -16,6 +16,7 @@ from service.errors import RunFailed
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
 from service.runstop import INTERRUPT_SIGNAL
 from service.store.jobs import RunOutcome
+from service.timeouts import block_seconds
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,25 @@ class CopydeskWorker(rq.Worker):
         settings = ctx.settings
         # The monitoring loop wakes this often to renew the horse's lease and check the deadline and the grace.
         interval = max(1, int(settings.lease_ttl_seconds // 3))
+        self._ctx = ctx  # before RQ's __init__, which reads the time-outs below
         super().__init__(queues, connection=ctx.services.redis, job_monitoring_interval=interval, **kwargs)
-        self._ctx = ctx
         self.shutting_down = False
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
+
+    # -- time-outs -----------------------------------------------------------------------------
+
+    @property
+    def dequeue_timeout(self) -> int:
+        # RQ's own (its worker TTL less 15 s: 405 s) outlasts the client's read time-out, and RQ would then raise
+        # the read time-out of the client the whole process shares to match. Block for less than it instead.
+        return block_seconds(self._ctx.settings)
+
+    @property
+    def connection_timeout(self) -> int:
+        # What RQ requires of the client's read time-out; the chosen one meets it, so RQ leaves it alone.
+        return self._ctx.settings.redis_socket_timeout
 
     # -- the work horse ------------------------------------------------------------------------
 

@@ -78,6 +78,7 @@ def _fan_out_forever(ctx: Context, stop: threading.Event) -> None:
         fan = fanout(ctx, executor)
         while not stop.is_set():
             try:
+                # One second: under the client's read time-out, which is at least two (MIN_SOCKET_TIMEOUT).
                 fan.run_once(block_ms=1000)
             except redis.RedisError:
                 log.warning("webhook fan-out paused: Redis unreachable", exc_info=True)

@@ -101,6 +101,11 @@ class ApiKeys:
         self._store.touch(key)
         return key
 
+    def live(self, key_id: str) -> bool:
+        """Whether the key still works (not revoked, not expired): long-lived connections ask again."""
+        key = self.find(key_id)
+        return key is not None and not key.revoked_at and not key.expired(now_iso())
+
     def find(self, key_id: str) -> ApiKey | None:
         return self._store.find(key_id) if key_id.startswith("key_") else None
 

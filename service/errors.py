@@ -84,6 +84,10 @@ class StreamsBusy(ServiceError):
     code = "unavailable"
 
 
+class TooManyStreams(RateLimited):
+    """The key (or session) or its account already holds as many event streams as it may in this process."""
+
+
 class KeyNotFound(ServiceError):
     code = "key_not_found"
 

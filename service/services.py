@@ -42,11 +42,12 @@ class Services:
 
 
 def build_services(settings: Settings, client: redis.Redis, *, task: str, delivery_task: str,
-                   code_hosts: dict[str, CodeHost]) -> Services:
+                   code_hosts: dict[str, CodeHost], stream_client: redis.Redis | None = None) -> Services:
     """Wire the stores and queues over one Redis client; `task` and `delivery_task` are the worker's entry points
-    for a run and a webhook attempt."""
+    for a run and a webhook attempt; event streams block on `stream_client` (default: `client`)."""
     ids = UlidGenerator()
-    events = EventLog(client, retention=settings.event_retention, ttl_seconds=settings.event_ttl_days * 86400)
+    events = EventLog(client, retention=settings.event_retention, ttl_seconds=settings.event_ttl_days * 86400,
+                      blocking=stream_client)
     usage = UsageLedger(client)
     jobs = JobStore(client, ids, events, usage)
     webhooks = WebhookStore(client, ids)

@@ -11,6 +11,10 @@ class SettingsError(ValueError):
     """A configuration value that cannot be used; the message names the variable."""
 
 
+MIN_SOCKET_TIMEOUT = 2  # seconds; blocking reads block for half the read time-out, at least one second
+MIN_REQUEST_CONNECTIONS = 10  # Redis connections of a process left for everything but event streams
+
+
 @dataclass(frozen=True)
 class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -57,6 +61,17 @@ class Settings:
     event_ttl_days: int = 30  # an archived job's event stream is deleted this long after its last event
     sse_keepalive_seconds: int = 15  # a comment line on an idle event stream this often
     max_streams: int = 200  # event streams one web process serves at once; past it 503
+    # Event streams one API key (or dashboard session) and one account may hold open in one web process; past
+    # them 429, so one caller cannot take the process's streams from everyone else.
+    max_streams_per_key: int = 20
+    max_streams_per_account: int = 50
+    # Redis clients: seconds a reply may take and a connection may take to open, never redis-py's defaults. Every
+    # blocking call (XREAD, RQ's dequeue, the fan-out) blocks for less than its client's read time-out.
+    redis_socket_timeout: int = 10
+    redis_connect_timeout: int = 5
+    # Redis connections one process may open: event streams get COPYDESK_MAX_STREAMS of them in a pool of their
+    # own, everything else shares the rest.
+    redis_max_connections: int = 300
     # Webhooks: targets that are not globally routable (loopback, private, link-local, shared, reserved) are refused
     # unless the operator allows them.
     webhook_allow_private: bool = False
@@ -72,6 +87,15 @@ class Settings:
     openai_base_url: str | None = None
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.redis_socket_timeout < MIN_SOCKET_TIMEOUT:
+            raise SettingsError(f"COPYDESK_REDIS_SOCKET_TIMEOUT must be at least {MIN_SOCKET_TIMEOUT} seconds: "
+                                "blocking reads wait up to a second under it")
+        if self.redis_max_connections - self.max_streams < MIN_REQUEST_CONNECTIONS:
+            raise SettingsError(f"COPYDESK_REDIS_MAX_CONNECTIONS ({self.redis_max_connections}) must exceed "
+                                f"COPYDESK_MAX_STREAMS ({self.max_streams}) by at least {MIN_REQUEST_CONNECTIONS}: "
+                                "event streams hold connections of their own, requests need the rest")
 
     @property
     def allowed_models(self) -> tuple[str, ...]:
@@ -127,6 +151,11 @@ class Settings:
             event_ttl_days=_int(env, "COPYDESK_EVENT_TTL_DAYS", defaults.event_ttl_days),
             sse_keepalive_seconds=_int(env, "COPYDESK_SSE_KEEPALIVE", defaults.sse_keepalive_seconds),
             max_streams=_int(env, "COPYDESK_MAX_STREAMS", defaults.max_streams),
+            max_streams_per_key=_int(env, "COPYDESK_MAX_STREAMS_PER_KEY", defaults.max_streams_per_key),
+            max_streams_per_account=_int(env, "COPYDESK_MAX_STREAMS_PER_ACCOUNT", defaults.max_streams_per_account),
+            redis_socket_timeout=_int(env, "COPYDESK_REDIS_SOCKET_TIMEOUT", defaults.redis_socket_timeout),
+            redis_connect_timeout=_int(env, "COPYDESK_REDIS_CONNECT_TIMEOUT", defaults.redis_connect_timeout),
+            redis_max_connections=_int(env, "COPYDESK_REDIS_MAX_CONNECTIONS", defaults.redis_max_connections),
             webhook_allow_private=_bool(env, "COPYDESK_WEBHOOK_ALLOW_PRIVATE", defaults.webhook_allow_private),
             webhook_retry_seconds=_int(env, "COPYDESK_WEBHOOK_RETRY_SECONDS", defaults.webhook_retry_seconds),
             webhook_timeout_seconds=_int(env, "COPYDESK_WEBHOOK_TIMEOUT", defaults.webhook_timeout_seconds),

@@ -103,6 +103,16 @@ class SessionStore:
         self._write(session)
         return session
 
+    def live(self, session: Session) -> bool:
+        """Whether the session is still signed in (not ended, not past its idle or absolute limit), without
+        counting this as a use: long-lived connections ask again."""
+        raw = self._redis.get(_key(session.id_hash))
+        if raw is None:
+            return False
+        current = Session(**json.loads(raw))
+        stamp = time.time()
+        return stamp <= current.ends_at(self.max_seconds) and stamp - current.seen_at <= self.idle_seconds
+
     def save(self, session: Session) -> None:
         """Write back changed accounts or roles."""
         self._write(session)

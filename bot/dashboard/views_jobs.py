@@ -1,6 +1,8 @@
 """A project's jobs, newest first, and the job page: conversation, usage, error, pull request and diff, follow-up
 and archive, and live progress while the job is active."""
 
+from functools import partial
+
 from flask import Blueprint, Response, current_app, redirect, request
 
 from bot.dashboard.github_diff import ShownDiff
@@ -59,13 +61,18 @@ def register(bp: Blueprint) -> None:
         after = check_event_id(request.headers.get("Last-Event-ID") or request.args.get("after") or "0", "after")
         if streams.nothing_left(services.jobs, services.events, found.id, after, False):
             return Response(status=204)  # tells a reconnecting EventSource to stop: the job is over
+        session = signed_in().session
+        holder = streams.StreamHolder(caller=f"session:{session.id_hash}",
+                                      account=f"{project.host}:{project.account.lower()}")
         slots: streams.StreamSlots = current_app.extensions["copydesk.streams"]
-        slots.take()
+        slots.take(holder)
+        # The session is checked again while the stream is open: signed out or expired, the stream ends.
         response = Response(streams.event_stream(services.jobs, services.events, found.id, after=after,
                                                  keep_open=False,
-                                                 keepalive_seconds=services.settings.sse_keepalive_seconds),
+                                                 keepalive_seconds=services.settings.sse_keepalive_seconds,
+                                                 allowed=partial(dashboard().sessions.live, session)),
                             mimetype="text/event-stream")
-        response.call_on_close(slots.give_back)
+        response.call_on_close(partial(slots.give_back, holder))
         response.headers["X-Accel-Buffering"] = "no"
         return response
 

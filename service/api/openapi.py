@@ -320,6 +320,10 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
     "StreamsBusy": (503, ("unavailable",), "This server process serves as many event streams as it may "
                     "(`COPYDESK_MAX_STREAMS`); retry after `Retry-After` seconds, or poll with `?after=`.",
                     ("Retry-After",)),
+    "TooManyStreams": (429, ("rate_limited",), "This key (or its account) already holds as many event streams as it "
+                       "may on this server process (`COPYDESK_MAX_STREAMS_PER_KEY`, "
+                       "`COPYDESK_MAX_STREAMS_PER_ACCOUNT`); close one and retry after `Retry-After` seconds, or poll "
+                       "with `?after=`.", ("Retry-After",)),
     "MessageConflict": (409, ("job_archived", "project_disabled"),
                         "`job_archived`: an archived job takes no more messages. `project_disabled`: the project's "
                         "repository is no longer reachable.", ()),
@@ -589,7 +593,7 @@ def _push_paths(headers: dict) -> dict:
              "204": {"description": "A client reconnected with `Last-Event-ID` after the job ended and has every "
                                     "event: stop reconnecting.",
                      "headers": {"X-Request-Id": ref("headers", "X-Request-Id")}},
-             **_errors("InvalidQuery", "Unauthorized", "JobNotFound", "InternalError"),
+             **_errors("InvalidQuery", "Unauthorized", "JobNotFound", "TooManyStreams", "InternalError"),
              "503": ref("responses", "StreamsBusy")},
             tag="Events", parameters=("After", "Follow", "LastEventId"))},
         "/v2/agent/usage": {"get": _operation(

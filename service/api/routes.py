@@ -1,6 +1,7 @@
 """The `/v2/agent` endpoints: create, message, get, list, conversation, archive, cancel and follow jobs; usage."""
 
 import hashlib
+from functools import partial
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
@@ -130,7 +131,8 @@ def cancel_job(project_id: str, job_id: str) -> Response:
 @bp.get("/<project_id>/job/<job_id>/events")
 def job_events(project_id: str, job_id: str) -> Response:
     services = _services()
-    project = _project(project_id, _caller())
+    key = _caller()
+    project = _project(project_id, key)
     job = _job(project, job_id)
     query = bodies.parse_events_query(request.args, request.headers.get("Last-Event-ID"))
     if query.as_json:
@@ -139,13 +141,16 @@ def job_events(project_id: str, job_id: str) -> Response:
                         "lastEventId": events[-1].id if events else (None if query.after == "0" else query.after)})
     if query.resumed and streams.nothing_left(services.jobs, services.events, job.id, query.after, query.follow):
         return Response(status=204)  # tells an EventSource that reconnected to stop: the job is over
+    holder = streams.StreamHolder(caller=f"key:{key.id}", account=f"{project.host}:{project.account.lower()}")
     slots: streams.StreamSlots = current_app.extensions["copydesk.streams"]
-    slots.take()
+    slots.take(holder)
+    # The key is checked again while the stream is open: revoked or expired, the stream ends.
     response = Response(streams.event_stream(services.jobs, services.events, job.id, after=query.after,
                                              keep_open=query.follow,
-                                             keepalive_seconds=services.settings.sse_keepalive_seconds),
+                                             keepalive_seconds=services.settings.sse_keepalive_seconds,
+                                             allowed=partial(services.keys.live, key.id)),
                         mimetype="text/event-stream")
-    response.call_on_close(slots.give_back)
+    response.call_on_close(partial(slots.give_back, holder))
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # proxies must pass events on at once
     return response

@@ -36,8 +36,11 @@ def check_event_id(raw: str, field: str) -> str:
 class EventLog:
     """Appends job events (inside the job store's transactions or on their own) and reads them back."""
 
-    def __init__(self, client: redis.Redis, *, retention: int, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> None:
+    def __init__(self, client: redis.Redis, *, retention: int, ttl_seconds: int = DEFAULT_TTL_SECONDS,
+                 blocking: redis.Redis | None = None) -> None:
+        """`blocking`: the client reads that wait for events use, whose read time-out must exceed their wait."""
         self._redis = client
+        self._blocking = blocking or client
         self._retention = retention
         self._ttl_seconds = ttl_seconds
 
@@ -74,7 +77,8 @@ class EventLog:
 
     def after(self, job_id: str, after: str, *, count: int = 500, block_ms: int | None = None) -> list[JobEvent]:
         """Events of the job after id `after`, oldest first; with `block_ms`, wait that long for one to come."""
-        reply = cast(list, self._redis.xread({stream_key(job_id): after}, count=count, block=block_ms))
+        client = self._redis if block_ms is None else self._blocking
+        reply = cast(list, client.xread({stream_key(job_id): after}, count=count, block=block_ms))
         return [decode_entry(job_id, entry_id, fields) for _key, entries in (reply or []) for entry_id, fields in entries]
 
 
