@@ -13,6 +13,7 @@ import rq
 from bot.context import Context, run_job_id
 from service.agent.loop import time_limit_failure
 from service.errors import RunFailed
+from service.faults import FREEZE_AFTER_DEQUEUE, Faults
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
 from service.runstop import INTERRUPT_SIGNAL
 from service.store.jobs import RunOutcome
@@ -63,6 +64,8 @@ class CopydeskWorker(rq.Worker):
         super().main_work_horse(job, queue)
 
     def execute_job(self, job, queue):
+        if run_job_id(job) is not None:
+            Faults(self._ctx.settings.test_faults).reach(FREEZE_AFTER_DEQUEUE)
         self._killed_for = None
         self._handed_back_at = None
         super().execute_job(job, queue)

@@ -1,7 +1,7 @@
 """Puts jobs with waiting messages on the RQ queue, and finds the ones that never got there."""
 
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import redis
 import rq
@@ -17,9 +17,6 @@ from service.store.replies import text
 
 log = logging.getLogger(__name__)
 
-_WAITING = {RqStatus.QUEUED, RqStatus.SCHEDULED, RqStatus.DEFERRED}
-
-
 def _rq_key(job_id: str) -> str:
     return f"cd:job:{job_id}:rq"
 
@@ -28,12 +25,14 @@ class Dispatcher:
     """Enqueues `task(job_id)` on RQ; `task` is the dotted path of the worker's entry function."""
 
     def __init__(self, client: redis.Redis, jobs: JobStore, *, queue_name: str, task: str,
-                 job_timeout: int) -> None:
+                 job_timeout: int, requeue_after: int | None = None) -> None:
+        """`requeue_after`: seconds a queued run may wait before the sweep queues another (default `job_timeout`)."""
         self._redis = client
         self._jobs = jobs
         self._queue = rq.Queue(queue_name, connection=client)
         self._task = task
         self._job_timeout = job_timeout
+        self._requeue_after = timedelta(seconds=job_timeout if requeue_after is None else requeue_after)
 
     def kick(self, job_id: str, *, first: bool = False) -> None:
         """Queue a run of the job's next waiting message (`first`: ahead of the queue, for a handed-back run)."""
@@ -67,15 +66,30 @@ class Dispatcher:
         return kicked
 
     def _run_is_waiting(self, job_id: str) -> bool:
+        """Whether the job's last queued run will still start: its RQ job is in the queue's list (or in RQ's
+        intermediate list, popped by a worker that has not started it yet) and was queued less than
+        `requeue_after` ago. RQ's status alone is not trusted: a worker killed between popping a job and starting
+        it leaves it `queued` in no list and no registry, for ever."""
         # A started RQ job does not count: once started, a live run holds the lease within moments, and a dead
         # one must not hold up recovery (the lease, not RQ's record, says whether a run is alive).
         rq_id = self._redis.get(_rq_key(job_id))
         if rq_id is None:
             return False
         try:
-            return RqJob.fetch(text(rq_id), connection=self._redis).get_status() in _WAITING
+            rq_job = RqJob.fetch(text(rq_id), connection=self._redis)
         except NoSuchJobError:
             return False
+        if rq_job.get_status() is not RqStatus.QUEUED or not self._recent(rq_job.enqueued_at):
+            return False
+        return any(self._redis.lpos(key, rq_job.id) is not None
+                   for key in (self._queue.key, self._queue.intermediate_queue_key))
+
+    def _recent(self, enqueued_at: datetime | None) -> bool:
+        if enqueued_at is None:
+            return False
+        if enqueued_at.tzinfo is None:  # RQ stores UTC
+            enqueued_at = enqueued_at.replace(tzinfo=UTC)
+        return datetime.now(UTC) - enqueued_at < self._requeue_after
 
 
 def archive_inactive(jobs: JobStore, *, older_than: timedelta) -> list[str]:

@@ -22,7 +22,9 @@ STALLS = (STALL_IN_TOOL, REGEX_IN_TOOL)
 FREEZE_BEFORE_PUSH = "freeze_before_push"  # after the push's lease check, before the push itself
 FREEZE_BEFORE_PULL = "freeze_before_pull"  # after the runner's lease check, before it opens or updates the PR
 FREEZE_BEFORE_COMMENT = "freeze_before_comment"  # after the runner's lease check, before a follow-up's comment
-FREEZES = (FREEZE_BEFORE_PUSH, FREEZE_BEFORE_PULL, FREEZE_BEFORE_COMMENT)
+# In the worker process itself: it popped a run's RQ job from the queue, and RQ has not marked it started.
+FREEZE_AFTER_DEQUEUE = "freeze_after_dequeue"
+FREEZES = (FREEZE_BEFORE_PUSH, FREEZE_BEFORE_PULL, FREEZE_BEFORE_COMMENT, FREEZE_AFTER_DEQUEUE)
 # Pause points: the run sleeps PAUSE_SECONDS and carries on, long enough for a test to act meanwhile.
 PAUSE_BEFORE_PUSH = "pause_before_push"  # past the run's last stop check, before its push (a cancel lands here)
 PAUSES = (PAUSE_BEFORE_PUSH,)

@@ -1,14 +1,19 @@
 """Nothing is lost when a process dies: stored messages are found and run, once."""
 
 import json
+import time
+from datetime import timedelta
 
 import redis
 import rq
 
 from bot.worker import sweep_once
 from service.dispatch import Dispatcher
+from service.faults import FREEZE_AFTER_DEQUEUE
 from service.store.jobs import job_key, pending_key
+from tests.chaos import RECOVERY_WINDOW
 from tests.test_flow import FAQ, branch_log, finish
+from tests.worker_processes import WorkerProcess, wait_until
 
 
 def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):
@@ -82,3 +87,64 @@ def test_a_message_that_keeps_killing_its_worker_fails_after_the_attempt_limit(s
     failed = stack.job(job_id)
     assert failed["status"] == "failed"
     assert failed["error"]["code"] == "run_interrupted"
+
+
+def _queued_run(stack, job_id: str) -> rq.job.Job:
+    """The RQ job of the job's last queued run."""
+    services = stack.ctx.services
+    return rq.job.Job.fetch(services.redis.get(f"cd:job:{job_id}:rq").decode(), connection=services.redis)
+
+
+def test_a_run_popped_by_a_worker_that_died_before_starting_it_is_queued_again(stack):
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    queue = rq.Queue(stack.settings.queue_name, connection=services.redis)
+    assert sweep_once(stack.ctx) == []  # really in the queue's list: waiting
+    # RQ's intermediate list holds a job a worker popped and has not started: still waiting...
+    services.redis.lmove(queue.key, queue.intermediate_queue_key)
+    assert sweep_once(stack.ctx) == []
+    # ...but a pop that nothing remembers (a multi-queue worker's BLPOP, then SIGKILL) leaves RQ saying `queued`.
+    services.redis.delete(queue.intermediate_queue_key)
+    assert _queued_run(stack, job_id).get_status() == "queued"
+    assert sweep_once(stack.ctx) == [job_id]
+    assert sweep_once(stack.ctx) == []  # queued again, once
+    stack.drain()
+    assert stack.job(job_id)["status"] == "completed"
+
+
+def test_a_run_queued_longer_than_the_bound_is_queued_again(stack):
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    patient = Dispatcher(services.redis, services.jobs, queue_name=stack.settings.queue_name,
+                         task="bot.tasks.process_job", job_timeout=60, requeue_after=3600)
+    assert patient.sweep() == []
+    rq_job = _queued_run(stack, job_id)
+    rq_job.enqueued_at = rq_job.enqueued_at - timedelta(hours=2)
+    rq_job.save()
+    assert patient.sweep() == [job_id]
+    assert patient.sweep() == []
+
+
+def test_a_worker_killed_between_dequeue_and_the_runs_start_leaves_no_message_behind(stack, tmp_path):
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    first = WorkerProcess({**stack.env(), "COPYDESK_TEST_FAULTS": FREEZE_AFTER_DEQUEUE}, tmp_path / "w1.log")
+    try:
+        wait_until(lambda: first.stopped(), 30, "the worker to stop after popping the run")
+        # What the crash leaves: RQ still says `queued`, the RQ job in no list; no run holds the job.
+        rq_job = _queued_run(stack, job_id)
+        queue = rq.Queue(stack.settings.queue_name, connection=stack.ctx.services.redis)
+        assert rq_job.get_status() == "queued" and rq_job.id not in queue.job_ids
+        first.kill()
+        killed_at = time.monotonic()
+        with WorkerProcess({**stack.env(), "COPYDESK_TEST_FAULTS": ""}, tmp_path / "w2.log") as second:
+            done = wait_until(lambda: stack.job(job_id)["status"] != "active" and stack.job(job_id),
+                              RECOVERY_WINDOW, "the popped message to run", interval=0.2)
+            assert done["status"] == "completed" and done["prLink"], second.log()
+        assert time.monotonic() - killed_at < RECOVERY_WINDOW
+        assert len(stack.ctx.local.pulls(stack.project_id)) == 1
+        assert branch_log(stack.repo, done["branch"]) == ["Initial docs", "Add an FAQ"]
+    finally:
+        if first.alive():
+            first.kill()

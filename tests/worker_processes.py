@@ -33,6 +33,13 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def stopped(self) -> bool:
+        """Whether the worker process is stopped (SIGSTOP, as a freeze fault point does to itself)."""
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        except OSError:
+            return False
+
     def horse_pid(self) -> int | None:
         """The work horse running a job right now, if any: the child forked without an exec that leads its own
         process group (the worker's other children are commands such as `git version`, and RQ's scheduler, a
