@@ -186,7 +186,10 @@ def main() -> None:
         script.write_text(json.dumps(SCRIPT))
         env = {"COPYDESK_MODEL": f"scripted:{script}", "COPYDESK_MODELS": "openai:slow",
                "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": standin.openai_base_url,
-               "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", "COPYDESK_MAX_STREAMS": "1000", "COPYDESK_LOG_FORMAT": "json"}
+               "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", "COPYDESK_LOG_FORMAT": "json",
+               # The listeners all use the bench's one key: lift the per-key caps, and give streams their connections.
+               "COPYDESK_MAX_STREAMS": "1000", "COPYDESK_MAX_STREAMS_PER_KEY": "1000",
+               "COPYDESK_MAX_STREAMS_PER_ACCOUNT": "1000", "COPYDESK_REDIS_MAX_CONNECTIONS": "1100"}
         with web_stack(env=env, files={"docs/index.md": "# Docs\n"}) as web:
             stack = Stack(web)
             try:
