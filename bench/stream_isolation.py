@@ -45,8 +45,8 @@ def _other_account(env: dict[str, str], root: Path):
     return ctx, project, other_key, reader
 
 
-def measure(attempts: int, workers: int, probes: int, pages: int) -> dict:
-    with web_stack("gevent", workers) as web, ExitStack() as held:
+def measure(attempts: int, workers: int, probes: int, pages: int, env: dict[str, str]) -> dict:
+    with web_stack("gevent", workers, env=env) as web, ExitStack() as held:
         ctx, other_project, other_key, reader = _other_account(web.env, web.root)
         job = requests.post(f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"},
                             headers=web.headers, timeout=TIMEOUT).json()
@@ -97,8 +97,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="web processes")
     parser.add_argument("--probes", type=int, default=40)
     parser.add_argument("--pages", type=int, default=10)
+    parser.add_argument("--no-caller-caps", action="store_true",
+                        help="lift the per-key and per-account caps: what the streams' own Redis pool does alone")
     args = parser.parse_args()
-    result = measure(args.attempts, args.workers, args.probes, args.pages)
+    env = {"COPYDESK_MAX_STREAMS_PER_KEY": "200", "COPYDESK_MAX_STREAMS_PER_ACCOUNT": "200"} if args.no_caller_caps else {}
+    result = measure(args.attempts, args.workers, args.probes, args.pages, env)
     outcomes = result["outcomes"]
     print(f"stream attempts: {args.attempts} on {args.workers} web processes: "
           + ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items())))
