@@ -142,7 +142,9 @@ def test_a_worker_killed_between_dequeue_and_the_runs_start_leaves_no_message_be
             done = wait_until(lambda: stack.job(job_id)["status"] != "active" and stack.job(job_id),
                               RECOVERY_WINDOW, "the popped message to run", interval=0.2)
             assert done["status"] == "completed" and done["prLink"], second.log()
-        assert time.monotonic() - killed_at < RECOVERY_WINDOW
+        recovered = time.monotonic() - killed_at
+        print(f"the popped message ran {recovered:.1f} s after its worker was killed")
+        assert recovered < RECOVERY_WINDOW
         assert len(stack.ctx.local.pulls(stack.project_id)) == 1
         assert branch_log(stack.repo, done["branch"]) == ["Initial docs", "Add an FAQ"]
     finally:
