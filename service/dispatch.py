@@ -17,6 +17,7 @@ from service.store.replies import text
 
 log = logging.getLogger(__name__)
 
+
 def _rq_key(job_id: str) -> str:
     return f"cd:job:{job_id}:rq"
 

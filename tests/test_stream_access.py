@@ -28,6 +28,7 @@ class OpenStream:
     def __init__(self, session: requests.Session, url: str, **kwargs) -> None:
         self.records: list[dict] = []
         self.ended_at: float | None = None
+        self._closing = False
         self.response = session.get(url, stream=True, timeout=30, **kwargs)
         assert self.response.status_code == 200, self.response.text
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -36,8 +37,17 @@ class OpenStream:
     def _read(self) -> None:
         try:
             read_sse(self.response, time.monotonic() + 60, self.records)
+        except Exception:
+            if not self._closing:  # reading a stream this side closed fails, and that is no finding
+                raise
         finally:
             self.ended_at = time.monotonic()
+
+    def close(self) -> None:
+        """Go away as a client does."""
+        self._closing = True
+        self.response.close()
+        self._thread.join(timeout=10)
 
     def wait_for_keepalive(self) -> None:
         deadline = time.monotonic() + 10
@@ -147,3 +157,23 @@ def test_one_key_holding_its_caps_worth_of_streams_leaves_other_accounts_answere
         own = requests.get(f"{other_job_url}/events", headers=other_auth, stream=True, timeout=10)
         held.callback(own.close)
         assert own.status_code == 200
+
+
+def test_a_dashboard_session_is_capped_like_a_key(stack_factory):
+    stack = stack_factory(sse_keepalive_seconds=KEEPALIVE, max_streams_per_key=2)
+    job_id = _active_job(stack)
+    browser = Browserless(stack.url)
+    assert browser.get(issue_login_link(stack.ctx.services.redis, stack.url)).url.endswith("/dashboard/")
+    url = f"{stack.url}/dashboard/projects/{stack.project_id}/jobs/{job_id}/events"
+    held = [OpenStream(browser, url) for _ in range(2)]
+    refused = browser.get(url, stream=True)
+    assert refused.status_code == 429
+    refused.close()
+    held[0].close()  # the slot comes back once the server notices, at the next keep-alive at the latest
+    deadline = time.monotonic() + 10
+    while (again := browser.get(url, stream=True)).status_code != 200:
+        again.close()
+        assert time.monotonic() < deadline, "the closed stream's slot never came back"
+        time.sleep(0.2)
+    again.close()
+    held[1].close()
