@@ -84,6 +84,7 @@ def nothing_left(jobs: JobStore, log_: EventLog, job_id: str, after: str, keep_o
 
 
 def always() -> bool:
+    """The access check of a stream nobody can withdraw (an operator's `copydesk events --follow`)."""
     return True
 
 
