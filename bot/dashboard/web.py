@@ -102,7 +102,8 @@ def load_viewer() -> None:
 
 
 def check_csrf(session: Session | None) -> None:
-    sent = request.form.get("csrf_token", "")
+    # No session, no form parsing: an anonymous post costs nothing past its headers.
+    sent = request.form.get("csrf_token", "") if session is not None else ""
     if session is None or not sent or not hmac.compare_digest(sent, session.csrf):
         raise PageError("Form expired", "This form was not sent from a page of your current session (its security "
                         "token is missing or stale). Go back, reload the page and try again.", 403)

@@ -19,6 +19,7 @@ EVENTS_PAGE = 500  # events per `?after=` answer
 MAX_TOKENS_CAP = 10**10
 _MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_JSON_DEPTH = 64  # nesting of arrays and objects; Python's parser would hit its recursion limit near 1,000
 # A JSON string in the unrolled form, so that no two ways of matching compete; an unterminated one runs to the
 # end. Every match succeeds where it starts and nothing is tried twice: linear, where `"(?:[^"\\]|\\.)*"` spent
@@ -76,7 +77,33 @@ def read_object(request: Request, max_bytes: int) -> dict:
     body = parse_json(raw)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
+    _check_texts(body, "")
     return body
+
+
+def check_text(value: str, field: str) -> str:
+    """`value`, or InvalidRequest naming `field` when it holds a lone surrogate: not Unicode text, it cannot be
+    encoded as UTF-8, so it could be neither stored nor shown."""
+    found = _SURROGATE.search(value)
+    if found is not None:
+        raise InvalidRequest(f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{ord(found.group()):04X} "
+                             f"at character {found.start()}), half of a UTF-16 pair such as the escape "
+                             f"\\u{ord(found.group()):04x}; send whole characters only", field=field)
+    return value
+
+
+def _check_texts(value, path: str) -> None:
+    """check_text on every string in a parsed body, field names included; `path` names where `value` sits."""
+    if isinstance(value, str):
+        check_text(value, path or "body")
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            where = f"{path}.{name}" if path else name
+            check_text(name, where.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"))
+            _check_texts(item, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_texts(item, f"{path}[{index}]")
 
 
 def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
