@@ -22,8 +22,10 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     settings = settings or Settings.from_env()
     ctx = ctx or context.build(settings)
     app = Flask(__name__)
-    # Werkzeug enforces this while reading, so an oversized body is refused without buffering it.
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    # Werkzeug enforces this while reading, so an oversized body is refused without buffering it. One byte more
+    # than allowed: a body sent without a length (chunked) is cut silently at the limit, and the byte past it is
+    # what tells service.api.body a cut body from one that fits.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     if isinstance(app.json, DefaultJSONProvider):
         app.json.sort_keys = False
     app.extensions["copydesk"] = ctx.services

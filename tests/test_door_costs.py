@@ -139,6 +139,10 @@ def test_bodies_over_the_limits_are_refused_from_their_declared_length(web, stac
     response = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", data=b" " * (64 * 1024 + 1),
                              headers=auth, timeout=30)
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
+    # Without a length (chunked), the read stops at the limit.
+    chunks = (b" " * 16 * 1024 for _ in range(64))
+    response = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", data=chunks, headers=auth, timeout=30)
+    assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
     # A signature header gets the body read, up to GitHub's limit and not past it.
     with socket.create_connection(("127.0.0.1", web.port), timeout=ANSWER_SECONDS) as sock:
         sock.sendall((f"POST {HOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

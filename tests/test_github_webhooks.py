@@ -33,7 +33,7 @@ COMMENT = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "com
 @pytest.fixture
 def client(redis_client):
     app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # the API's limit, as the real app sets it
+    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024 + 1  # the API's limit, as the real app sets it
     problems.register(app)
     app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
     return app.test_client()

@@ -54,8 +54,12 @@ def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str)
         signature = request.headers.get("X-Hub-Signature-256", "")
         if not signature.startswith(SIGNATURE_PREFIX):
             return _unsigned()
-        request.max_content_length = MAX_PAYLOAD_BYTES  # the API's 64 KiB body limit is for API calls
+        if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
+            return _too_large()
+        request.max_content_length = MAX_PAYLOAD_BYTES + 1  # the API's limit is for API calls; +1 as in bot.app
         body = request.get_data(cache=False)
+        if len(body) > MAX_PAYLOAD_BYTES:
+            return _too_large()
         try:
             # Before anything looks inside the body: an unsigned one costs one HMAC over at most 25 MB, no parsing.
             validate_event(body, signature=signature, secret=secret)
@@ -101,6 +105,10 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     accepted = jsonify({"status": "queued"})
     accepted.status_code = 202
     return accepted
+
+
+def _too_large() -> Response:
+    return problems.problem("payload_too_large", f"a delivery is at most {MAX_PAYLOAD_BYTES} bytes")
 
 
 def _unsigned() -> Response:
