@@ -116,6 +116,14 @@ def test_a_replayed_body_under_a_new_delivery_id_is_acknowledged_but_not_queued(
     assert queue.count == 2
 
 
+def test_a_signed_comment_that_is_not_unicode_text_is_refused_and_not_queued(client, queue, redis_client):
+    payload = {**COMMENT, "comment": {"id": 9, "body": "@copydesk fix \ud800 this"}}
+    response = deliver(client, "issue_comment", payload)
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "invalid_request" and response.get_json()["field"] == "comment.body"
+    assert queue.count == 0 and redis_client.keys("cd:gh:*") == []
+
+
 @pytest.mark.parametrize("depth", [65, 5_000])
 def test_a_signed_body_nested_too_deep_is_invalid_json_not_a_crash(client, queue, depth):
     payload = {**COMMENT, "comment": {"id": 7, "body": "hi", "x": json.loads("[" * (depth - 2) + "]" * (depth - 2))

@@ -12,8 +12,8 @@ from gidgethub.sansio import Event, validate_event
 
 from bot.github import events
 from service.api import problems
-from service.api.body import check_json_depth
-from service.errors import InvalidJson
+from service.api.body import check_json_depth, check_texts
+from service.errors import InvalidJson, InvalidRequest
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +137,10 @@ def _parsed_event(body: bytes) -> Event | Response:
         return problems.problem("invalid_request", "X-GitHub-Event and X-GitHub-Delivery headers are required")
     if not isinstance(event.data, dict) or not _DELIVERY_ID.match(event.delivery_id):
         return problems.problem("invalid_request", "a delivery needs a JSON object and a delivery id")
+    try:
+        check_texts(event.data)  # comments become prompts: text that cannot be shown stops here, as on the API
+    except InvalidRequest as exc:
+        return problems.problem("invalid_request", exc.detail, field=exc.field)
     return event
 
 

@@ -77,7 +77,7 @@ def read_object(request: Request, max_bytes: int) -> dict:
     body = parse_json(raw)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
-    _check_texts(body, "")
+    check_texts(body)
     return body
 
 
@@ -92,7 +92,7 @@ def check_text(value: str, field: str) -> str:
     return value
 
 
-def _check_texts(value, path: str) -> None:
+def check_texts(value, path: str = "") -> None:
     """check_text on every string in a parsed body, field names included; `path` names where `value` sits."""
     if isinstance(value, str):
         check_text(value, path or "body")
@@ -100,10 +100,10 @@ def _check_texts(value, path: str) -> None:
         for name, item in value.items():
             where = f"{path}.{name}" if path else name
             check_text(name, where.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"))
-            _check_texts(item, where)
+            check_texts(item, where)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check_texts(item, f"{path}[{index}]")
+            check_texts(item, f"{path}[{index}]")
 
 
 def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
