@@ -78,3 +78,31 @@ def test_the_largest_event_id_redis_accepts_is_taken(stack):
     response = requests.get(f"{stack.url}/v2/agent/{stack.project_id}/job/{job['id']}/events", timeout=10,
                             headers={"Authorization": f"Bearer {stack.key}", "Last-Event-ID": "99999999999999999999"})
     assert response.status_code == 400 and response.json()["field"] == "Last-Event-ID"
+
+
+def test_a_command_redis_refuses_is_a_500_and_only_an_outage_is_a_503(stack, redis_client):
+    from service.store.events import stream_key
+
+    job = stack.create().json()
+    redis_client.delete(stream_key(job["id"]))
+    redis_client.set(stream_key(job["id"]), "not a stream")  # XREAD on it gets WRONGTYPE: a bug, not an outage
+    response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events", params={"after": "0"})
+    assert response.status_code == 500 and response.json()["code"] == "internal_error"
+    assert "Retry-After" not in response.headers
+
+
+def test_outages_and_refusals_are_told_apart(redis_client):
+    from service.api.problems import is_outage
+    from tests.conftest import free_port
+
+    refusals = []
+    for command in (("XREAD", "STREAMS", "s", "99999999999999999999"), ("NO-SUCH-COMMAND",)):
+        with pytest.raises(redis.ResponseError) as refused:
+            redis_client.execute_command(*command)
+        refusals.append(refused.value)
+    assert not any(is_outage(exc) for exc in refusals)
+    with pytest.raises(redis.ConnectionError) as down:
+        redis.Redis(port=free_port(), socket_connect_timeout=1).ping()
+    assert is_outage(down.value)
+    assert is_outage(redis.exceptions.ReadOnlyError("You can't write against a read only replica."))
+    assert is_outage(redis.ResponseError("MISCONF Redis is configured to save RDB snapshots, but it's unable to"))

@@ -18,7 +18,7 @@ from bot.dashboard.oauth import GitHubSignIn, SignInFailed
 from bot.dashboard.sessions import Session, SessionStore
 from bot.door_limits import DoorLimits
 from bot.headers import content_security_policy
-from service.api.problems import PROBLEMS, request_id
+from service.api.problems import PROBLEMS, is_outage, request_id
 from service.codehost.local import LocalCodeHost
 from service.errors import RateLimited, ServiceError
 from service.services import Services
@@ -161,6 +161,8 @@ def register_handlers(bp) -> None:
 
     @bp.errorhandler(redis.RedisError)
     def store_down(exc: redis.RedisError):
+        if not is_outage(exc):
+            return unexpected(exc)
         log.error("dashboard: store unavailable: %s", exc)
         return problem("Copydesk is unavailable", "Copydesk cannot reach its store right now. Try again in a "
                        "moment.", 503)
