@@ -44,7 +44,8 @@ def main() -> None:
     for name, make in SHAPES.items():
         for size in sizes:
             hostile, baseline = cpu_seconds(make(size)), cpu_seconds(plain(size))
-            print(f"{name:<20} {size // 1024:>6} KB {hostile:>9.4f} {baseline:>9.4f} {hostile / max(baseline, 1e-6):>8.1f}")
+            ratio = hostile / max(baseline, 1e-6)
+            print(f"{name:<20} {size // 1024:>6} KB {hostile:>9.4f} {baseline:>9.4f} {ratio:>8.1f}")
 
 
 if __name__ == "__main__":

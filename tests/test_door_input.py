@@ -33,8 +33,8 @@ def test_lone_surrogates_are_refused_in_messages_webhooks_and_field_names(stack)
     cases = [(f"/v2/agent/{stack.project_id}/job/{job['id']}/message", {"prompt": f"more {LONE}"}, "prompt"),
              (f"/v2/agent/{stack.project_id}/webhooks", {"url": "https://example.com/h", "description": LONE},
               "description"),
-             (f"/v2/agent/{stack.project_id}/webhooks", {"url": "https://example.com/h", "events": ["job.created", LONE]},
-              "events[1]"),
+             (f"/v2/agent/{stack.project_id}/webhooks",
+              {"url": "https://example.com/h", "events": ["job.created", LONE]}, "events[1]"),
              (f"/v2/agent/{stack.project_id}/job", {"prompt": "x", f"p{LONE}": 1}, "p\\ud800")]
     for path, body, field in cases:
         response = _post_json(stack, path, json.dumps(body).encode())

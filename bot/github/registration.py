@@ -177,8 +177,8 @@ def _create_private(target: Path, text: str) -> None:
         temporary.unlink()
 
 
-def create_blueprint(redis_client: redis.Redis, doors: DoorLimits, *, base_url: str, data_dir: Path, web_url: str, api_url: str,
-                     session: requests.Session | None = None, configured_app_id: str | None = None,
+def create_blueprint(redis_client: redis.Redis, doors: DoorLimits, *, base_url: str, data_dir: Path, web_url: str,
+                     api_url: str, session: requests.Session | None = None, configured_app_id: str | None = None,
                      manifest_path: Path = DEFAULT_PATH) -> Blueprint:
     """`GET /github/register`, its return `GET /github/register/done` and the post-install `GET /github/setup`.
 

@@ -86,9 +86,10 @@ def check_text(value: str, field: str) -> str:
     encoded as UTF-8, so it could be neither stored nor shown."""
     found = _SURROGATE.search(value)
     if found is not None:
-        raise InvalidRequest(f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{ord(found.group()):04X} "
-                             f"at character {found.start()}), half of a UTF-16 pair such as the escape "
-                             f"\\u{ord(found.group()):04x}; send whole characters only", field=field)
+        code = ord(found.group())
+        raise InvalidRequest(f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{code:04X} at "
+                             f"character {found.start()}), half of a UTF-16 pair such as the escape \\u{code:04x}; "
+                             "send whole characters only", field=field)
     return value
 
 

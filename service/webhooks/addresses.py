@@ -121,8 +121,8 @@ def _resolve(parts: SplitResult, port: int, *, allow_private: bool, resolver: Re
     for address in addresses:
         if not allow_private and not is_public(address):
             raise UnsafeUrl(f"the host {host!r} resolves to {address}, not a public address (loopback, private or "
-                            "link-local, shared, multicast, reserved or special-purpose, or an IPv6 form of one); the operator has not allowed those "
-                            "(COPYDESK_WEBHOOK_ALLOW_PRIVATE)")
+                            "link-local, shared, multicast, reserved or special-purpose, or an IPv6 form of one); the "
+                            "operator has not allowed those (COPYDESK_WEBHOOK_ALLOW_PRIVATE)")
     # All must pass, so a name cannot slip an internal address in behind a public one; the first is used, as a
     # plain connect would try it first (no fallback to the others: one attempt, one vetted address).
     return host, str(addresses[0])
