@@ -106,3 +106,16 @@ def test_outages_and_refusals_are_told_apart(redis_client):
     assert is_outage(down.value)
     assert is_outage(redis.exceptions.ReadOnlyError("You can't write against a read only replica."))
     assert is_outage(redis.ResponseError("MISCONF Redis is configured to save RDB snapshots, but it's unable to"))
+
+
+def test_the_parsers_the_dashboard_shares_refuse_lone_surrogates_too(stack):
+    from service.api.body import parse_prompt, parse_webhook
+    from service.errors import InvalidRequest
+
+    # A form body cannot carry one (Werkzeug never decodes bad UTF-8 into a surrogate); the rule holds regardless.
+    with pytest.raises(InvalidRequest) as refused:
+        parse_prompt({"prompt": f"x{LONE}"}, stack.settings)
+    assert refused.value.field == "prompt"
+    with pytest.raises(InvalidRequest) as refused:
+        parse_webhook({"url": "https://example.com/h", "description": LONE})
+    assert refused.value.field == "description"

@@ -147,7 +147,8 @@ def parse_prompt(body: dict, settings: Settings, allowed: tuple[str, ...] = ("pr
         raise InvalidRequest("`prompt` must not be empty", field="prompt")
     if len(prompt) > settings.max_prompt_chars:
         raise InvalidRequest(f"`prompt` is longer than {settings.max_prompt_chars} characters", field="prompt")
-    return prompt
+    # read_object checked the API's bodies whole already; the dashboard's forms come through here too.
+    return check_text(prompt, "prompt")
 
 
 def parse_create(body: dict, settings: Settings) -> CreateRequest:
@@ -238,4 +239,6 @@ def parse_webhook(body: dict) -> WebhookRequest:
     description = body.get("description", "")
     if not isinstance(description, str) or len(description) > 500:
         raise InvalidRequest("`description` must be a string of at most 500 characters", field="description")
+    check_text(url, "url")
+    check_text(description, "description")
     return WebhookRequest(url=url, events=sorted(set(events), key=known.index), description=description)
