@@ -100,6 +100,9 @@ def test_outages_and_refusals_are_told_apart(redis_client):
         with pytest.raises(redis.ResponseError) as refused:
             redis_client.execute_command(*command)
         refusals.append(refused.value)
+    with pytest.raises(redis.DataError) as bad_argument:
+        redis_client.set("k", None)  # type: ignore[arg-type]
+    refusals.append(bad_argument.value)
     assert not any(is_outage(exc) for exc in refusals)
     with pytest.raises(redis.ConnectionError) as down:
         redis.Redis(port=free_port(), socket_connect_timeout=1).ping()

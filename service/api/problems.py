@@ -84,6 +84,8 @@ def request_id() -> str:
 def is_outage(exc: redis.RedisError) -> bool:
     """Whether Redis failed (unreachable, loading, out of memory, read-only, ...) rather than refused a command
     Copydesk sent: a refused command (`ERR ...`, `WRONGTYPE ...`) is a bug here, a 500, never a 503 outage."""
+    if isinstance(exc, redis.DataError):
+        return False  # redis-py refused the arguments before sending them
     if type(exc) is not redis.ResponseError:
         return True  # connection errors, time-outs and the subclasses redis-py gives to each outage reply
     return getattr(exc, "status_code", None) != "ERR" and not str(exc).startswith("WRONGTYPE ")
