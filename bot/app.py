@@ -6,6 +6,7 @@ from flask import Flask, jsonify
 from flask.json.provider import DefaultJSONProvider
 
 from bot import context, dashboard, headers
+from bot.door_limits import DoorLimits
 from bot.github import registration, webhooks
 from service.api import problems
 from service.api.openapi import openapi_document
@@ -21,8 +22,10 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     settings = settings or Settings.from_env()
     ctx = ctx or context.build(settings)
     app = Flask(__name__)
-    # Werkzeug enforces this while reading, so an oversized body is refused without buffering it.
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    # Werkzeug enforces this while reading, so an oversized body is refused without buffering it. One byte more
+    # than allowed: a body sent without a length (chunked) is cut silently at the limit, and the byte past it is
+    # what tells service.api.body a cut body from one that fits.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     if isinstance(app.json, DefaultJSONProvider):
         app.json.sort_keys = False
     app.extensions["copydesk"] = ctx.services
@@ -36,12 +39,13 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     headers.install(app, form_targets=(github.web_url,))
     app.register_blueprint(agent_api)
     app.register_blueprint(webhooks_api)
-    dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings))
+    doors = DoorLimits(ctx.services.redis, per_minute=settings.anonymous_per_minute)
+    dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings, doors))
     if github.configured:
         assert github.webhook_secret is not None  # configured means the App id, private key and secret are set
         app.register_blueprint(webhooks.create_blueprint(secret=github.webhook_secret, redis_client=ctx.services.redis,
                                                          queue_name=settings.queue_name))
-    app.register_blueprint(registration.create_blueprint(ctx.services.redis, base_url=settings.base_url,
+    app.register_blueprint(registration.create_blueprint(ctx.services.redis, doors, base_url=settings.base_url,
                                                          data_dir=settings.data_dir, web_url=github.web_url,
                                                          api_url=github.api_url, configured_app_id=github.app_id))
 

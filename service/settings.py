@@ -82,6 +82,9 @@ class Settings:
     # Dashboard sign-in sessions end after this long unused, and after this long whatever happens.
     session_idle_seconds: int = 2 * 3600
     session_max_seconds: int = 12 * 3600
+    # Requests per minute one client address may make at each door open to anyone (GitHub sign-in starts, the
+    # operator's login link, the App registration links); past it 429.
+    anonymous_per_minute: int = 20
     # The vendors' own variables; keys are secrets, so they never appear in a repr or a log line.
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
@@ -162,6 +165,7 @@ class Settings:
             secret_key=env.get("COPYDESK_SECRET_KEY") or None,
             session_idle_seconds=_int(env, "COPYDESK_SESSION_IDLE_MINUTES", defaults.session_idle_seconds // 60) * 60,
             session_max_seconds=_int(env, "COPYDESK_SESSION_MAX_HOURS", defaults.session_max_seconds // 3600) * 3600,
+            anonymous_per_minute=_int(env, "COPYDESK_ANONYMOUS_PER_MINUTE", defaults.anonymous_per_minute),
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,

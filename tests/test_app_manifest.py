@@ -7,6 +7,7 @@ import redis
 import yaml
 from flask import Flask
 
+from bot.door_limits import DoorLimits
 from bot.github import events, registration, webhooks
 from bot.github import manifest as manifests
 
@@ -21,7 +22,8 @@ def url_map(tmp_path, redis_url):
     app = Flask(__name__)
     client = redis.Redis.from_url(redis_url)
     app.register_blueprint(webhooks.create_blueprint(secret="s", redis_client=client, queue_name="q"))
-    app.register_blueprint(registration.create_blueprint(client, base_url="http://x", data_dir=tmp_path,
+    app.register_blueprint(registration.create_blueprint(client, DoorLimits(client, per_minute=1), base_url="http://x",
+                                                         data_dir=tmp_path,
                                                          web_url="http://gh", api_url="http://gh/api"))
     return {rule.rule: rule.methods for rule in app.url_map.iter_rules()}
 

@@ -10,6 +10,7 @@ import stat
 import pytest
 from flask import Flask
 
+from bot.door_limits import DoorLimits
 from bot.github import registration
 from bot.github.settings import GitHubSettings
 from service.api import problems
@@ -25,7 +26,8 @@ def data_dir(tmp_path):
 def make_client(github, redis_client, data_dir, **options):
     app = Flask(__name__)
     problems.register(app)
-    app.register_blueprint(registration.create_blueprint(redis_client, base_url=BASE, data_dir=data_dir,
+    doors = DoorLimits(redis_client, per_minute=1000)
+    app.register_blueprint(registration.create_blueprint(redis_client, doors, base_url=BASE, data_dir=data_dir,
                                                          web_url=github.url, api_url=github.url, **options))
     return app.test_client()
 

@@ -33,7 +33,7 @@ COMMENT = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "com
 @pytest.fixture
 def client(redis_client):
     app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # the API's limit, as the real app sets it
+    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024 + 1  # the API's limit, as the real app sets it
     problems.register(app)
     app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
     return app.test_client()
@@ -114,6 +114,14 @@ def test_a_replayed_body_under_a_new_delivery_id_is_acknowledged_but_not_queued(
     other = {**COMMENT, "comment": {"id": 8, "body": "hi"}}  # a new event, however alike, is taken
     assert deliver(client, "issue_comment", other, delivery="d-8").status_code == 202
     assert queue.count == 2
+
+
+def test_a_signed_comment_that_is_not_unicode_text_is_refused_and_not_queued(client, queue, redis_client):
+    payload = {**COMMENT, "comment": {"id": 9, "body": "@copydesk fix \ud800 this"}}
+    response = deliver(client, "issue_comment", payload)
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "invalid_request" and response.get_json()["field"] == "comment.body"
+    assert queue.count == 0 and redis_client.keys("cd:gh:*") == []
 
 
 @pytest.mark.parametrize("depth", [65, 5_000])

@@ -20,6 +20,7 @@ from bot.dashboard.markdown import render_markdown
 from bot.dashboard.oauth import GitHubSignIn
 from bot.dashboard.sessions import SessionStore
 from bot.dashboard.web import EXTENSION, Dashboard, register_handlers
+from bot.door_limits import DoorLimits
 from bot.github.secretbox import SecretBox
 from bot.github.settings import GitHubSettings
 from service.codehost.local import LocalCodeHost
@@ -27,8 +28,8 @@ from service.sealing import operator_key
 from service.services import Services
 
 
-def build(services: Services, local: LocalCodeHost, github: GitHubSettings) -> Dashboard:
-    """The dashboard's collaborators for one app."""
+def build(services: Services, local: LocalCodeHost, github: GitHubSettings, doors: DoorLimits) -> Dashboard:
+    """The dashboard's collaborators for one app; `doors` limits its sign-in doors per client address."""
     settings = services.settings
     client: redis.Redis = services.redis
     sessions = SessionStore(client, idle_seconds=settings.session_idle_seconds,
@@ -39,7 +40,7 @@ def build(services: Services, local: LocalCodeHost, github: GitHubSettings) -> D
     return Dashboard(services=services, local=local, sessions=sessions,
                      gate=Gate(sessions, services.projects, sign_in, box), sign_in=sign_in,
                      secure_cookies=settings.base_url.startswith("https://"),
-                     github_diffs=github_diff.build(github, client))
+                     github_diffs=github_diff.build(github, client), doors=doors)
 
 
 def register(app: Flask, deps: Dashboard) -> None:

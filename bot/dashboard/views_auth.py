@@ -6,6 +6,7 @@ from bot.dashboard.oauth import STATE_TTL_SECONDS, SignInFailed
 from bot.dashboard.operator import LOGIN_LINK_COMMAND, local_accounts, use_login_token
 from bot.dashboard.sessions import GITHUB, OPERATOR
 from bot.dashboard.web import dashboard, new_nonce, page, problem, safe_next, set_session_cookie, signed_in
+from bot.door_limits import Door
 
 # A GitHub session ends this long before its user token does, so no request goes out with a token about to lapse.
 TOKEN_MARGIN_SECONDS = 60
@@ -34,6 +35,7 @@ def register(bp: Blueprint) -> None:
         if deps.sign_in is None:
             return problem("Sign-in with GitHub is off", "This Copydesk has no GitHub App with an OAuth client "
                            f"configured. The operator can sign in with `{LOGIN_LINK_COMMAND}`.", 404)
+        deps.doors.admit(Door.SIGN_IN, request.remote_addr)  # each start keeps a state in Redis for 10 minutes
         nonce = new_nonce()
         response = make_response(redirect(deps.sign_in.start(nonce, safe_next(request.args.get("next"))), 303))
         response.set_cookie(deps.nonce_cookie, nonce, httponly=True, samesite="Lax", secure=deps.secure_cookies,
@@ -66,6 +68,7 @@ def register(bp: Blueprint) -> None:
     @bp.get("/login/link")
     def login_link():
         deps = dashboard()
+        deps.doors.admit(Door.LOGIN_LINK, request.remote_addr)
         if not use_login_token(deps.services.redis, request.args.get("token", "")):
             raise SignInFailed("Sign-in link not valid", "This link was used already, expired, or is not one this "
                                f"server issued. Run `{LOGIN_LINK_COMMAND}` on the server for a new one.", 403)

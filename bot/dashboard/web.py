@@ -16,15 +16,18 @@ from bot.dashboard.access import Gate, NotAllowed, Viewer
 from bot.dashboard.github_diff import GitHubDiffs
 from bot.dashboard.oauth import GitHubSignIn, SignInFailed
 from bot.dashboard.sessions import Session, SessionStore
+from bot.door_limits import DoorLimits
 from bot.headers import content_security_policy
-from service.api.problems import PROBLEMS, request_id
+from service.api.problems import PROBLEMS, is_outage, request_id
 from service.codehost.local import LocalCodeHost
-from service.errors import ServiceError
+from service.errors import RateLimited, ServiceError
 from service.services import Services
 
 log = logging.getLogger(__name__)
 
 EXTENSION = "copydesk.dashboard"
+# A longer `next` is dropped for the home page: it is kept in Redis while the person is away at GitHub.
+MAX_NEXT_CHARS = 512
 SIGN_OUT_ENDPOINT = "dashboard.logout"
 # Scripts and styles only from our own static files: no inline script or style can run, whatever a page shows.
 # The other security headers (nosniff, no framing, no referrer, no caching) are the app's, from bot.headers.
@@ -45,6 +48,7 @@ class Dashboard:
     sign_in: GitHubSignIn | None
     secure_cookies: bool
     github_diffs: GitHubDiffs
+    doors: DoorLimits
 
     @property
     def cookie_name(self) -> str:
@@ -81,7 +85,8 @@ def problem(title: str, detail: str, status: int) -> tuple[str, int]:
 
 def safe_next(path: str | None) -> str:
     """A same-site path to return to after sign-in; anything else is the dashboard's home."""
-    if path and path.startswith("/") and not path.startswith("//") and "\\" not in path and path.isprintable():
+    if (path and len(path) <= MAX_NEXT_CHARS and path.startswith("/") and not path.startswith("//")
+            and "\\" not in path and path.isprintable()):
         return path
     return "/dashboard/"
 
@@ -102,7 +107,8 @@ def load_viewer() -> None:
 
 
 def check_csrf(session: Session | None) -> None:
-    sent = request.form.get("csrf_token", "")
+    # No session, no form parsing: an anonymous post costs nothing past its headers.
+    sent = request.form.get("csrf_token", "") if session is not None else ""
     if session is None or not sent or not hmac.compare_digest(sent, session.csrf):
         raise PageError("Form expired", "This form was not sent from a page of your current session (its security "
                         "token is missing or stale). Go back, reload the page and try again.", 403)
@@ -146,7 +152,8 @@ def register_handlers(bp) -> None:
     @bp.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
         status = PROBLEMS.get(exc.code, (400, ""))[0] if exc.code in PROBLEMS else 404
-        return problem(_TITLES.get(exc.code, "Not possible"), exc.detail, status)
+        body, status = problem(_TITLES.get(exc.code, "Not possible"), exc.detail, status)
+        return body, status, ({"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {})
 
     @bp.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
@@ -154,6 +161,8 @@ def register_handlers(bp) -> None:
 
     @bp.errorhandler(redis.RedisError)
     def store_down(exc: redis.RedisError):
+        if not is_outage(exc):
+            return unexpected(exc)
         log.error("dashboard: store unavailable: %s", exc)
         return problem("Copydesk is unavailable", "Copydesk cannot reach its store right now. Try again in a "
                        "moment.", 503)

@@ -17,9 +17,11 @@ import requests
 from flask import Blueprint, render_template_string, request
 from gidgethub import BadRequest
 
+from bot.door_limits import Door, DoorLimits
 from bot.github.client import GitHubClient, GitHubUnavailable
 from bot.github.manifest import DEFAULT_PATH, load_manifest, render_manifest
 from service.clock import now_iso
+from service.errors import RateLimited
 
 log = logging.getLogger(__name__)
 
@@ -175,14 +177,22 @@ def _create_private(target: Path, text: str) -> None:
         temporary.unlink()
 
 
-def create_blueprint(redis_client: redis.Redis, *, base_url: str, data_dir: Path, web_url: str, api_url: str,
-                     session: requests.Session | None = None, configured_app_id: str | None = None,
+def create_blueprint(redis_client: redis.Redis, doors: DoorLimits, *, base_url: str, data_dir: Path, web_url: str,
+                     api_url: str, session: requests.Session | None = None, configured_app_id: str | None = None,
                      manifest_path: Path = DEFAULT_PATH) -> Blueprint:
     """`GET /github/register`, its return `GET /github/register/done` and the post-install `GET /github/setup`.
 
-    `configured_app_id` (from the environment) switches registration off, like an existing registration file.
+    `configured_app_id` (from the environment) switches registration off, like an existing registration file;
+    `doors` limits how often one client address may try the links.
     """
     bp = Blueprint("github_registration", __name__)
+    bp.before_request(lambda: doors.admit(Door.REGISTRATION, request.remote_addr))
+
+    @bp.errorhandler(RateLimited)
+    def too_many(exc: RateLimited):
+        body, status = _page(_PROBLEM, 429, "Too many requests", detail=exc.detail)
+        return body, status, {"Retry-After": str(exc.retry_after)}
+
     session = session or requests.Session()
     web_url, data_dir = web_url.rstrip("/"), Path(data_dir)
 

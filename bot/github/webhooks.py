@@ -8,12 +8,12 @@ import redis
 import rq
 from flask import Blueprint, Response, jsonify, request
 from gidgethub import BadRequest, ValidationFailure
-from gidgethub.sansio import Event
+from gidgethub.sansio import Event, validate_event
 
 from bot.github import events
 from service.api import problems
-from service.api.body import check_json_depth
-from service.errors import InvalidJson
+from service.api.body import check_json_depth, check_texts
+from service.errors import InvalidJson, InvalidRequest
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,9 @@ JOB_TIMEOUT_SECONDS = 300
 # handlers are safe to repeat. The GitHub client's own retries cover short outages first.
 RETRY = rq.Retry(max=3)
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")
+SIGNATURE_PREFIX = "sha256="
+_SIGNATURE_HEADERS = ("x-hub-signature-256", "x-hub-signature")
+_MEDIA_TYPES = ("application/json", "application/x-www-form-urlencoded")  # the two gidgethub decodes
 
 
 def events_queue_name(queue_name: str) -> str:
@@ -46,9 +49,23 @@ def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str)
 
     @bp.post(HOOK_PATH)
     def receive() -> Response:
-        request.max_content_length = MAX_PAYLOAD_BYTES  # the API's 64 KiB body limit is for API calls
+        # Only the SHA-256 signature counts; gidgethub would fall back to the SHA-1 one. Without one, the body is
+        # not even read.
+        signature = request.headers.get("X-Hub-Signature-256", "")
+        if not signature.startswith(SIGNATURE_PREFIX):
+            return _unsigned()
+        if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
+            return _too_large()
+        request.max_content_length = MAX_PAYLOAD_BYTES + 1  # the API's limit is for API calls; +1 as in bot.app
         body = request.get_data(cache=False)
-        event = _verified_event(secret, body)
+        if len(body) > MAX_PAYLOAD_BYTES:
+            return _too_large()
+        try:
+            # Before anything looks inside the body: an unsigned one costs one HMAC over at most 25 MB, no parsing.
+            validate_event(body, signature=signature, secret=secret)
+        except ValidationFailure:
+            return _unsigned()
+        event = _parsed_event(body)
         if isinstance(event, Response):
             return event
         if event.event == "ping":
@@ -90,28 +107,40 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     return accepted
 
 
-def _verified_event(secret: str, body: bytes) -> Event | Response:
-    """The delivery as a gidgethub Event, or the problem response that refuses it."""
-    # Only the SHA-256 signature counts; gidgethub would fall back to the SHA-1 one when it is absent.
-    headers = {k.lower(): v for k, v in request.headers.items() if k.lower() != "x-hub-signature"}
+def _too_large() -> Response:
+    return problems.problem("payload_too_large", f"a delivery is at most {MAX_PAYLOAD_BYTES} bytes")
+
+
+def _unsigned() -> Response:
+    log.warning("webhook refused: missing or wrong X-Hub-Signature-256 (delivery %s)",
+                request.headers.get("X-GitHub-Delivery", "?")[:100])
+    return problems.problem("unauthorized", "the X-Hub-Signature-256 signature is missing or wrong")
+
+
+def _parsed_event(body: bytes) -> Event | Response:
+    """The delivery, whose signature was checked, as a gidgethub Event, or the problem response that refuses it."""
+    # The signature headers are left out: checked already, they would make gidgethub hash the body again.
+    headers = {k.lower(): v for k, v in request.headers.items() if k.lower() not in _SIGNATURE_HEADERS}
+    if request.mimetype not in _MEDIA_TYPES:
+        return problems.problem("unsupported_media_type", "a delivery's body must be JSON sent as application/json")
     try:
         check_json_depth(body)  # before gidgethub's json.loads, which a deep body drives past the recursion limit
-        event = Event.from_http(headers, body, secret=secret)
+        event = Event.from_http(headers, body, secret=None)
     except InvalidJson as exc:
         return problems.problem("invalid_json", exc.detail)
     except RecursionError:
         # A form-encoded delivery (`payload=...`) hides its brackets from the depth check until gidgethub decodes it.
         return problems.problem("invalid_json", "the payload nests arrays and objects too deeply")
-    except ValidationFailure:
-        log.warning("webhook refused: missing or wrong X-Hub-Signature-256 (delivery %s)",
-                    headers.get("x-github-delivery", "?")[:100])
-        return problems.problem("unauthorized", "the X-Hub-Signature-256 signature is missing or wrong")
-    except BadRequest:
-        return problems.problem("unsupported_media_type", "a delivery's body must be JSON sent as application/json")
+    except BadRequest:  # the media type is one gidgethub reads: the body did not decode
+        return problems.problem("invalid_json", "the delivery's body is not valid JSON")
     except KeyError:
         return problems.problem("invalid_request", "X-GitHub-Event and X-GitHub-Delivery headers are required")
     if not isinstance(event.data, dict) or not _DELIVERY_ID.match(event.delivery_id):
         return problems.problem("invalid_request", "a delivery needs a JSON object and a delivery id")
+    try:
+        check_texts(event.data)  # comments become prompts: text that cannot be shown stops here, as on the API
+    except InvalidRequest as exc:
+        return problems.problem("invalid_request", exc.detail, field=exc.field)
     return event
 
 

@@ -3,6 +3,7 @@
 import hashlib
 import itertools
 import json
+import operator
 import re
 from dataclasses import dataclass
 
@@ -18,10 +19,14 @@ EVENTS_PAGE = 500  # events per `?after=` answer
 MAX_TOKENS_CAP = 10**10
 _MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_JSON_DEPTH = 64  # nesting of arrays and objects; Python's parser would hit its recursion limit near 1,000
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_BRACKETS = re.compile(rb"[\[\]{}]")
-_DEPTH = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+# A JSON string in the unrolled form, so that no two ways of matching compete; an unterminated one runs to the
+# end. Every match succeeds where it starts and nothing is tried twice: linear, where `"(?:[^"\\]|\\.)*"` spent
+# quadratic time on `"` followed by many `\"` (each `"` started a scan to the end that then failed).
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # an opening bracket counts 2, a closing one 0
 
 # A conservative subset of git's check-ref-format: no control characters, spaces, "..", "~^:?*[\".
 _REF = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)(?!.*\.lock$)(?!.*/$)(?!.*\.$)[^\x00-\x20~^:?*\[\\\x7f]{1,255}$")
@@ -72,7 +77,34 @@ def read_object(request: Request, max_bytes: int) -> dict:
     body = parse_json(raw)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
+    check_texts(body)
     return body
+
+
+def check_text(value: str, field: str) -> str:
+    """`value`, or InvalidRequest naming `field` when it holds a lone surrogate: not Unicode text, it cannot be
+    encoded as UTF-8, so it could be neither stored nor shown."""
+    found = _SURROGATE.search(value)
+    if found is not None:
+        code = ord(found.group())
+        raise InvalidRequest(f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{code:04X} at "
+                             f"character {found.start()}), half of a UTF-16 pair such as the escape \\u{code:04x}; "
+                             "send whole characters only", field=field)
+    return value
+
+
+def check_texts(value, path: str = "") -> None:
+    """check_text on every string in a parsed body, field names included; `path` names where `value` sits."""
+    if isinstance(value, str):
+        check_text(value, path or "body")
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            where = f"{path}.{name}" if path else name
+            check_text(name, where.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"))
+            check_texts(item, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_texts(item, f"{path}[{index}]")
 
 
 def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
@@ -87,10 +119,13 @@ def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
 def check_json_depth(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> None:
     """Raise InvalidJson when the arrays and objects in `raw` nest deeper than `max_depth`, before any parsing.
 
-    Strings are set aside first, so brackets inside them do not count; the scan is linear in the body.
+    Strings are set aside first, so brackets inside them do not count; every step is linear in the body.
     """
-    brackets = _BRACKETS.findall(_JSON_STRING.sub(b'""', raw))
-    depth = max(itertools.accumulate(_DEPTH[b[0]] for b in brackets), default=0)
+    steps = _JSON_STRING.sub(b"", raw).translate(_STEPS, _NOT_BRACKETS)
+    if steps.count(2) <= max_depth:
+        return
+    # After i + 1 brackets the depth is their sum minus i + 1; all in C, no Python code per bracket.
+    depth = max(map(operator.sub, itertools.accumulate(steps), itertools.count(1)))
     if depth > max_depth:
         raise InvalidJson(f"the body nests arrays and objects {depth} levels deep; at most {max_depth} are allowed")
 
@@ -112,7 +147,8 @@ def parse_prompt(body: dict, settings: Settings, allowed: tuple[str, ...] = ("pr
         raise InvalidRequest("`prompt` must not be empty", field="prompt")
     if len(prompt) > settings.max_prompt_chars:
         raise InvalidRequest(f"`prompt` is longer than {settings.max_prompt_chars} characters", field="prompt")
-    return prompt
+    # read_object checked the API's bodies whole already; the dashboard's forms come through here too.
+    return check_text(prompt, "prompt")
 
 
 def parse_create(body: dict, settings: Settings) -> CreateRequest:
@@ -203,4 +239,6 @@ def parse_webhook(body: dict) -> WebhookRequest:
     description = body.get("description", "")
     if not isinstance(description, str) or len(description) > 500:
         raise InvalidRequest("`description` must be a string of at most 500 characters", field="description")
+    check_text(url, "url")
+    check_text(description, "description")
     return WebhookRequest(url=url, events=sorted(set(events), key=known.index), description=description)

@@ -291,9 +291,10 @@ def _response_headers(headers: dict, required: tuple[str, ...] = (), optional: t
 ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
     "BadRequest": (400, ("invalid_json", "invalid_request"),
                    "`invalid_json`: the body is not JSON. `invalid_request`: a field is missing, has the wrong type "
-                   "or length, or is unknown; or the `Idempotency-Key` header is malformed; or (create only, whose "
-                   "anchor description has no 404) the project is unknown or outside the key's scope (`projectId`). "
-                   "`field` names it.", ()),
+                   "or length, or is unknown, or holds text that is not valid Unicode (a lone surrogate such as "
+                   "`\\ud800`, in a value or a field name); or the `Idempotency-Key` header is malformed; or "
+                   "(create only, whose anchor description has no 404) the project is unknown or outside the key's "
+                   "scope (`projectId`). `field` names it.", ()),
     "InvalidQuery": (400, ("invalid_request",),
                      "`invalid_request`: an unknown query parameter or a bad value; `field` names it.", ()),
     "Unauthorized": (401, ("unauthorized",),

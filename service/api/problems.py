@@ -81,6 +81,16 @@ def request_id() -> str:
     return g.request_id
 
 
+def is_outage(exc: redis.RedisError) -> bool:
+    """Whether Redis failed (unreachable, loading, out of memory, read-only, ...) rather than refused a command
+    Copydesk sent: a refused command (`ERR ...`, `WRONGTYPE ...`) is a bug here, a 500, never a 503 outage."""
+    if isinstance(exc, redis.DataError):
+        return False  # redis-py refused the arguments before sending them
+    if type(exc) is not redis.ResponseError:
+        return True  # connection errors, time-outs and the subclasses redis-py gives to each outage reply
+    return getattr(exc, "status_code", None) != "ERR" and not str(exc).startswith("WRONGTYPE ")
+
+
 def register(app: Flask) -> None:
     """Install the handlers that turn every failure into problem details."""
 
@@ -111,6 +121,8 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(redis.RedisError)
     def store_down(exc: redis.RedisError):
+        if not is_outage(exc):
+            return unexpected(exc)
         log.error("store unavailable: %s", exc)
         return problem("unavailable", "the job store is unreachable; try again shortly")
 

@@ -14,7 +14,9 @@ from service.models import Job, JobStatus
 OUTBOX = "cd:events:outbox"  # events of projects that have webhook endpoints, for the workers' fan-out
 OUTBOX_MAXLEN = 100_000
 DEFAULT_TTL_SECONDS = 30 * 86400  # an archived job's stream is kept this long after its last event
-_EVENT_ID = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
+# fullmatch, not `$`: `$` also matches before a final newline, and `0\n` would reach Redis.
+_EVENT_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
+_MAX_PART = 2**64 - 1  # both halves of a Redis stream id are unsigned 64-bit numbers
 
 
 def stream_key(job_id: str) -> str:
@@ -28,7 +30,8 @@ def endpoints_key(project_id: str) -> str:
 
 def check_event_id(raw: str, field: str) -> str:
     """A client-given event id (`Last-Event-ID`, `?after=`), checked; `0` means from the start."""
-    if not _EVENT_ID.match(raw):
+    found = _EVENT_ID.fullmatch(raw)
+    if found is None or any(int(part) > _MAX_PART for part in found.groups("0")):
         raise InvalidRequest(f"`{field}` must be an event id this API sent (like 1732350000000-0) or 0", field=field)
     return raw
 

@@ -1,4 +1,5 @@
-"""A fixed-window counter per project for job creations plus messages."""
+"""A fixed-window counter per subject: a project's job creations plus messages, a client address's knocks on a
+door anyone may use (bot.door_limits)."""
 
 import time
 from dataclasses import dataclass
@@ -32,11 +33,11 @@ class RateLimiter:
         self.limit = limit
         self.window = window_seconds
 
-    def consume(self, project_id: str) -> Quota:
-        """Take one unit of the project's quota if any is left."""
+    def consume(self, subject: str) -> Quota:
+        """Take one unit of the subject's quota (a project id, or a namespaced name) if any is left."""
         now = time.time()
         window_start = int(now // self.window) * self.window
-        key = f"cd:rl:{project_id}:{window_start}"
+        key = f"cd:rl:{subject}:{window_start}"
         allowed, used = self._script(keys=[key], args=[self.limit, self.window + 60])
         reset = max(1, int(window_start + self.window - now))
         return Quota(bool(allowed), self.limit, max(0, self.limit - int(used)), reset)

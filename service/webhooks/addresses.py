@@ -11,8 +11,26 @@ from urllib.parse import SplitResult, urlsplit
 import idna
 
 MAX_URL_LENGTH = 2000
-# Where IPv6 addresses carry an IPv4 one that a gateway or tunnel connects to: judged by that IPv4 address.
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_V4 = ipaddress.IPv4Network
+_V6 = ipaddress.IPv6Network
+# IANA's special-purpose registries, the blocks not globally reachable (or "N/A"), listed here rather than
+# left to `ipaddress`, whose tables differ between Python versions (3.11 lets 192.0.0.8 and 3fff::/20 pass).
+_NOT_GLOBAL_V4 = tuple(_V4(block) for block in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24",  # IETF protocol assignments, all of it: DS-Lite, the dummy address, NAT64 discovery, anycasts
+    "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+    "224.0.0.0/4",  # multicast: in no "private" table, so `is_global` lets it through
+    "240.0.0.0/4", "255.255.255.255/32"))
+_NOT_GLOBAL_V6 = tuple(_V6(block) for block in (
+    "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+    "2001::/23",  # IETF protocol assignments, Teredo's 2001::/32 among them, whatever it carries
+    "2001:db8::/32", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8"))
+_GLOBAL_UNICAST = _V6("2000::/3")  # everything outside it is reserved, special or unassigned
+# IPv6 forms that carry an IPv4 address a host, gateway or tunnel connects to, and the bit where it starts:
+# IPv4-compatible (deprecated), IPv4-mapped, IPv4-translated (SIIT) and NAT64's well-known prefix in the low
+# 32 bits; 6to4 right after its 16-bit prefix. Teredo's two addresses are read by `ipaddress`.
+_CARRIERS = ((_V6("::/96"), 0), (_V6("::ffff:0:0/96"), 0), (_V6("::ffff:0:0:0/96"), 0), (_V6("64:ff9b::/96"), 0),
+             (_V6("2002::/16"), 80))
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # socket.getaddrinfo's signature; tests plug in their own name service.
@@ -51,12 +69,17 @@ def vet_url(url: str, *, allow_private: bool, resolver: Resolver = socket.getadd
 
 
 def is_public(address: IpAddress) -> bool:
-    """Whether `address` is globally routable, an IPv4 address embedded in it (mapped, 6to4, NAT64) too."""
+    """Whether `address` is globally reachable: in no special-purpose block, and every IPv4 address it carries
+    (IPv4-compatible, mapped, translated, NAT64, 6to4, Teredo) public too."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return address.is_global and not any(address in block for block in _NOT_GLOBAL_V4)
     embedded = _embedded_ipv4(address)
-    if embedded is not None and not is_public(embedded):
+    if any(not is_public(carried) for carried in embedded):
         return False
-    # `is_global` alone lets multicast through (224.0.0.0/4 is in no "private" table).
-    return address.is_global and not address.is_multicast
+    if embedded and not address.teredo:
+        return True  # a wrapper only: where it leads is the IPv4 address, judged above
+    return (address in _GLOBAL_UNICAST and address.is_global
+            and not any(address in block for block in _NOT_GLOBAL_V6))
 
 
 def _parse(url: str) -> tuple[SplitResult, int]:
@@ -98,8 +121,8 @@ def _resolve(parts: SplitResult, port: int, *, allow_private: bool, resolver: Re
     for address in addresses:
         if not allow_private and not is_public(address):
             raise UnsafeUrl(f"the host {host!r} resolves to {address}, not a public address (loopback, private or "
-                            "link-local, shared, multicast or reserved); the operator has not allowed those "
-                            "(COPYDESK_WEBHOOK_ALLOW_PRIVATE)")
+                            "link-local, shared, multicast, reserved or special-purpose, or an IPv6 form of one); the "
+                            "operator has not allowed those (COPYDESK_WEBHOOK_ALLOW_PRIVATE)")
     # All must pass, so a name cannot slip an internal address in behind a public one; the first is used, as a
     # plain connect would try it first (no fallback to the others: one attempt, one vetted address).
     return host, str(addresses[0])
@@ -110,13 +133,11 @@ def _address(info: tuple[Any, ...]) -> IpAddress:
     return ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
 
 
-def _embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
-    if isinstance(address, ipaddress.IPv4Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (Teredo carries two: its server and its client)."""
+    if address.teredo is not None:
+        return list(address.teredo)
+    for block, shift in _CARRIERS:
+        if address in block:
+            return [ipaddress.IPv4Address((int(address) >> shift) & 0xFFFFFFFF)]
+    return []
