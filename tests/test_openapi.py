@@ -222,13 +222,14 @@ def test_validator_accepts_a_real_conversation(validator):
     usage = {"inputTokens": 120, "outputTokens": 30}
     prompt.usage = usage
     totals = usage | {"maxTokens": 1000, "remainingTokens": 850}
-    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()], "usage": totals},
-                       REQUEST_ID)
+    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()], "nextCursor": None,
+                                          "usage": totals}, REQUEST_ID)
     with pytest.raises(AssertionError, match="status"):
-        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}], "usage": totals},
+        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}], "nextCursor": None,
+                                              "usage": totals},
                            REQUEST_ID)
     with pytest.raises(AssertionError, match="usage"):
-        validator.validate("GET", path, 200, {"messages": [prompt.to_api()]}, REQUEST_ID)
+        validator.validate("GET", path, 200, {"messages": [prompt.to_api()], "nextCursor": None}, REQUEST_ID)
 
 
 # -- real responses of the app -----------------------------------------------------------------

@@ -208,8 +208,9 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
         }, description="Every run of the job, against its token budget."),
         "Conversation": closed_object({
             "messages": {"type": "array", "items": ref("schemas", "Message"), "description": "Oldest first."},
+            "nextCursor": nullable(string("Pass as `cursor` for the next page; null on the last page.")),
             "usage": ref("schemas", "JobUsage"),
-        }, description="`usage` totals every run of the job."),
+        }, description="One page of the conversation; `usage` totals every run of the job on every page."),
         **_push_schemas(),
         "CreateJobRequest": _create_body(models, max_prompt_chars),
         "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
@@ -235,6 +236,8 @@ def _parameters() -> dict:
                    "schema": ref("schemas", "JobStatus")},
         "Limit": {"name": "limit", "in": "query", "required": False, "description": "Page size.",
                   "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+        "MessagesLimit": {"name": "limit", "in": "query", "required": False, "description": "Page size.",
+                          "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 100}},
         "Cursor": {"name": "cursor", "in": "query", "required": False,
                    "description": "The `nextCursor` of the previous page.", "schema": {"type": "string"}},
         "After": {"name": "after", "in": "query", "required": False,
@@ -424,8 +427,11 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
             "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
             "get": _operation(
                 "getConversation", "Get a job's conversation",
-                "The job's prompts and the agent's answers, oldest first.",
-                {"200": _ok("The conversation.", ref("schemas", "Conversation")), **_errors(*_JOB_READ_ERRORS)}),
+                "The job's prompts and the agent's answers, oldest first, a page at a time; follow `nextCursor` "
+                "until it is null.",
+                {"200": _ok("A page of the conversation.", ref("schemas", "Conversation")),
+                 **_errors("BadRequest", *_JOB_READ_ERRORS)},
+                parameters=("MessagesLimit", "Cursor")),
         },
         "/v2/agent/{projectId}/job/{id}/archive": {
             "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
