@@ -70,6 +70,8 @@ class Settings:
     # The vendors' own variables; keys are secrets, so they never appear in a repr or a log line.
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
+    # Send each job's id as `prompt_cache_key` (better cache hits at OpenAI); off for a server that refuses it.
+    openai_prompt_cache_key: bool = True
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
 
@@ -135,6 +137,7 @@ class Settings:
             session_max_seconds=_int(env, "COPYDESK_SESSION_MAX_HOURS", defaults.session_max_seconds // 3600) * 3600,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
+            openai_prompt_cache_key=_bool(env, "COPYDESK_OPENAI_PROMPT_CACHE_KEY", defaults.openai_prompt_cache_key),
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )

@@ -195,16 +195,13 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
             "nextCursor": nullable(string("Pass as `cursor` for the next page; null on the last page.")),
         }),
         **_message_schemas(),
-        "Usage": closed_object({
-            "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
-            "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
-        }, description="Model tokens as the vendor counted them."),
+        "Usage": closed_object(_USAGE_FIELDS, description="Model tokens as the vendor counted them."),
         "JobUsage": closed_object({
-            "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
-            "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
+            **_USAGE_FIELDS,
             "maxTokens": nullable({"type": "integer", "minimum": 1, "description": "The job's budget; null: none."}),
             "remainingTokens": nullable({"type": "integer", "minimum": 0,
-                                         "description": "What is left of the budget; null without one."}),
+                                         "description": "What is left of the budget in billable tokens; null "
+                                                        "without one."}),
         }, description="Every run of the job, against its token budget."),
         "Conversation": closed_object({
             "messages": {"type": "array", "items": ref("schemas", "Message"), "description": "Oldest first."},
@@ -367,6 +364,17 @@ def _ok(description: str, schema: dict, headers: dict | None = None) -> dict:
 
 # -- operations --------------------------------------------------------------------------------
 
+_USAGE_FIELDS = {
+    "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model, cached ones included."},
+    "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
+    "cacheReadTokens": {"type": "integer", "minimum": 0,
+                        "description": "Of `inputTokens`: served from the vendor's prompt cache."},
+    "cacheWriteTokens": {"type": "integer", "minimum": 0,
+                         "description": "Of `inputTokens`: written to the vendor's prompt cache (Anthropic)."},
+    "billableTokens": {"type": "integer", "minimum": 0, "description": (
+        "What budgets and caps count: uncached input, cached input at the vendor's price (Anthropic: reads 0.1x, "
+        "writes 1.25x; OpenAI: 0.5x), and output.")},
+}
 _JOB_READ_ERRORS = ("Unauthorized", "JobNotFound", "InternalError", "Unavailable")
 _BODY_ERRORS = ("PayloadTooLarge", "UnsupportedMediaType", "RateLimited", "InternalError", "Unavailable")
 
@@ -477,7 +485,6 @@ def _service_paths() -> dict:
 
 def _push_schemas() -> dict:
     types = [t.value for t in EventType]
-    tokens = {"type": "integer", "minimum": 0}
     return {
         "EventType": {"type": "string", "enum": types, "description": (
             "`job.*`: the job's state changed (`job.cancelled` when a cancel settled it, `job.budget_reached` when a "
@@ -508,11 +515,9 @@ def _push_schemas() -> dict:
         }),
         "UsageTotals": closed_object({
             "month": string("`YYYY-MM`, UTC.", pattern="^[0-9]{4}-[0-9]{2}$"),
-            "account": closed_object({"name": string("The key's account."), "month": string(),
-                                      "inputTokens": tokens, "outputTokens": tokens,
+            "account": closed_object({"name": string("The key's account."), "month": string(), **_USAGE_FIELDS,
                                       "monthlyCap": nullable({"type": "integer", "minimum": 1})}),
-            "key": closed_object({"id": string("The calling key's id."), "month": string(),
-                                  "inputTokens": tokens, "outputTokens": tokens}),
+            "key": closed_object({"id": string("The calling key's id."), "month": string(), **_USAGE_FIELDS}),
         }, description="Model tokens of the month, for the key's account and for the key itself."),
         "CreateWebhookRequest": closed_object({
             "url": string("Where to POST events: http(s); a host resolving to an address that is not public "

@@ -8,6 +8,7 @@ from typing import cast
 
 import redis
 
+from service.billing import add_records, billable_of
 from service.clock import now_iso, parse_iso
 from service.errors import BUDGET_EXCEEDED, IdempotencyConflict, InvalidRequest, JobArchived, JobNotActive, JobNotFound
 from service.events import EventType
@@ -78,13 +79,13 @@ class RunOutcome:
     branch: str | None = None
     pr_link: str | None = None
     pr_number: int | None = None
-    usage: dict | None = None  # {"inputTokens", "outputTokens"} of the run, when a model was called
+    usage: dict | None = None  # the run's Usage.to_api(), when a model was called
     cancelled: bool = False  # the run stopped because the job was cancelled; nothing of it was pushed
 
 
 def spent(usage: dict | None) -> int:
-    """Input plus output tokens of a usage record."""
-    return int((usage or {}).get("inputTokens", 0)) + int((usage or {}).get("outputTokens", 0))
+    """The billable tokens of a usage record (service.billing)."""
+    return billable_of(usage)
 
 
 def remaining_budget(job: Job) -> int | None:
@@ -94,8 +95,7 @@ def remaining_budget(job: Job) -> int | None:
 
 def add_usage(total: dict, run: dict | None) -> dict:
     """`total` plus one run's token counts (both in the API's camelCase form)."""
-    keys = ("inputTokens", "outputTokens")
-    return {k: int(total.get(k, 0)) + int((run or {}).get(k, 0)) for k in keys}
+    return add_records(total, run)
 
 
 class JobStore:

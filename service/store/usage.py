@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 import redis
 
+from service.billing import USAGE_FIELDS, add_records
 from service.clock import now
 from service.errors import MonthlyBudgetExceeded
 
@@ -34,13 +35,19 @@ class MonthUsage:
     month: str
     input_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    billable_tokens: int | None = None  # None: the month has no billable count (recorded before there was one)
 
     @property
     def total(self) -> int:
-        return self.input_tokens + self.output_tokens
+        """What the monthly cap counts: billable tokens (service.billing)."""
+        return self.input_tokens + self.output_tokens if self.billable_tokens is None else self.billable_tokens
 
     def to_api(self) -> dict:
-        return {"month": self.month, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
+        return {"month": self.month, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "cacheReadTokens": self.cache_read_tokens, "cacheWriteTokens": self.cache_write_tokens,
+                "billableTokens": self.total}
 
 
 class UsageLedger:
@@ -53,8 +60,8 @@ class UsageLedger:
             return
         month = month_of()
         for name in [_account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
-            pipe.hincrby(name, "inputTokens", int(usage.get("inputTokens", 0)))
-            pipe.hincrby(name, "outputTokens", int(usage.get("outputTokens", 0)))
+            for field, count in add_records(None, usage).items():
+                pipe.hincrby(name, field, count)
             pipe.expire(name, TOTALS_TTL_SECONDS)
 
     def account(self, account: str, month: str | None = None) -> MonthUsage:
@@ -87,7 +94,10 @@ class UsageLedger:
 
     def _read(self, name: str, month: str) -> MonthUsage:
         raw = self._redis.hgetall(name)
-        return MonthUsage(month, int(raw.get(b"inputTokens", 0)), int(raw.get(b"outputTokens", 0)))
+        counts = {field: int(raw[field.encode()]) for field in USAGE_FIELDS if field.encode() in raw}
+        return MonthUsage(month, counts.get("inputTokens", 0), counts.get("outputTokens", 0),
+                          counts.get("cacheReadTokens", 0), counts.get("cacheWriteTokens", 0),
+                          counts.get("billableTokens"))
 
 
 def _seconds_to_month_end() -> int:

@@ -10,13 +10,13 @@ def build_providers(settings) -> dict[str, ProviderBuilder]:
 
     # The vendor SDKs take seconds to import, so each is imported on the first run that uses it: the web
     # process and the CLI never pay for them.
-    def openai_builder(model: str, run_index: int) -> ModelClient:
+    def openai_builder(model: str, run_index: int, cache_key: str | None) -> ModelClient:
         from service.agent.providers.openai_chat import OpenAIChatModel
 
         return OpenAIChatModel(model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                               retry=retry)
+                               retry=retry, cache_key=cache_key if settings.openai_prompt_cache_key else None)
 
-    def anthropic_builder(model: str, run_index: int) -> ModelClient:
+    def anthropic_builder(model: str, run_index: int, cache_key: str | None) -> ModelClient:
         from service.agent.providers.anthropic_messages import AnthropicModel
 
         return AnthropicModel(model, api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url,
