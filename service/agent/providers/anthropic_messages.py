@@ -53,6 +53,13 @@ def mark_cache_breakpoints(request: dict) -> None:
             block["cache_control"] = dict(CACHE_BREAKPOINT)
 
 
+def preloaded_http_client():
+    """An HTTP client for this process's runs, with the parts of the SDK it imports only on first use imported."""
+    http = anthropic.DefaultHttpxClient()
+    _ = anthropic.Anthropic(api_key="unused", http_client=http, max_retries=0).messages  # no request is sent
+    return http
+
+
 def to_anthropic_tool(spec: ToolSpec) -> dict:
     """A tool spec as a Messages API client tool."""
     return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}

@@ -43,6 +43,13 @@ class OpenAIChatModel(SdkModel):
         return to_reply(completion)
 
 
+def preloaded_http_client():
+    """An HTTP client for this process's runs, with the parts of the SDK it imports only on first use imported."""
+    http = openai.DefaultHttpxClient()
+    _ = openai.OpenAI(api_key="unused", http_client=http, max_retries=0).chat.completions  # no request is sent
+    return http
+
+
 def to_openai_tool(spec: ToolSpec) -> dict:
     """A tool spec as a Chat Completions function tool."""
     return {"type": "function",
