@@ -445,6 +445,17 @@ def test_build_providers_reads_the_settings(vendor, standin):
     assert caught.value.code == "model_auth_failed"
 
 
+def test_openai_requests_carry_the_jobs_prompt_cache_key_unless_turned_off(standin):
+    standin.script(Reply(text="One."), Reply(text="Two."))
+    for enabled in (True, False):
+        settings = Settings.from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": standin.openai_base_url,
+                                      "COPYDESK_OPENAI_PROMPT_CACHE_KEY": str(enabled).lower()})
+        model = ModelFactory(providers=build_providers(settings)).client("openai:m", run_index=0, cache_key="job_1")
+        model.complete(list(START), TOOL_SPECS)
+    assert standin.requests[0].body["prompt_cache_key"] == "job_1"
+    assert "prompt_cache_key" not in standin.requests[1].body
+
+
 def test_the_agent_loop_edits_a_workspace_through_each_adapter(vendor, standin, sleeps, open_workspace):
     workspace = open_workspace({"docs/a.md": "# A\n"})
     standin.script(
