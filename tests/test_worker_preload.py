@@ -3,7 +3,13 @@ SDK, and share its Redis pool safely (redis-py reconnects in the child)."""
 
 import os
 import re
+import signal
+import threading
+import time
 
+import redis
+
+from bot.rqworker import hold_pool_across_fork
 from tests.harness import wait_until
 from tests.model_standin import ModelStandIn, Reply, ToolUse
 from tests.worker_processes import WorkerProcess
@@ -43,3 +49,39 @@ def test_tasks_use_the_workers_context_inside_it_and_build_their_own_outside(sta
         assert tasks._context() is stack.ctx
     outside = tasks._context()
     assert outside is not stack.ctx and outside.settings == stack.ctx.settings
+
+
+def test_a_fork_waits_for_the_pool_lock_so_the_forked_child_can_use_the_parents_redis_client(redis_url):
+    """redis-py resets an inherited pool under its lock: a child forked while another thread held it would wait
+    for ever, unless the fork waits for the lock (hold_pool_across_fork)."""
+    client = redis.Redis.from_url(redis_url)
+    client.ping()
+    pool = client.connection_pool
+    hold_pool_across_fork(pool)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with pool._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    threading.Timer(0.2, release.set).start()  # the fork below waits for this
+    pid = os.fork()
+    if pid == 0:
+        try:
+            client.set("cd:test:child", str(os.getpid()))
+        finally:
+            os._exit(0 if client.get("cd:test:child") == str(os.getpid()).encode() else 1)
+    holder.join(10)
+    deadline = time.monotonic() + 10
+    while (status := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if status[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child never got a Redis connection")
+    assert os.waitstatus_to_exitcode(status[1]) == 0
+    assert client.ping() and client.get("cd:test:child")  # the parent's connections still work
