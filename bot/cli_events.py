@@ -157,7 +157,7 @@ def add_commands(sub) -> None:
     budget = sub.add_parser("budget", help="set a project's default token budget for new jobs")
     budget.add_argument("project")
     budget.add_argument("max_tokens", metavar="TOKENS", type=_tokens,
-                        help="input plus output tokens per job, or `none`")
+                        help="billable tokens per job (cached input at its price), or `none`")
     budget.add_argument("--json", action="store_true")
     budget.set_defaults(handler=_budget)
 

@@ -84,7 +84,7 @@ class Job(Record):
     as_draft: bool = False
     messages: int = 0  # how many user messages the job has had; the next one's sequence number
     usage: dict = field(default_factory=dict)  # model tokens of all the job's runs (service.billing.USAGE_FIELDS)
-    max_tokens: int | None = None  # the job's token budget over all its rounds (input + output); None: no cap
+    max_tokens: int | None = None  # the job's budget over all its rounds, in billable tokens; None: no cap
 
     def __post_init__(self) -> None:
         self.status = JobStatus(self.status)

@@ -28,7 +28,7 @@ class Settings:
     # Files larger than this are never loaded whole: the agent may read line ranges, not edit, move or search.
     max_file_bytes: int = 10 * 1024 * 1024
     run_timeout_seconds: int = 900
-    max_tokens: int = 1_000_000  # model tokens (input + output) one run may use
+    max_tokens: int = 1_000_000  # billable model tokens (service.billing) one run may use
     # Characters of context per model request (~4 per token): older tool output is elided past it...
     agent_context_chars: int = 200_000
     # ...and of the job's earlier rounds a follow-up sees, older rounds squeezed past it.

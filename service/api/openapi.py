@@ -167,7 +167,7 @@ def _create_body(models: tuple[str, ...], max_prompt_chars: int) -> dict:
         "ref": string("Base branch to start from; defaults to the project's ref.", minLength=1, maxLength=255),
         "asDraft": {"type": "boolean", "default": False, "description": "Open the pull request as a draft."},
         "maxTokens": {"type": "integer", "minimum": 1, "maximum": 10**10, "description": (
-            "The job's token budget (input plus output, over all its rounds); defaults to the project's. Each "
+            "The job's budget in billable tokens (`billableTokens`), over all its rounds; defaults to the project's. Each "
             "model request's output is cut to what remains; a run that reaches it fails with `budget_exceeded`.")},
     }, optional=("model", "ref", "asDraft", "maxTokens"), examples=[{"prompt": "Document the new `--dry-run` flag of the CLI."}],
         description="An unknown field is refused with `400 invalid_request` naming it.")
