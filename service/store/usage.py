@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import redis
 
-from service.billing import USAGE_FIELDS, add_records
+from service.billing import add_records
 from service.clock import now
 from service.errors import MonthlyBudgetExceeded
 
@@ -37,12 +37,14 @@ class MonthUsage:
     output_tokens: int
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    billable_tokens: int | None = None  # None: the month has no billable count (recorded before there was one)
+    # Input plus output minus billable tokens. Kept instead of a billable total so that runs recorded before
+    # billable tokens existed (none unbilled) count in full in the same month's total.
+    unbilled_tokens: int = 0
 
     @property
     def total(self) -> int:
         """What the monthly cap counts: billable tokens (service.billing)."""
-        return self.input_tokens + self.output_tokens if self.billable_tokens is None else self.billable_tokens
+        return self.input_tokens + self.output_tokens - self.unbilled_tokens
 
     def to_api(self) -> dict:
         return {"month": self.month, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
@@ -60,7 +62,10 @@ class UsageLedger:
             return
         month = month_of()
         for name in [_account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
-            for field, count in add_records(None, usage).items():
+            counts = add_records(None, usage)
+            billable = counts.pop("billableTokens")
+            counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
+            for field, count in counts.items():
                 pipe.hincrby(name, field, count)
             pipe.expire(name, TOTALS_TTL_SECONDS)
 
@@ -94,10 +99,9 @@ class UsageLedger:
 
     def _read(self, name: str, month: str) -> MonthUsage:
         raw = self._redis.hgetall(name)
-        counts = {field: int(raw[field.encode()]) for field in USAGE_FIELDS if field.encode() in raw}
-        return MonthUsage(month, counts.get("inputTokens", 0), counts.get("outputTokens", 0),
-                          counts.get("cacheReadTokens", 0), counts.get("cacheWriteTokens", 0),
-                          counts.get("billableTokens"))
+        counts = [int(raw.get(field, 0)) for field in
+                  (b"inputTokens", b"outputTokens", b"cacheReadTokens", b"cacheWriteTokens", b"unbilledTokens")]
+        return MonthUsage(month, *counts)
 
 
 def _seconds_to_month_end() -> int:
