@@ -3,20 +3,27 @@
 Run by hand: `.venv/bin/python bench/model_cache.py [--steps 30] [--context-chars 200000]`. The run is the real
 agent loop (briefing, tools, compaction at COPYDESK_AGENT_CONTEXT_CHARS) with the real vendor adapters against
 tests/model_standin.py, whose prompt caches follow the vendors' rules (tests/prompt_cache.py; tokens are
-estimated as bytes / 4). Goal: at least 70 % of the input served from cache for both protocols.
+estimated as bytes / 4). Goal: at least 70 % of the input served from cache for both protocols. The same run
+is replayed as before prompt caching (no Anthropic breakpoints, the transcript compacted from scratch on every
+step) as the baseline the ratios are taken against.
 """
 
 import argparse
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.first_request import generate  # noqa: E402
 from bench.workspace import plain_env  # noqa: E402
+from service.agent import loop  # noqa: E402
 from service.agent.briefing import brief  # noqa: E402
+from service.agent.compaction import compact_transcript  # noqa: E402
 from service.agent.loop import RunLimits, run_agent  # noqa: E402
+from service.agent.providers import anthropic_messages  # noqa: E402
 from service.agent.providers.anthropic_messages import AnthropicModel  # noqa: E402
 from service.agent.providers.openai_chat import OpenAIChatModel  # noqa: E402
 from service.agent.providers.retry import RetryPolicy  # noqa: E402
@@ -54,6 +61,22 @@ def step(number: int, steps: int) -> ToolUse:
     return ToolUse("read_file", {"path": page})
 
 
+@contextlib.contextmanager
+def before_caching():
+    """The loop and adapter as they were: no breakpoints, and compaction from scratch on every request."""
+
+    class FromScratch:
+        def __init__(self, max_chars: int) -> None:
+            self.max_chars = max_chars
+
+        def __call__(self, messages):
+            return compact_transcript(messages, max_chars=self.max_chars)
+
+    with mock.patch.object(anthropic_messages, "mark_cache_breakpoints", lambda request: None), \
+            mock.patch.object(loop, "TranscriptCompactor", FromScratch):
+        yield
+
+
 def replay(vendor: str, steps: int, context_chars: int) -> dict:
     """Run the scripted run once through `vendor`'s adapter; the stand-in's token counts, totalled."""
     with tempfile.TemporaryDirectory(prefix="copydesk-bench-") as tmp_s, ModelStandIn() as standin:
@@ -84,12 +107,16 @@ def main() -> None:
     parser.add_argument("--context-chars", type=int, default=200_000)
     args = parser.parse_args()
     print(f"{args.steps}-step run, context budget {args.context_chars:,} characters; tokens ~ bytes / 4")
-    print(f"{'protocol':>10} {'calls':>6} {'input tokens':>13} {'cache read':>11} {'cache write':>12} "
-          f"{'from cache':>11} {'billed input':>13}")
+    print(f"{'protocol':>20} {'calls':>6} {'input tokens':>13} {'cache read':>11} {'cache write':>12} "
+          f"{'from cache':>11} {'billed input':>13} {'vs before':>10}")
     for vendor in ("anthropic", "openai"):
-        r = replay(vendor, args.steps, args.context_chars)
-        print(f"{vendor:>10} {r['requests']:>6} {r['input']:>13,} {r['read']:>11,} {r['written']:>12,} "
-              f"{r['read'] / r['input']:>10.0%} {r['billable_input'] / r['input']:>12.2f}x")
+        with before_caching():
+            base = replay(vendor, args.steps, args.context_chars)
+        now = replay(vendor, args.steps, args.context_chars)
+        for label, r in ((f"{vendor} before", base), (vendor, now)):
+            print(f"{label:>20} {r['requests']:>6} {r['input']:>13,} {r['read']:>11,} {r['written']:>12,} "
+                  f"{r['read'] / r['input']:>10.0%} {r['billable_input'] / r['input']:>12.2f}x "
+                  f"{r['billable_input'] / base['billable_input']:>9.2f}x")
 
 
 if __name__ == "__main__":
