@@ -100,7 +100,8 @@ def _usage(args, settings: Settings) -> None:
     account = ledger.account(args.account, month)
     keys = [(k, ledger.key(k.id, month)) for k in services.keys.of_account(args.account)]
     cap = ledger.cap(args.account)
-    lines = [f"{args.account} {month}: {account.input_tokens:,} input + {account.output_tokens:,} output tokens"
+    lines = [f"{args.account} {month}: {account.input_tokens:,} input ({account.cache_read_tokens:,} from cache) + "
+             f"{account.output_tokens:,} output tokens, {account.total:,} billable"
              f" (monthly cap: {f'{cap:,}' if cap else 'none'})"]
     lines += [f"  {k.id} {k.name or '-':16} {u.input_tokens:,} + {u.output_tokens:,}" for k, u in keys if u.total]
     _print(args, {"account": args.account, **account.to_api(), "monthlyCap": cap,
@@ -156,7 +157,7 @@ def add_commands(sub) -> None:
     budget = sub.add_parser("budget", help="set a project's default token budget for new jobs")
     budget.add_argument("project")
     budget.add_argument("max_tokens", metavar="TOKENS", type=_tokens,
-                        help="input plus output tokens per job, or `none`")
+                        help="billable tokens per job (cached input at its price), or `none`")
     budget.add_argument("--json", action="store_true")
     budget.set_defaults(handler=_budget)
 

@@ -2,7 +2,7 @@
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
@@ -14,7 +14,7 @@ from bot.github.events import GitHubBot
 from bot.github.registration import load_registration
 from bot.github.settings import GitHubSettings
 from service.agent.model import ModelFactory
-from service.agent.providers import build_providers
+from service.agent.providers import HttpClients, build_providers
 from service.codehost.base import CodeHost
 from service.codehost.local import LocalCodeHost
 from service.faults import Faults
@@ -49,6 +49,8 @@ class Context:
     github_settings: GitHubSettings
     github_app: GitHubApp | None  # None until a GitHub App is configured
     github: GitHubCodeHost | None
+    # The model SDKs' HTTP clients a worker builds before it forks (service.agent.providers.preload).
+    model_http: HttpClients = field(default_factory=dict)
 
     def runner(self, worker: str = "") -> JobRunner:
         """The job runner a worker uses (mirrors live under the data directory); `worker` names the RQ worker
@@ -59,7 +61,17 @@ class Context:
 
     def models(self) -> ModelFactory:
         """The model factory runs pick their model from: the scripted provider and the vendors'."""
-        return ModelFactory(scripts=BUNDLED_SCRIPTS, providers=build_providers(self.settings))
+        return ModelFactory(scripts=BUNDLED_SCRIPTS, providers=build_providers(self.settings, self.model_http))
+
+    def after_fork(self) -> None:
+        """Make this context safe to use in a process forked from the one that built it (a work horse).
+
+        Redis needs nothing: redis-py's pool sees the new process id and opens its own connections, never
+        touching the parent's sockets. The GitHub App's HTTP session gets a new, empty pool: a keep-alive
+        connection the parent opened must not carry two processes' requests.
+        """
+        if self.github_app is not None:
+            self.github_app.session = requests.Session()
 
     def github_bot(self) -> GitHubBot:
         """What the webhook event handlers work with; only for a configured GitHub App."""

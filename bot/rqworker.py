@@ -1,16 +1,19 @@
 """The RQ worker process around Copydesk's runs: it keeps its horse's lease, stops it at its deadline, hands
-runs back on shutdown, and requeues at once the run of a horse that died."""
+runs back on shutdown, and requeues at once the run of a horse that died. Its horses run their tasks with the
+worker's own context, built (and the model SDKs imported) once, before any fork."""
 
 import ctypes
 import logging
 import os
 import signal
+import sys
 import time
 
 import redis
 import rq
 
 from bot.context import Context, run_job_id
+from bot.tasks import in_worker
 from service.agent.loop import time_limit_failure
 from service.errors import RunFailed
 from service.faults import FREEZE_AFTER_DEQUEUE, Faults
@@ -61,7 +64,20 @@ class CopydeskWorker(rq.Worker):
         _signal_on_parent_death(signal.SIGTERM)
         # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
         signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
+        self._ctx.after_fork()
         super().main_work_horse(job, queue)
+
+    def perform_job(self, job, queue, execution):
+        """In the horse: run the job with the worker's context, and log the modules the job had to import (none
+        of the model SDKs, which the worker imported before it forked)."""
+        before = set(sys.modules)
+        try:
+            with in_worker(self._ctx):
+                return super().perform_job(job, queue, execution)
+        finally:
+            imported = set(sys.modules) - before
+            log.info("work horse: job %s imported %d new modules (%s)", run_job_id(job) or job.id, len(imported),
+                     ", ".join(sorted({name.partition(".")[0] for name in imported})) or "none")
 
     def execute_job(self, job, queue):
         if run_job_id(job) is not None:
@@ -171,6 +187,18 @@ class CopydeskWorker(rq.Worker):
             os.kill(self.horse_pid, signum)
         except ProcessLookupError:
             pass
+
+
+def hold_pool_across_fork(pool) -> None:
+    """Make each fork of this process wait until no other thread is inside `pool`'s bookkeeping.
+
+    A forked child's first Redis command resets the inherited pool (redis-py compares process ids) under the
+    pool's lock; had another thread of the parent (the sweeper, the webhook fan-out) held that lock at the fork,
+    the child would wait for it for ever. Holding it across the fork rules that out.
+    """
+    lock = getattr(pool, "_lock", None)  # redis-py's pool lock; other pools need nothing
+    if lock is not None:
+        os.register_at_fork(before=lock.acquire, after_in_parent=lock.release, after_in_child=lock.release)
 
 
 def _signal_on_parent_death(signum: int) -> None:

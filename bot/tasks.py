@@ -1,20 +1,40 @@
 """RQ entry points: importable functions that take plain ids and build what they need."""
 
+import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 from bot import context
 from bot.github import events
 from service.runstop import StopReason, request_current
 from service.settings import Settings
 
+# The context of the worker process whose work horse runs the task (bot.rqworker sets it around each job): a
+# run then reuses what the worker built and imported before it forked. Unset, a task builds its own.
+_worker_context: ContextVar[context.Context | None] = ContextVar("copydesk_worker_context", default=None)
+
+
+@contextlib.contextmanager
+def in_worker(ctx: context.Context) -> Iterator[None]:
+    """Tasks run within use `ctx`, the worker process's context, instead of building one."""
+    token = _worker_context.set(ctx)
+    try:
+        yield
+    finally:
+        _worker_context.reset(token)
+
+
+def _context() -> context.Context:
+    # Settings are read here, in the worker's own process, not at import time.
+    return _worker_context.get() or context.build(Settings.from_env())
+
 
 def process_job(job_id: str) -> None:
     """Run the next waiting message of job `job_id`; a SIGTERM to this process hands the run back."""
-    # Settings are read here, in the worker's own process, not at import time.
-    ctx = context.build(Settings.from_env())
-    runner = ctx.runner(worker=os.environ.get("RQ_WORKER_ID", ""))
+    runner = _context().runner(worker=os.environ.get("RQ_WORKER_ID", ""))
     if threading.current_thread() is not threading.main_thread():
         runner.process(job_id)
         return
@@ -29,9 +49,9 @@ def process_job(job_id: str) -> None:
 
 def handle_github_event(event_name: str, delivery_id: str, payload: dict) -> None:
     """Run the handlers of one GitHub webhook delivery."""
-    events.handle(context.build(Settings.from_env()).github_bot(), event_name, delivery_id, payload)
+    events.handle(_context().github_bot(), event_name, delivery_id, payload)
 
 
 def deliver_webhook(delivery_id: str, attempt: int, manual: bool = False) -> None:
     """Make one attempt of a webhook delivery (a retry, a backstop or a re-send)."""
-    context.build(Settings.from_env()).services.sender.attempt(delivery_id, attempt, manual=manual)
+    _context().services.sender.attempt(delivery_id, attempt, manual=manual)

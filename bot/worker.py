@@ -16,7 +16,8 @@ import rq
 from bot.context import Context
 from bot.github.webhooks import events_queue_name
 from bot.heartbeat import WorkerHeartbeat
-from bot.rqworker import CopydeskWorker
+from bot.rqworker import CopydeskWorker, hold_pool_across_fork
+from service.agent.providers import preload
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
 from service.webhooks.fanout import Fanout
@@ -100,6 +101,11 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
     policy evicts keys."""
     stop = threading.Event()
+    started_at = time.monotonic()
+    providers = preload(ctx.settings, ctx.model_http)
+    log.info("worker: model providers imported before forking: %s (%.1f s)", ", ".join(providers) or "none",
+             time.monotonic() - started_at)
+    hold_pool_across_fork(ctx.services.redis.connection_pool)
     redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
     worked = started = False

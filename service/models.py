@@ -4,6 +4,8 @@ import enum
 from dataclasses import Field, asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from service.billing import add_records
+
 
 class JobStatus(str, enum.Enum):
     ACTIVE = "active"
@@ -81,8 +83,8 @@ class Job(Record):
     error: dict | None = None
     as_draft: bool = False
     messages: int = 0  # how many user messages the job has had; the next one's sequence number
-    usage: dict = field(default_factory=dict)  # model tokens of all the job's runs: inputTokens, outputTokens
-    max_tokens: int | None = None  # the job's token budget over all its rounds (input + output); None: no cap
+    usage: dict = field(default_factory=dict)  # model tokens of all the job's runs (service.billing.USAGE_FIELDS)
+    max_tokens: int | None = None  # the job's budget over all its rounds, in billable tokens; None: no cap
 
     def __post_init__(self) -> None:
         self.status = JobStatus(self.status)
@@ -140,7 +142,7 @@ class Message(Record):
         if self.role is Role.USER:
             assert self.status is not None  # a user message always has a status
             data.update(status=self.status.value, source=self.source, author=self.author, error=self.error,
-                        usage=self.usage)
+                        usage=None if self.usage is None else add_records(None, self.usage))
         else:
             data.update(replyTo=self.reply_to, commit=self.commit, changedFiles=self.changed_files)
         return data

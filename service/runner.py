@@ -214,7 +214,7 @@ class Run:
         """The agent's part: brief the model, let it edit the workspace, collect its changes."""
         settings = self.settings
         request = self.earlier[0].content if self.earlier else self.message.content  # the job's first prompt
-        model = self.runner.models.client(self.job.model, run_index=self.message.seq)
+        model = self.runner.models.client(self.job.model, run_index=self.message.seq, cache_key=self.job.id)
         assert self.mirror is not None and self.history is not None and self.project is not None  # set by _run
         with self.mirror.open(start) as workspace:
             # The instructions come from the project's base branch, not the job's `ref`: an API caller may
@@ -299,8 +299,7 @@ class Run:
     def _record(self, outcome: RunOutcome) -> None:
         """Record the outcome, fenced: a run whose lease lapsed writes nothing (LeaseLost)."""
         if self.meter.steps:
-            outcome.usage = {"inputTokens": self.meter.usage.input_tokens,
-                             "outputTokens": self.meter.usage.output_tokens}
+            outcome.usage = self.meter.usage.to_api()
         self.services.jobs.finish_message(self.job.id, self.message.id, outcome, fence=self.lease.fence)
         if outcome.error and self.job.pr_number is not None and outcome.error["code"] != "job_archived":
             self._reply_failure(outcome.error)

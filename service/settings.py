@@ -32,7 +32,7 @@ class Settings:
     # Files larger than this are never loaded whole: the agent may read line ranges, not edit, move or search.
     max_file_bytes: int = 10 * 1024 * 1024
     run_timeout_seconds: int = 900
-    max_tokens: int = 1_000_000  # model tokens (input + output) one run may use
+    max_tokens: int = 1_000_000  # billable model tokens (service.billing) one run may use
     # Characters of context per model request (~4 per token): older tool output is elided past it...
     agent_context_chars: int = 200_000
     # ...and of the job's earlier rounds a follow-up sees, older rounds squeezed past it.
@@ -88,6 +88,8 @@ class Settings:
     # The vendors' own variables; keys are secrets, so they never appear in a repr or a log line.
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
+    # Send each job's id as `prompt_cache_key` (better cache hits at OpenAI); off for a server that refuses it.
+    openai_prompt_cache_key: bool = True
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
 
@@ -168,6 +170,7 @@ class Settings:
             anonymous_per_minute=_int(env, "COPYDESK_ANONYMOUS_PER_MINUTE", defaults.anonymous_per_minute),
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
+            openai_prompt_cache_key=_bool(env, "COPYDESK_OPENAI_PROMPT_CACHE_KEY", defaults.openai_prompt_cache_key),
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )

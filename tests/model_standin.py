@@ -9,6 +9,9 @@ bug a vendor would reject (an orphan tool result, a missing `max_tokens`...) fai
         client = openai.OpenAI(api_key="k", base_url=model.openai_base_url, max_retries=0)
         ...
         assert model.requests[1].body["messages"][-1]["role"] == "tool"
+
+Input tokens are counted from the request and split into cached and uncached the way each vendor's prompt cache
+does (see tests/prompt_cache.py), unless a Reply scripts them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from tests.prompt_cache import ANTHROPIC_MAX_BREAKPOINTS, AnthropicCache, CacheUsage, OpenAICache
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
@@ -39,7 +44,7 @@ class Reply:
     """One successful model turn."""
     tool_calls: list[ToolUse] = field(default_factory=list)
     text: str = ""
-    input_tokens: int = 10
+    input_tokens: int | None = None  # None: counted from the request, cache hits included; else exactly this
     output_tokens: int = 5
 
 
@@ -84,6 +89,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict
+    usage: CacheUsage | None = None  # the input tokens reported in the answer, for answered requests
 
 
 class BadRequest(Exception):
@@ -104,6 +110,7 @@ class ModelStandIn:
         self._closing = threading.Event()
         self._key: str | None = None
         self._responder = None
+        self._caches = {"openai": OpenAICache(), "anthropic": AnthropicCache()}
         self.requests: list[Recorded] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
@@ -199,8 +206,10 @@ class ModelStandIn:
         if isinstance(item, Failure):
             status, payload, extra = vendor.error(item.status, item.message)
             return status, payload, {**extra, **item.headers}
+        usage = self._caches[vendor.name].use(body) if item.input_tokens is None else CacheUsage(item.input_tokens)
+        self.requests[number - 1].usage = usage
         try:
-            return vendor.reply(item, body["model"])
+            return vendor.reply(item, body["model"], usage)
         except ValueError as err:
             return vendor.error(500, f"model stand-in: bad script item {item!r}: {err}")
 
@@ -246,6 +255,7 @@ UNANSWERED = ("An assistant message with 'tool_calls' must be followed by tool m
 
 
 class _OpenAI:
+    name = "openai"
     bad_key_message = ("Incorrect API key provided. You can find your API key at "
                        "https://platform.openai.com/account/api-keys.")
     # status -> (type, code) as the real API sends them
@@ -306,7 +316,7 @@ class _OpenAI:
             raise BadRequest(UNANSWERED + ", ".join(unanswered), "messages")
 
     @staticmethod
-    def reply(item: Reply, model: str):
+    def reply(item: Reply, model: str, usage: CacheUsage):
         calls = [{"id": _new_id("call_"), "type": "function",
                   "function": {"name": call.name, "arguments": call.arguments if isinstance(call.arguments, str)
                                else json.dumps(call.arguments)}}
@@ -319,9 +329,9 @@ class _OpenAI:
             "id": _new_id("chatcmpl-", 29), "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": item.input_tokens, "completion_tokens": item.output_tokens,
-                      "total_tokens": item.input_tokens + item.output_tokens,
-                      "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "usage": {"prompt_tokens": usage.total, "completion_tokens": item.output_tokens,
+                      "total_tokens": usage.total + item.output_tokens,
+                      "prompt_tokens_details": {"cached_tokens": usage.read, "audio_tokens": 0},
                       "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
                                                     "accepted_prediction_tokens": 0,
                                                     "rejected_prediction_tokens": 0}},
@@ -332,6 +342,7 @@ class _OpenAI:
 # ---------------------------------------------------------------- Anthropic Messages
 
 class _Anthropic:
+    name = "anthropic"
     bad_key_message = "invalid x-api-key"
     kinds = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
              403: "permission_error", 404: "not_found_error", 429: "rate_limit_error", 500: "api_error",
@@ -401,9 +412,30 @@ class _Anthropic:
                                  f"after: {', '.join(sorted(expected_uses - results))}. Each `tool_use` block must "
                                  f"have a corresponding `tool_result` block in the next message.")
             expected_uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+        _Anthropic._check_cache_control(body)
 
     @staticmethod
-    def reply(item: Reply, model: str):
+    def _check_cache_control(body: dict) -> None:
+        system = body.get("system")
+        marked = [(where, block) for where, blocks in
+                  (("tools", body.get("tools") or []), ("system", system if isinstance(system, list) else []),
+                   *((f"messages.{i}.content", m["content"]) for i, m in enumerate(body["messages"])
+                     if isinstance(m["content"], list)))
+                  for block in blocks if isinstance(block, dict) and "cache_control" in block]
+        for where, block in marked:
+            control = block["cache_control"]
+            if not isinstance(control, dict) or control.get("type") != "ephemeral" \
+                    or control.get("ttl", "5m") not in ("5m", "1h"):
+                raise BadRequest(f"{where}.cache_control: Input tag does not match the expected tag 'ephemeral'")
+            if block.get("type") == "text" and not block.get("text"):
+                raise BadRequest(f"{where}: cache_control cannot be set for empty text blocks")
+        count = AnthropicCache.breakpoints(body)
+        if count > ANTHROPIC_MAX_BREAKPOINTS:
+            raise BadRequest(f"A maximum of {ANTHROPIC_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                             f"Found {count}.")
+
+    @staticmethod
+    def reply(item: Reply, model: str, usage: CacheUsage):
         content = [{"type": "text", "text": item.text}] if item.text else []
         for call in item.tool_calls:
             arguments = json.loads(call.arguments) if isinstance(call.arguments, str) else call.arguments
@@ -413,8 +445,9 @@ class _Anthropic:
         return 200, {
             "id": _new_id("msg_01"), "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "tool_use" if item.tool_calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": item.input_tokens, "output_tokens": item.output_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "service_tier": "standard"},
+            "usage": {"input_tokens": usage.uncached, "output_tokens": item.output_tokens,
+                      "cache_creation_input_tokens": usage.written, "cache_read_input_tokens": usage.read,
+                      "service_tier": "standard"},
         }, {"request-id": _new_id("req_011", 24)}
 
 

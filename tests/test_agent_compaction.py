@@ -5,7 +5,9 @@ from itertools import pairwise
 import pytest
 
 from service.agent.compaction import (
+    KEEP_LAST,
     NOTE_HEAD,
+    TranscriptCompactor,
     compact_history,
     compact_transcript,
     history_chars,
@@ -162,3 +164,26 @@ def test_protected_messages_are_never_changed_even_over_budget():
     assert compacted[3].content.startswith("[read_file output from step 1 elided")
     assert transcript_chars(compacted) > 1_000  # best effort: what is protected stays
     assert_pairing_valid(compacted)
+
+
+def test_a_growing_transcript_is_compacted_in_chunks_so_earlier_requests_stay_its_prefix():
+    """Step by step, each request repeats the previous one unchanged (a cache hit) except on the few steps where
+    the transcript outgrew its budget; compacting from scratch every step changes an early message each time."""
+    full = run_transcript(40, output_size=12_000)
+    compact = TranscriptCompactor(200_000)
+    sent_before: list[ChatMessage] = []
+    rewrites, from_scratch_rewrites = 0, 0
+    previous_scratch: list[ChatMessage] = []
+    for end in range(5, len(full) + 1, 3):  # a request after each step: assistant turn + its two tool results
+        sent = compact(full[:end])
+        assert transcript_chars(sent) <= 200_000 and len(sent) == end
+        assert_pairing_valid(sent)
+        assert sent[:2] == full[:2] and sent[-KEEP_LAST:] == full[:end][-KEEP_LAST:]
+        rewrites += sent[:len(sent_before)] != sent_before
+        sent_before = sent
+        scratch = compact_transcript(full[:end], max_chars=200_000)
+        from_scratch_rewrites += scratch[:len(previous_scratch)] != previous_scratch
+        previous_scratch = scratch
+    assert from_scratch_rewrites >= 20  # what the vendors' caches used to miss
+    print(rewrites, from_scratch_rewrites)
+    assert 1 <= rewrites <= 8

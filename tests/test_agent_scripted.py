@@ -62,7 +62,7 @@ def test_unknown_provider_or_malformed_name_is_a_clear_error(name):
 
 def test_extra_providers_slot_in():
     class Echo:
-        def __init__(self, model, run_index):
+        def __init__(self, model, run_index, cache_key):
             self.name = f"echo:{model}"
 
     client = ModelFactory(providers={"echo": Echo}).client("echo:one", run_index=3)

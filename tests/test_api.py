@@ -209,6 +209,35 @@ def test_list_pages_newest_first_and_filters_by_status(stack):
         assert problem["field"] == field
 
 
+def test_the_conversation_pages_oldest_first_and_refuses_bad_paging(stack):
+    job = stack.create("prompt 0").json()
+    for i in range(1, 7):
+        assert stack.message(job["id"], f"prompt {i}").status_code == 200
+    url = f"/v2/agent/{stack.project_id}/job/{job['id']}/messages"
+    whole = stack.api.get(url).json()
+    assert [m["content"] for m in whole["messages"]] == [f"prompt {i}" for i in range(7)]
+    assert whole["nextCursor"] is None
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = stack.api.get(url, params={"limit": 3, **({"cursor": cursor} if cursor else {})}).json()
+        assert page["usage"] == whole["usage"]  # the job's totals on every page
+        seen += [m["content"] for m in page["messages"]]
+        pages += 1
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == [f"prompt {i}" for i in range(7)] and pages == 3
+    exact = stack.api.get(url, params={"limit": 7}).json()
+    assert len(exact["messages"]) == 7 and exact["nextCursor"] is None
+    other = stack.create("another job").json()
+    foreign_cursor = stack.api.get(f"/v2/agent/{stack.project_id}/job/{other['id']}/messages").json()
+    for params, field in (({"limit": "0"}, "limit"), ({"limit": "101"}, "limit"), ({"limit": "x"}, "limit"),
+                          ({"cursor": "nope"}, "cursor"),
+                          ({"cursor": foreign_cursor["messages"][0]["id"]}, "cursor"), ({"after": "1"}, "after")):
+        problem = problem_of(stack.api.get(url, params=params), 400, "invalid_request")
+        assert problem["field"] == field
+
+
 def test_rate_limit_per_project(redis_url, tmp_path, make_repo, openapi_validator):
     settings = Settings(redis_url=redis_url, data_dir=tmp_path, model="scripted:x", rate_limit_per_hour=2)
     ctx = context.build(settings)

@@ -24,7 +24,8 @@ def test_a_run_stops_at_its_budget_with_each_request_cut_to_what_remains(stack_f
     # 15 tokens a call: limits of 40, 25 and 10 tokens; the third call passes the budget (its input was not cut).
     assert [r.body["max_completion_tokens"] for r in standin.requests] == [40, 25, 10]
     usage = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()["usage"]
-    assert usage == {"inputTokens": 30, "outputTokens": 15, "maxTokens": 40, "remainingTokens": 0}
+    assert usage == {"inputTokens": 30, "outputTokens": 15, "cacheReadTokens": 0, "cacheWriteTokens": 0,
+                     "billableTokens": 45, "maxTokens": 40, "remainingTokens": 0}
     types = [e["type"] for e in page(stack, job["id"])]
     assert types[-3:] == ["run.finished", "job.budget_reached", "job.failed"]
     budget = page(stack, job["id"])[-2]["data"]["budget"]
@@ -55,6 +56,7 @@ def test_usage_is_totalled_per_account_and_key_and_a_monthly_cap_refuses_new_wor
     totals = stack.api.get("/v2/agent/usage").json()
     assert totals["month"] == month_of()
     assert totals["account"] == {"name": "local", "month": month_of(), "inputTokens": 700, "outputTokens": 300,
+                                 "cacheReadTokens": 0, "cacheWriteTokens": 0, "billableTokens": 1000,
                                  "monthlyCap": None}
     assert totals["key"]["inputTokens"] == 700 and totals["key"]["id"].startswith("key_")
 

@@ -52,7 +52,8 @@ def test_budget_usage_and_cancel_commands(stack):
     assert json.loads(run(env, "budget", stack.project_id, "5000", "--json").stdout)["maxTokens"] == 5000
     job = stack.create().json()
     usage = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()["usage"]
-    assert usage == {"inputTokens": 0, "outputTokens": 0, "maxTokens": 5000, "remainingTokens": 5000}
+    assert usage == {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0,
+                     "billableTokens": 0, "maxTokens": 5000, "remainingTokens": 5000}
     assert run(env, "budget", stack.project_id, "lots", check=False).returncode == 2
 
     cancelled = json.loads(run(env, "cancel", job["id"], "--json").stdout)
@@ -60,3 +61,5 @@ def test_budget_usage_and_cancel_commands(stack):
     shown = json.loads(run(env, "usage", "local", "--cap", "1000", "--json").stdout)
     assert shown["monthlyCap"] == 1000 and shown["inputTokens"] == 0 and shown["keys"][0]["outputTokens"] == 0
     assert stack.ctx.services.usage.cap("local") == 1000
+    plain = run(env, "usage", "local").stdout
+    assert "0 input (0 from cache) + 0 output tokens, 0 billable (monthly cap: 1,000)" in plain

@@ -9,7 +9,10 @@ from pathlib import Path
 import requests
 
 from bot.dashboard import access
+from service import billing
+from service.agent.model import Usage
 from service.models import JobStatus, MessageStatus
+from service.store.jobs import RunOutcome
 from tests.dashboard_fixtures import Browserless
 from tests.test_dashboard_webhooks import stored_values
 from tests.test_flow import FAQ, finish
@@ -539,6 +542,22 @@ def test_the_readme_names_the_referrer_policy_the_app_sends(dash):
     sent = requests.get(f"{dash.url}/dashboard/signin", timeout=10).headers["Referrer-Policy"]
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert set(re.findall(r"Referrer-Policy: ([a-z-]+)", readme)) == {sent}
+
+
+def test_the_job_page_shows_cached_input_and_billable_tokens(dash):
+    project = dash.projects["local"]
+    dash.script([FAQ, finish()])
+    job = create_job(dash, project)
+    dash.drain()
+    jobs = dash.ctx.services.jobs
+    message = jobs.add_message(job["id"], prompt="And a glossary")[1]
+    jobs.start_next(job["id"])
+    run = Usage.billed(12_000, 300, cache_read=10_000, cache_write=1_500, rates=billing.ANTHROPIC)
+    jobs.finish_message(job["id"], message.id, RunOutcome(reply="Added.", usage=run.to_api()))
+    page = dash.operator().get(f"/dashboard/projects/{project.id}/jobs/{job['id']}").text
+    assert "12,000 in (10,000 read from cache, 1,500 written)" in page
+    assert f'<span id="billable-tokens">{run.billable_tokens:,}</span> billable' in page
+    assert run.billable_tokens == 500 + 1_000 + 1_875 + 300
 
 
 def test_the_job_page_cancels_an_active_job_and_refuses_a_second_cancel(dash):

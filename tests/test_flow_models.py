@@ -143,9 +143,45 @@ def test_tokens_are_counted_per_run_and_per_job(provider, stack_factory, standin
 
     response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()
     prompts = [m for m in response["messages"] if m["role"] == "user"]
-    assert [p["usage"] for p in prompts] == [{"inputTokens": 2700, "outputTokens": 120},
-                                             {"inputTokens": 900, "outputTokens": 12}]
-    assert response["usage"] == {"inputTokens": 3600, "outputTokens": 132, "maxTokens": None, "remainingTokens": None}
+    uncached = {"cacheReadTokens": 0, "cacheWriteTokens": 0}
+    assert [p["usage"] for p in prompts] == [{"inputTokens": 2700, "outputTokens": 120, **uncached,
+                                              "billableTokens": 2820},
+                                             {"inputTokens": 900, "outputTokens": 12, **uncached,
+                                              "billableTokens": 912}]
+    assert response["usage"] == {"inputTokens": 3600, "outputTokens": 132, **uncached, "billableTokens": 3732,
+                                 "maxTokens": None, "remainingTokens": None}
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_cached_input_is_recorded_and_budgets_count_it_at_its_price(provider, stack_factory, standin):
+    stack = stack_factory(**PROVIDERS[provider](standin))
+    standin.script(*write_then_finish())
+    job = stack.create("Add an FAQ").json()
+    stack.drain()
+    reported = [sent.usage for sent in standin.requests]
+    used = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()["usage"]
+    assert used["inputTokens"] == sum(u.total for u in reported)
+    assert used["cacheReadTokens"] == sum(u.read for u in reported) > 0  # the second call reads the first's prefix
+    assert used["cacheWriteTokens"] == sum(u.written for u in reported)
+    assert used["billableTokens"] < used["inputTokens"] + used["outputTokens"]
+    assert stack.conversation(job["id"])[0]["usage"] == {k: v for k, v in used.items() if k.endswith("Tokens")
+                                                         and k not in ("maxTokens", "remainingTokens")}
+    if provider == "openai":
+        assert {sent.body["prompt_cache_key"] for sent in standin.requests} == {job["id"]}
+    else:
+        assert all(sent.body["system"][-1]["cache_control"] for sent in standin.requests)
+
+    # The same run under a budget of what the first one billed: counting cached input in full would overrun it.
+    standin.script(*write_then_finish())
+    budgeted = stack.create("Add an FAQ", maxTokens=used["billableTokens"]).json()
+    stack.drain()
+    done = stack.job(budgeted["id"])
+    assert done["status"] == "completed", done
+    spent = stack.api.get(f"/v2/agent/{stack.project_id}/job/{budgeted['id']}/messages").json()["usage"]
+    assert spent["inputTokens"] + spent["outputTokens"] > used["billableTokens"] >= spent["billableTokens"]
+    month = stack.api.get("/v2/agent/usage").json()["account"]
+    assert month["billableTokens"] == used["billableTokens"] + spent["billableTokens"]
+    assert month["cacheReadTokens"] == used["cacheReadTokens"] + spent["cacheReadTokens"]
 
 
 def _fails_with(stack, standin, code, *items):
@@ -160,13 +196,14 @@ def _fails_with(stack, standin, code, *items):
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_each_run_limit_fails_the_job_with_its_own_code(provider, stack_factory, standin):
-    look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})])
+    look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})], input_tokens=10)
     stack = stack_factory(**PROVIDERS[provider](standin), max_steps=3, max_tokens=5_000,
                           max_bytes_written=64, run_timeout_seconds=1)
 
     failed, conversation = _fails_with(stack, standin, "step_limit_exceeded", look, look, look)
     assert "3 model calls" in failed["error"]["message"]
-    assert conversation[0]["usage"] == {"inputTokens": 30, "outputTokens": 15}  # the failed run's cost is kept
+    assert conversation[0]["usage"]["inputTokens"] == 30  # the failed run's cost is kept
+    assert conversation[0]["usage"]["billableTokens"] == 45
 
     greedy = Reply(tool_calls=[ToolUse("list_files", {})], input_tokens=4_000, output_tokens=1_500)
     failed, _ = _fails_with(stack, standin, "token_limit_exceeded", greedy)

@@ -321,3 +321,62 @@ def test_a_responder_answers_from_the_conversation_it_is_sent(standin):
     second = chat(client, [{"role": "user", "content": "docs/a.md"}, first.choices[0].message.model_dump(),
                            {"role": "tool", "tool_call_id": call.id, "content": "# A"}])
     assert second.choices[0].message.content == "done"
+
+
+# ---------------------------------------------------------------- prompt caching
+
+LONG = "Copydesk keeps documentation in step with the code. " * 120  # about 1,600 tokens
+
+
+def test_anthropic_reports_cache_writes_and_reads_at_breakpoints(standin):
+    standin.script(*[Reply(text="ok") for _ in range(4)])
+    client = anthropic_client(standin)
+    system = [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]
+    first = message(client, [{"role": "user", "content": "Fix the docs."}], system=system).usage
+    assert first.cache_read_input_tokens == 0 and first.cache_creation_input_tokens > 1024
+    assert first.input_tokens < 20  # what follows the breakpoint: the one short message
+
+    # The same prefix, a longer conversation, a breakpoint moved to its end: the system prompt is read back.
+    turns = [{"role": "user", "content": "Fix the docs."}, {"role": "assistant", "content": "Which page?"},
+             {"role": "user", "content": [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]}]
+    second = message(client, turns, system=system).usage
+    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert second.cache_creation_input_tokens > 1024 and second.input_tokens == 0
+
+    # No breakpoint: nothing is read or written, however long the prompt.
+    plain = message(client, turns[:2] + [{"role": "user", "content": LONG}], system=LONG).usage
+    assert plain.cache_read_input_tokens == plain.cache_creation_input_tokens == 0 and plain.input_tokens > 3000
+
+    # A changed system prompt misses, though the conversation after it is the same.
+    changed = [{"type": "text", "text": "Be brief. " + LONG, "cache_control": {"type": "ephemeral"}}]
+    third = message(client, turns, system=changed).usage
+    assert third.cache_read_input_tokens == 0 and third.cache_creation_input_tokens > 3000
+
+
+def test_anthropic_refuses_more_than_four_breakpoints_and_bad_markers(standin):
+    client = anthropic_client(standin)
+    marked = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
+    turn = {"role": "user", "content": [marked] * 5}
+    with pytest.raises(anthropic.BadRequestError, match="maximum of 4 blocks with cache_control"):
+        message(client, [turn])
+    with pytest.raises(anthropic.BadRequestError, match="ephemeral"):
+        message(client, [{"role": "user", "content": [{**marked, "cache_control": {"type": "forever"}}]}])
+    assert standin.pending == 0
+
+
+def test_openai_reports_cached_tokens_of_a_shared_prefix_in_steps(standin):
+    standin.script(*[Reply(text="ok") for _ in range(3)])
+    client = openai_client(standin)
+    turns = [{"role": "system", "content": LONG}, {"role": "user", "content": "Fix the docs."}]
+    first = chat(client, turns).usage
+    assert first.prompt_tokens > 1024 and first.prompt_tokens_details.cached_tokens == 0
+
+    longer = turns + [{"role": "assistant", "content": "Which page?"}, {"role": "user", "content": LONG}]
+    second = chat(client, longer, prompt_cache_key="job_1").usage
+    cached = second.prompt_tokens_details.cached_tokens
+    assert 1024 <= cached <= first.prompt_tokens and (cached - 1024) % 128 == 0
+    assert first.prompt_tokens - cached < 128  # all of the earlier prompt but its last, partial step
+    assert standin.requests[1].body["prompt_cache_key"] == "job_1"
+
+    changed = [{"role": "system", "content": "Be brief. " + LONG}] + longer[1:]
+    assert chat(client, changed).usage.prompt_tokens_details.cached_tokens == 0

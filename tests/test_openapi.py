@@ -219,16 +219,18 @@ def test_validator_accepts_a_real_conversation(validator):
     answer = Message(id="msg_01JR8Z6Q3V4W5X6Y7Z8A9B0C1G", job_id=JOB_ID, seq=0, role=Role.AGENT, content="Done",
                      created_at=STAMP, reply_to=prompt.id, commit="a" * 40, changed_files=["docs/a.md"])
     path = f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}/messages"
-    usage = {"inputTokens": 120, "outputTokens": 30}
+    usage = {"inputTokens": 1200, "outputTokens": 30, "cacheReadTokens": 1000, "cacheWriteTokens": 80,
+             "billableTokens": 350}
     prompt.usage = usage
     totals = usage | {"maxTokens": 1000, "remainingTokens": 850}
-    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()], "usage": totals},
-                       REQUEST_ID)
+    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()], "nextCursor": None,
+                                          "usage": totals}, REQUEST_ID)
     with pytest.raises(AssertionError, match="status"):
-        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}], "usage": totals},
+        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}], "nextCursor": None,
+                                              "usage": totals},
                            REQUEST_ID)
     with pytest.raises(AssertionError, match="usage"):
-        validator.validate("GET", path, 200, {"messages": [prompt.to_api()]}, REQUEST_ID)
+        validator.validate("GET", path, 200, {"messages": [prompt.to_api()], "nextCursor": None}, REQUEST_ID)
 
 
 # -- real responses of the app -----------------------------------------------------------------

@@ -276,7 +276,12 @@ def test_anthropic_conversation_with_tool_calls(standin, sleeps):
     assert [r.path for r in standin.requests] == ["/v1/messages"] * 3
     request = standin.requests[0].body
     assert request["model"] == "test-model" and request["max_tokens"] == 8192
-    assert request["system"] == "You edit docs.\n\nDocs live in docs/."
+    assert request["system"] == [{"type": "text", "text": "You edit docs.\n\nDocs live in docs/.", **CACHED}]
+    # Breakpoints: the last tool, the system prompt, the turn before the previous reply and the last turn.
+    assert request["tools"][-1]["cache_control"] == CACHED["cache_control"]
+    assert [marked(turn) for turn in standin.requests[2].body["messages"]] == [[], [], [], [], [1], [], [0]]
+    for sent in standin.requests:
+        unmark(sent.body)
     assert request["tools"][0] == {"name": "list_files", "description": TOOL_SPECS[0].description,
                                    "input_schema": TOOL_SPECS[0].parameters}
     assert request["messages"] == [
@@ -440,6 +445,17 @@ def test_build_providers_reads_the_settings(vendor, standin):
     assert caught.value.code == "model_auth_failed"
 
 
+def test_openai_requests_carry_the_jobs_prompt_cache_key_unless_turned_off(standin):
+    standin.script(Reply(text="One."), Reply(text="Two."))
+    for enabled in (True, False):
+        settings = Settings.from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": standin.openai_base_url,
+                                      "COPYDESK_OPENAI_PROMPT_CACHE_KEY": str(enabled).lower()})
+        model = ModelFactory(providers=build_providers(settings)).client("openai:m", run_index=0, cache_key="job_1")
+        model.complete(list(START), TOOL_SPECS)
+    assert standin.requests[0].body["prompt_cache_key"] == "job_1"
+    assert "prompt_cache_key" not in standin.requests[1].body
+
+
 def test_the_agent_loop_edits_a_workspace_through_each_adapter(vendor, standin, sleeps, open_workspace):
     workspace = open_workspace({"docs/a.md": "# A\n"})
     standin.script(
@@ -453,12 +469,34 @@ def test_the_agent_loop_edits_a_workspace_through_each_adapter(vendor, standin, 
                        RunLimits(max_steps=10, max_bytes_written=10_000))
     assert workspace.changes() == {"docs/b.md": b"# B\n\nSee [A](a.md).\n"}
     assert (result.title, result.summary, result.steps) == ("Add page B", "Added docs/b.md.", 3)
-    assert result.usage == Usage(30, 15)
+    # Every request but the first reads the system prompt and tools from the vendor's cache, so it bills less.
+    reported = [sent.usage for sent in standin.requests]
+    assert result.usage.input_tokens == sum(u.total for u in reported)
+    assert result.usage.cache_read_tokens == sum(u.read for u in reported) > 0
+    assert result.usage.cache_write_tokens == sum(u.written for u in reported)
+    assert (result.usage.cache_write_tokens > 0) is (vendor == "anthropic")
+    assert reported[0].read == 0 and all(u.read > 0 for u in reported[1:])
+    assert result.usage.billable_tokens < result.usage.input_tokens + result.usage.output_tokens
     assert len(standin.requests) == 3 and standin.pending == 0
     results = tool_results(vendor, standin.requests[-1].body)
     assert [is_error for _, is_error in results] == [False, False, True]
     assert results[0][0].endswith("     1\t# A")
     assert ".git" in results[2][0]
+
+
+CACHED = {"cache_control": {"type": "ephemeral"}}
+
+
+def marked(turn: dict) -> list[int]:
+    """Which content blocks of an Anthropic turn carry a cache breakpoint."""
+    return [i for i, block in enumerate(turn["content"]) if "cache_control" in block]
+
+
+def unmark(body: dict) -> None:
+    """Drop the cache breakpoints from an Anthropic request's turns (to compare their content)."""
+    for turn in body["messages"]:
+        for block in turn["content"]:
+            block.pop("cache_control", None)
 
 
 def tool_results(vendor: str, body: dict) -> list[tuple[str, bool]]:

@@ -148,7 +148,7 @@ def _row(project: Project, job: Job) -> dict:
     first = next((m.content for m in conversation if m.role is Role.USER), "")
     usage = add_usage({}, job.usage)
     return {"job": job, "excerpt": first if len(first) <= EXCERPT else first[:EXCERPT - 1] + "…",
-            "pr_state": pull_state(project, job), "tokens": usage["inputTokens"] + usage["outputTokens"]}
+            "pr_state": pull_state(project, job), "tokens": usage["billableTokens"]}
 
 
 def _diff(project: Project, job: Job, conversation: list[Message]) -> ShownDiff:

@@ -13,6 +13,10 @@ KEEP_LAST = 6  # transcript messages never elided: the model's latest calls and 
 ARGUMENT_KEEP_CHARS = 1_000  # longer tool-call arguments (written file contents) are elided in old calls
 ELIDED_OUTPUT = "[{tool} output from step {step} elided to save context; call the tool again if you need it]"
 ELIDED_ARGUMENT = "[{size} characters elided to save context]"
+# When a transcript outgrows its budget it is compacted to this share of it, so that the next several steps fit
+# without compacting again: each compaction rewrites the transcript from its oldest kept tool output on, which
+# the vendors' prompt caches must then write afresh.
+COMPACT_TO = 0.6
 
 History = list[tuple[str, str]]
 
@@ -210,6 +214,33 @@ def compact_transcript(messages: list[ChatMessage], *, max_chars: int, keep_last
                 out[i] = dataclasses.replace(message, tool_calls=shrunk)
                 excess -= saved
     return out
+
+
+class TranscriptCompactor:
+    """Compacts one run's growing transcript for each model request, changing what was sent before rarely.
+
+    The vendors cache a request's longest byte prefix shared with an earlier one. Compacting anew each step
+    would move the cut every step and rewrite a message near the front, missing the cache from there on. So
+    every message compacted once stays exactly as it was sent, and compaction happens only when the transcript
+    outgrows `max_chars`, then down to `COMPACT_TO` of it.
+    """
+
+    def __init__(self, max_chars: int, *, keep_last: int = KEEP_LAST, compact_to: float = COMPACT_TO) -> None:
+        self.max_chars = max_chars
+        self.keep_last = keep_last
+        self.target = int(max_chars * compact_to)
+        self._sent: dict[int, ChatMessage] = {}  # index in the transcript -> the compacted form it was sent in
+
+    def __call__(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """`messages` as the model gets them; every earlier request's messages are a prefix, unless compacted."""
+        out = [self._sent.get(i, message) for i, message in enumerate(messages)]
+        if transcript_chars(out) <= self.max_chars:
+            return out
+        # The cached prefix breaks here, once per COMPACT_TO of the budget: from the first message this call
+        # compacts, every later one is sent as the vendor has not seen it.
+        compacted = compact_transcript(out, max_chars=self.target, keep_last=self.keep_last)
+        self._sent.update((i, new) for i, (old, new) in enumerate(zip(out, compacted, strict=True)) if new is not old)
+        return compacted
 
 
 def _calls_by_id(messages: list[ChatMessage]) -> dict[str, tuple[str, int]]:

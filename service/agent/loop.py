@@ -4,7 +4,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from service.agent.compaction import compact_transcript
+from service.agent.compaction import TranscriptCompactor
 from service.agent.docs_check import DocsReport, check_docs
 from service.agent.docsite.site import DocsSite
 from service.agent.model import ChatMessage, ChatRole, ModelClient, ToolCall, Usage
@@ -58,7 +58,7 @@ class RunLimits:
     max_steps: int
     max_bytes_written: int
     deadline: float | None = None
-    max_tokens: int | None = None  # input plus output tokens over all the run's model calls
+    max_tokens: int | None = None  # billable tokens (service.billing) over all the run's model calls
     context_chars: int | None = None  # budget of one model request; older tool output is elided past it
     tool_seconds: float | None = None  # one tool call's time budget (enforced by the run's watchdog)
     budget: int | None = None  # what is left of the job's token budget for this run; None: the job has none
@@ -90,7 +90,8 @@ class RunMeter:
 
     @property
     def spent(self) -> int:
-        return self.usage.input_tokens + self.usage.output_tokens
+        """Billable tokens so far: cached input counts at the vendor's price (service.billing)."""
+        return self.usage.billable_tokens
 
     def output_limit(self, limits: "RunLimits") -> int | None:
         """The next request's output limit: what is left of the job's budget (RunFailed when nothing is)."""
@@ -142,6 +143,7 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
     executor = ToolExecutor(workspace, max_bytes_written=limits.max_bytes_written, site=task.site,
                             stop=stop, time_budget=limits.tool_seconds, faults=faults)
     messages = build_messages(task)
+    compact = TranscriptCompactor(limits.context_chars) if limits.context_chars else None
     steps = 0  # tool calls so far
     while True:
         if meter.steps >= limits.max_steps:
@@ -150,7 +152,7 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
                             "change or raise COPYDESK_MAX_STEPS")
         stop.check()
         # The full transcript is kept for the result; the model gets it trimmed to the context budget.
-        sent = compact_transcript(messages, max_chars=limits.context_chars) if limits.context_chars else messages
+        sent = compact(messages) if compact is not None else messages
         cap = meter.output_limit(limits)
         reply = model.complete(sent, TOOL_SPECS, max_output_tokens=cap)
         meter.record(reply.usage, limits)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from service.billing import NO_CACHE, CacheRates, billable
 from service.errors import RunFailed
 
 ChatRole = Literal["system", "user", "assistant", "tool"]
@@ -41,11 +42,38 @@ class ChatMessage:
 
 @dataclass(frozen=True)
 class Usage:
+    """Model tokens of one or more calls. `input_tokens` counts all input, of which `cache_read_tokens` were served
+    from the vendor's prompt cache and `cache_write_tokens` written to it; `billable_tokens` is what budgets and
+    caps count (service.billing), all input and output unless given."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    billable_tokens: int = -1
+
+    def __post_init__(self) -> None:
+        if self.billable_tokens < 0:
+            object.__setattr__(self, "billable_tokens", self.input_tokens + self.output_tokens)
+
+    @classmethod
+    def billed(cls, input_tokens: int, output_tokens: int, *, cache_read: int = 0, cache_write: int = 0,
+               rates: CacheRates = NO_CACHE) -> "Usage":
+        """One call's usage, its billable tokens weighted by the vendor's cache `rates`."""
+        return cls(input_tokens, output_tokens, cache_read, cache_write,
+                   billable(input_tokens, output_tokens, cache_read, cache_write, rates))
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.billable_tokens + other.billable_tokens)
+
+    def to_api(self) -> dict:
+        """The usage record stored on a message and shown by the API (service.billing.USAGE_FIELDS)."""
+        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "cacheReadTokens": self.cache_read_tokens, "cacheWriteTokens": self.cache_write_tokens,
+                "billableTokens": self.billable_tokens}
 
 
 @dataclass(frozen=True)
@@ -82,8 +110,9 @@ class UnknownModel(ModelError):
         super().__init__(message, code="unknown_model")
 
 
-# Builds a client from the part of the name after `provider:` and the run's index within its job.
-ProviderBuilder = Callable[[str, int], ModelClient]
+# Builds a client from the part of the name after `provider:`, the run's index within its job, and a key that
+# stays the same over the job's runs (its id) for vendors that route requests to their prompt caches by one.
+ProviderBuilder = Callable[[str, int, str | None], ModelClient]
 
 
 class ModelFactory:
@@ -101,10 +130,11 @@ class ModelFactory:
     def providers(self) -> list[str]:
         return sorted(self._providers)
 
-    def client(self, name: str, *, run_index: int) -> ModelClient:
-        """A client for model `name`; `run_index` counts the job's runs from 0 (the create is run 0)."""
+    def client(self, name: str, *, run_index: int, cache_key: str | None = None) -> ModelClient:
+        """A client for model `name`; `run_index` counts the job's runs from 0 (the create is run 0); `cache_key`
+        names the job to the vendor's prompt cache."""
         provider, model = self.split(name)
-        return self._providers[provider](model, run_index)
+        return self._providers[provider](model, run_index, cache_key)
 
     def split(self, name: str) -> tuple[str, str]:
         """(provider, model) of `name`; raise UnknownModel when it is malformed or its provider is not available."""
@@ -123,7 +153,7 @@ class ModelFactory:
             self._scripted(model, 0)
         return provider
 
-    def _scripted(self, model: str, run_index: int) -> ModelClient:
+    def _scripted(self, model: str, run_index: int, cache_key: str | None = None) -> ModelClient:
         # Imported here because the scripted provider itself depends on this module's types.
         from service.agent.scripted import ScriptedModel, load_script
 

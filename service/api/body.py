@@ -63,6 +63,15 @@ class ListQuery:
     cursor: str | None
 
 
+@dataclass(frozen=True)
+class PageQuery:
+    limit: int
+    cursor: str | None
+
+
+MESSAGES_PAGE = 100  # a conversation page's default (and largest) size
+
+
 def read_object(request: Request, max_bytes: int) -> dict:
     """The request's JSON object body, after checking media type and size."""
     # A body without any Content-Type is read as JSON (clients of the anchor service send such); only an explicit
@@ -179,10 +188,20 @@ def parse_list_query(args) -> ListQuery:
         except ValueError:
             raise InvalidRequest(f"`status` must be one of: {', '.join(s.value for s in JobStatus)}",
                                  field="status") from None
-    raw_limit = args.get("limit", "20")
+    return ListQuery(status=status, limit=_limit(args, default=20), cursor=args.get("cursor") or None)
+
+
+def parse_messages_query(args) -> PageQuery:
+    """Validate the conversation endpoint's query string: `limit` (1..100, default 100), `cursor`."""
+    _only(args, ("limit", "cursor"), "query parameter")
+    return PageQuery(limit=_limit(args, default=MESSAGES_PAGE), cursor=args.get("cursor") or None)
+
+
+def _limit(args, *, default: int) -> int:
+    raw_limit = args.get("limit", str(default))
     if not (raw_limit.isascii() and raw_limit.isdecimal()) or not 1 <= int(raw_limit) <= 100:
         raise InvalidRequest("`limit` must be a whole number from 1 to 100", field="limit")
-    return ListQuery(status=status, limit=int(raw_limit), cursor=args.get("cursor") or None)
+    return int(raw_limit)
 
 
 def idempotency_key(raw: str | None) -> str | None:

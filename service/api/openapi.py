@@ -167,7 +167,7 @@ def _create_body(models: tuple[str, ...], max_prompt_chars: int) -> dict:
         "ref": string("Base branch to start from; defaults to the project's ref.", minLength=1, maxLength=255),
         "asDraft": {"type": "boolean", "default": False, "description": "Open the pull request as a draft."},
         "maxTokens": {"type": "integer", "minimum": 1, "maximum": 10**10, "description": (
-            "The job's token budget (input plus output, over all its rounds); defaults to the project's. Each "
+            "The job's budget in billable tokens (`billableTokens`), over all its rounds; defaults to the project's. Each "
             "model request's output is cut to what remains; a run that reaches it fails with `budget_exceeded`.")},
     }, optional=("model", "ref", "asDraft", "maxTokens"), examples=[{"prompt": "Document the new `--dry-run` flag of the CLI."}],
         description="An unknown field is refused with `400 invalid_request` naming it.")
@@ -195,21 +195,19 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
             "nextCursor": nullable(string("Pass as `cursor` for the next page; null on the last page.")),
         }),
         **_message_schemas(),
-        "Usage": closed_object({
-            "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
-            "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
-        }, description="Model tokens as the vendor counted them."),
+        "Usage": closed_object(_USAGE_FIELDS, description="Model tokens as the vendor counted them."),
         "JobUsage": closed_object({
-            "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model."},
-            "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
+            **_USAGE_FIELDS,
             "maxTokens": nullable({"type": "integer", "minimum": 1, "description": "The job's budget; null: none."}),
             "remainingTokens": nullable({"type": "integer", "minimum": 0,
-                                         "description": "What is left of the budget; null without one."}),
+                                         "description": "What is left of the budget in billable tokens; null "
+                                                        "without one."}),
         }, description="Every run of the job, against its token budget."),
         "Conversation": closed_object({
             "messages": {"type": "array", "items": ref("schemas", "Message"), "description": "Oldest first."},
+            "nextCursor": nullable(string("Pass as `cursor` for the next page; null on the last page.")),
             "usage": ref("schemas", "JobUsage"),
-        }, description="`usage` totals every run of the job."),
+        }, description="One page of the conversation; `usage` totals every run of the job on every page."),
         **_push_schemas(),
         "CreateJobRequest": _create_body(models, max_prompt_chars),
         "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
@@ -235,6 +233,8 @@ def _parameters() -> dict:
                    "schema": ref("schemas", "JobStatus")},
         "Limit": {"name": "limit", "in": "query", "required": False, "description": "Page size.",
                   "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+        "MessagesLimit": {"name": "limit", "in": "query", "required": False, "description": "Page size.",
+                          "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 100}},
         "Cursor": {"name": "cursor", "in": "query", "required": False,
                    "description": "The `nextCursor` of the previous page.", "schema": {"type": "string"}},
         "After": {"name": "after", "in": "query", "required": False,
@@ -369,6 +369,17 @@ def _ok(description: str, schema: dict, headers: dict | None = None) -> dict:
 
 # -- operations --------------------------------------------------------------------------------
 
+_USAGE_FIELDS = {
+    "inputTokens": {"type": "integer", "minimum": 0, "description": "Tokens sent to the model, cached ones included."},
+    "outputTokens": {"type": "integer", "minimum": 0, "description": "Tokens the model generated."},
+    "cacheReadTokens": {"type": "integer", "minimum": 0,
+                        "description": "Of `inputTokens`: served from the vendor's prompt cache."},
+    "cacheWriteTokens": {"type": "integer", "minimum": 0,
+                         "description": "Of `inputTokens`: written to the vendor's prompt cache (Anthropic)."},
+    "billableTokens": {"type": "integer", "minimum": 0, "description": (
+        "What budgets and caps count: uncached input, cached input at the vendor's price (Anthropic: reads 0.1x, "
+        "writes 1.25x; OpenAI: 0.5x), and output.")},
+}
 _JOB_READ_ERRORS = ("Unauthorized", "JobNotFound", "InternalError", "Unavailable")
 _BODY_ERRORS = ("PayloadTooLarge", "UnsupportedMediaType", "RateLimited", "InternalError", "Unavailable")
 
@@ -429,8 +440,11 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
             "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
             "get": _operation(
                 "getConversation", "Get a job's conversation",
-                "The job's prompts and the agent's answers, oldest first.",
-                {"200": _ok("The conversation.", ref("schemas", "Conversation")), **_errors(*_JOB_READ_ERRORS)}),
+                "The job's prompts and the agent's answers, oldest first, a page at a time; follow `nextCursor` "
+                "until it is null.",
+                {"200": _ok("A page of the conversation.", ref("schemas", "Conversation")),
+                 **_errors("BadRequest", *_JOB_READ_ERRORS)},
+                parameters=("MessagesLimit", "Cursor")),
         },
         "/v2/agent/{projectId}/job/{id}/archive": {
             "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
@@ -476,7 +490,6 @@ def _service_paths() -> dict:
 
 def _push_schemas() -> dict:
     types = [t.value for t in EventType]
-    tokens = {"type": "integer", "minimum": 0}
     return {
         "EventType": {"type": "string", "enum": types, "description": (
             "`job.*`: the job's state changed (`job.cancelled` when a cancel settled it, `job.budget_reached` when a "
@@ -507,11 +520,9 @@ def _push_schemas() -> dict:
         }),
         "UsageTotals": closed_object({
             "month": string("`YYYY-MM`, UTC.", pattern="^[0-9]{4}-[0-9]{2}$"),
-            "account": closed_object({"name": string("The key's account."), "month": string(),
-                                      "inputTokens": tokens, "outputTokens": tokens,
+            "account": closed_object({"name": string("The key's account."), "month": string(), **_USAGE_FIELDS,
                                       "monthlyCap": nullable({"type": "integer", "minimum": 1})}),
-            "key": closed_object({"id": string("The calling key's id."), "month": string(),
-                                  "inputTokens": tokens, "outputTokens": tokens}),
+            "key": closed_object({"id": string("The calling key's id."), "month": string(), **_USAGE_FIELDS}),
         }, description="Model tokens of the month, for the key's account and for the key itself."),
         "CreateWebhookRequest": closed_object({
             "url": string("Where to POST events: http(s); a host resolving to an address that is not public "

@@ -107,11 +107,14 @@ def list_jobs(project_id: str) -> Response:
 def conversation(project_id: str, job_id: str) -> Response:
     project = _project(project_id, _caller())
     job = _job(project, job_id)
-    messages = [m.to_api() for m in _services().jobs.conversation(job.id)]
+    query = bodies.parse_messages_query(request.args)
+    page, cursor = _services().jobs.conversation_page(job.id, limit=query.limit, cursor=query.cursor)
+    messages = [m.to_api() for m in page]
     used = add_usage({}, job.usage)
     left = remaining_budget(job)
     remaining = None if left is None else max(0, left)
-    return jsonify({"messages": messages, "usage": {**used, "maxTokens": job.max_tokens, "remainingTokens": remaining}})
+    return jsonify({"messages": messages, "nextCursor": cursor,
+                    "usage": {**used, "maxTokens": job.max_tokens, "remainingTokens": remaining}})
 
 
 @bp.post("/<project_id>/job/<job_id>/archive")

@@ -8,6 +8,7 @@ from typing import cast
 
 import redis
 
+from service.billing import add_records, billable_of
 from service.clock import now_iso, parse_iso
 from service.errors import BUDGET_EXCEEDED, IdempotencyConflict, InvalidRequest, JobArchived, JobNotActive, JobNotFound
 from service.events import EventType
@@ -26,6 +27,7 @@ CANCEL_TTL_SECONDS = 3 * 3600
 PENDING_JOBS = "cd:jobs:pending"  # jobs that have at least one message waiting or running
 FINISHED_JOBS = "cd:jobs:finished"  # completed or failed jobs, scored by when they last changed
 _JOB_ID = re.compile(r"^job_[0-9A-HJKMNP-TV-Z]{26}$")
+_MESSAGE_ID = re.compile(r"^msg_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
 def job_key(job_id: str) -> str:
@@ -77,13 +79,13 @@ class RunOutcome:
     branch: str | None = None
     pr_link: str | None = None
     pr_number: int | None = None
-    usage: dict | None = None  # {"inputTokens", "outputTokens"} of the run, when a model was called
+    usage: dict | None = None  # the run's Usage.to_api(), when a model was called
     cancelled: bool = False  # the run stopped because the job was cancelled; nothing of it was pushed
 
 
 def spent(usage: dict | None) -> int:
-    """Input plus output tokens of a usage record."""
-    return int((usage or {}).get("inputTokens", 0)) + int((usage or {}).get("outputTokens", 0))
+    """The billable tokens of a usage record (service.billing)."""
+    return billable_of(usage)
 
 
 def remaining_budget(job: Job) -> int | None:
@@ -93,8 +95,7 @@ def remaining_budget(job: Job) -> int | None:
 
 def add_usage(total: dict, run: dict | None) -> dict:
     """`total` plus one run's token counts (both in the API's camelCase form)."""
-    keys = ("inputTokens", "outputTokens")
-    return {k: int(total.get(k, 0)) + int((run or {}).get(k, 0)) for k in keys}
+    return add_records(total, run)
 
 
 class JobStore:
@@ -127,6 +128,22 @@ class JobStore:
         ids = [text(i) for i in self._redis.lrange(_conversation_key(job_id), 0, -1)]
         raws = self._redis.mget([_message_key(i) for i in ids]) if ids else []
         return [load(Message, raw) for raw in raws if raw is not None]
+
+    def conversation_page(self, job_id: str, *, limit: int, cursor: str | None) -> tuple[list[Message], str | None]:
+        """Up to `limit` of the job's messages, oldest first, after the message `cursor` (the last id of the
+        previous page); the next page's cursor, None at the end. A conversation only grows at its end, so a
+        cursor stays valid."""
+        start = 0
+        if cursor is not None:
+            position = self._redis.lpos(_conversation_key(job_id), cursor) if _MESSAGE_ID.match(cursor) else None
+            if position is None:
+                raise InvalidRequest("cursor is not one this API returned for this job", field="cursor")
+            start = int(cast(int, position)) + 1
+        ids = [text(i) for i in self._redis.lrange(_conversation_key(job_id), start, start + limit)]
+        page = ids[:limit]
+        raws = self._redis.mget([_message_key(i) for i in page]) if page else []
+        messages = [load(Message, raw) for raw in raws if raw is not None]
+        return messages, (page[-1] if len(ids) > limit else None)
 
     def page(self, project_id: str, *, status: JobStatus | None, limit: int,
              cursor: str | None) -> tuple[list[Job], str | None]:

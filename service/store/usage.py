@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 import redis
 
+from service.billing import add_records
 from service.clock import now
 from service.errors import MonthlyBudgetExceeded
 
@@ -34,13 +35,21 @@ class MonthUsage:
     month: str
     input_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    # Input plus output minus billable tokens. Kept instead of a billable total so that runs recorded before
+    # billable tokens existed (none unbilled) count in full in the same month's total.
+    unbilled_tokens: int = 0
 
     @property
     def total(self) -> int:
-        return self.input_tokens + self.output_tokens
+        """What the monthly cap counts: billable tokens (service.billing)."""
+        return self.input_tokens + self.output_tokens - self.unbilled_tokens
 
     def to_api(self) -> dict:
-        return {"month": self.month, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
+        return {"month": self.month, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "cacheReadTokens": self.cache_read_tokens, "cacheWriteTokens": self.cache_write_tokens,
+                "billableTokens": self.total}
 
 
 class UsageLedger:
@@ -53,8 +62,11 @@ class UsageLedger:
             return
         month = month_of()
         for name in [_account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
-            pipe.hincrby(name, "inputTokens", int(usage.get("inputTokens", 0)))
-            pipe.hincrby(name, "outputTokens", int(usage.get("outputTokens", 0)))
+            counts = add_records(None, usage)
+            billable = counts.pop("billableTokens")
+            counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
+            for field, count in counts.items():
+                pipe.hincrby(name, field, count)
             pipe.expire(name, TOTALS_TTL_SECONDS)
 
     def account(self, account: str, month: str | None = None) -> MonthUsage:
@@ -87,7 +99,9 @@ class UsageLedger:
 
     def _read(self, name: str, month: str) -> MonthUsage:
         raw = self._redis.hgetall(name)
-        return MonthUsage(month, int(raw.get(b"inputTokens", 0)), int(raw.get(b"outputTokens", 0)))
+        counts = [int(raw.get(field, 0)) for field in
+                  (b"inputTokens", b"outputTokens", b"cacheReadTokens", b"cacheWriteTokens", b"unbilledTokens")]
+        return MonthUsage(month, *counts)
 
 
 def _seconds_to_month_end() -> int:

@@ -4,12 +4,14 @@ from typing import Any
 
 import anthropic
 
+from service import billing
 from service.agent.model import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
 from service.agent.providers import KEY_VARIABLES
 from service.agent.providers.sdk_model import MAX_ARGUMENT_DEPTH, SdkModel, nesting_depth
 
 # Stands in for a missing first user turn: the API wants the conversation to start with one.
 OPENING_TURN = "(The conversation so far follows.)"
+CACHE_BREAKPOINT = {"type": "ephemeral"}
 
 
 class AnthropicModel(SdkModel):
@@ -24,12 +26,38 @@ class AnthropicModel(SdkModel):
                  max_output_tokens: int | None = None) -> ModelReply:
         """Send the conversation and tools as one Messages request; return the model's turn."""
         system, turns = to_anthropic_messages(messages)
-        request = {"model": self.model, "max_tokens": self.output_limit(max_output_tokens), "messages": turns}
+        request: dict[str, Any] = {"model": self.model, "max_tokens": self.output_limit(max_output_tokens),
+                                   "messages": turns}
         if system:
-            request["system"] = system
+            request["system"] = [{"type": "text", "text": system}]
         if tools:
             request["tools"] = [to_anthropic_tool(spec) for spec in tools]
+        mark_cache_breakpoints(request)
         return to_reply(self._call(lambda: self._client.messages.create(**request)))
+
+
+def mark_cache_breakpoints(request: dict) -> None:
+    """Put the prompt-cache breakpoints (at most four) where each request reuses the previous one's prefix.
+
+    The prompt is cached in the order tools, system, messages. Breakpoints go on the last tool (the tools stay
+    when the system prompt changes between a job's runs), the system prompt, the previous request's last turn
+    (the user turn before the assistant's latest reply: what the previous request wrote to the cache), and the
+    last turn (written for the next request). The API looks back only 20 blocks from a breakpoint for an earlier
+    entry, so the breakpoint on the previous turn keeps the hit however many tool calls one reply made.
+    """
+    marked = [request.get("tools", [None])[-1], request.get("system", [None])[-1]]
+    turns = request["messages"]
+    marked += [turns[i]["content"][-1] for i in (len(turns) - 3, len(turns) - 1) if i >= 0 and turns[i]["content"]]
+    for block in marked:
+        if block is not None:
+            block["cache_control"] = dict(CACHE_BREAKPOINT)
+
+
+def preloaded_http_client():
+    """An HTTP client for this process's runs, with the parts of the SDK it imports only on first use imported."""
+    http = anthropic.DefaultHttpxClient()
+    _ = anthropic.Anthropic(api_key="unused", http_client=http, max_retries=0).messages  # no request is sent
+    return http
 
 
 def to_anthropic_tool(spec: ToolSpec) -> dict:
@@ -80,9 +108,12 @@ def to_reply(response) -> ModelReply:
     calls = [ToolCall(block.id, block.name, _arguments(block.input)) for block in response.content
              if block.type == "tool_use"]
     usage = response.usage
-    input_tokens = (usage.input_tokens or 0) + (getattr(usage, "cache_creation_input_tokens", None) or 0) \
-        + (getattr(usage, "cache_read_input_tokens", None) or 0)
-    return ModelReply(text=text, tool_calls=calls, usage=Usage(input_tokens, usage.output_tokens or 0))
+    # `input_tokens` is only the uncached part of the input here; the cached parts are billed at their own price.
+    read = getattr(usage, "cache_read_input_tokens", None) or 0
+    written = getattr(usage, "cache_creation_input_tokens", None) or 0
+    return ModelReply(text=text, tool_calls=calls,
+                      usage=Usage.billed((usage.input_tokens or 0) + read + written, usage.output_tokens or 0,
+                                         cache_read=read, cache_write=written, rates=billing.ANTHROPIC))
 
 
 def _arguments(given):

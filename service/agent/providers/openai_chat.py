@@ -5,6 +5,7 @@ from typing import Any
 
 import openai
 
+from service import billing
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
 from service.agent.providers import KEY_VARIABLES
 from service.agent.providers.sdk_model import MAX_ARGUMENT_DEPTH, SdkModel, nesting_depth
@@ -17,6 +18,10 @@ class OpenAIChatModel(SdkModel):
 
     PROVIDER, VENDOR, KEY_VARIABLE, SDK = "openai", "OpenAI", KEY_VARIABLES["openai"], openai
 
+    def __init__(self, model: str, *, cache_key: str | None = None, **options) -> None:
+        super().__init__(model, **options)
+        self.cache_key = cache_key
+
     def _new_client(self, **options):
         return openai.OpenAI(**options)
 
@@ -28,10 +33,21 @@ class OpenAIChatModel(SdkModel):
         if tools:
             request["tools"] = [to_openai_tool(spec) for spec in tools]
             request["tool_choice"] = "auto"
+        if self.cache_key:
+            # Routes the job's requests to the servers that hold its cached prefix. The prefix itself stays
+            # byte-stable because every request is rebuilt from the same transcript in the same way.
+            request["prompt_cache_key"] = self.cache_key
         completion = self._call(lambda: self._client.chat.completions.create(**request))
         if not completion.choices:
             raise ModelError(f"{self.name} answered with no choices", code="model_error")
         return to_reply(completion)
+
+
+def preloaded_http_client():
+    """An HTTP client for this process's runs, with the parts of the SDK it imports only on first use imported."""
+    http = openai.DefaultHttpxClient()
+    _ = openai.OpenAI(api_key="unused", http_client=http, max_retries=0).chat.completions  # no request is sent
+    return http
 
 
 def to_openai_tool(spec: ToolSpec) -> dict:
@@ -72,12 +88,18 @@ def to_reply(completion) -> ModelReply:
         if function is None:
             continue  # a custom (non-function) tool call; we offer none
         calls.append(ToolCall(call.id, function.name, _parse_arguments(function.arguments)))
-    usage = completion.usage
-    return ModelReply(
-        text=message.content or message.refusal or "",
-        tool_calls=calls,
-        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
-    )
+    return ModelReply(text=message.content or message.refusal or "", tool_calls=calls,
+                      usage=_usage(completion.usage))
+
+
+def _usage(usage) -> Usage:
+    """A completion's usage; `cached_tokens` (part of `prompt_tokens`) is absent from many compatible servers."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    return Usage.billed(usage.prompt_tokens or 0, usage.completion_tokens or 0, cache_read=cached,
+                        rates=billing.OPENAI)
 
 
 def _parse_arguments(raw: str | None):

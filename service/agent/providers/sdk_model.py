@@ -20,7 +20,7 @@ class SdkModel:
     SDK: ModuleType  # the SDK module, whose exceptions sdk_call translates
 
     def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
-                 timeout: float = 120, max_tokens: int = 8192) -> None:
+                 timeout: float = 120, max_tokens: int = 8192, http_client=None) -> None:
         self.name = f"{self.PROVIDER}:{model}"
         self.vendor = f"the {self.VENDOR}-compatible server at {base_url}" if base_url else self.VENDOR
         if not api_key:
@@ -31,14 +31,15 @@ class SdkModel:
         self._timeout = timeout
         self._max_tokens = max_tokens
         # max_retries=0: only our RetryPolicy retries, so the wait stays within its bounds.
-        self._client = self._new_client(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        options = {"http_client": http_client} if http_client is not None else {}
+        self._client = self._new_client(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, **options)
 
     def output_limit(self, cap: int | None) -> int:
         """The request's output token limit: the adapter's own, lowered to `cap` when one is given."""
         return self._max_tokens if cap is None else max(1, min(self._max_tokens, cap))
 
     def _new_client(self, **options):
-        """The SDK's client, built with `options` (api_key, base_url, timeout, max_retries)."""
+        """The SDK's client, built with `options` (api_key, base_url, timeout, max_retries, maybe http_client)."""
         raise NotImplementedError
 
     def _call(self, send):
