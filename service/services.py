@@ -48,7 +48,7 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str, delive
     ids = UlidGenerator()
     events = EventLog(client, retention=settings.event_retention, ttl_seconds=settings.event_ttl_days * 86400)
     usage = UsageLedger(client)
-    jobs = JobStore(client, ids, events, usage)
+    jobs = JobStore(client, ids, events)
     webhooks = WebhookStore(client, ids)
     deliveries = DeliveryQueue(client, queue_name=settings.queue_name, task=delivery_task)
     return Services(

@@ -339,10 +339,8 @@ def test_the_accounts_monthly_cap_applies_to_comments(github, bot, pull):
     job, number = pull
     project = bot.services.projects.get(job.project_id)
     github.set_permission(REPO, "alice", "write")
-    bot.services.usage.set_cap(project.account, 100)
-    pipe = bot.services.redis.pipeline()
-    bot.services.usage.record(pipe, project.account, None, {"inputTokens": 90, "outputTokens": 10})
-    pipe.execute()
+    bot.services.usage.set_cap(project.host, project.account, 100)
+    bot.services.usage.add(project.host, project.account, None, {"inputTokens": 90, "outputTokens": 10})
     deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test more"))
     assert len(user_messages(bot, job.id)) == 1 and queued_runs(bot) == 0
     reply = github.comments(REPO, number)[-1]["body"]
