@@ -19,7 +19,7 @@ from bot.dashboard.sessions import Session, SessionStore
 from bot.headers import content_security_policy
 from service.api.problems import PROBLEMS, request_id
 from service.codehost.local import LocalCodeHost
-from service.errors import ServiceError
+from service.errors import RateLimited, ServiceError
 from service.services import Services
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,8 @@ def register_handlers(bp) -> None:
     @bp.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
         status = PROBLEMS.get(exc.code, (400, ""))[0] if exc.code in PROBLEMS else 404
-        return problem(_TITLES.get(exc.code, "Not possible"), exc.detail, status)
+        body, status = problem(_TITLES.get(exc.code, "Not possible"), exc.detail, status)
+        return body, status, ({"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {})
 
     @bp.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

@@ -8,7 +8,7 @@ from typing import cast
 import redis
 
 from service.clock import iso, now, now_iso, parse_iso
-from service.errors import DeliveryNotFound, WebhookNotFound
+from service.errors import DeliveryNotFound, WebhookLimitReached, WebhookNotFound
 from service.ids import UlidGenerator, new_id
 from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.store.codec import dump, load
@@ -59,16 +59,25 @@ class WebhookStore:
 
     # -- endpoints ---------------------------------------------------------------------------
 
-    def add(self, project_id: str, *, url: str, sealed_secret: str, description: str,
-            events: list[str]) -> WebhookEndpoint:
+    def add(self, project_id: str, *, url: str, sealed_secret: str, description: str, events: list[str],
+            limit: int | None = None) -> WebhookEndpoint:
+        """Add an endpoint to the project; WebhookLimitReached when it has `limit` already (checked atomically, so
+        requests made at once cannot pass it together)."""
         endpoint = WebhookEndpoint(id=new_id("whk", self._ids), project_id=project_id, url=url,
                                    sealed_secret=sealed_secret, created_at=now_iso(), description=description,
                                    events=events)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.set(_endpoint_key(endpoint.id), dump(endpoint))
-        pipe.sadd(endpoints_key(project_id), endpoint.id)
-        pipe.execute()
-        return endpoint
+        members = endpoints_key(project_id)
+
+        def attempt(pipe) -> WebhookEndpoint:
+            if limit is not None and pipe.scard(members) >= limit:
+                raise WebhookLimitReached(f"project {project_id} has {limit} webhook endpoints, as many as it may "
+                                          "(COPYDESK_WEBHOOK_MAX_ENDPOINTS); delete one first")
+            pipe.multi()
+            pipe.set(_endpoint_key(endpoint.id), dump(endpoint))
+            pipe.sadd(members, endpoint.id)
+            return endpoint
+
+        return transaction(self._redis, attempt, members)
 
     def find(self, endpoint_id: str) -> WebhookEndpoint | None:
         if not endpoint_id.startswith("whk_"):
