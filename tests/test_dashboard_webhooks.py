@@ -5,14 +5,10 @@ them, and CSRF."""
 import re
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import rq
 
-from bot.worker import fanout
-from service.webhooks.queue import webhooks_queue_name
-from tests.harness import LiveServer
+from tests.harness import LiveServer, deliver_webhooks
 from tests.test_webhooks import Receiver
 
 TEST_SECONDS = 60  # each test's bound; the dashboard fixture alone takes a few seconds
@@ -165,8 +161,7 @@ def test_the_delivery_log_shows_attempts_and_a_delivery_can_be_sent_again(hooked
 
     services = hooked_dash.ctx.services
     job, _ = services.jobs.create(project, prompt="Add an FAQ", model="scripted:demo", ref="main", as_draft=False)
-    with ThreadPoolExecutor(2) as executor:  # the worker's fan-out, once, in this process (first attempts too)
-        assert fanout(hooked_dash.ctx, executor).run_once(block_ms=100) == 1
+    deliver_webhooks(hooked_dash.ctx)  # the worker's fan-out, once, in this process (first attempts too)
     failed = operator.get(log_path).text
     [delivery] = services.webhooks.log(endpoint.id)
     assert delivery.id in failed and job.id in failed and "job.created" in failed
@@ -174,10 +169,8 @@ def test_the_delivery_log_shows_attempts_and_a_delivery_can_be_sent_again(hooked
 
     resent = operator.form(f"{log_path}/deliveries/{delivery.id}/resend", {}, page=log_path)
     assert resent.url.endswith(f"{log_path}?resent={delivery.id}") and "is queued" in resent.text
-    # A worker makes the attempt (as for the API's re-send), here one in this process on the webhooks queue.
-    client = services.redis
-    queue = rq.Queue(webhooks_queue_name(hooked_dash.ctx.settings.queue_name), connection=client)
-    rq.SimpleWorker([queue], connection=client).work(burst=True, logging_level="WARNING")
+    # A worker makes the attempt (as for the API's re-send), here this process's delivery lanes.
+    deliver_webhooks(hooked_dash.ctx)
     wait_for(lambda: len(receiver.received) == 2, 10, "the re-sent delivery")
     assert [r["headers"]["webhook-id"] for r in receiver.received] == [delivery.id, delivery.id]
     assert all(r["verified"] for r in receiver.received), "the secret the page showed does not verify"

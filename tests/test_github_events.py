@@ -31,7 +31,7 @@ def bot(github, redis_client, tmp_path):
                         webhook_secret=github.app.webhook_secret, api_url=github.url, web_url=github.url)
     app = GitHubApp(gh, redis_client, requests.Session(), sleep=lambda _seconds: None, retries=1)
     host = GitHubCodeHost(app)
-    services = build_services(settings, redis_client, task="bot.tasks.process_job", delivery_task="bot.tasks.deliver_webhook",
+    services = build_services(settings, redis_client, task="bot.tasks.process_job",
                               code_hosts={host.name: host})
     return events.GitHubBot(services=services, app=app, host=host)
 
