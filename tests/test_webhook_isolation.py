@@ -9,8 +9,11 @@ import requests
 
 from service.webhooks.addresses import vet_url
 from service.webhooks.transport import post
+from tests.harness import LiveServer, wait_until
 from tests.slow_receivers import SlowReceiver
-from tests.test_webhooks import register
+from tests.test_flow import FAQ, finish
+from tests.test_webhooks import Receiver, register
+from tests.worker_processes import WorkerProcess
 
 
 @pytest.mark.parametrize("drip_every", [None, 0.3], ids=["tarpit", "dripping"])
@@ -51,3 +54,72 @@ def test_resends_are_rate_limited_per_endpoint_and_per_account(stack_factory):
     second = [resend(endpoints[1]) for _ in range(3)]
     assert [r.status_code for r in second] == [202, 202, 429]  # the account's 5 a minute, over both endpoints
     assert second[-1].json()["code"] == "rate_limited" and 0 < int(second[-1].headers["Retry-After"]) <= 60
+
+
+def _quiet_round(stack, hook: Receiver) -> dict[str, float]:
+    """Create a job of the quiet account; seconds until it completed and until its two deliveries arrived."""
+    started = time.monotonic()
+    job = stack.create("Add an FAQ").json()
+    wait_until(lambda: stack.job(job["id"])["status"] == "completed", 60, "the quiet account's job", interval=0.1)
+    done = time.monotonic() - started
+
+    def arrived(kind: str) -> float | None:
+        return next((r["at"] - started for r in list(hook.received)
+                     if r["body"]["type"] == kind and r["body"]["data"]["id"] == job["id"]), None)
+
+    wait_until(lambda: arrived("job.completed") is not None, 60, "the quiet account's deliveries", interval=0.1)
+    return {"job": done, "job.created": arrived("job.created") or 0.0, "job.completed": arrived("job.completed") or 0.0}
+
+
+def _noisy_account(stack, tarpit: SlowReceiver, dripper: SlowReceiver) -> tuple[dict, list[tuple[str, str]]]:
+    """A second account's project with as many endpoints as it may have, every one a tarpit or a dripping
+    receiver; returns its key's headers and (project, endpoint) pairs."""
+    services = stack.ctx.services
+    project = services.projects.add(account="noisy", host="local", repository="/nowhere/noisy.git",
+                                    web_url="http://example.invalid/noisy", ref="main")
+    _key, plaintext = services.keys.create(account="noisy", name="noisy", host="local")
+    headers = {"Authorization": f"Bearer {plaintext}"}
+    hooks = []
+    for number in range(stack.settings.webhook_max_endpoints):
+        target = tarpit if number % 2 else dripper
+        made = stack.api.post(f"/v2/agent/{project.id}/webhooks", json={"url": f"{target.url}/{number}"},
+                              headers=headers)
+        assert made.status_code == 201, made.text
+        hooks.append((project.id, made.json()["id"]))
+    return headers, hooks
+
+
+def test_one_accounts_dead_and_dripping_endpoints_and_resends_leave_another_accounts_runs_and_deliveries_alone(
+        stack_factory, tmp_path):
+    stack = stack_factory(webhook_allow_private=True)
+    quiet = Receiver()
+    with LiveServer(quiet) as served, SlowReceiver() as tarpit, SlowReceiver(drip_every=1.0) as dripper:
+        quiet.url = f"{served.url}/hooks"
+        register(stack, quiet.url, events=["job.created", "job.completed"])
+        stack.script([FAQ, finish()])
+        # One worker process: runs and deliveries of both accounts share it. Attempts may take 4 s each.
+        env = {**stack.env(), "COPYDESK_WEBHOOK_TIMEOUT": "4"}
+        with WorkerProcess(env, tmp_path / "worker.log") as worker:
+            _quiet_round(stack, quiet)  # the first run makes the repository's mirror
+            alone = _quiet_round(stack, quiet)
+
+            headers, hooks = _noisy_account(stack, tarpit, dripper)
+            for number in range(3):  # its jobs fail at once (no repository), each event a delivery per endpoint
+                stack.api.post(f"/v2/agent/{hooks[0][0]}/job", json={"prompt": f"noise {number}"}, headers=headers)
+            logs = wait_until(lambda: [logged for project_id, hook_id in hooks
+                                       if (logged := stack.api.get(f"/v2/agent/{project_id}/webhooks/{hook_id}"
+                                                                   "/deliveries", headers=headers).json()["deliveries"])],
+                              30, "the noisy account's deliveries")
+            assert len(logs) == len(hooks)
+            answers = [stack.api.post(f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries/{log[0]['id']}/resend",
+                                      headers=headers).status_code
+                       for _ in range(6) for (project_id, hook_id), log in zip(hooks, logs, strict=True)]
+            assert answers.count(202) == stack.settings.webhook_resends_per_account and set(answers) == {202, 429}
+            wait_until(lambda: tarpit.accepted >= 2 and dripper.accepted >= 2, 30, "the noisy attempts to start")
+
+            loaded = _quiet_round(stack, quiet)
+            # Cut answers are logged (urllib3 warns of the headers it got), but nothing failed.
+            assert worker.alive() and " ERROR " not in worker.log()
+    slack = {name: 3.0 + 2 * alone[name] for name in alone}  # generous: a broken isolation costs 4 s an attempt
+    print(f"the quiet account alone: {alone}; beside the noisy one: {loaded}")
+    assert all(loaded[name] <= alone[name] + slack[name] for name in alone), (alone, loaded)
