@@ -2,13 +2,15 @@
 a header byte a second) and its re-sends, against another account's job and deliveries. Prints the quiet account's
 job time and its `job.created` / `job.completed` arrival times, first alone, then under that load (ratios).
 
-Run by hand: `.venv/bin/python bench/webhook_isolation.py [--endpoints 20] [--resends 60] [--workers 2]`.
+Run by hand: `.venv/bin/python bench/webhook_isolation.py [--endpoints 20] [--resends 60] [--workers 2]
+[--no-resend-limits]`.
 Needs redis-server and git. Speaks only HTTP to `copydesk web` and runs `copydesk worker` processes, so it
 measures an older checkout the same way (PYTHONPATH=that checkout).
 """
 
 import argparse
 import json
+import logging
 import sys
 import threading
 import time
@@ -109,10 +111,15 @@ def main() -> int:
     parser.add_argument("--endpoints", type=int, default=20, help="slow endpoints of the noisy account")
     parser.add_argument("--resends", type=int, default=60)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-resend-limits", action="store_true",
+                        help="accept every re-send (to see the lanes' part alone)")
     args = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the receivers' access logs
     arrivals = Arrivals()
     with SlowReceiver() as tarpit, SlowReceiver(drip_every=1.0) as dripper, LiveServer(arrivals) as quiet_hook:
-        with web_stack(env={"COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true"}) as web:
+        limits = ({"COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT": "1000000", "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT": "1000000"}
+                  if args.no_resend_limits else {})
+        with web_stack(env={"COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", **limits}) as web:
             script = web.root / "script.json"
             script.write_text(json.dumps(SCRIPT))
             env = {**web.env, "COPYDESK_MODEL": f"scripted:{script}", "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true"}
