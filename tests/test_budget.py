@@ -138,3 +138,16 @@ def test_same_named_accounts_on_two_code_hosts_have_their_own_totals_and_caps(st
     assert services.usage.cap("github", "team") == 2000 and services.usage.cap("local", "team") == 1000
     services.usage.set_cap("github", "team", None)  # lifted for the GitHub org only
     assert services.usage.cap("github", "team") is None
+
+
+def test_a_run_accepted_before_the_cap_was_used_up_fails_at_its_start_without_calling_the_model(stack_factory,
+                                                                                             standin):
+    stack = stack_factory(**PROVIDERS["openai"](standin))
+    services = stack.ctx.services
+    services.usage.set_cap("local", "local", 1000)
+    job = stack.create().json()  # accepted: nothing used yet
+    services.usage.add("local", "local", None, {"inputTokens": 600, "outputTokens": 400})  # other work, meanwhile
+    stack.drain()
+    failed = stack.job(job["id"])
+    assert failed["status"] == "failed" and failed["error"]["code"] == "monthly_budget_exceeded"
+    assert "monthly cap is 1,000" in failed["error"]["message"] and standin.requests == []

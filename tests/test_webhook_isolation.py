@@ -2,6 +2,7 @@
 rate-limited, and attempts made apart from runs with per-account fairness."""
 
 import concurrent.futures
+import threading
 import time
 
 import pytest
@@ -123,3 +124,67 @@ def test_one_accounts_dead_and_dripping_endpoints_and_resends_leave_another_acco
     slack = {name: 3.0 + 2 * alone[name] for name in alone}  # generous: a broken isolation costs 4 s an attempt
     print(f"the quiet account alone: {alone}; beside the noisy one: {loaded}")
     assert all(loaded[name] <= alone[name] + slack[name] for name in alone), (alone, loaded)
+
+
+def test_lanes_hold_one_account_to_its_share_of_threads_and_serve_the_others_meanwhile(redis_client):
+    from service.webhooks.lanes import DeliveryLanes
+    from service.webhooks.queue import Attempt, DeliveryQueue
+
+    queue = DeliveryQueue(redis_client, lambda delivery_id: delivery_id.split("-")[0])
+    for number in range(10):
+        queue.now(f"slow-{number}", 1)
+    for number in range(3):
+        queue.now(f"quick-{number}", 1)
+    release, made, lock = threading.Event(), [], threading.Lock()
+    running = {"slow": 0, "most": 0}
+
+    def make(attempt: Attempt) -> None:
+        lane = attempt.delivery_id.split("-")[0]
+        with lock:
+            made.append(attempt.delivery_id)
+            if lane == "slow":
+                running["slow"] += 1
+                running["most"] = max(running["most"], running["slow"])
+        if lane == "slow":
+            release.wait(30)  # a receiver that does not answer until the test lets it
+            with lock:
+                running["slow"] -= 1
+
+    lanes = DeliveryLanes(queue, make, threads=4, per_lane=2, deadline_seconds=30)
+
+    def served(condition) -> bool:
+        lanes.run_once()  # one pass of the worker's loop
+        return condition()
+
+    try:
+        wait_until(lambda: served(lambda: len([m for m in made if m.startswith("quick")]) == 3), 10,
+                   "the quick account's attempts while the slow one's hang")
+        assert running["most"] == 2 and len([m for m in made if m.startswith("slow")]) == 2
+        release.set()
+        wait_until(lambda: served(lambda: len(made) == 13 and not lanes.busy), 10, "every attempt")
+    finally:
+        release.set()
+        lanes.close()
+    assert running["most"] == 2 and sorted(made) == sorted({*made}) and queue.lanes() == []
+
+
+def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_factory):
+    import rq
+
+    from bot.worker import fanout
+    from service.webhooks.queue import webhooks_queue_name
+    from tests.harness import drain_queues
+
+    stack = stack_factory(webhook_allow_private=True)
+    endpoint = register(stack, "http://127.0.0.1:9/hook", events=["job.created"])
+    stack.create()
+    fanout(stack.ctx).run_once(block_ms=100)
+    services = stack.ctx.services
+    [(first, _due)] = services.deliveries.waiting("local:local")
+    services.deliveries.done("local:local", first)
+    legacy = rq.Queue(webhooks_queue_name(stack.settings.queue_name), connection=services.redis)
+    legacy.enqueue("bot.tasks.deliver_webhook", first.delivery_id, 2, False)
+    drain_queues(services.redis, stack.settings.queue_name)
+    [(moved, _due)] = services.deliveries.waiting("local:local")
+    assert (moved.delivery_id, moved.number, moved.manual) == (first.delivery_id, 2, False)
+    assert endpoint["id"] == services.webhooks.delivery(first.delivery_id).endpoint_id
