@@ -96,6 +96,7 @@ def test_parallel_runs_stop_at_the_monthly_cap_passing_it_by_at_most_one_call_ea
 
     used = services.usage.account("local", "local").total
     one_call = CALL["input"] + CALL["output"]
+    print(f"8 parallel runs under a 1,000-token cap used {used:,} tokens in {len(standin.requests)} model calls")
     assert 1000 <= used <= 1000 + 8 * one_call, used
     assert used == one_call * len(standin.requests)  # every call counted, once
     for job_id in jobs:
