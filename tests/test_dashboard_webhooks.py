@@ -234,3 +234,26 @@ def test_webhook_forms_without_the_csrf_token_are_refused(hooked_dash):
     assert hooked_dash.ctx.services.webhooks.find(endpoint.id) == endpoint
     anonymous = type(operator)(hooked_dash.url)
     assert anonymous.get(hooks_path(project), allow_redirects=False).status_code == 303  # to sign in
+
+
+@pytest.fixture
+def one_resend_a_minute(monkeypatch):
+    # Set before `dash` builds its settings from the environment.
+    monkeypatch.setenv("COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT", "1")
+
+
+def test_send_again_is_rate_limited_on_the_page_as_on_the_api(one_resend_a_minute, hooked_dash, receiver):
+    operator = hooked_dash.operator()
+    project = hooked_dash.projects["local"]
+    add(operator, project, receiver.url)
+    [endpoint] = hooked_dash.ctx.services.webhooks.of_project(project.id)
+    log_path = f"{hooks_path(project)}/{endpoint.id}"
+    hooked_dash.ctx.services.jobs.create(project, prompt="Add an FAQ", model="scripted:demo", ref="main",
+                                         as_draft=False)
+    deliver_webhooks(hooked_dash.ctx)
+    [delivery] = hooked_dash.ctx.services.webhooks.log(endpoint.id)
+    resend = f"{log_path}/deliveries/{delivery.id}/resend"
+    assert operator.form(resend, {}, page=log_path).status_code == 200  # followed to the log
+    refused = operator.form(resend, {}, page=log_path, allow_redirects=False)
+    assert refused.status_code == 429 and 0 < int(refused.headers["Retry-After"]) <= 60
+    assert "limited to 1 a minute" in refused.text
