@@ -2,6 +2,7 @@
 rate-limited, and attempts made apart from runs with per-account fairness."""
 
 import concurrent.futures
+import socket
 import threading
 import time
 
@@ -13,7 +14,7 @@ from service.webhooks.transport import post
 from tests.harness import LiveServer, wait_until
 from tests.slow_receivers import SlowReceiver
 from tests.test_flow import FAQ, finish
-from tests.test_webhooks import Receiver, register
+from tests.test_webhooks import RebindingResolver, Receiver, register, self_signed
 from tests.worker_processes import WorkerProcess
 
 
@@ -24,6 +25,34 @@ def test_an_attempt_ends_at_its_deadline_however_the_receiver_stalls(drip_every)
         with pytest.raises(requests.exceptions.Timeout, match="deadline of 1.5 s"):
             post(vet_url(slow.url, allow_private=True), b"{}", {"Content-Type": "application/json"}, timeout=1.5)
         assert 1.4 < time.monotonic() - started < 3  # each drip is well inside a per-read time-out of 1.5 s
+
+
+def test_an_https_attempt_ends_at_its_deadline_while_the_receiver_drips_its_headers(tmp_path):
+    context, bundle = self_signed(tmp_path, "drip.test")
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = server.accept()
+        with context.wrap_socket(conn, server_side=True) as tls:
+            tls.recv(65536)
+            tls.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.wait(0.3):
+                tls.sendall(b"X")
+
+    dripping = threading.Thread(target=drip, daemon=True)
+    dripping.start()
+    target = vet_url(f"https://drip.test:{server.getsockname()[1]}/hook", allow_private=True,
+                     resolver=RebindingResolver("drip.test", first="127.0.0.1"))
+    started = time.monotonic()
+    try:
+        with pytest.raises(requests.exceptions.Timeout, match="deadline of 1.5 s"):
+            post(target, b"{}", {"Content-Type": "application/json"}, timeout=1.5, verify=bundle)
+        assert time.monotonic() - started < 3
+    finally:
+        stop.set()
+        dripping.join(timeout=5)
+        server.close()
 
 
 def test_a_project_has_at_most_its_cap_of_endpoints_even_when_asked_at_once(stack_factory):
