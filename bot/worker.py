@@ -86,8 +86,12 @@ def delivery_lanes(ctx: Context) -> DeliveryLanes:
 
 def _fan_out_forever(ctx: Context, stop: threading.Event) -> None:
     fan = fanout(ctx)
+    adopted = False
     while not stop.is_set():
         try:
+            if not adopted:  # once per process, as it starts
+                ctx.services.deliveries.adopt_legacy()
+                adopted = True
             fan.run_once(block_ms=1000)
         except redis.RedisError:
             log.warning("webhook fan-out paused: Redis unreachable", exc_info=True)

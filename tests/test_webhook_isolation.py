@@ -204,7 +204,7 @@ def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_fac
     import rq
 
     from bot.worker import fanout
-    from service.webhooks.queue import webhooks_queue_name
+    from service.webhooks.queue import LEGACY_UNSENT, webhooks_queue_name
     from tests.harness import drain_queues
 
     stack = stack_factory(webhook_allow_private=True)
@@ -220,3 +220,10 @@ def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_fac
     [(moved, _due)] = services.deliveries.waiting("local:local")
     assert (moved.delivery_id, moved.number, moved.manual) == (first.delivery_id, 2, False)
     assert endpoint["id"] == services.webhooks.delivery(first.delivery_id).endpoint_id
+
+    # A first attempt they had not made yet is moved onto the lanes too.
+    services.deliveries.done("local:local", moved)
+    services.redis.zadd(LEGACY_UNSENT, {first.delivery_id: 0})
+    assert services.deliveries.adopt_legacy() == 1 and services.redis.exists(LEGACY_UNSENT) == 0
+    [(adopted, _due)] = services.deliveries.waiting("local:local")
+    assert (adopted.delivery_id, adopted.number, adopted.manual) == (first.delivery_id, 1, False)

@@ -13,6 +13,8 @@ from service.store.replies import text
 from service.store.webhooks import WebhookStore
 
 LANES = "cd:deliveries:lanes"  # the lanes that may have attempts waiting
+# Versions before the lanes kept first attempts not made yet here (delivery ids); they are moved onto the lanes.
+LEGACY_UNSENT = "cd:deliveries:unsent"
 
 # Takes the lane's due attempts, at most ARGV[3], and holds them until ARGV[2] (a lease: an attempt whose taker died
 # is due again then); forgets the lane once it is empty. Atomic with the adds (MULTI), so no attempt is stranded.
@@ -85,6 +87,15 @@ class DeliveryQueue:
         pipe.zadd(_lane_key(lane), {attempt.member(): at})
         pipe.sadd(LANES, lane)
         pipe.execute()
+
+    def adopt_legacy(self) -> int:
+        """Move the first attempts a version before the lanes left unmade onto the lanes; returns how many."""
+        moved = 0
+        for raw in cast(list, self._redis.zrange(LEGACY_UNSENT, 0, -1)):
+            self.now(text(raw), 1)
+            self._redis.zrem(LEGACY_UNSENT, raw)
+            moved += 1
+        return moved
 
     def lanes(self) -> list[str]:
         """The lanes that may have attempts waiting, in a stable order."""
