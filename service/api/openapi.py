@@ -599,7 +599,8 @@ def _push_paths(headers: dict) -> dict:
             tag="Events", parameters=("After", "Follow", "LastEventId"))},
         "/v2/agent/usage": {"get": _operation(
             "getUsage", "Model tokens of the month",
-            "Totals for the key's account (with its monthly cap, if any) and for the key itself.",
+            "Totals for the key's account on its code host (with its monthly cap, if any) and for the key itself. "
+            "Runs count each model call as it returns.",
             {"200": _ok("The month's usage.", ref("schemas", "UsageTotals")),
              **_errors("InvalidQuery", "Unauthorized", "InternalError", "Unavailable")},
             tag="Events", parameters=("Month",))},
