@@ -24,5 +24,7 @@ class AccountSpending:
             raise RunFailed(exc.code, f"the run stopped: {exc.detail}") from None
 
     def spent(self, usage: Usage) -> None:
+        if not (usage.input_tokens or usage.output_tokens):
+            return  # a model that reports no usage (the scripted one) leaves the totals alone
         self._ledger.add(self._host, self._account, self._key_id,
                          {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens})
