@@ -365,6 +365,7 @@ def test_a_resend_leaves_the_retry_due_next_to_be_made(stack_factory, receiver):
     assert (delivery["status"], delivery["attempts"]) == ("pending", 1)
     [retry] = _waiting(stack)
     assert (retry.delivery_id, retry.number, retry.manual) == (delivery["id"], 2, False)
+    assert stack.ctx.services.deliveries.lanes() == []  # nothing due: the lane is not even looked at until then
 
     base = f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}"
     assert stack.api.post(f"{base}/resend").status_code == 202

@@ -12,16 +12,25 @@ from service.store.projects import ProjectStore
 from service.store.replies import text
 from service.store.webhooks import WebhookStore
 
-LANES = "cd:deliveries:lanes"  # the lanes that may have attempts waiting
+# The lanes with attempts waiting, each scored by when its soonest attempt is due (never later than that), so that
+# idle lanes (retries due hours later) cost nothing until then.
+LANES = "cd:deliveries:lanes"
 # Versions before the lanes kept first attempts not made yet here (delivery ids); they are moved onto the lanes.
 LEGACY_UNSENT = "cd:deliveries:unsent"
 
+# Schedules ARGV[1] at ARGV[2] in lane ARGV[3], moving the lane's turn earlier when it is due sooner now.
+_ADD = """
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local turn = redis.call('ZSCORE', KEYS[2], ARGV[3])
+if not turn or tonumber(ARGV[2]) < tonumber(turn) then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) end
+"""
 # Takes the lane's due attempts, at most ARGV[3], and holds them until ARGV[2] (a lease: an attempt whose taker died
-# is due again then); forgets the lane once it is empty. Atomic with the adds (MULTI), so no attempt is stranded.
+# is due again then); the lane's next turn is its soonest attempt, and an empty lane leaves the list.
 _TAKE = """
 local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, member in ipairs(items) do redis.call('ZADD', KEYS[1], ARGV[2], member) end
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[4]) end
+local soonest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #soonest == 0 then redis.call('ZREM', KEYS[2], ARGV[4]) else redis.call('ZADD', KEYS[2], soonest[2], ARGV[4]) end
 return items
 """
 
@@ -72,6 +81,7 @@ class DeliveryQueue:
     def __init__(self, client: redis.Redis, lane_of: Callable[[str], str]) -> None:
         self._redis = client
         self._lane_of = lane_of
+        self._add = client.register_script(_ADD)
         self._take = client.register_script(_TAKE)
 
     def now(self, delivery_id: str, attempt: int, *, manual: bool = False) -> None:
@@ -83,10 +93,7 @@ class DeliveryQueue:
 
     def add(self, attempt: Attempt, *, at: float) -> None:
         lane = self._lane_of(attempt.delivery_id)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.zadd(_lane_key(lane), {attempt.member(): at})
-        pipe.sadd(LANES, lane)
-        pipe.execute()
+        self._add(keys=[_lane_key(lane), LANES], args=[attempt.member(), at, lane])
 
     def adopt_legacy(self) -> int:
         """Move the first attempts a version before the lanes left unmade onto the lanes; returns how many."""
@@ -97,9 +104,10 @@ class DeliveryQueue:
             moved += 1
         return moved
 
-    def lanes(self) -> list[str]:
-        """The lanes that may have attempts waiting, in a stable order."""
-        return sorted(text(lane) for lane in cast(set, self._redis.smembers(LANES)))
+    def lanes(self, now: float | None = None) -> list[str]:
+        """The lanes that may have attempts due, in a stable order."""
+        due = cast(list, self._redis.zrangebyscore(LANES, "-inf", time.time() if now is None else now))
+        return sorted(text(lane) for lane in due)
 
     def take(self, lane: str, count: int, *, lease_seconds: float, now: float | None = None) -> list[Attempt]:
         """Up to `count` of the lane's due attempts, held for `lease_seconds` (then due again unless done)."""
