@@ -70,7 +70,7 @@ def _key_create(args, settings: Settings) -> None:
     from service.models import KeyAccess
 
     services = context.build(settings).services
-    host = args.host or _key_host(args.account, services.projects.all())
+    host = args.host or account_host(args.account, services.projects.all())
     for project_id in args.project:
         project = services.projects.find(project_id)
         if project is None or project.account != args.account or project.host != host:
@@ -85,7 +85,7 @@ def _key_create(args, settings: Settings) -> None:
            "Use it as `Authorization: Bearer <key>`.")
 
 
-def _key_host(account: str, projects: list) -> str:
+def account_host(account: str, projects: list) -> str:
     """The code host family of `account` when --host is not given: local for the operator's local accounts (as on
     the dashboard), else GitHub; an account name on both needs --host."""
     from bot.dashboard.operator import LOCAL_ACCOUNT

@@ -94,17 +94,20 @@ def _budget(args, settings: Settings) -> None:
 def _usage(args, settings: Settings) -> None:
     services = context.build(settings).services
     ledger = services.usage
+    from bot.cli import account_host  # bot.cli imports this module
+
+    host = args.host or account_host(args.account, services.projects.all())
     if args.cap is not False:
-        ledger.set_cap(args.account, args.cap)
+        ledger.set_cap(host, args.account, args.cap)
     month = args.month or month_of()
-    account = ledger.account(args.account, month)
-    keys = [(k, ledger.key(k.id, month)) for k in services.keys.of_account(args.account)]
-    cap = ledger.cap(args.account)
-    lines = [f"{args.account} {month}: {account.input_tokens:,} input ({account.cache_read_tokens:,} from cache) + "
-             f"{account.output_tokens:,} output tokens, {account.total:,} billable"
+    account = ledger.account(host, args.account, month)
+    keys = [(k, ledger.key(k.id, month)) for k in services.keys.of_account(args.account, host)]
+    cap = ledger.cap(host, args.account)
+    lines = [f"{args.account} ({host}) {month}: {account.input_tokens:,} input ({account.cache_read_tokens:,} from "
+             f"cache) + {account.output_tokens:,} output tokens, {account.total:,} billable"
              f" (monthly cap: {f'{cap:,}' if cap else 'none'})"]
     lines += [f"  {k.id} {k.name or '-':16} {u.input_tokens:,} + {u.output_tokens:,}" for k, u in keys if u.total]
-    _print(args, {"account": args.account, **account.to_api(), "monthlyCap": cap,
+    _print(args, {"account": args.account, "host": host, **account.to_api(), "monthlyCap": cap,
                   "keys": [{"id": k.id, **u.to_api()} for k, u in keys]}, "\n".join(lines))
 
 
@@ -163,6 +166,8 @@ def add_commands(sub) -> None:
 
     usage = sub.add_parser("usage", help="an account's model tokens this month, per key; --cap sets a monthly cap")
     usage.add_argument("account")
+    usage.add_argument("--host", choices=("local", "github"),
+                       help="the account's code host (default: the one its projects are on)")
     usage.add_argument("--month", help="YYYY-MM (default: this month)")
     usage.add_argument("--cap", metavar="TOKENS", type=_tokens, default=False,
                        help="set the account's monthly cap, or `none` to remove it")

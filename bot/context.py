@@ -27,7 +27,6 @@ from service.workspace.mirror import MirrorStore
 
 # The worker's entry point, by name: the service enqueues it without importing `bot`.
 TASK = "bot.tasks.process_job"
-DELIVERY_TASK = "bot.tasks.deliver_webhook"
 BUNDLED_SCRIPTS = {"demo": Path(__file__).parent / "demo_script.json"}
 
 
@@ -104,7 +103,6 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Conte
         github_app = GitHubApp(gh_settings, client, requests.Session())
         github = GitHubCodeHost(github_app, web_url=gh_settings.web_url)
         hosts[github.name] = github
-    services = build_services(settings, client, task=TASK, delivery_task=DELIVERY_TASK, code_hosts=hosts,
-                              stream_client=stream_client)
+    services = build_services(settings, client, task=TASK, code_hosts=hosts, stream_client=stream_client)
     return Context(settings=settings, services=services, git=git, local=local, github_settings=gh_settings,
                    github_app=github_app, github=github)

@@ -53,5 +53,6 @@ def handle_github_event(event_name: str, delivery_id: str, payload: dict) -> Non
 
 
 def deliver_webhook(delivery_id: str, attempt: int, manual: bool = False) -> None:
-    """Make one attempt of a webhook delivery (a retry, a backstop or a re-send)."""
-    _context().services.sender.attempt(delivery_id, attempt, manual=manual)
+    """An attempt that a version before the delivery lanes queued on RQ (a retry due later, a re-send): moved onto
+    its account's lane, which makes it (service.webhooks.lanes)."""
+    _context().services.deliveries.now(delivery_id, attempt, manual=manual)

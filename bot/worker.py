@@ -1,5 +1,5 @@
-"""Worker start-up: recover stranded messages, keep sweeping, fan webhooks out, and run an RQ worker (with its
-scheduler, for webhook retries) on Copydesk's queues."""
+"""Worker start-up: recover stranded messages, keep sweeping, fan webhooks out and make their attempts on the
+delivery lanes, and run an RQ worker on Copydesk's queues."""
 
 import logging
 import os
@@ -7,7 +7,6 @@ import signal
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import redis
@@ -21,13 +20,13 @@ from service.agent.providers import preload
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
 from service.webhooks.fanout import Fanout
-from service.webhooks.queue import webhooks_queue_name
+from service.webhooks.lanes import DeliveryLanes
+from service.webhooks.queue import Attempt, webhooks_queue_name
 from service.workspace.git import GitError
 from service.workspace.mirror import MirrorStore
 
 log = logging.getLogger(__name__)
 
-FANOUT_THREADS = 8  # first attempts of webhook deliveries sent at once by one worker process
 MAINTENANCE_INTERVAL_SECONDS = 600
 # The longest wait between attempts to reach Redis again after RQ's loop ended on a Redis error.
 RECONNECT_MAX_DELAY_SECONDS = 5.0
@@ -67,31 +66,47 @@ def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
             last_maintenance = time.monotonic()
 
 
-def fanout(ctx: Context, executor: ThreadPoolExecutor) -> Fanout:
+def fanout(ctx: Context) -> Fanout:
     """The webhook fan-out of this worker process (one consumer of the outbox's group)."""
     services = ctx.services
-    return Fanout(services.redis, services.webhooks, services.sender,
-                  consumer=f"{socket.gethostname()}-{os.getpid()}", executor=executor)
+    return Fanout(services.redis, services.webhooks, services.deliveries,
+                  consumer=f"{socket.gethostname()}-{os.getpid()}")
+
+
+def delivery_lanes(ctx: Context) -> DeliveryLanes:
+    """This worker process's webhook attempts: their own threads, a few per account at once, accounts in turn."""
+    settings, sender = ctx.settings, ctx.services.sender
+
+    def make(attempt: Attempt) -> None:
+        sender.attempt(attempt.delivery_id, attempt.number, manual=attempt.manual)
+
+    return DeliveryLanes(ctx.services.deliveries, make, threads=settings.webhook_threads,
+                         per_lane=settings.webhook_account_concurrency,
+                         deadline_seconds=settings.webhook_timeout_seconds)
 
 
 def _fan_out_forever(ctx: Context, stop: threading.Event) -> None:
-    with ThreadPoolExecutor(FANOUT_THREADS, thread_name_prefix="copydesk-webhook") as executor:
-        fan = fanout(ctx, executor)
-        while not stop.is_set():
-            try:
-                # One second: under the client's read time-out, which is at least two (MIN_SOCKET_TIMEOUT).
-                fan.run_once(block_ms=1000)
-            except redis.RedisError:
-                log.warning("webhook fan-out paused: Redis unreachable", exc_info=True)
-                stop.wait(2)
-            except Exception:
-                log.exception("webhook fan-out failed; retrying")
-                stop.wait(2)
+    fan = fanout(ctx)
+    adopted = False
+    while not stop.is_set():
+        try:
+            if not adopted:  # once per process, as it starts
+                ctx.services.deliveries.adopt_legacy()
+                adopted = True
+            # One second: under the client's read time-out, which is at least two (MIN_SOCKET_TIMEOUT).
+            fan.run_once(block_ms=1000)
+        except redis.RedisError:
+            log.warning("webhook fan-out paused: Redis unreachable", exc_info=True)
+            stop.wait(2)
+        except Exception:
+            log.exception("webhook fan-out failed; retrying")
+            stop.wait(2)
 
 
 def worker_queues(queue_name: str) -> list[str]:
-    """The queues a worker serves, first first: GitHub events, webhook attempts (short), then runs (long)."""
-    return [events_queue_name(queue_name), webhooks_queue_name(queue_name), queue_name]
+    """The queues a worker serves, first first: GitHub events (short), runs (long), and last the attempts older
+    versions queued on RQ (each only moved onto the delivery lanes, which make webhook attempts beside the runs)."""
+    return [events_queue_name(queue_name), queue_name, webhooks_queue_name(queue_name)]
 
 
 def run_worker(ctx: Context, *, burst: bool = False) -> bool:
@@ -122,7 +137,7 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                                             ctx=ctx)
                     heartbeat.watch(worker)
                     sweep_once(ctx)
-                    # The scheduler moves webhook retries (enqueue_in) onto their queue when they are due.
+                    # The scheduler moves retries that older versions scheduled on RQ onto their queue when due.
                     worked = worker.work(burst=burst, with_scheduler=True, logging_level="INFO") or worked
                 except redis.RedisError:
                     log.warning("worker: Redis unreachable", exc_info=True)
@@ -136,9 +151,11 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
 
 
 def _start_background(ctx: Context, stop: threading.Event) -> None:
-    """The sweeper and the webhook fan-out, which run beside RQ's loop until `stop` is set."""
+    """The sweeper, the webhook fan-out and the delivery lanes, which run beside RQ's loop until `stop` is set."""
     threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
     threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
+    threading.Thread(target=delivery_lanes(ctx).run_forever, args=(stop,), name="copydesk-webhook-lanes",
+                     daemon=True).start()
 
 
 def _reachable(ctx: Context) -> bool:

@@ -76,6 +76,12 @@ class WebhookNotFound(ServiceError):
     code = "webhook_not_found"
 
 
+class WebhookLimitReached(ServiceError):
+    """The project has as many webhook endpoints as it may have."""
+
+    code = "webhook_limit_reached"
+
+
 class DeliveryNotFound(ServiceError):
     code = "delivery_not_found"
 

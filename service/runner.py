@@ -27,6 +27,7 @@ from service.faults import (
 )
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
+from service.monthlycap import AccountSpending
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
 from service.store.jobs import JobStore, RunOutcome, remaining_budget
@@ -139,6 +140,7 @@ class Run:
         self.remote: Remote | None = None
         self.mirror: Mirror | None = None
         self.history: BranchHistory | None = None
+        self.spending: AccountSpending | None = None
         self.instructions_from: str | None = None  # the head of the project's base branch: see _edit
 
     # -- the lifecycle ---------------------------------------------------------------------------
@@ -184,6 +186,9 @@ class Run:
 
     def _run(self) -> RunOutcome:
         self.project = self._ensure_enabled()
+        self.spending = spending = AccountSpending(self.services.usage, host=self.project.host,
+                                                   account=self.project.account, key_id=self.message.key_id)
+        spending.allow_call()  # checked again as the run starts: work since it was accepted may have used the cap
         self.host = self.services.code_hosts[self.project.host]
         self.remote = self.host.remote(self.project)
         self.mirror = self.runner.mirrors.mirror(self.remote)
@@ -228,7 +233,7 @@ class Run:
                                max_tokens=settings.max_tokens, context_chars=settings.agent_context_chars,
                                tool_seconds=settings.tool_timeout_seconds, budget=budget)
             result = run_agent(workspace, model, task, limits, self.meter, stop=self.stop, faults=self.runner.faults,
-                               on_step=self._step)
+                               on_step=self._step, spending=self.spending)
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)
         docs_check = result.docs_report.to_text() if result.docs_report else None

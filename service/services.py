@@ -20,7 +20,7 @@ from service.store.ratelimit import RateLimiter
 from service.store.usage import UsageLedger
 from service.store.webhooks import WebhookStore
 from service.webhooks.addresses import Resolver
-from service.webhooks.queue import DeliveryQueue
+from service.webhooks.queue import DeliveryQueue, account_lane
 from service.webhooks.sender import WebhookSender
 
 
@@ -41,21 +41,22 @@ class Services:
     sender: WebhookSender
 
 
-def build_services(settings: Settings, client: redis.Redis, *, task: str, delivery_task: str,
+def build_services(settings: Settings, client: redis.Redis, *, task: str,
                    code_hosts: dict[str, CodeHost], stream_client: redis.Redis | None = None) -> Services:
-    """Wire the stores and queues over one Redis client; `task` and `delivery_task` are the worker's entry points
-    for a run and a webhook attempt; event streams block on `stream_client` (default: `client`)."""
+    """Wire the stores and queues over one Redis client; `task` is the worker's entry point for a run; event
+    streams block on `stream_client` (default: `client`)."""
     ids = UlidGenerator()
+    projects = ProjectStore(client, ids)
     events = EventLog(client, retention=settings.event_retention, ttl_seconds=settings.event_ttl_days * 86400,
                       blocking=stream_client)
     usage = UsageLedger(client)
-    jobs = JobStore(client, ids, events, usage)
+    jobs = JobStore(client, ids, events)
     webhooks = WebhookStore(client, ids)
-    deliveries = DeliveryQueue(client, queue_name=settings.queue_name, task=delivery_task)
+    deliveries = DeliveryQueue(client, account_lane(webhooks, projects))
     return Services(
         settings=settings,
         redis=client,
-        projects=ProjectStore(client, ids),
+        projects=projects,
         jobs=jobs,
         keys=ApiKeys(ApiKeyStore(client)),
         limiter=RateLimiter(client, limit=settings.rate_limit_per_hour),

@@ -76,7 +76,12 @@ class Settings:
     # unless the operator allows them.
     webhook_allow_private: bool = False
     webhook_retry_seconds: int = 10  # the first retry's delay; each next one waits 3 times longer
-    webhook_timeout_seconds: int = 10
+    webhook_timeout_seconds: int = 10  # one attempt's whole deadline: connect, request, status line and headers
+    webhook_max_endpoints: int = 10  # webhook endpoints per project
+    webhook_resends_per_endpoint: int = 10  # re-sends asked for per endpoint per minute; past it 429
+    webhook_resends_per_account: int = 30  # re-sends asked for per account (code host and name) per minute
+    webhook_threads: int = 8  # delivery attempts one worker process makes at once
+    webhook_account_concurrency: int = 2  # of those, attempts for one account at once
     # Seals webhook secrets at rest; unset, a random key is kept in the data directory (one machine only).
     secret_key: str | None = field(default=None, repr=False)
     # Dashboard sign-in sessions end after this long unused, and after this long whatever happens.
@@ -164,6 +169,14 @@ class Settings:
             webhook_allow_private=_bool(env, "COPYDESK_WEBHOOK_ALLOW_PRIVATE", defaults.webhook_allow_private),
             webhook_retry_seconds=_int(env, "COPYDESK_WEBHOOK_RETRY_SECONDS", defaults.webhook_retry_seconds),
             webhook_timeout_seconds=_int(env, "COPYDESK_WEBHOOK_TIMEOUT", defaults.webhook_timeout_seconds),
+            webhook_max_endpoints=_int(env, "COPYDESK_WEBHOOK_MAX_ENDPOINTS", defaults.webhook_max_endpoints),
+            webhook_resends_per_endpoint=_int(env, "COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT",
+                                              defaults.webhook_resends_per_endpoint),
+            webhook_resends_per_account=_int(env, "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT",
+                                             defaults.webhook_resends_per_account),
+            webhook_threads=_int(env, "COPYDESK_WEBHOOK_THREADS", defaults.webhook_threads),
+            webhook_account_concurrency=_int(env, "COPYDESK_WEBHOOK_ACCOUNT_CONCURRENCY",
+                                             defaults.webhook_account_concurrency),
             secret_key=env.get("COPYDESK_SECRET_KEY") or None,
             session_idle_seconds=_int(env, "COPYDESK_SESSION_IDLE_MINUTES", defaults.session_idle_seconds // 60) * 60,
             session_max_seconds=_int(env, "COPYDESK_SESSION_MAX_HOURS", defaults.session_max_seconds // 3600) * 3600,

@@ -147,3 +147,16 @@ def drain_queues(redis_client, queue_name: str) -> None:
     the order `copydesk worker` serves them, until they are empty."""
     queues = [rq.Queue(name, connection=redis_client) for name in worker_queues(queue_name)]
     rq.SimpleWorker(queues, connection=redis_client).work(burst=True, logging_level="WARNING")
+
+
+def deliver_webhooks(ctx, timeout: float = 30) -> None:
+    """Fan the outbox out once in this process, then make the webhook attempts due now on this process's delivery
+    lanes until none is left or being made (as `copydesk worker` does beside its runs)."""
+    from bot.worker import delivery_lanes, fanout
+
+    fanout(ctx).run_once(block_ms=100)
+    lanes = delivery_lanes(ctx)
+    try:
+        wait_until(lambda: not lanes.run_once() and not lanes.busy, timeout, "the due webhook attempts", interval=0.02)
+    finally:
+        lanes.close()

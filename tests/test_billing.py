@@ -32,13 +32,11 @@ def test_records_from_before_caching_was_counted_bill_in_full():
 
 def test_a_months_total_bills_old_runs_in_full_and_cached_input_at_its_price(redis_client):
     ledger = UsageLedger(redis_client)
-    with redis_client.pipeline() as pipe:
-        ledger.record(pipe, "acme", "key_1", {"inputTokens": 700, "outputTokens": 300})  # recorded before caching
-        run = Usage.billed(10_000, 100, cache_read=9_000, cache_write=500, rates=billing.ANTHROPIC)
-        ledger.record(pipe, "acme", "key_1", run.to_api())
-        pipe.execute()
-    for month in (ledger.account("acme"), ledger.key("key_1")):
+    ledger.add("local", "acme", "key_1", {"inputTokens": 700, "outputTokens": 300})  # recorded before caching
+    run = Usage.billed(10_000, 100, cache_read=9_000, cache_write=500, rates=billing.ANTHROPIC)
+    ledger.add("local", "acme", "key_1", run.to_api())
+    for month in (ledger.account("local", "acme"), ledger.key("key_1")):
         assert month.total == 1_000 + run.billable_tokens == 1_000 + 500 + 900 + 625 + 100
         assert month.to_api()["billableTokens"] == month.total and month.cache_read_tokens == 9_000
-    ledger.set_cap("acme", month.total + 1)
-    ledger.check("acme")  # input plus output (11,100) is far past the cap; what was billed is not
+    ledger.set_cap("local", "acme", month.total + 1)
+    ledger.check("local", "acme")  # input plus output (11,100) is far past the cap; what was billed is not

@@ -60,6 +60,6 @@ def test_budget_usage_and_cancel_commands(stack):
     assert cancelled["status"] == "completed" and cancelled["prLink"] is None
     shown = json.loads(run(env, "usage", "local", "--cap", "1000", "--json").stdout)
     assert shown["monthlyCap"] == 1000 and shown["inputTokens"] == 0 and shown["keys"][0]["outputTokens"] == 0
-    assert stack.ctx.services.usage.cap("local") == 1000
+    assert stack.ctx.services.usage.cap("local", "local") == 1000
     plain = run(env, "usage", "local").stdout
     assert "0 input (0 from cache) + 0 output tokens, 0 billable (monthly cap: 1,000)" in plain

@@ -420,8 +420,8 @@ def test_a_follow_up_from_the_dashboard_is_refused_past_the_accounts_monthly_cap
     job = create_job(dash, project)
     dash.drain()
     usage = dash.ctx.services.usage
-    usage.record(dash.ctx.services.redis, "local", None, {"inputTokens": 10, "outputTokens": 0})
-    usage.set_cap("local", 10)
+    usage.add("local", "local", None, {"inputTokens": 10, "outputTokens": 0})
+    usage.set_cap("local", "local", 10)
     refused = dash.operator().form(f"/dashboard/projects/{project.id}/jobs/{job['id']}/message",
                                    {"prompt": "And a glossary"})
     assert refused.status_code == 429

@@ -5,14 +5,10 @@ them, and CSRF."""
 import re
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import rq
 
-from bot.worker import fanout
-from service.webhooks.queue import webhooks_queue_name
-from tests.harness import LiveServer
+from tests.harness import LiveServer, deliver_webhooks
 from tests.test_webhooks import Receiver
 
 TEST_SECONDS = 60  # each test's bound; the dashboard fixture alone takes a few seconds
@@ -165,8 +161,7 @@ def test_the_delivery_log_shows_attempts_and_a_delivery_can_be_sent_again(hooked
 
     services = hooked_dash.ctx.services
     job, _ = services.jobs.create(project, prompt="Add an FAQ", model="scripted:demo", ref="main", as_draft=False)
-    with ThreadPoolExecutor(2) as executor:  # the worker's fan-out, once, in this process (first attempts too)
-        assert fanout(hooked_dash.ctx, executor).run_once(block_ms=100) == 1
+    deliver_webhooks(hooked_dash.ctx)  # the worker's fan-out, once, in this process (first attempts too)
     failed = operator.get(log_path).text
     [delivery] = services.webhooks.log(endpoint.id)
     assert delivery.id in failed and job.id in failed and "job.created" in failed
@@ -174,10 +169,8 @@ def test_the_delivery_log_shows_attempts_and_a_delivery_can_be_sent_again(hooked
 
     resent = operator.form(f"{log_path}/deliveries/{delivery.id}/resend", {}, page=log_path)
     assert resent.url.endswith(f"{log_path}?resent={delivery.id}") and "is queued" in resent.text
-    # A worker makes the attempt (as for the API's re-send), here one in this process on the webhooks queue.
-    client = services.redis
-    queue = rq.Queue(webhooks_queue_name(hooked_dash.ctx.settings.queue_name), connection=client)
-    rq.SimpleWorker([queue], connection=client).work(burst=True, logging_level="WARNING")
+    # A worker makes the attempt (as for the API's re-send), here this process's delivery lanes.
+    deliver_webhooks(hooked_dash.ctx)
     wait_for(lambda: len(receiver.received) == 2, 10, "the re-sent delivery")
     assert [r["headers"]["webhook-id"] for r in receiver.received] == [delivery.id, delivery.id]
     assert all(r["verified"] for r in receiver.received), "the secret the page showed does not verify"
@@ -241,3 +234,26 @@ def test_webhook_forms_without_the_csrf_token_are_refused(hooked_dash):
     assert hooked_dash.ctx.services.webhooks.find(endpoint.id) == endpoint
     anonymous = type(operator)(hooked_dash.url)
     assert anonymous.get(hooks_path(project), allow_redirects=False).status_code == 303  # to sign in
+
+
+@pytest.fixture
+def one_resend_a_minute(monkeypatch):
+    # Set before `dash` builds its settings from the environment.
+    monkeypatch.setenv("COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT", "1")
+
+
+def test_send_again_is_rate_limited_on_the_page_as_on_the_api(one_resend_a_minute, hooked_dash, receiver):
+    operator = hooked_dash.operator()
+    project = hooked_dash.projects["local"]
+    add(operator, project, receiver.url)
+    [endpoint] = hooked_dash.ctx.services.webhooks.of_project(project.id)
+    log_path = f"{hooks_path(project)}/{endpoint.id}"
+    hooked_dash.ctx.services.jobs.create(project, prompt="Add an FAQ", model="scripted:demo", ref="main",
+                                         as_draft=False)
+    deliver_webhooks(hooked_dash.ctx)
+    [delivery] = hooked_dash.ctx.services.webhooks.log(endpoint.id)
+    resend = f"{log_path}/deliveries/{delivery.id}/resend"
+    assert operator.form(resend, {}, page=log_path).status_code == 200  # followed to the log
+    refused = operator.form(resend, {}, page=log_path, allow_redirects=False)
+    assert refused.status_code == 429 and 0 < int(refused.headers["Retry-After"]) <= 60
+    assert "limited to 1 a minute" in refused.text

@@ -31,7 +31,7 @@ def bot(github, redis_client, tmp_path):
                         webhook_secret=github.app.webhook_secret, api_url=github.url, web_url=github.url)
     app = GitHubApp(gh, redis_client, requests.Session(), sleep=lambda _seconds: None, retries=1)
     host = GitHubCodeHost(app)
-    services = build_services(settings, redis_client, task="bot.tasks.process_job", delivery_task="bot.tasks.deliver_webhook",
+    services = build_services(settings, redis_client, task="bot.tasks.process_job",
                               code_hosts={host.name: host})
     return events.GitHubBot(services=services, app=app, host=host)
 
@@ -339,10 +339,8 @@ def test_the_accounts_monthly_cap_applies_to_comments(github, bot, pull):
     job, number = pull
     project = bot.services.projects.get(job.project_id)
     github.set_permission(REPO, "alice", "write")
-    bot.services.usage.set_cap(project.account, 100)
-    pipe = bot.services.redis.pipeline()
-    bot.services.usage.record(pipe, project.account, None, {"inputTokens": 90, "outputTokens": 10})
-    pipe.execute()
+    bot.services.usage.set_cap(project.host, project.account, 100)
+    bot.services.usage.add(project.host, project.account, None, {"inputTokens": 90, "outputTokens": 10})
     deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test more"))
     assert len(user_messages(bot, job.id)) == 1 and queued_runs(bot) == 0
     reply = github.comments(REPO, number)[-1]["body"]

@@ -10,22 +10,19 @@ from datetime import timedelta
 
 import pytest
 import requests
-import rq
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from rq.registry import ScheduledJobRegistry
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from service.clock import iso, now
 from service.models import Delivery, DeliveryStatus
 from service.services import webhook_sender
 from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
-from service.webhooks.queue import webhooks_queue_name
 from service.webhooks.transport import post
 from tests.conftest import free_port
-from tests.harness import LiveServer, wait_until
+from tests.harness import LiveServer, deliver_webhooks, wait_until
 from tests.test_flow import FAQ, finish
 from tests.worker_processes import WorkerProcess
 
@@ -168,12 +165,8 @@ def test_an_endpoint_failing_for_five_days_is_disabled_with_the_reason(hooked_st
     assert enabled["enabled"] is True and enabled["disabledReason"] is None
 
 
-def test_a_first_attempt_its_fan_out_never_made_is_made_by_another(hooked_stack, receiver):
-    from service.webhooks.fanout import Fanout
-
-    class DiesBeforeSending:
-        def submit(self, *_args):
-            pass
+def test_a_first_attempt_its_taker_never_made_is_made_by_another(hooked_stack, receiver):
+    from bot.worker import fanout
 
     stack = hooked_stack
     hook = receiver()
@@ -181,25 +174,28 @@ def test_a_first_attempt_its_fan_out_never_made_is_made_by_another(hooked_stack,
     hook.secrets.append(endpoint["secret"])
     stack.create()
     services = stack.ctx.services
-    dying = Fanout(services.redis, services.webhooks, services.sender, consumer="dead", executor=DiesBeforeSending(),
-                   overdue_seconds=0.5)
-    assert dying.run_once(block_ms=100) == 1
+    assert fanout(stack.ctx).run_once(block_ms=100) == 1
+    # A worker takes the first attempt off its lane and dies before making it.
+    [lane] = services.deliveries.lanes()
+    [taken] = services.deliveries.take(lane, 10, lease_seconds=0.5)
     [unsent] = deliveries(stack, endpoint["id"])
-    assert unsent["attempts"] == 0 and hook.received == []
+    assert (taken.delivery_id, taken.number, unsent["attempts"], hook.received) == (unsent["id"], 1, 0, [])
+    assert services.deliveries.take(lane, 10, lease_seconds=0.5) == []  # held while its taker may be at it
     time.sleep(0.6)
-    assert _fan_out(stack) == 0  # no new event, but the overdue first attempt is made
-    wait_until(lambda: hook.received, 10, "the overdue delivery", interval=0.2)
+    assert _fan_out(stack) == 0  # no new event, but the attempt whose lease ended is made
+    wait_until(lambda: hook.received, 10, "the attempt its taker never made", interval=0.2)
     assert hook.received[0]["headers"]["webhook-id"] == unsent["id"] and hook.received[0]["verified"]
+    assert services.deliveries.lanes() == []  # nothing left waiting
 
 
 def _fan_out(stack) -> int:
-    """Run the worker's fan-out once in this process, first attempts included."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Run the worker's fan-out once in this process, then make the attempts due now (first attempts included);
+    returns how many events it fanned out."""
     from bot.worker import fanout
 
-    with ThreadPoolExecutor(2) as executor:
-        return fanout(stack.ctx, executor).run_once(block_ms=100)
+    fanned = fanout(stack.ctx).run_once(block_ms=100)
+    deliver_webhooks(stack.ctx)
+    return fanned
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost/x", "http://10.1.2.3/x",
@@ -353,55 +349,54 @@ def test_webhook_endpoints_are_scoped_to_the_project_and_can_be_deleted(hooked_s
     assert services.redis.xlen("cd:events:outbox") == 0  # no endpoint left: nothing to fan out
 
 
-def _webhook_jobs(stack) -> tuple[rq.Queue, ScheduledJobRegistry]:
-    queue = rq.Queue(webhooks_queue_name(stack.settings.queue_name), connection=stack.ctx.services.redis)
-    return queue, ScheduledJobRegistry(queue=queue)
+def _waiting(stack) -> list:
+    """The attempts waiting in the project's account's lane, soonest first."""
+    return [attempt for attempt, _due in stack.ctx.services.deliveries.waiting("local:local")]
 
 
-def test_a_resend_leaves_the_retry_due_next_to_be_made(hooked_stack, receiver):
-    stack = hooked_stack
+def test_a_resend_leaves_the_retry_due_next_to_be_made(stack_factory, receiver):
+    stack = stack_factory(webhook_allow_private=True, webhook_retry_seconds=60)
     hook = receiver(fail_first=2)
     endpoint = register(stack, hook.url, events=["job.created"])
     hook.secrets.append(endpoint["secret"])
     stack.create()
-    _fan_out(stack)  # the first attempt fails; RQ's scheduler holds the retry, attempt 2
+    _fan_out(stack)  # the first attempt fails; the retry, attempt 2, waits in the account's lane
     [delivery] = deliveries(stack, endpoint["id"])
     assert (delivery["status"], delivery["attempts"]) == ("pending", 1)
-    queue, scheduled = _webhook_jobs(stack)
-    [retry] = [rq.job.Job.fetch(job_id, connection=queue.connection) for job_id in scheduled.get_job_ids()]
-    assert retry.args == (delivery["id"], 2, False)
+    [retry] = _waiting(stack)
+    assert (retry.delivery_id, retry.number, retry.manual) == (delivery["id"], 2, False)
+    assert stack.ctx.services.deliveries.lanes() == []  # nothing due: the lane is not even looked at until then
 
     base = f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}"
     assert stack.api.post(f"{base}/resend").status_code == 202
-    rq.SimpleWorker([queue], connection=queue.connection).work(burst=True, logging_level="WARNING")
+    deliver_webhooks(stack.ctx)
     assert [r["status"] for r in hook.received] == [500, 500]  # the re-send was made, and failed too
     [after] = deliveries(stack, endpoint["id"])
     assert (after["status"], after["attempts"], after["nextAttemptAt"]) == ("pending", 2, delivery["nextAttemptAt"])
+    assert _waiting(stack) == [retry]
 
-    # The retry, run as the scheduler would: its attempt number is still its own, so it is made.
-    assert stack.ctx.services.sender.attempt(retry.args[0], retry.args[1], manual=retry.args[2]) is not None
+    # The retry, made as the lanes would when it is due: its attempt number is still its own, so it is made.
+    assert stack.ctx.services.sender.attempt(retry.delivery_id, retry.number, manual=retry.manual) is not None
     assert [r["status"] for r in hook.received] == [500, 500, 200]
     assert all(r["verified"] and r["headers"]["webhook-id"] == delivery["id"] for r in hook.received)
     [done] = deliveries(stack, endpoint["id"])
     assert (done["status"], done["attempts"], done["nextAttemptAt"]) == ("succeeded", 3, None)
 
 
-def test_a_retry_due_after_a_resend_got_through_is_not_sent_again(hooked_stack, receiver):
-    stack = hooked_stack
+def test_a_retry_due_after_a_resend_got_through_is_not_sent_again(stack_factory, receiver):
+    stack = stack_factory(webhook_allow_private=True, webhook_retry_seconds=60)
     hook = receiver(fail_first=1)
     endpoint = register(stack, hook.url, events=["job.created"])
     stack.create()
     _fan_out(stack)
     [delivery] = deliveries(stack, endpoint["id"])
-    queue, scheduled = _webhook_jobs(stack)
-    [retry_id] = scheduled.get_job_ids()
+    [retry] = _waiting(stack)
     base = f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}"
     assert stack.api.post(f"{base}/resend").status_code == 202
     assert stack.api.post(f"{base}/resend").status_code == 202  # each re-send is one more attempt
-    rq.SimpleWorker([queue], connection=queue.connection).work(burst=True, logging_level="WARNING")
+    deliver_webhooks(stack.ctx)
     assert [r["status"] for r in hook.received] == [500, 200, 200]
-    retry = rq.job.Job.fetch(retry_id, connection=queue.connection)
-    assert stack.ctx.services.sender.attempt(retry.args[0], retry.args[1]) is None
+    assert stack.ctx.services.sender.attempt(retry.delivery_id, retry.number) is None
     assert len(hook.received) == 3
     [done] = deliveries(stack, endpoint["id"])
     assert (done["status"], done["attempts"], done["nextAttemptAt"]) == ("succeeded", 3, None)
@@ -414,7 +409,7 @@ def test_attempts_recorded_meanwhile_never_undo_a_rotation_or_each_other(hooked_
                          events=[])
     delivery = Delivery(id="dlv_race", endpoint_id=endpoint.id, job_id="job_race", event_id="1-0",
                         event_type="job.created", payload="{}", created_at=iso(now()))
-    assert store.add_delivery(delivery, send_by=time.time() + 3600)
+    assert store.add_delivery(delivery)
     stop, recorded = threading.Event(), []
 
     def record() -> None:

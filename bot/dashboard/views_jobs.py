@@ -124,7 +124,7 @@ def send_follow_up(project: Project, job: Job, text: str, *, source: str) -> Non
         raise ProjectDisabled(f"project {project.id} is disabled and takes no messages")
     if job.status is JobStatus.ARCHIVED:  # refused before it can use up quota, as on the API; the store re-checks
         raise JobArchived(f"Job {job.id} is archived, so it takes no more follow-ups. Start a new job instead.")
-    services.usage.check(project.account)  # the account's monthly token cap binds here as on the API
+    services.usage.check(project.host, project.account)  # the account's monthly token cap binds here as on the API
     quota = services.limiter.consume(project.id)
     if not quota.allowed:
         raise RateLimited(f"project {project.id} used its {quota.limit} jobs and messages for this hour; try again "

@@ -8,7 +8,7 @@ from flask import Blueprint, redirect, request
 from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.api.body import parse_webhook
-from service.errors import InvalidRequest
+from service.errors import InvalidRequest, WebhookLimitReached
 from service.events import EventType
 from service.models import DeliveryStatus, Project
 from service.webhooks import endpoints
@@ -35,8 +35,8 @@ def register(bp: Blueprint) -> None:
             # The same registration as the API's and the CLI's: the address guard applies exactly as there.
             endpoint, secret = endpoints.register(dashboard().services, project.id, url=wanted.url,
                                                   events=wanted.events, description=wanted.description)
-        except InvalidRequest as exc:
-            return _list_page(project, error=exc.detail, status=400)
+        except (InvalidRequest, WebhookLimitReached) as exc:
+            return _list_page(project, error=exc.detail, status=409 if isinstance(exc, WebhookLimitReached) else 400)
         return _show_secret_once(project, endpoint.id, secret, "created")
 
     @bp.get("/projects/<project_id>/webhooks/secret")

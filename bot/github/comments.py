@@ -151,7 +151,7 @@ def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer
         return False
     # As on the API: the monthly cap is checked before the hourly quota, so a refused comment uses none of it.
     try:
-        bot.services.usage.check(project.account)
+        bot.services.usage.check(project.host, project.account)
     except MonthlyBudgetExceeded as exc:
         _reply(bot, project, comment, MONTHLY_CAP.format(login=comment.login, code=exc.code, detail=exc.detail))
         return False

@@ -3,6 +3,7 @@
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from service.agent.compaction import TranscriptCompactor
 from service.agent.docs_check import DocsReport, check_docs
@@ -114,24 +115,35 @@ class AgentResult:
     transcript: list[ChatMessage]
 
 
+class Spending(Protocol):
+    """What pays for the run's model calls beyond the run itself (its account's monthly cap)."""
+
+    def allow_call(self) -> None:
+        """Raise RunFailed when no more model calls may be made."""
+
+    def spent(self, usage: Usage) -> None:
+        """Count one model call's tokens."""
+
+
 # Hears of each tool call before it runs: its number in the run (from 1) and the call (`run.step` events).
 StepListener = Callable[[int, ToolCall], None]
 
 
 def run_agent(workspace, model: ModelClient, task: AgentTask, limits: RunLimits,
               meter: RunMeter | None = None, stop: RunStop | None = None, faults: Faults = Faults(),
-              on_step: StepListener | None = None) -> AgentResult:
+              on_step: StepListener | None = None, spending: Spending | None = None) -> AgentResult:
     """Run the model on `workspace` until it finishes; raise RunFailed when a limit is exceeded.
 
     Tool refusals go back to the model as tool errors; a reply without tool calls is taken as the final answer.
     `stop` is the run's stop (see service.runstop): with its watchdog running, a deadline or another stop cuts
     a model call, a tool or the docs check short; a stop other than the deadline propagates as RunStopped.
+    `spending` is asked before each model call and told what each one used.
     """
     meter = meter if meter is not None else RunMeter()
     stop = stop if stop is not None else RunStop(limits.deadline)
     try:
         with stop.interruptible():
-            return _loop(workspace, model, task, limits, meter, stop, faults, on_step)
+            return _loop(workspace, model, task, limits, meter, stop, faults, on_step, spending)
     except RunStopped as stopped:
         if (stop.reason or stopped.reason) is StopReason.DEADLINE:
             raise time_limit_failure() from None
@@ -139,7 +151,7 @@ def run_agent(workspace, model: ModelClient, task: AgentTask, limits: RunLimits,
 
 
 def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, meter: RunMeter,
-          stop: RunStop, faults: Faults, on_step: StepListener | None) -> AgentResult:
+          stop: RunStop, faults: Faults, on_step: StepListener | None, spending: Spending | None) -> AgentResult:
     executor = ToolExecutor(workspace, max_bytes_written=limits.max_bytes_written, site=task.site,
                             stop=stop, time_budget=limits.tool_seconds, faults=faults)
     messages = build_messages(task)
@@ -154,7 +166,11 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
         # The full transcript is kept for the result; the model gets it trimmed to the context budget.
         sent = compact(messages) if compact is not None else messages
         cap = meter.output_limit(limits)
+        if spending is not None:
+            spending.allow_call()
         reply = model.complete(sent, TOOL_SPECS, max_output_tokens=cap)
+        if spending is not None:
+            spending.spent(reply.usage)
         meter.record(reply.usage, limits)
         messages.append(ChatMessage("assistant", reply.text, list(reply.tool_calls)))
         if not reply.tool_calls:

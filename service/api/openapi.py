@@ -314,6 +314,11 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
                        "`project_disabled`: the project's repository is no longer reachable. `idempotency_conflict`: "
                        "the `Idempotency-Key` was used with another body in the last 24 hours.", ()),
     "JobNotActive": (409, ("job_not_active",), "Only an `active` job can be cancelled.", ()),
+    "WebhookLimit": (409, ("webhook_limit_reached",), "The project has as many webhook endpoints as it may "
+                     "(`COPYDESK_WEBHOOK_MAX_ENDPOINTS`); delete one first.", ()),
+    "ResendLimit": (429, ("rate_limited",), "The endpoint or its account asked for as many re-sends as it may this "
+                    "minute (`COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT`, `COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT`). Wait "
+                    "`Retry-After` seconds.", ("Retry-After",)),
     "WebhookNotFound": (404, ("project_not_found", "webhook_not_found"),
                         "No such project, or no such webhook endpoint in it.", ()),
     "DeliveryNotFound": (404, ("project_not_found", "webhook_not_found", "delivery_not_found"),
@@ -610,7 +615,8 @@ def _push_paths(headers: dict) -> dict:
             tag="Events", parameters=("After", "Follow", "LastEventId"))},
         "/v2/agent/usage": {"get": _operation(
             "getUsage", "Model tokens of the month",
-            "Totals for the key's account (with its monthly cap, if any) and for the key itself.",
+            "Totals for the key's account on its code host (with its monthly cap, if any) and for the key itself. "
+            "Runs count each model call as it returns.",
             {"200": _ok("The month's usage.", ref("schemas", "UsageTotals")),
              **_errors("InvalidQuery", "Unauthorized", "InternalError", "Unavailable")},
             tag="Events", parameters=("Month",))},
@@ -623,7 +629,7 @@ def _push_paths(headers: dict) -> dict:
                         {"X-Request-Id": ref("headers", "X-Request-Id"),
                          "Location": {"description": "Path of the new endpoint.", "required": True,
                                       "schema": string(pattern=f"^/v2/agent/prj_{_ULID}/webhooks/whk_{_ULID}$")}}),
-             **body_errors},
+             **body_errors, **_errors("WebhookLimit")},
             tag="Events", body="CreateWebhookRequest"), "get": _operation(
             "listWebhooks", "List webhook endpoints", "The project's endpoints (never their secrets).",
             {"200": _ok("The endpoints.", ref("schemas", "WebhookList")),
@@ -655,7 +661,8 @@ def _push_paths(headers: dict) -> dict:
                 "A worker makes one more attempt (same `webhook-id`, a fresh timestamp and signature), without "
                 "retries of its own; watch the log for its outcome.",
                 {"202": _ok("Queued; the delivery as it is now.", ref("schemas", "Delivery")),
-                 **_errors("Unauthorized", "Forbidden", "DeliveryNotFound", "InternalError", "Unavailable")},
+                 **_errors("Unauthorized", "Forbidden", "DeliveryNotFound", "ResendLimit", "InternalError",
+                           "Unavailable")},
                 tag="Events")},
     }
 

@@ -29,6 +29,7 @@ PROBLEMS = {
     "job_not_active": (409, "Job not active"),
     "project_disabled": (409, "Project disabled"),
     "idempotency_conflict": (409, "Idempotency key reused"),
+    "webhook_limit_reached": (409, "Too many webhook endpoints"),
     "payload_too_large": (413, "Payload too large"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "rate_limited": (429, "Too many requests"),

@@ -15,6 +15,7 @@ from service.api.access import writable as _writable
 from service.errors import InvalidRequest, JobArchived, ProjectNotFound, RateLimited
 from service.models import Job, JobStatus, Project
 from service.store.jobs import IdempotencyClaim, add_usage, remaining_budget
+from service.store.usage import hosts_of
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
@@ -41,7 +42,7 @@ def create_job(project_id: str) -> Response:
     _writable(project)
     body = bodies.read_object(request, services.settings.max_body_bytes)
     create = bodies.parse_create(body, services.settings)
-    services.usage.check(project.account)
+    services.usage.check(project.host, project.account)
     idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
     claim = None
     if idem is not None:
@@ -79,7 +80,7 @@ def send_message(project_id: str, job_id: str) -> Response:
     _writable(project)
     if job.status is JobStatus.ARCHIVED:  # refused before it can use up quota; the store re-checks
         raise JobArchived(f"job {job.id} is archived and takes no more messages")
-    services.usage.check(project.account)
+    services.usage.check(project.host, project.account)
     headers = _spend_quota(project)
     job, _message = services.jobs.add_message(job.id, prompt=prompt, key_id=key.id)
     services.dispatcher.try_kick(job.id)
@@ -163,8 +164,12 @@ def job_events(project_id: str, job_id: str) -> Response:
 def usage() -> Response:
     key = _caller()
     month = bodies.parse_month(request.args)
-    ledger = _services().usage
-    account = ledger.account(key.account, month)
+    services = _services()
+    ledger = services.usage
+    # A key made before keys recorded their host: its account's projects tell (local when they cannot).
+    found = hosts_of(key.account, services.projects.all()) if key.code_host is None else set()
+    host = key.code_host or (found.pop() if len(found) == 1 else "local")
+    account = ledger.account(host, key.account, month)
     return jsonify({"month": account.month,
-                    "account": {"name": key.account, **account.to_api(), "monthlyCap": ledger.cap(key.account)},
+                    "account": {"name": key.account, **account.to_api(), "monthlyCap": ledger.cap(host, key.account)},
                     "key": {"id": key.id, **ledger.key(key.id, month).to_api()}})

@@ -18,7 +18,6 @@ from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
 from service.store.events import EventLog
 from service.store.replies import text, transaction
-from service.store.usage import UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -99,12 +98,10 @@ def add_usage(total: dict, run: dict | None) -> dict:
 
 
 class JobStore:
-    def __init__(self, client: redis.Redis, ids: UlidGenerator, events: EventLog | None = None,
-                 usage: UsageLedger | None = None) -> None:
+    def __init__(self, client: redis.Redis, ids: UlidGenerator, events: EventLog | None = None) -> None:
         self._redis = client
         self._ids = ids
         self.events = events or EventLog(client, retention=1000)
-        self._usage = usage or UsageLedger(client)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -352,7 +349,6 @@ class JobStore:
                 pipe.set(_message_key(reply.id), dump(reply))
                 pipe.rpush(_conversation_key(job_id), reply.id)
             self._write_job(pipe, job, old_status)
-            self._usage.record(pipe, job.account, message.key_id, outcome.usage)
             self._emit_outcome(pipe, job, message, outcome, had_pull=had_pull, old_status=old_status)
             return job
 

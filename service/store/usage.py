@@ -1,5 +1,7 @@
-"""Model tokens totalled per account and per API key per calendar month (UTC), and the accounts' monthly caps."""
+"""Model tokens totalled per account (code host and name) and per API key per calendar month (UTC), and the
+accounts' monthly caps."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -8,9 +10,14 @@ import redis
 from service.billing import add_records
 from service.clock import now
 from service.errors import MonthlyBudgetExceeded
+from service.models import Project
 
 # Monthly totals are kept a little over a year, long enough for a yearly look back.
 TOTALS_TTL_SECONDS = 400 * 24 * 3600
+# Stored per month: input (cached included), output, cached reads and writes, and input plus output minus billable
+# tokens. The last is kept instead of a billable total so that runs recorded before billable tokens existed (none
+# unbilled) count in full in the same month's total.
+_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "unbilledTokens")
 
 
 def month_of(moment: datetime | None = None) -> str:
@@ -18,16 +25,29 @@ def month_of(moment: datetime | None = None) -> str:
     return (moment or now()).astimezone(UTC).strftime("%Y-%m")
 
 
-def _account_key(account: str, month: str) -> str:
+# Keyed by code host and account, as keys and projects are: the GitHub org `team` and the local account `team`
+# are two accounts.
+def _account_key(host: str, account: str, month: str) -> str:
+    return f"cd:usage:host:{host}:account:{account}:{month}"
+
+
+def _cap_key(host: str, account: str) -> str:
+    return f"cd:cap:host:{host}:account:{account}:monthly-tokens"
+
+
+# Before totals were keyed by host, one name stood for both accounts. Such totals and caps are read for either
+# host (never split: who spent what cannot be told apart), so no cap loosens at the upgrade; totals last until
+# their month ends, a cap until one is set for the host.
+def _legacy_account_key(account: str, month: str) -> str:
     return f"cd:usage:account:{account}:{month}"
+
+
+def _legacy_cap_key(account: str) -> str:
+    return f"cd:account:{account}:monthly-token-cap"
 
 
 def _key_key(key_id: str, month: str) -> str:
     return f"cd:usage:key:{key_id}:{month}"
-
-
-def _cap_key(account: str) -> str:
-    return f"cd:account:{account}:monthly-token-cap"
 
 
 @dataclass(frozen=True)
@@ -37,8 +57,6 @@ class MonthUsage:
     output_tokens: int
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    # Input plus output minus billable tokens. Kept instead of a billable total so that runs recorded before
-    # billable tokens existed (none unbilled) count in full in the same month's total.
     unbilled_tokens: int = 0
 
     @property
@@ -56,52 +74,62 @@ class UsageLedger:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
 
-    def record(self, pipe, account: str, key_id: str | None, usage: dict | None) -> None:
-        """Queue the tokens of one run on `pipe`: to the account's month and, when a key sent it, the key's."""
-        if not usage:
-            return
+    def add(self, host: str, account: str, key_id: str | None, usage: dict) -> None:
+        """Count the tokens of one model call, at once: to the account's month and, when a key sent the work, the
+        key's. Runs count each call as it is made, so parallel runs see each other's spending."""
         month = month_of()
-        for name in [_account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
-            counts = add_records(None, usage)
-            billable = counts.pop("billableTokens")
-            counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
-            for field, count in counts.items():
-                pipe.hincrby(name, field, count)
+        counts = add_records(None, usage)
+        billable = counts.pop("billableTokens")
+        counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
+        pipe = self._redis.pipeline(transaction=True)
+        for name in [_account_key(host, account, month)] + ([_key_key(key_id, month)] if key_id else []):
+            for field in _FIELDS:
+                pipe.hincrby(name, field, counts[field])
             pipe.expire(name, TOTALS_TTL_SECONDS)
+        pipe.execute()
 
-    def account(self, account: str, month: str | None = None) -> MonthUsage:
-        return self._read(_account_key(account, month or month_of()), month or month_of())
+    def account(self, host: str, account: str, month: str | None = None) -> MonthUsage:
+        month = month or month_of()
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hgetall(_account_key(host, account, month))
+        pipe.hgetall(_legacy_account_key(account, month))
+        current, legacy = pipe.execute()
+        return MonthUsage(month, *(_count(current, f) + _count(legacy, f) for f in _FIELDS))
 
     def key(self, key_id: str, month: str | None = None) -> MonthUsage:
-        return self._read(_key_key(key_id, month or month_of()), month or month_of())
+        month = month or month_of()
+        raw = self._redis.hgetall(_key_key(key_id, month))
+        return MonthUsage(month, *(_count(raw, f) for f in _FIELDS))
 
-    def cap(self, account: str) -> int | None:
+    def cap(self, host: str, account: str) -> int | None:
         """The account's monthly token cap, None when it has none."""
-        raw = self._redis.get(_cap_key(account))
-        return int(raw) if raw is not None else None
+        raw, legacy = self._redis.mget([_cap_key(host, account), _legacy_cap_key(account)])
+        raw = raw if raw is not None else legacy
+        return int(raw) if raw else None  # b"": removed on this host, whatever the shared cap says
 
-    def set_cap(self, account: str, tokens: int | None) -> None:
-        if tokens is None:
-            self._redis.delete(_cap_key(account))
-        else:
-            self._redis.set(_cap_key(account), int(tokens))
+    def set_cap(self, host: str, account: str, tokens: int | None) -> None:
+        """Set the account's cap, or remove it (None)."""
+        self._redis.set(_cap_key(host, account), "" if tokens is None else int(tokens))
 
-    def check(self, account: str) -> None:
+    def check(self, host: str, account: str) -> None:
         """Raise MonthlyBudgetExceeded when the account has used up its monthly cap."""
-        cap = self.cap(account)
+        cap = self.cap(host, account)
         if cap is None:
             return
-        used = self.account(account)
+        used = self.account(host, account)
         if used.total >= cap:
             raise MonthlyBudgetExceeded(
-                f"account {account!r} used {used.total:,} model tokens in {used.month}, its monthly cap is "
-                f"{cap:,}; new jobs and messages are refused until the month ends", retry_after=_seconds_to_month_end())
+                f"account {account!r} ({host}) used {used.total:,} model tokens in {used.month}, its monthly cap is "
+                f"{cap:,}; new work is refused until the month ends", retry_after=_seconds_to_month_end())
 
-    def _read(self, name: str, month: str) -> MonthUsage:
-        raw = self._redis.hgetall(name)
-        counts = [int(raw.get(field, 0)) for field in
-                  (b"inputTokens", b"outputTokens", b"cacheReadTokens", b"cacheWriteTokens", b"unbilledTokens")]
-        return MonthUsage(month, *counts)
+
+def hosts_of(account: str, projects: Iterable[Project]) -> set[str]:
+    """The code hosts that have an account named `account`, as its projects show."""
+    return {project.host for project in projects if project.account == account}
+
+
+def _count(raw: dict, field: str) -> int:
+    return int(raw.get(field.encode(), 0))
 
 
 def _seconds_to_month_end() -> int:

@@ -8,7 +8,7 @@ from typing import cast
 import redis
 
 from service.clock import iso, now, now_iso, parse_iso
-from service.errors import DeliveryNotFound, WebhookNotFound
+from service.errors import DeliveryNotFound, WebhookLimitReached, WebhookNotFound
 from service.ids import UlidGenerator, new_id
 from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.store.codec import dump, load
@@ -34,9 +34,6 @@ def _delivery_key(delivery_id: str) -> str:
     return f"cd:delivery:{delivery_id}"
 
 
-UNSENT = "cd:deliveries:unsent"  # deliveries whose first attempt is not made yet, scored by when to make it anyway
-
-
 def _claim_key(delivery_id: str, attempt: int, *, manual: bool = False) -> str:
     # Re-sends are numbered apart from the retry chain: a re-send must never take the number the next scheduled
     # retry will claim, or that retry finds its attempt taken and the chain stops.
@@ -59,16 +56,25 @@ class WebhookStore:
 
     # -- endpoints ---------------------------------------------------------------------------
 
-    def add(self, project_id: str, *, url: str, sealed_secret: str, description: str,
-            events: list[str]) -> WebhookEndpoint:
+    def add(self, project_id: str, *, url: str, sealed_secret: str, description: str, events: list[str],
+            limit: int | None = None) -> WebhookEndpoint:
+        """Add an endpoint to the project; WebhookLimitReached when it has `limit` already (checked atomically, so
+        requests made at once cannot pass it together)."""
         endpoint = WebhookEndpoint(id=new_id("whk", self._ids), project_id=project_id, url=url,
                                    sealed_secret=sealed_secret, created_at=now_iso(), description=description,
                                    events=events)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.set(_endpoint_key(endpoint.id), dump(endpoint))
-        pipe.sadd(endpoints_key(project_id), endpoint.id)
-        pipe.execute()
-        return endpoint
+        members = endpoints_key(project_id)
+
+        def attempt(pipe) -> WebhookEndpoint:
+            if limit is not None and pipe.scard(members) >= limit:
+                raise WebhookLimitReached(f"project {project_id} has {limit} webhook endpoints, as many as it may "
+                                          "(COPYDESK_WEBHOOK_MAX_ENDPOINTS); delete one first")
+            pipe.multi()
+            pipe.set(_endpoint_key(endpoint.id), dump(endpoint))
+            pipe.sadd(members, endpoint.id)
+            return endpoint
+
+        return transaction(self._redis, attempt, members)
 
     def find(self, endpoint_id: str) -> WebhookEndpoint | None:
         if not endpoint_id.startswith("whk_"):
@@ -135,26 +141,15 @@ class WebhookStore:
 
     # -- deliveries --------------------------------------------------------------------------
 
-    def add_delivery(self, delivery: Delivery, *, send_by: float) -> bool:
-        """Store a new delivery and log it on its endpoint; False when it exists already (a repeated fan-out).
-        Its first attempt is due by `send_by` (a Unix time): if nobody made it by then, `overdue` lists it."""
+    def add_delivery(self, delivery: Delivery) -> bool:
+        """Store a new delivery and log it on its endpoint; False when it exists already (a repeated fan-out)."""
         if not self._redis.set(_delivery_key(delivery.id), dump(delivery), nx=True, ex=DELIVERY_TTL_SECONDS):
             return False
         pipe = self._redis.pipeline(transaction=True)
         pipe.lpush(_log_key(delivery.endpoint_id), delivery.id)
         pipe.ltrim(_log_key(delivery.endpoint_id), 0, LOG_LENGTH - 1)
-        pipe.zadd(UNSENT, {delivery.id: send_by})
         pipe.execute()
         return True
-
-    def overdue(self, now_ts: float, limit: int = 100) -> list[str]:
-        """Deliveries whose first attempt is overdue (the process that fanned them out died), taken off the list:
-        the caller makes those attempts."""
-        taken = []
-        for raw in cast(list, self._redis.zrangebyscore(UNSENT, "-inf", now_ts, start=0, num=limit)):
-            if self._redis.zrem(UNSENT, raw):  # only one taker per delivery
-                taken.append(text(raw))
-        return taken
 
     def delivery(self, delivery_id: str) -> Delivery | None:
         if not delivery_id.startswith("dlv_"):
@@ -182,12 +177,9 @@ class WebhookStore:
 
     def claim_attempt(self, delivery_id: str, attempt: int, *, manual: bool = False) -> bool:
         """Take attempt number `attempt` of a delivery (with `manual`, re-send number `attempt`); only one sender
-        gets it: the fan-out's, an overdue one's taker or a retry; a re-send run twice by RQ is sent once."""
-        if not self._redis.set(_claim_key(delivery_id, attempt, manual=manual), 1, nx=True, ex=CLAIM_TTL_SECONDS):
-            return False
-        if attempt == 1 and not manual:
-            self._redis.zrem(UNSENT, delivery_id)
-        return True
+        gets it, however often it was scheduled or taken (a repeated fan-out, a lease that ended)."""
+        return bool(self._redis.set(_claim_key(delivery_id, attempt, manual=manual), 1, nx=True,
+                                    ex=CLAIM_TTL_SECONDS))
 
     def record_attempt(self, delivery: Delivery, *, ok: bool, response_status: int | None, latency_ms: int,
                        error: str | None, next_attempt_at: str | None, manual: bool = False) -> Delivery | None:

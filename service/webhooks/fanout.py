@@ -1,9 +1,7 @@
-"""The workers' fan-out: each outbox event becomes one delivery per interested endpoint, sent at once."""
+"""The workers' fan-out: each outbox event becomes one delivery per interested endpoint, its first attempt due at
+once in the account's delivery lane."""
 
 import json
-import logging
-import time
-from concurrent.futures import Executor
 from typing import cast
 
 import redis
@@ -12,25 +10,18 @@ from service.clock import now_iso
 from service.models import Delivery, WebhookEndpoint
 from service.store.events import OUTBOX
 from service.store.webhooks import WebhookStore, delivery_id_for
-from service.webhooks.sender import WebhookSender
-
-log = logging.getLogger(__name__)
+from service.webhooks.queue import DeliveryQueue
 
 GROUP = "fanout"
 STALE_MS = 60_000  # an entry a fan-out took this long ago and never acknowledged (its worker died) is taken over
-# A first attempt not made this long after the fan-out (its process died first) is made by another fan-out.
-OVERDUE_SECONDS = 60
 
 
 class Fanout:
-    def __init__(self, client: redis.Redis, store: WebhookStore, sender: WebhookSender, *, consumer: str,
-                 executor: Executor, overdue_seconds: float = OVERDUE_SECONDS) -> None:
+    def __init__(self, client: redis.Redis, store: WebhookStore, queue: DeliveryQueue, *, consumer: str) -> None:
         self._redis = client
-        self._overdue_seconds = overdue_seconds
         self._store = store
-        self._sender = sender
+        self._queue = queue
         self._consumer = consumer
-        self._executor = executor
         self._grouped = False
 
     def run_once(self, block_ms: int = 1000) -> int:
@@ -47,8 +38,6 @@ class Fanout:
             if fields:  # an entry trimmed away before it was read comes back empty
                 self._fan(entry_id.decode(), fields, endpoints)
             self._redis.xack(OUTBOX, GROUP, entry_id)
-        for delivery_id in self._store.overdue(time.time()):
-            self._executor.submit(self._send_first, delivery_id)
         return len(entries)
 
     def _ensure_group(self) -> None:
@@ -77,11 +66,7 @@ class Fanout:
             delivery = Delivery(id=delivery_id_for(endpoint.id, outbox_id), endpoint_id=endpoint.id,
                                 job_id=fields["job"], event_id=outbox_id, event_type=fields["type"], payload=body,
                                 created_at=now_iso())
-            if self._store.add_delivery(delivery, send_by=time.time() + self._overdue_seconds):
-                self._executor.submit(self._send_first, delivery.id)
-
-    def _send_first(self, delivery_id: str) -> None:
-        try:
-            self._sender.attempt(delivery_id, 1)
-        except Exception:
-            log.exception("webhook delivery %s: its first attempt failed to run", delivery_id)
+            self._store.add_delivery(delivery)
+            # Scheduled even when the delivery existed (an entry taken over from a fan-out that died in between);
+            # an attempt already made is not made again (WebhookStore.claim_attempt).
+            self._queue.now(delivery.id, 1)
