@@ -12,6 +12,7 @@ from bot.web import WORKER_CLASSES
 from service.codehost.base import CodeHostError
 from service.errors import ServiceError
 from service.settings import Settings, SettingsError, worker_name
+from service.store.schema import SchemaMismatch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +192,27 @@ def _worker(args, settings: Settings) -> int:
     except RedisRefused as refused:  # Redis was down at start; its settings failed at the first contact
         report(refused.checks, "worker")
         return 2
+    except SchemaMismatch as mismatch:  # the same, for the data's schema version
+        print(f"copydesk worker: not starting: {mismatch}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _migrate(args, settings: Settings) -> int:
+    from service.store.migrations import MigrationBusy, migrate
+
+    try:
+        done = migrate(context.build(settings).services.redis, event_ttl_seconds=settings.event_ttl_days * 86400)
+    except (MigrationBusy, SchemaMismatch) as exc:
+        return _fail(str(exc))
+    if done.found is None:
+        human = f"Redis held no Copydesk data: initialised at schema version {done.version}"
+    elif not done.steps:
+        human = f"schema version {done.version}: nothing to migrate"
+    else:
+        human = "\n".join([f"migrated schema version {done.found} to {done.version}:"]
+                          + [f"  {s.name}: {s.changed} changed ({s.summary})" for s in done.steps])
+    _print(args, done.to_json(), human)
     return 0
 
 
@@ -308,6 +330,11 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--max-age", type=float, metavar="SECONDS",
                         help="with --worker-alive: the oldest heartbeat that counts (default: 3 heartbeat intervals)")
     doctor.set_defaults(handler=_doctor)
+
+    migrate = sub.add_parser("migrate", help="upgrade the records in Redis to this version's schema (idempotent; "
+                                             "stop older web and worker processes first)")
+    migrate.add_argument("--json", action="store_true")
+    migrate.set_defaults(handler=_migrate)
 
     recover = sub.add_parser("recover", help="queue messages that were stored but never queued")
     recover.add_argument("--json", action="store_true")

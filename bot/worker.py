@@ -19,6 +19,7 @@ from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
+from service.store import schema
 from service.webhooks.fanout import Fanout
 from service.webhooks.queue import webhooks_queue_name
 from service.workspace.git import GitError
@@ -97,7 +98,7 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
     until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
     A Redis outage never ends it: it backs off, reconnects and carries on. Before it takes any work, Redis's
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
-    policy evicts keys."""
+    policy evicts keys, SchemaMismatch when its data needs `copydesk migrate`."""
     stop = threading.Event()
     redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
@@ -108,6 +109,7 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                 worker = None
                 try:
                     redis_settings.require()
+                    schema.require_current(ctx.services.redis)
                     if not burst and not started:
                         _start_background(ctx, stop)
                         started = True

@@ -7,6 +7,7 @@ from service.errors import KeyNotFound
 from service.models import ApiKey, KeyEvent
 from service.store.codec import dump, load
 from service.store.replies import text
+from service.store.schema import stamp_new
 
 _INDEX = "cd:apikeys"
 # lastUsedAt is refreshed at most this often, so a busy key does not cost a write per request.
@@ -61,6 +62,7 @@ class ApiKeyStore:
 
     def add(self, key: ApiKey, event: KeyEvent) -> None:
         """Store a new key and its audit line together."""
+        stamp_new(self._redis)  # the first key of a new Redis records the schema version
         with self._redis.pipeline() as pipe:
             pipe.set(_key(key.id), dump(key))
             pipe.zadd(_INDEX, {key.id: 0})

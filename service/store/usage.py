@@ -47,11 +47,12 @@ class UsageLedger:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
 
-    def record(self, pipe, account: str, key_id: str | None, usage: dict | None) -> None:
-        """Queue the tokens of one run on `pipe`: to the account's month and, when a key sent it, the key's."""
+    def record(self, pipe, account: str, key_id: str | None, usage: dict | None, month: str | None = None) -> None:
+        """Queue the tokens of one run on `pipe`: to the account's month (default this one) and, when a key sent
+        it, the key's."""
         if not usage:
             return
-        month = month_of()
+        month = month or month_of()
         for name in [_account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
             pipe.hincrby(name, "inputTokens", int(usage.get("inputTokens", 0)))
             pipe.hincrby(name, "outputTokens", int(usage.get("outputTokens", 0)))
