@@ -299,8 +299,8 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
     "Unauthorized": (401, ("unauthorized",),
                      "No `Authorization: Bearer` header, or the key is unknown, revoked or expired.",
                      ("WWW-Authenticate",)),
-    "Forbidden": (403, ("forbidden",), "The key is read-only: it may read, but not create, message, archive, cancel "
-                  "or change webhooks.",
+    "Forbidden": (403, ("forbidden",), "The key is read-only: it may read, but not create, message, archive, cancel, "
+                  "delete or change webhooks.",
                   ()),
     "ProjectNotFound": (404, ("project_not_found",),
                         "No such project, or the key may not act on it (the two are not told apart).", ()),
@@ -313,6 +313,8 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
                        "`project_disabled`: the project's repository is no longer reachable. `idempotency_conflict`: "
                        "the `Idempotency-Key` was used with another body in the last 24 hours.", ()),
     "JobNotActive": (409, ("job_not_active",), "Only an `active` job can be cancelled.", ()),
+    "JobActive": (409, ("job_active",), "An `active` job (or one whose run is still going) cannot be deleted: "
+                  "cancel it first, then delete it once its run has stopped.", ()),
     "WebhookNotFound": (404, ("project_not_found", "webhook_not_found"),
                         "No such project, or no such webhook endpoint in it.", ()),
     "DeliveryNotFound": (404, ("project_not_found", "webhook_not_found", "delivery_not_found"),
@@ -406,6 +408,21 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
                 "The polling operation. Poll until `status` is `completed`, `archived` or `failed`; then read "
                 "`prLink` (or `error`).",
                 {"200": _ok("The job.", job), **_errors(*_JOB_READ_ERRORS)}),
+            "delete": _operation(
+                "deleteJob", "Delete a job",
+                "Removes the job's record, prompts, conversation, events and token counts, its idempotency "
+                "entries and its place in the job lists; the account's monthly usage totals keep its tokens. The "
+                "branch and pull request stay on the code host (the answer names them): delete them there. An "
+                "`active` job is refused: cancel it first. Deleting again answers 404. No body.",
+                {"200": _ok("The job is gone; what stays on the code host.", closed_object({
+                    "deleted": {"const": True},
+                    "id": string("The deleted job's id."),
+                    "kept": closed_object({
+                        "branch": nullable(string("The job's branch, left on the code host.")),
+                        "prLink": nullable(string("The job's pull request, left open or as it was.")),
+                        "note": string()}),
+                 })), **_errors("Unauthorized", "Forbidden", "JobNotFound", "JobActive", "InternalError",
+                                "Unavailable")}),
         },
         "/v2/agent/{projectId}/job/{id}/message": {
             "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],

@@ -9,7 +9,15 @@ from typing import cast
 import redis
 
 from service.clock import now_iso, parse_iso
-from service.errors import BUDGET_EXCEEDED, IdempotencyConflict, InvalidRequest, JobArchived, JobNotActive, JobNotFound
+from service.errors import (
+    BUDGET_EXCEEDED,
+    IdempotencyConflict,
+    InvalidRequest,
+    JobActive,
+    JobArchived,
+    JobNotActive,
+    JobNotFound,
+)
 from service.events import EventType
 from service.ids import UlidGenerator, new_id
 from service.lease import Fence, watched
@@ -43,6 +51,11 @@ def _conversation_key(job_id: str) -> str:
 def cancel_key(job_id: str) -> str:
     """Set to the running message's id while a cancel of it is under way; the run watches it."""
     return f"cd:job:{job_id}:cancel"
+
+
+# Keys named `cd:job:<id>:<suffix>`, each the job's alone: waiting messages, conversation, cancel mark, event stream
+# (store.events), queued run (dispatch), lease and its fence (lease), the run lock of schema version 1.
+_JOB_KEY_SUFFIXES = ("pending", "conversation", "cancel", "events", "rq", "lease", "fence", "lock")
 
 
 def _message_key(message_id: str) -> str:
@@ -243,6 +256,41 @@ class JobStore:
             return job
 
         return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id))
+
+    def delete(self, job_id: str) -> Job:
+        """Remove a job and everything kept about it alone (see `keys_of`), its idempotency entries and its place in
+        every index; the account's monthly usage totals stay. Refused (JobActive) while a message waits or runs.
+        Returns the job as it was."""
+        claims = self._claims_of(job_id)
+
+        def attempt(pipe: redis.client.Pipeline) -> Job:
+            job = self._load_or_raise(pipe, job_id)
+            if job.status is JobStatus.ACTIVE or pipe.llen(pending_key(job_id)):
+                raise JobActive(f"job {job_id} is active: cancel it first (POST .../cancel), then delete it once "
+                                "its run has stopped")
+            doomed = self.keys_of(job_id, pipe)
+            pipe.multi()
+            pipe.delete(*doomed, *claims)
+            for status in (None, *JobStatus):
+                pipe.zrem(_index_key(job.project_id, status), job_id)
+            pipe.srem(PENDING_JOBS, job_id)
+            pipe.zrem(FINISHED_JOBS, job_id)
+            return job
+
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), _conversation_key(job_id),
+                           *claims)
+
+    def keys_of(self, job_id: str, client=None) -> list[str]:
+        """Every key that belongs to the job alone: its record, its `cd:job:<id>:*` keys and its messages."""
+        ids = [text(i) for i in (client or self._redis).lrange(_conversation_key(job_id), 0, -1)]
+        return [job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _JOB_KEY_SUFFIXES),
+                *(_message_key(i) for i in ids)]
+
+    def _claims_of(self, job_id: str) -> list[str]:
+        """The idempotency entries (kept a day) whose create made this job."""
+        return [text(key) for key in self._redis.scan_iter(match=IdempotencyClaim(scope="*", body_hash="").key,
+                                                            count=1000)
+                if self._redis.hget(key, "job") == job_id.encode()]
 
     # -- the worker's writes -----------------------------------------------------------------
 
