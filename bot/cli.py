@@ -64,6 +64,16 @@ def _project_json(project) -> dict:
             "docsRoot": project.docs_root, "enabled": project.enabled, "createdAt": project.created_at}
 
 
+# -- jobs ------------------------------------------------------------------------------------
+
+def _job_delete(args, settings: Settings) -> None:
+    job = context.build(settings).services.jobs.delete(args.id)
+    kept = {"branch": job.branch, "prLink": job.pr_link}
+    _print(args, {"deleted": True, "id": job.id, "kept": kept},
+           f"deleted {job.id}" + (f"; its branch {job.branch} and pull request {job.pr_link or '(none)'} stay on "
+                                  "the code host" if job.branch else ""))
+
+
 # -- API keys --------------------------------------------------------------------------------
 
 def _key_create(args, settings: Settings) -> None:
@@ -258,6 +268,13 @@ def _parser() -> argparse.ArgumentParser:
         switch.add_argument("id", help="project id")
         switch.add_argument("--json", action="store_true")
         switch.set_defaults(handler=_project_switch)
+
+    job = sub.add_parser("job", help="delete jobs").add_subparsers(dest="action", required=True)
+    job_delete = job.add_parser("delete", help="delete a job that is not active: its prompts, conversation and "
+                                               "events (its branch and pull request stay on the code host)")
+    job_delete.add_argument("id", help="job id")
+    job_delete.add_argument("--json", action="store_true")
+    job_delete.set_defaults(handler=_job_delete)
 
     key = sub.add_parser("key", help="create, list and revoke API keys").add_subparsers(dest="action", required=True)
     create = key.add_parser("create", help="create an API key (printed once)")

@@ -86,3 +86,44 @@ def test_a_read_only_key_may_not_delete(stack):
     refused = delete(stack, job_id, reader)
     assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
     assert stack.job(job_id)["id"] == job_id
+
+
+def test_the_dashboard_deletes_a_job_after_a_confirmation(stack):
+    import re
+
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    stack.drain()
+    operator = stack.operator()
+    path = f"{stack.url}/dashboard/projects/{stack.project_id}/jobs/{job_id}"
+    shown = operator.get(path, timeout=10).text
+    assert "Delete this job" in shown and f"copydesk/{job_id}" in shown
+    token = re.search(r'name="csrf_token" value="([^"]+)"', shown).group(1)
+    unconfirmed = operator.post(f"{path}/delete", data={"csrf_token": token}, timeout=10)
+    assert unconfirmed.status_code == 400 and stack.job(job_id)["id"] == job_id
+    forged = operator.post(f"{path}/delete", data={"csrf_token": "nope", "confirm": job_id}, timeout=10)
+    assert forged.status_code in (400, 403) and stack.job(job_id)["id"] == job_id
+    done = operator.post(f"{path}/delete", data={"csrf_token": token, "confirm": job_id}, timeout=10)
+    assert done.status_code == 200 and done.url.endswith(f"/projects/{stack.project_id}/jobs")
+    assert stack.ctx.services.jobs.find(job_id) is None
+
+
+def test_the_cli_deletes_a_job(stack):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    cli = [sys.executable, "-m", "bot.cli", "job", "delete", job_id, "--json"]
+    env = {**os.environ, **stack.env()}
+    refused = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "cancel it first" in refused.stderr
+    stack.drain()
+    done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert (answer["deleted"], answer["id"], answer["kept"]["branch"]) == (True, job_id, f"copydesk/{job_id}")
+    assert answer["kept"]["prLink"].startswith(stack.url)
+    assert stack.ctx.services.jobs.find(job_id) is None
