@@ -19,6 +19,7 @@ from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
+from service.purge import AccountPurges
 from service.store import schema
 from service.webhooks.fanout import Fanout
 from service.webhooks.queue import webhooks_queue_name
@@ -34,12 +35,14 @@ RECONNECT_MAX_DELAY_SECONDS = 5.0
 
 
 def sweep_once(ctx: Context) -> list[str]:
-    """Queue messages that were stored but never queued, and archive jobs idle past retention."""
+    """Queue messages that were stored but never queued, archive jobs idle past retention, and purge the data of
+    accounts that left long enough ago."""
     services = ctx.services
     kicked = services.dispatcher.sweep()
     archived = archive_inactive(services.jobs, older_than=timedelta(days=ctx.settings.retention_days))
     if archived:
         log.info("archived %d inactive job(s)", len(archived))
+    AccountPurges(services).run_due()
     return kicked
 
 

@@ -105,6 +105,17 @@ class ApiKeyStore:
                 pipe.execute()
         return key
 
+    def delete(self, key_id: str) -> None:
+        """Forget a key for good, with its use counters (an account's purge; revoking keeps the record)."""
+        with self._redis.pipeline() as pipe:
+            pipe.delete(_key(key_id), _last_used_key(key_id), _uses_key(key_id))
+            pipe.zrem(_INDEX, key_id)
+            pipe.execute()
+
+    def forget_audit(self, account: str) -> None:
+        """Drop the account's audit list (an account's purge, once it has no keys left)."""
+        self._redis.delete(_audit_key(account))
+
     def touch(self, key: ApiKey) -> None:
         """Count one use of the key and record that it was just used."""
         uses = self._redis.incr(_uses_key(key.id))

@@ -89,6 +89,17 @@ class ProjectStore:
         self.save(project)
         return project
 
+    def delete(self, project: Project) -> None:
+        """Forget a project (its jobs and webhook endpoints are deleted first, by their stores)."""
+        with self._redis.pipeline() as pipe:
+            pipe.delete(_key(project.id))
+            pipe.zrem(_INDEX, project.id)
+            # Only when the index still names this project: ensure may have made another one meanwhile.
+            if self._redis.hget(_BY_REPOSITORY, _repository_field(project.host, project.repository)) == \
+                    project.id.encode():
+                pipe.hdel(_BY_REPOSITORY, _repository_field(project.host, project.repository))
+            pipe.execute()
+
     def set_max_tokens(self, project_id: str, max_tokens: int | None) -> Project:
         """Set (or, with None, clear) the default token budget of the project's new jobs."""
         project = self.get(project_id)
