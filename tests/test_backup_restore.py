@@ -19,14 +19,13 @@ from tests.test_flow import FAQ, finish
 
 def _snapshot(client: redis.Redis) -> dict:
     """Every key of Copydesk's data with its type and value (streams and hashes included), for comparison."""
+    read = {"string": client.get, "hash": client.hgetall, "set": client.smembers, "stream": client.xrange,
+            "list": lambda key: client.lrange(key, 0, -1),
+            "zset": lambda key: client.zrange(key, 0, -1, withscores=True)}
     found = {}
     for key in client.scan_iter(match="cd:*", count=1000):
         kind = client.type(key).decode()
-        value = {"string": lambda: client.get(key), "hash": lambda: client.hgetall(key),
-                 "list": lambda: client.lrange(key, 0, -1), "set": lambda: client.smembers(key),
-                 "zset": lambda: client.zrange(key, 0, -1, withscores=True),
-                 "stream": lambda: client.xrange(key)}[kind]()
-        found[key] = (kind, value)
+        found[key] = (kind, read[kind](key))
     return found
 
 
