@@ -103,9 +103,13 @@ def test_the_dashboard_deletes_a_job_after_a_confirmation(stack):
     assert unconfirmed.status_code == 400 and stack.job(job_id)["id"] == job_id
     forged = operator.post(f"{path}/delete", data={"csrf_token": "nope", "confirm": job_id}, timeout=10)
     assert forged.status_code in (400, 403) and stack.job(job_id)["id"] == job_id
+    pr_link = stack.job(job_id)["prLink"]
     done = operator.post(f"{path}/delete", data={"csrf_token": token, "confirm": job_id}, timeout=10)
     assert done.status_code == 200 and done.url.endswith(f"/projects/{stack.project_id}/jobs")
     assert stack.ctx.services.jobs.find(job_id) is None
+    # The pull request stays; its page says the job is gone and offers no follow-up.
+    pull = operator.get(pr_link, timeout=10)
+    assert pull.status_code == 200 and "The job was deleted" in pull.text and 'name="body"' not in pull.text
 
 
 def test_the_cli_deletes_a_job(stack):
