@@ -26,15 +26,16 @@ def startup_checks(ctx: Context, process: str) -> bool:
     start. An unreachable Redis is only a warning here: an outage at start is no configuration error (the worker
     and /readyz check Redis's settings at their first contact with it). Data of another schema version is refused
     in one line that says the fix."""
-    try:
-        schema.stamp_new(ctx.services.redis)  # a new Redis starts at the current version
-    except redis.RedisError:
-        pass  # an outage: the checks below say so, and the worker checks again at its first contact
     found = checks(ctx, redis_required=False)
     mismatch = next((c for c in found if c.name == "schema" and c.status is Status.ERROR), None)
     if mismatch is not None:
         print(f"copydesk {process}: not starting: {mismatch.detail}; fix: {mismatch.fix}", file=sys.stderr)
         return False
+    if any(c.name == "schema" for c in found):  # Redis answered (else the worker's first contact does this)
+        try:
+            schema.stamp_new(ctx.services.redis)  # a new Redis starts at the current version
+        except redis.RedisError:
+            pass  # gone since the checks: the worker and /readyz check again at their first contact
     return report(found, process)
 
 
