@@ -205,3 +205,13 @@ def test_data_of_a_newer_copydesk_is_refused(redis_client):
         migrate(redis_client, event_ttl_seconds=60)
     with pytest.raises(schema.SchemaMismatch):
         schema.require_current(redis_client)
+
+
+def test_readiness_fails_until_the_data_is_migrated(redis_client, redis_url, tmp_path):
+    redis_client.zadd("cd:projects", {"prj_x": 0})  # data written before versions were recorded
+    client = create_app(Settings(redis_url=redis_url, data_dir=tmp_path / "data")).test_client()
+    refused = client.get("/readyz")
+    assert refused.status_code == 503 and refused.get_json()["code"] == "schema_mismatch"
+    assert "copydesk migrate" in refused.get_json()["detail"]
+    migrate(redis_client, event_ttl_seconds=60)
+    assert client.get("/readyz").status_code == 200

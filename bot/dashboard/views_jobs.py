@@ -90,7 +90,6 @@ def register(bp: Blueprint) -> None:
         dashboard().services.jobs.cancel(found.id)  # the API's cancel: JobNotActive gets its clear page
         return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
 
-
     @bp.post("/projects/<project_id>/jobs/<job_id>/delete")
     def delete(project_id: str, job_id: str):
         project, found = visible_job(project_id, job_id)

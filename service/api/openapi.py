@@ -335,9 +335,10 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
                       "An unexpected error. No stack trace; `requestId` (when present) identifies it in the logs.", ()),
     "Unavailable": (503, ("unavailable",), "The job store is unreachable; retry after `Retry-After` seconds.",
                     ("Retry-After",)),
-    "NotReady": (503, ("unavailable", "redis_evicts_keys"),
+    "NotReady": (503, ("unavailable", "redis_evicts_keys", "schema_mismatch"),
                  "`unavailable`: Redis is not reachable. `redis_evicts_keys`: Redis's `maxmemory-policy` may delete "
-                 "keys (the detail says how to fix it). Do not route traffic here.", ()),
+                 "keys (the detail says how to fix it). `schema_mismatch`: Redis holds data of another schema "
+                 "version (`copydesk migrate`). Do not route traffic here.", ()),
 }
 
 
@@ -478,7 +479,8 @@ def _service_paths() -> dict:
             {"200": _ok("The process is alive.", status_body("ok")), **_errors("InternalError")},
             tag="Service", public=True)},
         "/readyz": {"get": _operation(
-            "readyz", "Readiness", "Ready when Redis answers and never evicts keys. No authentication.",
+            "readyz", "Readiness", "Ready when Redis answers, never evicts keys and holds data of this release's "
+            "schema version. No authentication.",
             {"200": _ok("Ready to serve.", status_body("ready")), **_errors("NotReady", "InternalError")},
             tag="Service", public=True)},
     }
