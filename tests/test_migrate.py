@@ -215,3 +215,31 @@ def test_readiness_fails_until_the_data_is_migrated(redis_client, redis_url, tmp
     assert "copydesk migrate" in refused.get_json()["detail"]
     migrate(redis_client, event_ttl_seconds=60)
     assert client.get("/readyz").status_code == 200
+
+
+def test_two_migrations_at_once_upgrade_each_record_once(old_data, redis_client):
+    import threading
+
+    barrier, outcomes = threading.Barrier(2), []
+
+    def run() -> None:
+        client = redis.Redis(connection_pool=redis_client.connection_pool)
+        barrier.wait()
+        try:
+            outcomes.append(migrate(client, event_ttl_seconds=86400).steps)
+        except MigrationBusy as busy:
+            outcomes.append(busy)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    did = [o for o in outcomes if isinstance(o, list) and o]
+    assert len(did) == 1 and all(isinstance(o, MigrationBusy) or o == [] for o in outcomes if o is not did[0])
+    assert int(redis_client.get(schema.SCHEMA_KEY)) == schema.CURRENT_VERSION
+    acme = redis_client.hgetall(f"cd:usage:account:acme:{old_data['jobs']['archived']['created_at'][:7]}")
+    assert (int(acme[b"inputTokens"]), int(acme[b"outputTokens"])) == (1200, 300)  # counted once
+    for job in old_data["jobs"].values():
+        assert redis_client.xlen(f"cd:job:{job['id']}:events") >= 1
