@@ -215,6 +215,9 @@ def _migrate(args, settings: Settings) -> int:
         done = migrate(context.build(settings).services.redis, event_ttl_seconds=settings.event_ttl_days * 86400)
     except (MigrationBusy, SchemaMismatch) as exc:
         return _fail(str(exc))
+    except redis.exceptions.LockError:
+        # Stalled past its lock's lifetime: another migration may have started; each record is done once anyway.
+        return _fail("the migration lost its lock (it stalled for over a minute); run `copydesk migrate` again")
     if done.found is None:
         human = f"Redis held no Copydesk data: initialised at schema version {done.version}"
     elif not done.steps:

@@ -96,7 +96,9 @@ class _Run:
             pipe.sadd(self.progress, record_id)
             return write is not None
 
-        return transaction(self.client, attempt, *watches)
+        # The progress set is WATCHed too: should a second migration run meanwhile (this one stalled past its lock),
+        # the later of two transactions on one record starts again and finds it done.
+        return transaction(self.client, attempt, self.progress, *watches)
 
 
 @dataclass(frozen=True)
