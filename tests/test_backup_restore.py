@@ -57,6 +57,12 @@ def _reads_back(settings: Settings, written: dict) -> None:
     assert services.jobs.has_pending(waiting.id)
 
 
+def _busy(client: redis.Redis) -> bool:
+    """Whether Redis is writing (or about to write) a snapshot or an AOF rewrite."""
+    found = client.info("persistence")
+    return any(found[name] for name in ("rdb_bgsave_in_progress", "aof_rewrite_in_progress", "aof_rewrite_scheduled"))
+
+
 @pytest.mark.parametrize("kind", ["rdb", "aof"])
 def test_a_backup_restores_into_a_fresh_redis(kind, tmp_path, make_repo):
     live_dir, restored_dir = tmp_path / "live", tmp_path / "restored"
@@ -64,19 +70,23 @@ def test_a_backup_restores_into_a_fresh_redis(kind, tmp_path, make_repo):
         settings, written = _write_data(f"{url}/0", tmp_path, make_repo)
         client = redis.Redis.from_url(url)
         before = _snapshot(client)
+        # Redis writes its first AOF in the background at start; a BGSAVE meanwhile would only be scheduled.
+        wait_until(lambda: not _busy(client), 20, "Redis's own AOF rewrite to finish")
+        # Done when the count of saves (rewrites) went up: LASTSAVE has a one-second resolution.
         if kind == "rdb":
-            started = client.lastsave()
+            saves = client.info("persistence")["rdb_saves"]
             client.bgsave()
-            wait_until(lambda: client.lastsave() != started and not client.info("persistence")["rdb_bgsave_in_progress"],
-                       20, "BGSAVE to finish")
+            wait_until(lambda: client.info("persistence")["rdb_saves"] > saves and not _busy(client), 20,
+                       "BGSAVE to finish")
             assert client.info("persistence")["rdb_last_bgsave_status"] == "ok"
             restored_dir.mkdir()
             shutil.copy2(live_dir / "dump.rdb", restored_dir / "dump.rdb")
             start = ("--appendonly", "no", "--save", "")
         else:
+            rewrites = client.info("persistence")["aof_rewrites"]
             client.bgrewriteaof()
-            wait_until(lambda: not client.info("persistence")["aof_rewrite_in_progress"]
-                       and not client.info("persistence")["aof_rewrite_scheduled"], 20, "BGREWRITEAOF to finish")
+            wait_until(lambda: client.info("persistence")["aof_rewrites"] > rewrites and not _busy(client), 20,
+                       "BGREWRITEAOF to finish")
             assert client.info("persistence")["aof_last_bgrewrite_status"] == "ok"
             restored_dir.mkdir()
             shutil.copytree(live_dir / "appendonlydir", restored_dir / "appendonlydir")
