@@ -15,6 +15,7 @@ from service.api.streams import StreamSlots
 from service.api.webhook_routes import bp as webhooks_api
 from service.preflight import FirstContactChecks, RedisRefused, Status
 from service.settings import Settings
+from service.store import schema
 
 
 def create_app(settings: Settings | None = None, ctx: context.Context | None = None) -> Flask:
@@ -70,10 +71,13 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
         try:
             ctx.services.redis.ping()
             redis_settings.require()
+            schema.require_current(ctx.services.redis)
         except redis.RedisError:
             return problems.problem("unavailable", "Redis is not reachable")
         except RedisRefused as refused:
             return problems.problem("redis_evicts_keys", _refusal(refused))
+        except schema.SchemaMismatch as mismatch:
+            return problems.problem("schema_mismatch", str(mismatch))
         return jsonify({"status": "ready"})
 
     return app

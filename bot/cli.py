@@ -12,6 +12,7 @@ from bot.web import WORKER_CLASSES
 from service.codehost.base import CodeHostError
 from service.errors import ServiceError
 from service.settings import Settings, SettingsError, worker_name
+from service.store.schema import SchemaMismatch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +62,16 @@ def _project_json(project) -> dict:
     return {"id": project.id, "account": project.account, "host": project.host,
             "repository": project.repository, "url": project.web_url, "ref": project.ref,
             "docsRoot": project.docs_root, "enabled": project.enabled, "createdAt": project.created_at}
+
+
+# -- jobs ------------------------------------------------------------------------------------
+
+def _job_delete(args, settings: Settings) -> None:
+    job = context.build(settings).services.jobs.delete(args.id)
+    kept = {"branch": job.branch, "prLink": job.pr_link}
+    _print(args, {"deleted": True, "id": job.id, "kept": kept},
+           f"deleted {job.id}" + (f"; its branch {job.branch} and pull request {job.pr_link or '(none)'} stay on "
+                                  "the code host" if job.branch else ""))
 
 
 # -- API keys --------------------------------------------------------------------------------
@@ -191,6 +202,30 @@ def _worker(args, settings: Settings) -> int:
     except RedisRefused as refused:  # Redis was down at start; its settings failed at the first contact
         report(refused.checks, "worker")
         return 2
+    except SchemaMismatch as mismatch:  # the same, for the data's schema version
+        print(f"copydesk worker: not starting: {mismatch}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _migrate(args, settings: Settings) -> int:
+    from service.store.migrations import MigrationBusy, migrate
+
+    try:
+        done = migrate(context.build(settings).services.redis, event_ttl_seconds=settings.event_ttl_days * 86400)
+    except (MigrationBusy, SchemaMismatch) as exc:
+        return _fail(str(exc))
+    except redis.exceptions.LockError:
+        # Stalled past its lock's lifetime: another migration may have started; each record is done once anyway.
+        return _fail("the migration lost its lock (it stalled for over a minute); run `copydesk migrate` again")
+    if done.found is None:
+        human = f"Redis held no Copydesk data: initialised at schema version {done.version}"
+    elif not done.steps:
+        human = f"schema version {done.version}: nothing to migrate"
+    else:
+        human = "\n".join([f"migrated schema version {done.found} to {done.version}:"]
+                          + [f"  {s.name}: {s.changed} changed ({s.summary})" for s in done.steps])
+    _print(args, done.to_json(), human)
     return 0
 
 
@@ -236,6 +271,13 @@ def _parser() -> argparse.ArgumentParser:
         switch.add_argument("id", help="project id")
         switch.add_argument("--json", action="store_true")
         switch.set_defaults(handler=_project_switch)
+
+    job = sub.add_parser("job", help="delete jobs").add_subparsers(dest="action", required=True)
+    job_delete = job.add_parser("delete", help="delete a job that is not active: its prompts, conversation and "
+                                               "events (its branch and pull request stay on the code host)")
+    job_delete.add_argument("id", help="job id")
+    job_delete.add_argument("--json", action="store_true")
+    job_delete.set_defaults(handler=_job_delete)
 
     key = sub.add_parser("key", help="create, list and revoke API keys").add_subparsers(dest="action", required=True)
     create = key.add_parser("create", help="create an API key (printed once)")
@@ -308,6 +350,11 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--max-age", type=float, metavar="SECONDS",
                         help="with --worker-alive: the oldest heartbeat that counts (default: 3 heartbeat intervals)")
     doctor.set_defaults(handler=_doctor)
+
+    migrate = sub.add_parser("migrate", help="upgrade the records in Redis to this version's schema (idempotent; "
+                                             "stop older web and worker processes first)")
+    migrate.add_argument("--json", action="store_true")
+    migrate.set_defaults(handler=_migrate)
 
     recover = sub.add_parser("recover", help="queue messages that were stored but never queued")
     recover.add_argument("--json", action="store_true")

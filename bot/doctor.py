@@ -11,6 +11,7 @@ from bot.context import Context
 from service.agent.providers import missing_keys
 from service.preflight import Check, Status, failed, run_checks
 from service.settings import Settings
+from service.store import schema
 from service.store.workers import STALE_AFTER_BEATS, WorkerBeat, WorkerRegistry
 
 
@@ -23,8 +24,19 @@ def checks(ctx: Context, *, redis_required: bool) -> list[Check]:
 def startup_checks(ctx: Context, process: str) -> bool:
     """Run the checks before `process` (web, worker) starts; print errors and warnings; False when it must not
     start. An unreachable Redis is only a warning here: an outage at start is no configuration error (the worker
-    and /readyz check Redis's settings at their first contact with it)."""
-    return report(checks(ctx, redis_required=False), process)
+    and /readyz check Redis's settings at their first contact with it). Data of another schema version is refused
+    in one line that says the fix."""
+    found = checks(ctx, redis_required=False)
+    mismatch = next((c for c in found if c.name == "schema" and c.status is Status.ERROR), None)
+    if mismatch is not None:
+        print(f"copydesk {process}: not starting: {mismatch.detail}; fix: {mismatch.fix}", file=sys.stderr)
+        return False
+    if any(c.name == "schema" for c in found):  # Redis answered (else the worker's first contact does this)
+        try:
+            schema.stamp_new(ctx.services.redis)  # a new Redis starts at the current version
+        except redis.RedisError:
+            pass  # gone since the checks: the worker and /readyz check again at their first contact
+    return report(found, process)
 
 
 def report(found: list[Check], process: str) -> bool:

@@ -19,6 +19,8 @@ from bot.rqworker import CopydeskWorker, hold_pool_across_fork
 from service.agent.providers import preload
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
+from service.purge import AccountPurges
+from service.store import schema
 from service.webhooks.fanout import Fanout
 from service.webhooks.lanes import DeliveryLanes
 from service.webhooks.queue import Attempt, webhooks_queue_name
@@ -33,12 +35,14 @@ RECONNECT_MAX_DELAY_SECONDS = 5.0
 
 
 def sweep_once(ctx: Context) -> list[str]:
-    """Queue messages that were stored but never queued, and archive jobs idle past retention."""
+    """Queue messages that were stored but never queued, archive jobs idle past retention, and purge the data of
+    accounts that left long enough ago."""
     services = ctx.services
     kicked = services.dispatcher.sweep()
     archived = archive_inactive(services.jobs, older_than=timedelta(days=ctx.settings.retention_days))
     if archived:
         log.info("archived %d inactive job(s)", len(archived))
+    AccountPurges(services).run_due()
     return kicked
 
 
@@ -114,7 +118,7 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
     until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
     A Redis outage never ends it: it backs off, reconnects and carries on. Before it takes any work, Redis's
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
-    policy evicts keys."""
+    policy evicts keys, SchemaMismatch when its data needs `copydesk migrate`."""
     stop = threading.Event()
     started_at = time.monotonic()
     providers = preload(ctx.settings, ctx.model_http)
@@ -130,6 +134,7 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                 worker = None
                 try:
                     redis_settings.require()
+                    schema.require_current(ctx.services.redis)
                     if not burst and not started:
                         _start_background(ctx, stop)
                         started = True

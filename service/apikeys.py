@@ -116,6 +116,13 @@ class ApiKeys:
     def all(self) -> list[ApiKey]:
         return self._store.all()
 
+    def delete(self, key_id: str) -> None:
+        """Delete a key and its counters for good (revoke keeps it, for the audit)."""
+        self._store.delete(key_id)
+
+    def forget_audit(self, account: str) -> None:
+        self._store.forget_audit(account)
+
     def of_account(self, account: str, host: str | None = None) -> list[ApiKey]:
         """The account's keys, newest first; given `host`, only those that work on that code host family."""
         keys = (k for k in self._store.all() if k.account == account and (host is None or k.works_on(host)))

@@ -49,6 +49,10 @@ class JobNotActive(ServiceError):
     code = "job_not_active"
 
 
+class JobActive(ServiceError):
+    code = "job_active"
+
+
 class ProjectDisabled(ServiceError):
     code = "project_disabled"
 

@@ -13,6 +13,7 @@ import redis
 
 from service.agent.model import ModelError, ModelFactory
 from service.settings import Settings
+from service.store import schema
 from service.workspace.git import Git, GitError
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def failed(checks: list[Check]) -> bool:
 def redis_checks(client: redis.Redis, *, allow_eviction: bool, required: bool = True) -> list[Check]:
     """Redis must never evict keys (`noeviction`) and should persist them (AOF, else RDB snapshots)."""
     try:
-        return redis_settings_checks(client, allow_eviction=allow_eviction)
+        return [*redis_settings_checks(client, allow_eviction=allow_eviction), schema_check(client)]
     except redis.RedisError as exc:
         where = _redis_address(client)
         if required:
@@ -77,6 +78,13 @@ def redis_settings_checks(client: redis.Redis, *, allow_eviction: bool) -> list[
     memory = client.info("memory")
     persistence = client.info("persistence")
     return [_eviction_check(memory, allow_eviction), _persistence_check(client, persistence)]
+
+
+def schema_check(client: redis.Redis) -> Check:
+    """The records in Redis must have this Copydesk's schema version (`copydesk migrate` upgrades them)."""
+    found = schema.status(client)
+    ok = found.state in (schema.SchemaState.CURRENT, schema.SchemaState.EMPTY)
+    return Check("schema", Status.OK if ok else Status.ERROR, found.describe(), found.fix)
 
 
 class RedisRefused(Exception):

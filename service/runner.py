@@ -98,6 +98,10 @@ class JobRunner:
 
     def _process(self, job_id: str) -> None:
         settings = self.services.settings
+        if self.services.jobs.find(job_id) is None:
+            # Deleted after this run was queued: take no lease, so nothing of the job is written again.
+            log.info("job %s no longer exists; nothing to run", job_id)
+            return
         lease = Lease(self.services.redis, job_id, settings.lease_ttl_seconds)
         kill_at = time.time() + settings.run_timeout_seconds + BACKSTOP_GRACE_SECONDS
         if not lease.acquire(worker=self.worker, kill_at=kill_at):

@@ -59,6 +59,7 @@ class Settings:
     log_json: bool = False
     event_retention: int = 1000  # events kept per job (the stream is trimmed past it, roughly)
     event_ttl_days: int = 30  # an archived job's event stream is deleted this long after its last event
+    purge_days: int = 30  # an account's data is purged this long after its GitHub App installation was deleted
     sse_keepalive_seconds: int = 15  # a comment line on an idle event stream this often
     max_streams: int = 200  # event streams one web process serves at once; past it 503
     # Event streams one API key (or dashboard session) and one account may hold open in one web process; past
@@ -159,6 +160,7 @@ class Settings:
             log_json=env.get("COPYDESK_LOG_FORMAT", "text") == "json",
             event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
             event_ttl_days=_int(env, "COPYDESK_EVENT_TTL_DAYS", defaults.event_ttl_days),
+            purge_days=_int(env, "COPYDESK_PURGE_DAYS", defaults.purge_days),
             sse_keepalive_seconds=_int(env, "COPYDESK_SSE_KEEPALIVE", defaults.sse_keepalive_seconds),
             max_streams=_int(env, "COPYDESK_MAX_STREAMS", defaults.max_streams),
             max_streams_per_key=_int(env, "COPYDESK_MAX_STREAMS_PER_KEY", defaults.max_streams_per_key),

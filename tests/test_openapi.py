@@ -184,8 +184,8 @@ def test_validator_rejects_an_undocumented_status(validator):
 def test_validator_rejects_unknown_paths_and_methods(validator):
     with pytest.raises(AssertionError, match="no path template"):
         validator.validate("GET", "/v2/agent/prj_1/widgets", 200, {}, REQUEST_ID)
-    with pytest.raises(AssertionError, match="no DELETE operation"):
-        validator.validate("DELETE", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}", 200, {}, REQUEST_ID)
+    with pytest.raises(AssertionError, match="no PUT operation"):
+        validator.validate("PUT", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}", 200, {}, REQUEST_ID)
 
 
 def test_validator_checks_required_headers(validator):

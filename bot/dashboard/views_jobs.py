@@ -1,5 +1,5 @@
-"""A project's jobs, newest first, and the job page: conversation, usage, error, pull request and diff, follow-up
-and archive, and live progress while the job is active."""
+"""A project's jobs, newest first, and the job page: conversation, usage, error, pull request and diff, follow-up,
+archive and delete, and live progress while the job is active."""
 
 from functools import partial
 
@@ -11,7 +11,7 @@ from bot.github.pulls import pull_state as github_pull_state
 from service.api import streams
 from service.api.body import parse_list_query, parse_prompt
 from service.codehost.local import HOST as LOCAL_HOST
-from service.errors import JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
+from service.errors import InvalidRequest, JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
 from service.events import EventType
 from service.models import Job, JobStatus, Message, Project, Role
 from service.store.events import check_event_id
@@ -96,6 +96,15 @@ def register(bp: Blueprint) -> None:
         signed_in().admin_of_project(project)
         dashboard().services.jobs.cancel(found.id)  # the API's cancel: JobNotActive gets its clear page
         return redirect(f"/dashboard/projects/{project.id}/jobs/{found.id}", 303)
+
+    @bp.post("/projects/<project_id>/jobs/<job_id>/delete")
+    def delete(project_id: str, job_id: str):
+        project, found = visible_job(project_id, job_id)
+        signed_in().admin_of_project(project)
+        if request.form.get("confirm") != found.id:
+            raise InvalidRequest(f"Tick the box to confirm that job {found.id} is to be deleted.", field="confirm")
+        dashboard().services.jobs.delete(found.id)  # the API's delete: JobActive gets its clear page
+        return redirect(f"/dashboard/projects/{project.id}/jobs", 303)
 
 
 def visible_project(project_id: str) -> Project:

@@ -1,4 +1,5 @@
-"""Projects follow the App's installations: one per repository, disabled (jobs kept) when access ends."""
+"""Projects follow the App's installations: one per repository, disabled (jobs kept) when access ends, purged
+some days after the App is uninstalled."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from gidgethub.sansio import Event
 
 from bot.github.codehost import HOST
 from service.models import Project
+from service.purge import AccountPurges
 
 if TYPE_CHECKING:
     from bot.github.events import GitHubBot
@@ -22,7 +24,9 @@ SUSPENDED = "installation_suspended"
 
 
 def installation_created(bot: GitHubBot, event: Event) -> None:
-    """The App was installed: every repository it can see becomes a project (or is enabled again)."""
+    """The App was installed: every repository it can see becomes a project (or is enabled again), and a purge of
+    the account's data, due since an earlier uninstall, is called off."""
+    AccountPurges(bot.services).cancel(HOST, event.data["installation"]["account"]["login"])
     _ensure_projects(bot, event.data["installation"], event.data.get("repositories") or [])
 
 
@@ -40,10 +44,12 @@ def repositories_removed(bot: GitHubBot, event: Event) -> None:
 
 
 def installation_deleted(bot: GitHubBot, event: Event) -> None:
-    """The App was uninstalled: every project of the installation is disabled."""
+    """The App was uninstalled: every project of the installation is disabled, and the account's data is purged
+    after COPYDESK_PURGE_DAYS unless it installs the App again before."""
     for project in _projects_of(bot, event.data["installation"]["id"]):
         if _removable(project):
             _disable(bot, project, REMOVED)
+    AccountPurges(bot.services).schedule(HOST, event.data["installation"]["account"]["login"])
 
 
 def installation_suspended(bot: GitHubBot, event: Event) -> None:

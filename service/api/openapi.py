@@ -300,8 +300,8 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
     "Unauthorized": (401, ("unauthorized",),
                      "No `Authorization: Bearer` header, or the key is unknown, revoked or expired.",
                      ("WWW-Authenticate",)),
-    "Forbidden": (403, ("forbidden",), "The key is read-only: it may read, but not create, message, archive, cancel "
-                  "or change webhooks.",
+    "Forbidden": (403, ("forbidden",), "The key is read-only: it may read, but not create, message, archive, cancel, "
+                  "delete or change webhooks.",
                   ()),
     "ProjectNotFound": (404, ("project_not_found",),
                         "No such project, or the key may not act on it (the two are not told apart).", ()),
@@ -319,6 +319,8 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
     "ResendLimit": (429, ("rate_limited",), "The endpoint or its account asked for as many re-sends as it may this "
                     "minute (`COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT`, `COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT`). Wait "
                     "`Retry-After` seconds.", ("Retry-After",)),
+    "JobActive": (409, ("job_active",), "An `active` job (or one whose run is still going) cannot be deleted: "
+                  "cancel it first, then delete it once its run has stopped.", ()),
     "WebhookNotFound": (404, ("project_not_found", "webhook_not_found"),
                         "No such project, or no such webhook endpoint in it.", ()),
     "DeliveryNotFound": (404, ("project_not_found", "webhook_not_found", "delivery_not_found"),
@@ -343,9 +345,10 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
                       "An unexpected error. No stack trace; `requestId` (when present) identifies it in the logs.", ()),
     "Unavailable": (503, ("unavailable",), "The job store is unreachable; retry after `Retry-After` seconds.",
                     ("Retry-After",)),
-    "NotReady": (503, ("unavailable", "redis_evicts_keys"),
+    "NotReady": (503, ("unavailable", "redis_evicts_keys", "schema_mismatch"),
                  "`unavailable`: Redis is not reachable. `redis_evicts_keys`: Redis's `maxmemory-policy` may delete "
-                 "keys (the detail says how to fix it). Do not route traffic here.", ()),
+                 "keys (the detail says how to fix it). `schema_mismatch`: Redis holds data of another schema "
+                 "version (`copydesk migrate`). Do not route traffic here.", ()),
 }
 
 
@@ -427,6 +430,21 @@ def _job_paths(headers: dict, rate_limit: int) -> dict:
                 "The polling operation. Poll until `status` is `completed`, `archived` or `failed`; then read "
                 "`prLink` (or `error`).",
                 {"200": _ok("The job.", job), **_errors(*_JOB_READ_ERRORS)}),
+            "delete": _operation(
+                "deleteJob", "Delete a job",
+                "Removes the job's record, prompts, conversation, events and token counts, its idempotency "
+                "entries and its place in the job lists; the account's monthly usage totals keep its tokens. The "
+                "branch and pull request stay on the code host (the answer names them): delete them there. An "
+                "`active` job is refused: cancel it first. Deleting again answers 404. No body.",
+                {"200": _ok("The job is gone; what stays on the code host.", closed_object({
+                    "deleted": {"const": True},
+                    "id": string("The deleted job's id."),
+                    "kept": closed_object({
+                        "branch": nullable(string("The job's branch, left on the code host.")),
+                        "prLink": nullable(string("The job's pull request, left open or as it was.")),
+                        "note": string()}),
+                 })), **_errors("Unauthorized", "Forbidden", "JobNotFound", "JobActive", "InternalError",
+                                "Unavailable")}),
         },
         "/v2/agent/{projectId}/job/{id}/message": {
             "parameters": [ref("parameters", "ProjectId"), ref("parameters", "JobId")],
@@ -485,7 +503,8 @@ def _service_paths() -> dict:
             {"200": _ok("The process is alive.", status_body("ok")), **_errors("InternalError")},
             tag="Service", public=True)},
         "/readyz": {"get": _operation(
-            "readyz", "Readiness", "Ready when Redis answers and never evicts keys. No authentication.",
+            "readyz", "Readiness", "Ready when Redis answers, never evicts keys and holds data of this release's "
+            "schema version. No authentication.",
             {"200": _ok("Ready to serve.", status_body("ready")), **_errors("NotReady", "InternalError")},
             tag="Service", public=True)},
     }

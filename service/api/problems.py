@@ -27,6 +27,7 @@ PROBLEMS = {
     "method_not_allowed": (405, "Method not allowed"),
     "job_archived": (409, "Job archived"),
     "job_not_active": (409, "Job not active"),
+    "job_active": (409, "Job active"),
     "project_disabled": (409, "Project disabled"),
     "idempotency_conflict": (409, "Idempotency key reused"),
     "webhook_limit_reached": (409, "Too many webhook endpoints"),
@@ -37,6 +38,7 @@ PROBLEMS = {
     "internal_error": (500, "Internal error"),
     "unavailable": (503, "Service unavailable"),
     "redis_evicts_keys": (503, "Redis may evict keys"),
+    "schema_mismatch": (503, "Data of another schema version"),
 }
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",

@@ -1,4 +1,5 @@
-"""The `/v2/agent` endpoints: create, message, get, list, conversation, archive, cancel and follow jobs; usage."""
+"""The `/v2/agent` endpoints: create, message, get, list, conversation, archive, cancel, delete and follow jobs;
+usage."""
 
 import hashlib
 from functools import partial
@@ -123,6 +124,16 @@ def archive_job(project_id: str, job_id: str) -> Response:
     project = _project(project_id, _caller())
     job = _job(project, job_id)
     return jsonify(_services().jobs.archive(job.id).to_api())
+
+
+@bp.delete("/<project_id>/job/<job_id>")
+def delete_job(project_id: str, job_id: str) -> Response:
+    project = _project(project_id, _caller())
+    job = _services().jobs.delete(_job(project, job_id).id)
+    # The branch and pull request are the repository's: Copydesk leaves them on the code host.
+    return jsonify({"deleted": True, "id": job.id,
+                    "kept": {"branch": job.branch, "prLink": job.pr_link,
+                             "note": "the branch and pull request stay on the code host; delete them there"}})
 
 
 @bp.post("/<project_id>/job/<job_id>/cancel")

@@ -7,6 +7,7 @@ from service.errors import KeyNotFound
 from service.models import ApiKey, KeyEvent
 from service.store.codec import dump, load
 from service.store.replies import text
+from service.store.schema import stamp_new
 
 _INDEX = "cd:apikeys"
 # lastUsedAt is refreshed at most this often, so a busy key does not cost a write per request.
@@ -61,6 +62,7 @@ class ApiKeyStore:
 
     def add(self, key: ApiKey, event: KeyEvent) -> None:
         """Store a new key and its audit line together."""
+        stamp_new(self._redis)  # the first key of a new Redis records the schema version
         with self._redis.pipeline() as pipe:
             pipe.set(_key(key.id), dump(key))
             pipe.zadd(_INDEX, {key.id: 0})
@@ -102,6 +104,17 @@ class ApiKeyStore:
                                            key_id=key.id, key_name=key.name))
                 pipe.execute()
         return key
+
+    def delete(self, key_id: str) -> None:
+        """Forget a key for good, with its use counters (an account's purge; revoking keeps the record)."""
+        with self._redis.pipeline() as pipe:
+            pipe.delete(_key(key_id), _last_used_key(key_id), _uses_key(key_id))
+            pipe.zrem(_INDEX, key_id)
+            pipe.execute()
+
+    def forget_audit(self, account: str) -> None:
+        """Drop the account's audit list (an account's purge, once it has no keys left)."""
+        self._redis.delete(_audit_key(account))
 
     def touch(self, key: ApiKey) -> None:
         """Count one use of the key and record that it was just used."""

@@ -10,7 +10,15 @@ import redis
 
 from service.billing import add_records, billable_of
 from service.clock import now_iso, parse_iso
-from service.errors import BUDGET_EXCEEDED, IdempotencyConflict, InvalidRequest, JobArchived, JobNotActive, JobNotFound
+from service.errors import (
+    BUDGET_EXCEEDED,
+    IdempotencyConflict,
+    InvalidRequest,
+    JobActive,
+    JobArchived,
+    JobNotActive,
+    JobNotFound,
+)
 from service.events import EventType
 from service.ids import UlidGenerator, new_id
 from service.lease import Fence, watched
@@ -44,6 +52,16 @@ def _conversation_key(job_id: str) -> str:
 def cancel_key(job_id: str) -> str:
     """Set to the running message's id while a cancel of it is under way; the run watches it."""
     return f"cd:job:{job_id}:cancel"
+
+
+# Keys named `cd:job:<id>:<suffix>`, each the job's alone: waiting messages, conversation, cancel mark, the name of
+# its idempotency entry, event stream (store.events), queued run (dispatch), lease and its fence (lease), the run
+# lock of schema version 1.
+_JOB_KEY_SUFFIXES = ("pending", "conversation", "cancel", "idem", "events", "rq", "lease", "fence", "lock")
+
+
+def _idem_key(job_id: str) -> str:
+    return f"cd:job:{job_id}:idem"
 
 
 def _message_key(message_id: str) -> str:
@@ -197,8 +215,9 @@ class JobStore:
         def attempt(pipe: redis.client.Pipeline):
             if idempotency is not None:
                 earlier = pipe.hgetall(idempotency.key)
-                if earlier:
-                    return self._resolve_claim(idempotency, earlier), False
+                first = self._resolve_claim(idempotency, earlier) if earlier else None
+                if first is not None:
+                    return first, False
             pipe.multi()
             self._write_job(pipe, job, None)
             pipe.zadd(_index_key(project.id), {job.id: 0})
@@ -207,6 +226,8 @@ class JobStore:
             if idempotency is not None:
                 pipe.hset(idempotency.key, mapping={"hash": idempotency.body_hash, "job": job.id})
                 pipe.expire(idempotency.key, IDEMPOTENCY_TTL_SECONDS)
+                # So that deleting the job finds its entry (the key is a hash of the caller's scope).
+                pipe.set(_idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
             return job, True
 
         watches = [idempotency.key] if idempotency is not None else []
@@ -257,6 +278,36 @@ class JobStore:
             return job
 
         return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id))
+
+    def delete(self, job_id: str) -> Job:
+        """Remove a job and everything kept about it alone (see `keys_of`), its idempotency entries and its place in
+        every index; the account's monthly usage totals stay. Refused (JobActive) while a message waits or runs.
+        Returns the job as it was."""
+
+        def attempt(pipe: redis.client.Pipeline) -> Job:
+            job = self._load_or_raise(pipe, job_id)
+            claim = pipe.get(_idem_key(job_id))
+            claims = [text(claim)] if claim is not None and pipe.hget(text(claim), "job") == job_id.encode() else []
+            if job.status is JobStatus.ACTIVE or pipe.llen(pending_key(job_id)):
+                raise JobActive(f"job {job_id} is active: cancel it first (POST .../cancel), then delete it once "
+                                "its run has stopped")
+            doomed = self.keys_of(job_id, pipe)
+            pipe.multi()
+            pipe.delete(*doomed, *claims)
+            for status in (None, *JobStatus):
+                pipe.zrem(_index_key(job.project_id, status), job_id)
+            pipe.srem(PENDING_JOBS, job_id)
+            pipe.zrem(FINISHED_JOBS, job_id)
+            return job
+
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), _conversation_key(job_id),
+                           _idem_key(job_id))
+
+    def keys_of(self, job_id: str, client=None) -> list[str]:
+        """Every key that belongs to the job alone: its record, its `cd:job:<id>:*` keys and its messages."""
+        ids = [text(i) for i in (client or self._redis).lrange(_conversation_key(job_id), 0, -1)]
+        return [job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _JOB_KEY_SUFFIXES),
+                *(_message_key(i) for i in ids)]
 
     # -- the worker's writes -----------------------------------------------------------------
 
@@ -423,11 +474,14 @@ class JobStore:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _resolve_claim(self, claim: IdempotencyClaim, earlier: dict) -> Job:
-        if earlier[b"hash"].decode() != claim.body_hash:
+    def _resolve_claim(self, claim: IdempotencyClaim, earlier: dict) -> Job | None:
+        """The job of an earlier create with the claim, None when it was deleted since (the claim is free again);
+        IdempotencyConflict for another body."""
+        job = self.find(earlier[b"job"].decode())
+        if job is not None and earlier[b"hash"].decode() != claim.body_hash:
             raise IdempotencyConflict("this Idempotency-Key was used with a different request body "
                                       "in the last 24 hours")
-        return self.get(earlier[b"job"].decode())
+        return job
 
     def _user_message(self, job_id: str, seq: int, prompt: str, source: str, author: str | None,
                       stamp: str, key_id: str | None) -> Message:

@@ -8,6 +8,7 @@ from service.ids import UlidGenerator, new_id
 from service.models import Project
 from service.store.codec import dump, load
 from service.store.replies import text, transaction
+from service.store.schema import stamp_new
 
 _INDEX = "cd:projects"
 # host + repository -> project id, for hosts where a repository has exactly one project (GitHub).
@@ -32,6 +33,7 @@ class ProjectStore:
         """Register a project and return it with its new id."""
         project = self._new(account=account, host=host, repository=repository, web_url=web_url, ref=ref,
                             docs_root=docs_root, host_data=host_data)
+        stamp_new(self._redis)  # the first project of a new Redis records the schema version
         with self._redis.pipeline() as pipe:
             self._write_new(pipe, project)
             pipe.execute()
@@ -44,6 +46,7 @@ class ProjectStore:
         Two deliveries about the same repository may race; the index makes the loser reuse the winner's project.
         """
         field = _repository_field(host, repository)
+        stamp_new(self._redis)
 
         def attempt(pipe: redis.client.Pipeline) -> tuple[Project, bool]:
             existing = pipe.hget(_BY_REPOSITORY, field)
@@ -85,6 +88,17 @@ class ProjectStore:
         project.disabled_reason = None if enabled else (reason or "project_disabled")
         self.save(project)
         return project
+
+    def delete(self, project: Project) -> None:
+        """Forget a project (its jobs and webhook endpoints are deleted first, by their stores)."""
+        with self._redis.pipeline() as pipe:
+            pipe.delete(_key(project.id))
+            pipe.zrem(_INDEX, project.id)
+            # Only when the index still names this project: ensure may have made another one meanwhile.
+            if self._redis.hget(_BY_REPOSITORY, _repository_field(project.host, project.repository)) == \
+                    project.id.encode():
+                pipe.hdel(_BY_REPOSITORY, _repository_field(project.host, project.repository))
+            pipe.execute()
 
     def set_max_tokens(self, project_id: str, max_tokens: int | None) -> Project:
         """Set (or, with None, clear) the default token budget of the project's new jobs."""

@@ -77,16 +77,21 @@ class UsageLedger:
     def add(self, host: str, account: str, key_id: str | None, usage: dict) -> None:
         """Count the tokens of one model call, at once: to the account's month and, when a key sent the work, the
         key's. Runs count each call as it is made, so parallel runs see each other's spending."""
-        month = month_of()
+        pipe = self._redis.pipeline(transaction=True)
+        self.record(pipe, host, account, key_id, usage)
+        pipe.execute()
+
+    def record(self, pipe, host: str, account: str, key_id: str | None, usage: dict,
+               month: str | None = None) -> None:
+        """Queue `usage` on `pipe`: to the account's month (default this one) and, when a key sent it, the key's."""
+        month = month or month_of()
         counts = add_records(None, usage)
         billable = counts.pop("billableTokens")
         counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
-        pipe = self._redis.pipeline(transaction=True)
         for name in [_account_key(host, account, month)] + ([_key_key(key_id, month)] if key_id else []):
             for field in _FIELDS:
                 pipe.hincrby(name, field, counts[field])
             pipe.expire(name, TOTALS_TTL_SECONDS)
-        pipe.execute()
 
     def account(self, host: str, account: str, month: str | None = None) -> MonthUsage:
         month = month or month_of()
