@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = Settings.from_env()
+        context.github_settings(settings)  # a malformed GitHub App setting stops every command here too
         logs.configure(settings.log_json)
         return args.handler(args, settings) or 0
     except (ServiceError, CodeHostError, SettingsError) as exc:
