@@ -317,7 +317,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_events.add_commands(sub)
 
     demo = sub.add_parser("demo", help="run a whole job end to end on this machine")
-    demo.add_argument("--keep", action="store_true", help="keep the demo's project, key, records and folder (removed at the end otherwise)")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the demo's project, key, records and folder (removed at the end otherwise)")
     demo.add_argument("--serve", action="store_true",
                       help="afterwards, print a dashboard sign-in link and keep serving until Ctrl-C")
     demo.set_defaults(handler=_demo)
