@@ -13,9 +13,11 @@ RUN python scripts/lockfile.py check requirements.lock \
 COPY README.md LICENSE ./
 COPY bot ./bot
 COPY service ./service
-# The build backend (setuptools) is in the lock: no build isolation, so nothing is fetched unpinned.
+# The build backend (setuptools) is in the lock: no build isolation, so nothing is fetched unpinned. Once the
+# dependencies are checked, pip and setuptools leave: the image installs nothing at run time.
 RUN /opt/copydesk/bin/pip install --no-cache-dir --no-deps --no-build-isolation . \
- && /opt/copydesk/bin/pip check
+ && /opt/copydesk/bin/pip check \
+ && /opt/copydesk/bin/pip uninstall --yes --quiet setuptools pip
 
 FROM ${PYTHON_IMAGE}
 # git runs every fetch and push. Not pinned to a version: Debian's security updates replace it within the release,
@@ -23,6 +25,7 @@ FROM ${PYTHON_IMAGE}
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git \
+ && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --gid 10001 copydesk \
  && useradd --uid 10001 --gid 10001 --create-home copydesk \

@@ -11,8 +11,9 @@ LOCK_FLAGS = --universal --python-version 3.11 --generate-hashes --custom-compil
 
 # Every package comes from the hashed development lock; the project itself is installed on top without resolving
 # anything.
-$(VENV)/.installed: pyproject.toml requirements-dev.lock
+$(VENV)/.installed: pyproject.toml requirements.lock requirements-dev.lock
 	@echo "Installing Copydesk, its dependencies and its test and lint tools into $(VENV) (a minute or two the first time)..."
+	$(PYTHON) scripts/lockfile.py check requirements.lock
 	$(PYTHON) scripts/lockfile.py check requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --require-hashes -r requirements-dev.lock
