@@ -7,10 +7,10 @@ import rq
 from rq.job import Job as RQJob
 
 from service.services import Services
+from service.store.jobs import FINISHED_JOBS, PENDING_JOBS
 from service.store.replies import text
 
-# The shared indexes that list the run's ids (service/store/jobs.py, projects.py, apikeys.py own them).
-_PENDING_JOBS, _FINISHED_JOBS = "cd:jobs:pending", "cd:jobs:finished"
+# The shared indexes of project and key ids (service/store/projects.py and apikeys.py own them).
 _PROJECT_INDEX, _KEY_INDEX = "cd:projects", "cd:apikeys"
 
 
@@ -47,8 +47,8 @@ def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:
     removed = _remove_queues(client, run.queue_names)
     with client.pipeline() as pipe:
         if job_ids:
-            pipe.srem(_PENDING_JOBS, *job_ids)
-            pipe.zrem(_FINISHED_JOBS, *job_ids)
+            pipe.srem(PENDING_JOBS, *job_ids)
+            pipe.zrem(FINISHED_JOBS, *job_ids)
         pipe.zrem(_PROJECT_INDEX, run.project_id)
         pipe.zrem(_KEY_INDEX, run.key_id)
         if keys:
