@@ -113,6 +113,11 @@ def test_project_add_refuses_a_repository_its_user_cannot_write(shared_dir, redi
     assert code == 0, err
     assert json.loads(out)["repository"] == str(repo)
 
+    repo.chmod(0o700)  # not even readable by others: said so, not "not a git repository"
+    code, _, err = run_as(STRANGER, add)
+    assert code == 2 and f"it cannot read, write and enter {repo}." in err, err
+    repo.chmod(0o755)
+
     (repo / "objects" / "pack").chmod(0o555)  # one folder a push writes to, read-only even for its owner
     code, _, err = run_as(OWNER, add)
     assert code == 2 and f"cannot read, write and enter {repo / 'objects' / 'pack'}" in err, err

@@ -19,13 +19,14 @@ from service.workspace.git import Git, GitError, Remote
 HOST = "local"
 
 
-def _check_usable(path: Path) -> None:
-    """Refuse a repository this process's user cannot read and write throughout, as the worker (run as the same
-    user) must to fetch from it and push branches: every folder readable, writable and searchable, every file
-    readable. Another owner is fine (Copydesk trusts the registered path, see `Git.pack_program`)."""
+def _check_usable(path: Path, *, walk: bool) -> None:
+    """Refuse a repository this process's user cannot read and write throughout (`walk`; else its top folder only),
+    as the worker (run as the same user) must to fetch from it and push branches: every folder readable, writable
+    and searchable, every file readable. Another owner is fine (Copydesk trusts the registered path, see
+    `Git.pack_program`)."""
     folder_access = os.R_OK | os.W_OK | os.X_OK
     entries = [(path, folder_access)]
-    for root, dirs, files in os.walk(path):
+    for root, dirs, files in os.walk(path) if walk else ():
         entries += [(Path(root, name), folder_access) for name in dirs]
         entries += [(Path(root, name), os.R_OK) for name in files]
     for entry, mode in entries:
@@ -77,6 +78,7 @@ class LocalCodeHost:
         if (path / ".git").exists():
             raise CodeHostError(f"{path} is a working copy, not a bare repository "
                                 f"(make one with `git clone --bare {path} {path.name}.git`)")
+        _check_usable(path, walk=False)  # first: git would call a folder it cannot read "not a git repository"
         try:
             is_bare = self._git.out("rev-parse", "--is-bare-repository", git_dir=path)
         except GitError:
@@ -85,7 +87,7 @@ class LocalCodeHost:
             raise CodeHostError(f"{path} is not a bare repository (make one with `git clone --bare`)")
         if self._head(path, ref) is None:
             raise CodeHostError(f"{path} has no branch {ref!r}")
-        _check_usable(path)
+        _check_usable(path, walk=True)
         project = projects.add(account=account, host=HOST, repository=str(path), web_url="", ref=ref,
                                docs_root=docs_root.strip("/"))
         project.web_url = f"{self._base_url}/local/{project.id}"
