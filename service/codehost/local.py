@@ -75,10 +75,11 @@ class LocalCodeHost:
         path = path.expanduser().resolve()
         if not path.exists():
             raise CodeHostError(f"{path} does not exist")
+        if path.is_dir():  # first: git would call a folder it cannot read "not a git repository"
+            _check_usable(path, walk=False)
         if (path / ".git").exists():
             raise CodeHostError(f"{path} is a working copy, not a bare repository "
                                 f"(make one with `git clone --bare {path} {path.name}.git`)")
-        _check_usable(path, walk=False)  # first: git would call a folder it cannot read "not a git repository"
         try:
             is_bare = self._git.out("rev-parse", "--is-bare-repository", git_dir=path)
         except GitError:
