@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = Settings.from_env()
+        context.github_settings(settings)  # a malformed GitHub App setting stops every command here too
         logs.configure(settings.log_json)
         return args.handler(args, settings) or 0
     except (ServiceError, CodeHostError, SettingsError) as exc:
@@ -363,7 +364,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_events.add_commands(sub)
 
     demo = sub.add_parser("demo", help="run a whole job end to end on this machine")
-    demo.add_argument("--keep", action="store_true", help="keep the demo's folder and print where it is")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the demo's project, key, records and folder (removed at the end otherwise)")
     demo.add_argument("--serve", action="store_true",
                       help="afterwards, print a dashboard sign-in link and keep serving until Ctrl-C")
     demo.set_defaults(handler=_demo)

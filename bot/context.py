@@ -86,7 +86,8 @@ def github_settings(settings: Settings, environ: Mapping[str, str] | None = None
     if env.get("GITHUB_APP_ID"):
         # An app configured in the environment wins whole; mixing in the saved file could pair keys wrongly.
         return GitHubSettings.from_env(env)
-    return GitHubSettings.from_env({**load_registration(settings.data_dir), **env})
+    # An empty variable (a compose file's `${GITHUB_PRIVATE_KEY:-}`) is unset: it must not blank the saved value.
+    return GitHubSettings.from_env({**load_registration(settings.data_dir), **{k: v for k, v in env.items() if v}})
 
 
 def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Context:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import redis
 import requests
 
 from bot import context, demo_repo
+from bot.demo_records import DemoRun, remove_run
 from service.settings import Settings
 from service.workspace.git import Git
 
@@ -24,7 +26,9 @@ _TERMINAL = {"completed", "failed", "archived"}
 def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> int:
     """Create a sample repository, project and key, start web and worker, run one job and show its diff.
 
-    With `serve`, then print a one-time dashboard sign-in link and keep serving until interrupted.
+    The demo has its own account and queue, so a worker of a shared Redis never takes its job, and at the end it
+    removes its project, key and records (unless `keep`). With `serve`, then print a one-time dashboard sign-in
+    link and keep serving until interrupted.
     """
     with ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix="copydesk-demo-"))
@@ -33,14 +37,18 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
         redis_url = stack.enter_context(_redis(settings.redis_url, root))
         port = _free_port()
         model = _choose_model(settings)
+        name = f"demo-{secrets.token_hex(4)}"
         settings = settings.with_overrides(redis_url=redis_url, data_dir=root / "data", model=model, models=(),
-                                           base_url=f"http://127.0.0.1:{port}")
+                                           base_url=f"http://127.0.0.1:{port}", queue_name=f"copydesk-{name}")
         ctx = context.build(settings)
         repo = _sample_repository(Git(), root / "acme-widgets.git")
-        # A separate account keeps the demo's records apart from real local projects in a shared Redis.
-        project = ctx.local.register(ctx.services.projects, path=repo, ref="main", account="demo")
-        _key, api_key = ctx.services.keys.create(account="demo", name="demo", projects=[project.id], host=project.host)
-        _say(f"Sample repository  {repo}\nProject            {project.id}\nModel              {model}")
+        project = ctx.local.register(ctx.services.projects, path=repo, ref="main", account=name)
+        key, api_key = ctx.services.keys.create(account=name, name="demo", projects=[project.id], host=project.host,
+                                                expires_in_days=7)
+        run = DemoRun(account=name, queue_name=settings.queue_name, project_id=project.id, key_id=key.id)
+        # Registered before the processes start, so it runs after they stopped (an ExitStack unwinds backwards).
+        stack.callback(_leave, ctx, run, root, keep)
+        _say(f"Sample repository  {repo}\nProject            {project.id} (account {name})\nModel              {model}")
 
         env = _child_env(settings)
         stack.enter_context(_process([sys.executable, "-m", "bot.cli", "web", "--port", str(port), "--workers", "1"],
@@ -57,23 +65,45 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
         job_url = settings.base_url + created.headers["Location"]
         job = _follow(api, job_url)
         _say("\nJob record:\n" + json.dumps(job, indent=2))
-        replies = [m for m in api.get(f"{job_url}/messages", timeout=10).json()["messages"] if m["role"] == "agent"]
-        if replies:
-            _say(f"\nAgent's summary: {replies[-1]['content']}")
+        scripted = model.startswith("scripted:")
         if job["error"]:
             _say(f"\nThe job failed: {job['error']['message']} ({job['error']['code']}). "
                  "Run `copydesk demo --keep` to keep the web and worker logs.")
+        elif not scripted:  # a language model's own account of what it did
+            replies = [m for m in api.get(f"{job_url}/messages", timeout=10).json()["messages"] if m["role"] == "agent"]
+            if replies:
+                _say(f"\nAgent's summary: {replies[-1]['content']}")
         if job["prLink"]:
             number = int(job["prLink"].rsplit("/", 1)[1])
             pull = ctx.local.pull(project.id, number)
             assert pull is not None  # the job's prLink names it
+            diff = ctx.local.diff(project, pull)
             _say(f"\nPull request #{number}: {pull.title}\n{job['prLink']}\n")
-            _say(_colour(ctx.local.diff(project, pull)))
-        if keep:
-            _say(f"\nKept the demo's files in {root}")
+            if scripted:
+                _say(f"The scripted model made this change: it replayed the bundled demo script's tool calls (no "
+                     f"language model was asked) and changed {', '.join(_changed_files(diff))}.\n")
+            _say(_colour(diff))
+        elif scripted and not job["error"]:
+            _say("\nThe scripted model changed nothing.")
         if serve:
             _serve_dashboard(ctx, settings)
         return 0 if job["status"] == "completed" else 1
+
+
+def _leave(ctx: context.Context, run: DemoRun, root: Path, keep: bool) -> None:
+    """Remove the demo's records from Redis, or say where they and its files are kept."""
+    if keep:
+        _say(f"\nKept the demo's files in {root}, and its project {run.project_id} and key {run.key_id} (account "
+             f"{run.account}, the key expiring in 7 days) in Redis.")
+        return
+    removed = remove_run(ctx.services.redis, ctx.services, run)
+    _say(f"\nRemoved the demo's project, key and records ({removed} Redis keys) and its files; "
+         "`copydesk demo --keep` keeps them.")
+
+
+def _changed_files(diff: str) -> list[str]:
+    """The paths a `git diff` changed, in its order."""
+    return [line.split(" b/", 1)[1] for line in diff.splitlines() if line.startswith("diff --git a/")]
 
 
 def _serve_dashboard(ctx: context.Context, settings: Settings) -> None:
@@ -193,7 +223,7 @@ def _wait(probe, what: str, seconds: float = 30) -> None:
 def _child_env(settings: Settings) -> dict:
     env = dict(os.environ)
     env.update(COPYDESK_REDIS_URL=settings.redis_url, COPYDESK_DATA_DIR=str(settings.data_dir),
-               COPYDESK_BASE_URL=settings.base_url, COPYDESK_MODEL=settings.model)
+               COPYDESK_BASE_URL=settings.base_url, COPYDESK_MODEL=settings.model, COPYDESK_QUEUE=settings.queue_name)
     env.pop("COPYDESK_MODELS", None)
     return env
 

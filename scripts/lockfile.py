@@ -1,10 +1,11 @@
-"""Keep requirements.lock in step with pyproject.toml: stamp it with a digest of the dependency lists, check it.
+"""Keep the locks in step with pyproject.toml: stamp each with a digest of the dependency lists, check it.
 
     python3 scripts/lockfile.py build-requires          # pyproject's build requirements, one a line (for `make lock`)
     python3 scripts/lockfile.py stamp requirements.lock  # write the digest into the lock's header
     python3 scripts/lockfile.py check requirements.lock  # exit 1 with a message if pyproject.toml changed since
 
-Standard library only (Python 3.11+), no network: `make install` runs `check` before it creates the venv.
+Standard library only (Python 3.11+), no network: `make install` checks requirements-dev.lock before it creates the
+venv, the image's build checks requirements.lock.
 """
 
 import argparse

@@ -5,6 +5,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 
 class SettingsError(ValueError):
@@ -128,9 +129,9 @@ class Settings:
         defaults = cls()
         model = env.get("COPYDESK_MODEL") or default_model(env)
         return cls(
-            redis_url=env.get("COPYDESK_REDIS_URL") or defaults.redis_url,
+            redis_url=_redis_url(env.get("COPYDESK_REDIS_URL") or defaults.redis_url),
             data_dir=Path(env["COPYDESK_DATA_DIR"]).expanduser() if env.get("COPYDESK_DATA_DIR") else defaults.data_dir,
-            base_url=(env.get("COPYDESK_BASE_URL") or defaults.base_url).rstrip("/"),
+            base_url=_http_url("COPYDESK_BASE_URL", env.get("COPYDESK_BASE_URL") or defaults.base_url).rstrip("/"),
             model=model,
             models=_names(env.get("COPYDESK_MODELS", ""), model),
             queue_name=env.get("COPYDESK_QUEUE") or defaults.queue_name,
@@ -157,7 +158,7 @@ class Settings:
             worker_name=worker_name(env.get("COPYDESK_WORKER_NAME", "")),
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
-            log_json=env.get("COPYDESK_LOG_FORMAT", "text") == "json",
+            log_json=_choice(env, "COPYDESK_LOG_FORMAT", ("text", "json"), "text") == "json",
             event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
             event_ttl_days=_int(env, "COPYDESK_EVENT_TTL_DAYS", defaults.event_ttl_days),
             purge_days=_int(env, "COPYDESK_PURGE_DAYS", defaults.purge_days),
@@ -215,6 +216,46 @@ def worker_name(raw: str, variable: str = "COPYDESK_WORKER_NAME") -> str:
         raise SettingsError(f"{variable} must be 1-100 letters, digits, '.', '_' or '-' (starting with a letter or "
                             f"digit), not {raw!r}")
     return name
+
+
+def _redis_url(raw: str) -> str:
+    """The URL as given, once redis-py could connect with it: redis://, rediss:// or unix://, a numeric port and
+    database."""
+    from redis.connection import parse_url
+
+    try:
+        parse_url(raw)
+    except ValueError as exc:
+        raise SettingsError(f"COPYDESK_REDIS_URL is not a Redis URL ({exc}): {_without_password(raw)!r}") from None
+    parts = urlsplit(raw)
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and (not parts.hostname or (database and not database.isdigit())):
+        raise SettingsError("COPYDESK_REDIS_URL must look like redis://HOST:PORT/DB (DB a number), not "
+                            f"{_without_password(raw)!r}")
+    return raw
+
+
+def _without_password(url: str) -> str:
+    """`url` with the password of its user part, if any, replaced by `***`: it may be shown in an error."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + parts.netloc.rpartition("@")[2]))
+
+
+def _http_url(name: str, raw: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(f"{name} must be an http(s) URL such as https://copydesk.example.com, not {raw!r}")
+    return raw
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = env.get(name, "").strip().lower() or default
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {raw!r}")
+    return raw
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -1,5 +1,6 @@
 """app.yml: the events it subscribes to are exactly the routed ones, its URLs are Copydesk's routes."""
 
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -78,3 +79,10 @@ def test_rendering_moves_every_url_onto_the_base(manifest):
 def test_a_missing_manifest_is_a_clear_error(tmp_path):
     with pytest.raises(manifests.ManifestError, match="cannot read"):
         manifests.load_manifest(tmp_path / "app.yml")
+
+
+def test_the_top_level_app_yml_is_the_packaged_one():
+    """One manifest: the installed package reads `bot/github/app.yml`, and the documented top-level file links to it."""
+    top = Path(__file__).resolve().parent.parent / "app.yml"
+    assert top.is_symlink() and top.resolve() == manifests.DEFAULT_PATH
+

@@ -65,3 +65,57 @@ def test_the_redis_command_persists_every_write_and_never_evicts(services, tmp_p
         checks = redis_checks(client, allow_eviction=False)
         assert [c.status for c in checks] == [Status.OK, Status.OK], checks
         client.close()
+
+
+def memory_bytes(size: str) -> int:
+    """A Compose or Redis memory size such as `1g`, `768m` or `512mb`, in bytes."""
+    number, unit = re.fullmatch(r"(\d+)([kmg]?)b?", size.lower()).groups()
+    return int(number) * 1024 ** " kmg".index(unit or " ")
+
+
+def test_redis_refuses_writes_well_before_its_container_runs_out_of_memory(services, tmp_path):
+    command = services["redis"]["command"]
+    maxmemory = command[command.index("--maxmemory") + 1]
+    # An AOF rewrite forks Redis: its copy-on-write pages count against the container's limit too.
+    assert memory_bytes(maxmemory) <= memory_bytes(services["redis"]["mem_limit"]) // 2
+    with running_redis(tmp_path, *command[1:]) as url:
+        client = redis.Redis.from_url(url)
+        assert client.config_get("maxmemory") == {"maxmemory": str(memory_bytes(maxmemory))}
+        client.close()
+
+
+def placeholder_defaults(environment: dict) -> dict[str, str]:
+    """The environment as Compose gives it when none of the `${VAR:-default}` placeholders is set."""
+    return {name: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value)) for name, value in environment.items()}
+
+
+def test_the_settings_a_deployment_needs_are_placeholders(services):
+    environment = services["web"]["environment"]
+    assert services["worker"]["environment"] == environment  # the same settings for both
+    needed = {"COPYDESK_BASE_URL", "COPYDESK_SECRET_KEY", "COPYDESK_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
+              "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "GITHUB_CLIENT_ID",
+              "GITHUB_CLIENT_SECRET"}
+    assert needed <= set(environment)
+    for name in needed:
+        assert re.fullmatch(r"\$\{" + name + r":-[^}]*\}", environment[name]), name  # set from the host's .env
+    readme = (COMPOSE.parent / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in environment), "every variable is in the README's tables"
+
+
+def test_unset_placeholders_start_with_the_defaults_and_keep_a_saved_registration(services, tmp_path):
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from bot.context import github_settings
+    from bot.github.registration import registration_path
+    from tests.test_github_auth import pem_of
+
+    pem = pem_of(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    env = placeholder_defaults(services["web"]["environment"])
+    settings = Settings.from_env(env).with_overrides(data_dir=tmp_path)
+    assert settings.redis_url == "redis://redis:6379/0" and settings.model == Settings.model
+    assert settings.secret_key is None and settings.log_json
+    saved = registration_path(tmp_path)
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    escaped = pem.strip().replace("\n", "\\n")
+    saved.write_text(f"GITHUB_APP_ID=4242\nGITHUB_PRIVATE_KEY={escaped}\nGITHUB_WEBHOOK_SECRET=whsec\n")
+    assert github_settings(settings, env).configured  # the empty placeholders do not blank what was saved

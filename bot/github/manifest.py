@@ -5,8 +5,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-# The repository's root, beside pyproject.toml (a container image copies it next to the code).
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "app.yml"
+# Package data, installed with the code (the repository's top-level `app.yml` is a link to it).
+DEFAULT_PATH = Path(__file__).resolve().parent / "app.yml"
 # GitHub sends these to every App whatever it subscribes to; a manifest may not list them.
 ALWAYS_DELIVERED = frozenset({"installation", "installation_repositories"})
 _URL_FIELDS = ("redirect_url", "setup_url")

@@ -1,6 +1,7 @@
 """The `local` code host: bare repositories on disk, pull requests as records in Redis."""
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,26 @@ from service.store.replies import transaction
 from service.workspace.git import Git, GitError, Remote
 
 HOST = "local"
+
+
+def _check_usable(path: Path, *, walk: bool) -> None:
+    """Refuse a repository this process's user cannot read and write throughout (`walk`; else its top folder only),
+    as the worker (run as the same user) must to fetch from it and push branches: every folder readable, writable
+    and searchable, every file readable. Another owner is fine (Copydesk trusts the registered path, see
+    `Git.pack_program`)."""
+    folder_access = os.R_OK | os.W_OK | os.X_OK
+    entries = [(path, folder_access)]
+    for root, dirs, files in os.walk(path) if walk else ():
+        entries += [(Path(root, name), folder_access) for name in dirs]
+        entries += [(Path(root, name), os.R_OK) for name in files]
+    for entry, mode in entries:
+        if not os.access(entry, mode):
+            needs = "read, write and enter" if mode == folder_access else "read"
+            uid, gid = os.geteuid(), os.getegid()
+            raise CodeHostError(
+                f"{path} is not usable by this user (uid {uid}): it cannot {needs} {entry}. The worker runs as the "
+                f"same user and must read and write the whole repository: give it to that user (`chown -R {uid}:{gid} "
+                f"{path}`), or run `copydesk project add` as the user the worker runs as")
 
 
 @dataclass
@@ -54,6 +75,8 @@ class LocalCodeHost:
         path = path.expanduser().resolve()
         if not path.exists():
             raise CodeHostError(f"{path} does not exist")
+        if path.is_dir():  # first: git would call a folder it cannot read "not a git repository"
+            _check_usable(path, walk=False)
         if (path / ".git").exists():
             raise CodeHostError(f"{path} is a working copy, not a bare repository "
                                 f"(make one with `git clone --bare {path} {path.name}.git`)")
@@ -65,6 +88,7 @@ class LocalCodeHost:
             raise CodeHostError(f"{path} is not a bare repository (make one with `git clone --bare`)")
         if self._head(path, ref) is None:
             raise CodeHostError(f"{path} has no branch {ref!r}")
+        _check_usable(path, walk=True)
         project = projects.add(account=account, host=HOST, repository=str(path), web_url="", ref=ref,
                                docs_root=docs_root.strip("/"))
         project.web_url = f"{self._base_url}/local/{project.id}"
@@ -74,7 +98,7 @@ class LocalCodeHost:
     # -- the CodeHost interface --------------------------------------------------------------
 
     def remote(self, project: Project) -> Remote:
-        return Remote(url=project.repository)
+        return Remote(url=project.repository, trusted=True)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
                             body: str, draft: bool, fence: Fence | None = None) -> PullRequest:

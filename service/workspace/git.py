@@ -1,6 +1,7 @@
 """Runs the git CLI with system and global config ignored and secrets kept off argv, disk and logs."""
 
 import os
+import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,11 +33,14 @@ class Remote:
     variables, so it never appears in a process listing, a `.git/config` or a log line.
     `config_source`, when given, is called for every git command instead, so credentials that
     expire during a long run (installation tokens) are fresh for each fetch and push.
+    `trusted` marks a repository on this machine that Copydesk was configured with (a local project): git opens it
+    although another user owns its files (see `Git.pack_program`).
     """
 
     url: str
     config: Mapping[str, str] = field(default_factory=dict, repr=False)
     config_source: Callable[[], Mapping[str, str]] | None = field(default=None, repr=False, compare=False)
+    trusted: bool = False
 
     def current_config(self) -> Mapping[str, str]:
         """The config for the git command about to run."""
@@ -76,6 +80,16 @@ class Git:
         if extra:
             env.update(extra)
         return env
+
+    def pack_program(self, remote: Remote, program: str) -> list[str]:
+        """`--upload-pack=...` (fetch, ls-remote) or `--receive-pack=...` (push) for `remote`: for a trusted local
+        repository, the git that serves it gets `safe.directory` set to exactly that path, so a repository mounted
+        with another owner is not refused as of "dubious ownership". Git clears the command line's `-c` before it
+        starts the serving side of a local transport, so this is the only way to reach it; never `*`."""
+        if not remote.trusted:
+            return []
+        serve = f"{shlex.quote(self.binary)} -c {shlex.quote('safe.directory=' + remote.url)} {program}"
+        return [f"--{program}={serve}"]
 
     def argv(self, *args: str, git_dir: Path | str | None = None) -> list[str]:
         """The command line for `git ARGS` with the hardening config (and `--git-dir` when given)."""

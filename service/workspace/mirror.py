@@ -134,7 +134,8 @@ class Mirror:
         raise AssertionError("unreachable")
 
     def _ls_remote(self, remote: Remote, srcs: list[str]) -> dict[str, str]:
-        out = self.git.out("ls-remote", "--", remote.url, *srcs, git_dir=self.path, remote=remote)
+        out = self.git.out("ls-remote", *self.git.pack_program(remote, "upload-pack"), "--", remote.url, *srcs,
+                           git_dir=self.path, remote=remote)
         found = {}
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
@@ -162,7 +163,8 @@ class Mirror:
             if refspecs:
                 self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head",
                              "--no-tags", "--no-auto-maintenance", "--no-recurse-submodules",
-                             "--no-show-forced-updates", "--", remote.url, *dict.fromkeys(refspecs),
+                             "--no-show-forced-updates", *self.git.pack_program(remote, "upload-pack"), "--",
+                             remote.url, *dict.fromkeys(refspecs),
                              git_dir=self.path, remote=remote)
                 # The refs may have moved since ls-remote: report what was actually fetched.
                 heads = self._ref_values([dst for _, dst in wanted])

@@ -115,8 +115,8 @@ def _clashes(moved: list[str], changes: Mapping[str, bytes | None]) -> list[str]
 def _push(mirror: Mirror, remote: Remote, commit: str, branch: str) -> bool:
     """Push by object id; True on success, False if refused because the branch moved, GitError otherwise."""
     ref = f"refs/heads/{branch}"
-    proc = mirror.git.run("push", "--porcelain", "--no-verify", "--", remote.url, f"{commit}:{ref}",
-                          git_dir=mirror.path, remote=remote, check=False)
+    proc = mirror.git.run("push", "--porcelain", "--no-verify", *mirror.git.pack_program(remote, "receive-pack"),
+                          "--", remote.url, f"{commit}:{ref}", git_dir=mirror.path, remote=remote, check=False)
     stderr = proc.stderr.decode("utf-8", "replace")
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         fields = line.split("\t")

@@ -1,0 +1,78 @@
+"""What one `copydesk demo` run leaves in Redis, and removing all of it when the demo ends."""
+
+from dataclasses import dataclass
+
+import redis
+import rq
+from rq.job import Job as RQJob
+
+from service.services import Services
+from service.store.jobs import FINISHED_JOBS, PENDING_JOBS
+from service.store.replies import text
+
+# The shared indexes of project and key ids (service/store/projects.py and apikeys.py own them).
+_PROJECT_INDEX, _KEY_INDEX = "cd:projects", "cd:apikeys"
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """The names one demo run has to itself: nothing else in a shared Redis uses its account or its queues."""
+
+    account: str
+    queue_name: str
+    project_id: str
+    key_id: str
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        """Its runs queue and the queues named after it (GitHub events, webhook deliveries)."""
+        return self.queue_name, f"{self.queue_name}-events", f"{self.queue_name}-webhooks"
+
+
+def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:
+    """Delete every record of `run`: its jobs with their messages, events and leases; its project with its pull
+    requests and rate-limit windows; its API key with its usage; its account's audit and usage; its RQ queues and
+    their jobs. Every key it matches carries one of the run's own ids or names. Returns how many keys went."""
+    job_ids = _job_ids(client, run.project_id)
+    message_ids = [m.id for job_id in job_ids for m in services.jobs.conversation(job_id)]
+    patterns = [
+        *(f"cd:job:{job_id}*" for job_id in job_ids),
+        *(f"cd:message:{message_id}" for message_id in message_ids),
+        f"cd:project:{run.project_id}*", f"cd:local:{run.project_id}:*", f"cd:rl:{run.project_id}:*",
+        f"cd:apikey:{run.key_id}*", f"cd:usage:key:{run.key_id}:*",
+        f"cd:apikeys:created:*:{run.account}", f"cd:apikeys:audit:{run.account}", f"cd:usage:account:{run.account}:*",
+        f"cd:account:{run.account}:*",
+    ]
+    keys = {key for pattern in patterns for key in client.scan_iter(match=pattern, count=1000)}
+    removed = _remove_queues(client, run.queue_names)
+    with client.pipeline() as pipe:
+        if job_ids:
+            pipe.srem(PENDING_JOBS, *job_ids)
+            pipe.zrem(FINISHED_JOBS, *job_ids)
+        pipe.zrem(_PROJECT_INDEX, run.project_id)
+        pipe.zrem(_KEY_INDEX, run.key_id)
+        if keys:
+            pipe.delete(*keys)
+        pipe.execute()
+    return removed + len(keys)
+
+
+def _job_ids(client: redis.Redis, project_id: str) -> list[str]:
+    return [text(i) for i in client.zrange(f"cd:project:{project_id}:jobs", 0, -1)]
+
+
+def _remove_queues(client: redis.Redis, names: tuple[str, ...]) -> int:
+    """Delete the queues and every job RQ still keeps of them (queued, finished, failed...)."""
+    removed = 0
+    for name in names:
+        queue = rq.Queue(name, connection=client)
+        registries = (queue.started_job_registry, queue.finished_job_registry, queue.failed_job_registry,
+                      queue.deferred_job_registry, queue.scheduled_job_registry, queue.canceled_job_registry)
+        ids = {job_id for registry in registries for job_id in registry.get_job_ids()}
+        for job in RQJob.fetch_many(sorted(ids), connection=client):
+            if job is not None:
+                job.delete(remove_from_queue=False)
+                removed += 1
+        removed += queue.count
+        queue.delete(delete_jobs=True)
+    return removed

@@ -1,0 +1,68 @@
+"""`copydesk demo` on a shared Redis: its own queue and account, nothing of it left behind unless `--keep`."""
+
+import os
+import re
+import subprocess
+
+import pytest
+from rq import Queue, Worker
+
+from tests.harness import wait_until
+from tests.web_process import COPYDESK
+
+
+@pytest.fixture
+def demo_env(redis_url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COPYDESK_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(COPYDESK_REDIS_URL=redis_url, COPYDESK_DATA_DIR=str(tmp_path / "data"))
+    return env
+
+
+def demo(env, *args) -> str:
+    proc = subprocess.run([COPYDESK, "demo", *args], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def keys(redis_client) -> set[str]:
+    return {k.decode() for k in redis_client.scan_iter(count=1000)}
+
+
+def test_the_demo_keeps_off_a_real_worker_and_leaves_nothing_behind(demo_env, redis_client, tmp_path):
+    # An operator's worker on the shared Redis, serving the default queues.
+    real = subprocess.Popen([COPYDESK, "worker", "--name", "operators"], env=demo_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: Worker.all(queue=Queue("copydesk", connection=redis_client)), 60, "the operator's worker")
+        before = keys(redis_client)
+        out = demo(demo_env)
+        (worker,) = Worker.all(queue=Queue("copydesk", connection=redis_client))
+        assert worker.successful_job_count == 0 and worker.failed_job_count == 0  # it never saw the demo's job
+    finally:
+        real.terminate()
+        real.wait(timeout=60)
+
+    account = re.search(r"\(account (demo-[0-9a-f]+)\)", out).group(1)
+    project = re.search(r"Project\s+(prj_\w+)", out).group(1)
+    assert '"status": "completed"' in out and "Removed the demo's project, key and records" in out
+    left = keys(redis_client) - before
+    # What may stay expires by itself: RQ's record of the demo's stopped worker, the workers' shared sweep turn.
+    # (-1: a key that never expires; -2: one that expired since it was listed.)
+    assert all(redis_client.ttl(k) != -1 for k in left - {"rq:clean_groups"}), {k: redis_client.ttl(k) for k in left}
+    assert not [k for k in keys(redis_client) if project in k or account in k or f"copydesk-{account}" in k]
+    assert not redis_client.zrange("cd:projects", 0, -1) and not redis_client.zrange("cd:apikeys", 0, -1)
+    assert not list(tmp_path.glob("copydesk-demo-*"))
+
+
+def test_the_scripted_demo_says_the_scripted_model_made_its_change_and_keep_keeps_it(demo_env, redis_client):
+    out = demo(demo_env, "--keep")
+    assert "The scripted model made this change: it replayed the bundled demo script's tool calls" in out
+    assert "changed docs/index.md, docs/install.md, docs/troubleshooting.md, mkdocs.yml." in out
+    assert "Agent's summary" not in out  # the script's canned words are not an account of this run
+    project = re.search(r"Project\s+(prj_\w+)", out).group(1)
+    folder = re.search(r"Kept the demo's files in (\S+),", out).group(1)
+    try:
+        assert redis_client.exists(f"cd:project:{project}") and redis_client.zrange("cd:apikeys", 0, -1)
+        assert os.path.isdir(os.path.join(folder, "acme-widgets.git"))
+    finally:
+        subprocess.run(["rm", "-rf", folder], check=True)
