@@ -36,10 +36,9 @@ def test_deleting_a_finished_job_removes_all_it_kept_but_its_branch_pull_request
     messages = [m["id"] for m in stack.conversation(job_id)]
     client = stack.ctx.services.redis
     ledger = UsageLedger(client)
-    with client.pipeline() as pipe:  # the scripted model reports no tokens: count some for the account's month
-        ledger.record(pipe, "local", None, {"inputTokens": 10, "outputTokens": 5})
-        pipe.execute()
-    month_before = ledger.account("local")
+    # The scripted model reports no tokens: count some for the account's month.
+    ledger.add("local", "local", None, {"inputTokens": 10, "outputTokens": 5})
+    month_before = ledger.account("local", "local")
 
     answer = delete(stack, job_id)
     assert answer.status_code == 200, answer.text
@@ -51,7 +50,7 @@ def test_deleting_a_finished_job_removes_all_it_kept_but_its_branch_pull_request
         gone = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job_id}{path}")
         assert gone.status_code == 404 and gone.json()["code"] == "job_not_found"
     assert stack.api.get(f"/v2/agent/{stack.project_id}/jobs").json()["jobs"] == []
-    assert UsageLedger(client).account("local") == month_before
+    assert UsageLedger(client).account("local", "local") == month_before
     assert branch_exists(stack, f"copydesk/{job_id}")
     number = int(done["prLink"].rsplit("/", 1)[1])
     assert stack.ctx.local.pull(stack.project_id, number) is not None

@@ -17,6 +17,7 @@ from service.models import Job, JobStatus, Message
 from service.settings import Settings
 from service.store import schema
 from service.store.migrations import LOCK_KEY, MigrationBusy, migrate
+from service.store.usage import UsageLedger
 from tests.harness import CheckedSession, LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,7 +240,7 @@ def test_two_migrations_at_once_upgrade_each_record_once(old_data, redis_client)
     did = [o for o in outcomes if isinstance(o, list) and o]
     assert len(did) == 1 and all(isinstance(o, MigrationBusy) or o == [] for o in outcomes if o is not did[0])
     assert int(redis_client.get(schema.SCHEMA_KEY)) == schema.CURRENT_VERSION
-    acme = redis_client.hgetall(f"cd:usage:account:acme:{old_data['jobs']['archived']['created_at'][:7]}")
-    assert (int(acme[b"inputTokens"]), int(acme[b"outputTokens"])) == (1200, 300)  # counted once
+    acme = UsageLedger(redis_client).account("local", "acme", old_data["jobs"]["archived"]["created_at"][:7])
+    assert (acme.input_tokens, acme.output_tokens) == (1200, 300)  # counted once
     for job in old_data["jobs"].values():
         assert redis_client.xlen(f"cd:job:{job['id']}:events") >= 1

@@ -37,9 +37,7 @@ def test_the_purge_comes_after_the_set_days_and_removes_the_accounts_data(github
     local_project = context.build(services.settings.with_overrides(redis_url=redis_url)).local.register(services.projects, path=make_repo(DOCS),
                                                                     ref="main", account="acme")
     local_key, _ = services.keys.create(account="acme", name="local", host="local")
-    with services.redis.pipeline() as pipe:
-        UsageLedger(services.redis).record(pipe, "acme", None, {"inputTokens": 3, "outputTokens": 4})
-        pipe.execute()
+    UsageLedger(services.redis).add("local", "acme", None, {"inputTokens": 3, "outputTokens": 4})
     messages = [m.id for m in services.jobs.conversation(job.id)]
 
     before = time.time()
@@ -59,7 +57,7 @@ def test_the_purge_comes_after_the_set_days_and_removes_the_accounts_data(github
     assert services.redis.zcard(PURGES) == 0
     # Kept: the local account of the same name, and the monthly totals.
     assert services.projects.find(local_project.id) is not None and services.keys.find(local_key.id) is not None
-    assert UsageLedger(services.redis).account("acme").total == 7
+    assert UsageLedger(services.redis).account("local", "acme").total == 7
 
     # Installing again afterwards starts afresh.
     deliver(bot, "installation", github.install("acme", [REPO]), "back")
