@@ -5,7 +5,7 @@ import redis
 from flask import Flask, jsonify
 from flask.json.provider import DefaultJSONProvider
 
-from bot import context, dashboard, headers
+from bot import context, dashboard, headers, metrics_route
 from bot.github import registration, webhooks
 from service.api import problems
 from service.api.openapi import openapi_document
@@ -34,6 +34,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     headers.install(app, form_targets=(github.web_url,))
     app.register_blueprint(agent_api)
     app.register_blueprint(webhooks_api)
+    app.register_blueprint(metrics_route.create_blueprint(ctx.services))
     dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings))
     if github.configured:
         assert github.webhook_secret is not None  # configured means the App id, private key and secret are set

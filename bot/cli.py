@@ -184,14 +184,27 @@ def _worker(args, settings: Settings) -> int:
     if args.name:
         settings = settings.with_overrides(worker_name=worker_name(args.name, "--name"))
     ctx = context.build(settings)
-    if not startup_checks(ctx, "worker"):
+    if not startup_checks(ctx, "worker") or not _enable_metrics(settings):
         return 2
     try:
         run_worker(ctx, burst=args.burst)
     except RedisRefused as refused:  # Redis was down at start; its settings failed at the first contact
-        report(refused.checks, "worker")
+        report(refused.checks, "worker", json_lines=settings.log_json)
         return 2
     return 0
+
+
+def _enable_metrics(settings: Settings) -> bool:
+    """Record this process's metrics where `/metrics` reads them; False (with the reason) when the folder is not
+    writable."""
+    from service import metrics
+
+    try:
+        metrics.enable(settings.metrics_dir)
+    except OSError as exc:
+        _fail(f"cannot write metrics to {settings.metrics_dir} ({exc.strerror}); set COPYDESK_METRICS_DIR")
+        return False
+    return True
 
 
 def _doctor(args, settings: Settings) -> int:

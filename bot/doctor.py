@@ -1,6 +1,7 @@
 """`copydesk doctor` and the start-up checks of `copydesk web` and `copydesk worker`: what is wrong, and the fix."""
 
 import json
+import logging
 import sys
 import time
 
@@ -13,6 +14,8 @@ from service.preflight import Check, Status, failed, run_checks
 from service.settings import Settings
 from service.store.workers import STALE_AFTER_BEATS, WorkerBeat, WorkerRegistry
 
+log = logging.getLogger("copydesk.startup")
+
 
 def checks(ctx: Context, *, redis_required: bool) -> list[Check]:
     """Every start-up check for the settings of `ctx`."""
@@ -24,17 +27,26 @@ def startup_checks(ctx: Context, process: str) -> bool:
     """Run the checks before `process` (web, worker) starts; print errors and warnings; False when it must not
     start. An unreachable Redis is only a warning here: an outage at start is no configuration error (the worker
     and /readyz check Redis's settings at their first contact with it)."""
-    return report(checks(ctx, redis_required=False), process)
+    return report(checks(ctx, redis_required=False), process, json_lines=ctx.settings.log_json)
 
 
-def report(found: list[Check], process: str) -> bool:
-    """Print the errors and warnings among `found` for `process`; False (and say so) when it must not start."""
+def report(found: list[Check], process: str, *, json_lines: bool = False) -> bool:
+    """Print the errors and warnings among `found` for `process` (log them, in JSON mode); False (and say so) when
+    it must not start."""
     for check in found:
-        if check.status is not Status.OK:
+        if check.status is Status.OK:
+            continue
+        if json_lines:
+            log.log(logging.ERROR if check.status is Status.ERROR else logging.WARNING, "%s: %s", check.name,
+                    check.detail, extra={"fields": {"process": process, "check": check.name, "fix": check.fix}})
+        else:
             print(f"copydesk {process}: {check.status.value}: {check.name}: {check.detail}"
                   + (f"\n  fix: {check.fix}" if check.fix else ""), file=sys.stderr)
     if failed(found):
-        print(f"copydesk {process}: not starting; `copydesk doctor` runs these checks again", file=sys.stderr)
+        if json_lines:
+            log.error("copydesk %s: not starting; `copydesk doctor` runs these checks again", process)
+        else:
+            print(f"copydesk {process}: not starting; `copydesk doctor` runs these checks again", file=sys.stderr)
         return False
     return True
 

@@ -14,6 +14,9 @@ class JsonFormatter(logging.Formatter):
         for name in ("request_id", "job_id"):
             if getattr(record, name, None):
                 entry[name] = getattr(record, name)
+        # A line's own fields (a run's outcome, a request's status) sit beside the message, never over it.
+        for name, value in (getattr(record, "fields", None) or {}).items():
+            entry.setdefault(name, value)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)

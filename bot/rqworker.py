@@ -4,6 +4,7 @@ runs back on shutdown, and requeues at once the run of a horse that died."""
 import ctypes
 import logging
 import os
+import re
 import signal
 import time
 
@@ -11,7 +12,9 @@ import redis
 import rq
 
 from bot.context import Context, run_job_id
+from service import metrics
 from service.agent.loop import time_limit_failure
+from service.dispatch import RUN_DESCRIPTION_PREFIX
 from service.errors import RunFailed
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
 from service.runstop import INTERRUPT_SIGNAL
@@ -38,6 +41,8 @@ class CopydeskWorker(rq.Worker):
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
+        if not any(isinstance(f, RunOkFilter) for f in self.log.filters):
+            self.log.addFilter(RunOkFilter(settings.queue_name))
 
     # -- the work horse ------------------------------------------------------------------------
 
@@ -46,6 +51,8 @@ class CopydeskWorker(rq.Worker):
         _signal_on_parent_death(signal.SIGTERM)
         # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
         signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
+        # Each horse is a new process; they take turns on one set of metric files per worker.
+        metrics.name_this_process(horse_identity(os.getppid()))
         super().main_work_horse(job, queue)
 
     def execute_job(self, job, queue):
@@ -113,6 +120,9 @@ class CopydeskWorker(rq.Worker):
                 services.jobs.finish_message(job_id, info.message_id,
                                              RunOutcome(error={"code": failure.code, "message": failure.message}),
                                              fence=info.fence)
+                metrics.RUNS.labels("failed", failure.code).inc()  # the horse died before it could report
+                log.warning("run of job %s message %s failed (%s): its horse was killed past the deadline",
+                            job_id, info.message_id, failure.code)
             elif self._killed_for == "hand_back" and info.message_id:
                 services.jobs.hand_back(job_id, info.message_id, info.fence)
             # Else the horse crashed mid-run: the attempt counts, and the run resumes now rather than after the
@@ -122,6 +132,8 @@ class CopydeskWorker(rq.Worker):
         release_token(self.connection, job_id, info.token)
         if services.jobs.has_pending(job_id):
             services.dispatcher.kick(job_id, first=True)
+            if self._killed_for is None:
+                metrics.RECOVERIES.labels("worker").inc()
         log.info("worker %s: settled job %s after its horse died (%s)", self.name, job_id,
                  self._killed_for or "crashed")
 
@@ -154,6 +166,32 @@ class CopydeskWorker(rq.Worker):
             os.kill(self.horse_pid, signum)
         except ProcessLookupError:
             pass
+
+
+def horse_identity(worker_pid: int) -> str:
+    """The metric files of the work horses of the worker process `worker_pid`."""
+    return metrics.process_identity(worker_pid, "horse")
+
+
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class RunOkFilter(logging.Filter):
+    """Drops RQ's "Job OK" and "Successfully completed" lines for a run: the task returning says nothing of the
+    run, which may have failed. The run writes its own line (service.runreport) with its outcome; RQ's failed
+    registry keeps crashes only."""
+
+    def __init__(self, runs_queue: str) -> None:
+        super().__init__()
+        self._runs_queue = runs_queue
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if len(args) == 4 and "Job OK" in str(args[2]):
+            return _COLOUR.sub("", str(args[1])) != self._runs_queue
+        if str(record.msg).startswith("Successfully completed %s job") and args:
+            return not str(args[0]).startswith(RUN_DESCRIPTION_PREFIX)
+        return True
 
 
 def _signal_on_parent_death(signum: int) -> None:

@@ -53,6 +53,10 @@ class Settings:
     git_author_name: str = "Copydesk"
     git_author_email: str = "copydesk@localhost"
     log_json: bool = False
+    # Bearer token that `/metrics` asks for; unset, `/metrics` answers 404 (nothing is exposed by default).
+    metrics_token: str | None = field(default=None, repr=False)
+    # Where every Copydesk process of this host writes its metric values (prometheus_client's multi-process files).
+    metrics_dir_setting: Path | None = None
     event_retention: int = 1000  # events kept per job (the stream is trimmed past it, roughly)
     event_ttl_days: int = 30  # an archived job's event stream is deleted this long after its last event
     sse_keepalive_seconds: int = 15  # a comment line on an idle event stream this often
@@ -81,6 +85,10 @@ class Settings:
     @property
     def mirrors_dir(self) -> Path:
         return self.data_dir / "mirrors"
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.metrics_dir_setting or self.data_dir / "metrics"
 
     def with_overrides(self, **changes) -> "Settings":
         """A copy with some values replaced (tests and the demo use this)."""
@@ -123,6 +131,9 @@ class Settings:
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
             log_json=env.get("COPYDESK_LOG_FORMAT", "text") == "json",
+            metrics_token=env.get("COPYDESK_METRICS_TOKEN") or None,
+            metrics_dir_setting=Path(env["COPYDESK_METRICS_DIR"]).expanduser() if env.get("COPYDESK_METRICS_DIR")
+            else None,
             event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
             event_ttl_days=_int(env, "COPYDESK_EVENT_TTL_DAYS", defaults.event_ttl_days),
             sse_keepalive_seconds=_int(env, "COPYDESK_SSE_KEEPALIVE", defaults.sse_keepalive_seconds),

@@ -41,6 +41,7 @@ class Reply:
     text: str = ""
     input_tokens: int = 10
     output_tokens: int = 5
+    cached_tokens: int = 0  # of the input, read from the vendor's prompt cache (OpenAI: part of prompt_tokens)
 
 
 @dataclass
@@ -321,7 +322,7 @@ class _OpenAI:
                          "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": item.input_tokens, "completion_tokens": item.output_tokens,
                       "total_tokens": item.input_tokens + item.output_tokens,
-                      "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                      "prompt_tokens_details": {"cached_tokens": item.cached_tokens, "audio_tokens": 0},
                       "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
                                                     "accepted_prediction_tokens": 0,
                                                     "rejected_prediction_tokens": 0}},
@@ -413,8 +414,10 @@ class _Anthropic:
         return 200, {
             "id": _new_id("msg_01"), "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "tool_use" if item.tool_calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": item.input_tokens, "output_tokens": item.output_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "service_tier": "standard"},
+            # Anthropic counts cache reads apart from input_tokens.
+            "usage": {"input_tokens": item.input_tokens - item.cached_tokens, "output_tokens": item.output_tokens,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": item.cached_tokens,
+                      "service_tier": "standard"},
         }, {"request-id": _new_id("req_011", 24)}
 
 

@@ -41,11 +41,17 @@ class ChatMessage:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one or more model calls; the cache counts are parts of `input_tokens`, where the vendor says."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens)
 
 
 @dataclass(frozen=True)

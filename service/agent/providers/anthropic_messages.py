@@ -80,9 +80,12 @@ def to_reply(response) -> ModelReply:
     calls = [ToolCall(block.id, block.name, _arguments(block.input)) for block in response.content
              if block.type == "tool_use"]
     usage = response.usage
-    input_tokens = (usage.input_tokens or 0) + (getattr(usage, "cache_creation_input_tokens", None) or 0) \
-        + (getattr(usage, "cache_read_input_tokens", None) or 0)
-    return ModelReply(text=text, tool_calls=calls, usage=Usage(input_tokens, usage.output_tokens or 0))
+    # Anthropic counts cached input apart from `input_tokens`; Copydesk's input is all of it.
+    written = getattr(usage, "cache_creation_input_tokens", None) or 0
+    read = getattr(usage, "cache_read_input_tokens", None) or 0
+    return ModelReply(text=text, tool_calls=calls,
+                      usage=Usage((usage.input_tokens or 0) + written + read, usage.output_tokens or 0,
+                                  cache_read_tokens=read, cache_write_tokens=written))
 
 
 def _arguments(given):

@@ -76,8 +76,17 @@ def to_reply(completion) -> ModelReply:
     return ModelReply(
         text=message.content or message.refusal or "",
         tool_calls=calls,
-        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
+        usage=_usage(usage),
     )
+
+
+def _usage(usage) -> Usage:
+    """The completion's token counts (zero when the server sent none); OpenAI reports cache reads, not writes."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cache_read_tokens=cached)
 
 
 def _parse_arguments(raw: str | None):

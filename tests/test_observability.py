@@ -1,0 +1,159 @@
+"""Metrics and logs an operator can use: `/metrics` after a real run, and every line JSON in JSON mode."""
+
+import json
+import re
+from contextlib import contextmanager
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import free_port
+from tests.harness import wait_until
+from tests.model_standin import ModelStandIn, Reply, ToolUse
+from tests.web_process import WebServer
+from tests.worker_processes import WorkerProcess
+
+TOKEN = "metrics-token-for-tests"
+
+
+@pytest.fixture
+def standin():
+    with ModelStandIn() as running:
+        yield running
+
+
+@contextmanager
+def processes(stack, tmp_path, **env):
+    """The real `copydesk web` and `copydesk worker` on the stack's Redis and project, sharing a metrics folder."""
+    env = {**stack.env(), "COPYDESK_METRICS_TOKEN": TOKEN, "COPYDESK_METRICS_DIR": str(tmp_path / "metrics"), **env}
+    with WebServer(env, free_port(), tmp_path / "web.log") as web, \
+            WorkerProcess(env, tmp_path / "worker.log") as worker:
+        yield web, worker
+
+
+def run_one_job(stack, web, standin, **fields) -> dict:
+    """Create a job through the real web server and wait until the worker finished it."""
+    standin.script(Reply(tool_calls=[ToolUse("write_file", {"path": "docs/faq.md", "content": "# FAQ\n"})],
+                         input_tokens=120, output_tokens=30, cached_tokens=100),
+                   Reply(tool_calls=[ToolUse("finish", {"title": "Add an FAQ", "summary": "Added the FAQ."})],
+                         input_tokens=200, output_tokens=9, cached_tokens=0))
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    created = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "Add an FAQ", **fields},
+                            headers={**auth, "X-Request-Id": f"req-test-create-{len(fields)}"}, timeout=10)
+    assert created.status_code == 201, created.text
+    url = f"{web.url}/v2/agent/{stack.project_id}/job/{created.json()['id']}"
+    return wait_until(lambda: (job := requests.get(url, headers=auth, timeout=10).json())["status"] != "active"
+                      and job, 60, "the job to finish")
+
+
+def scrape(web) -> dict[str, dict]:
+    """Every sample of `/metrics`, by name, as {labels tuple: value}."""
+    response = requests.get(f"{web.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    assert response.status_code == 200, response.text
+    assert response.headers["Content-Type"].startswith("text/plain")
+    samples: dict[str, dict] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return samples
+
+
+def value(samples: dict[str, dict], name: str, **labels) -> float:
+    """The sum of the samples of `name` whose labels include `labels`."""
+    wanted = set(labels.items())
+    return sum(v for key, v in samples.get(name, {}).items() if wanted <= set(key))
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_metrics_after_a_real_run(stack_factory, standin, tmp_path, provider):
+    overrides = {"openai": dict(model="openai:gpt-test", openai_api_key="sk-test",
+                                openai_base_url=standin.openai_base_url),
+                 "anthropic": dict(model="anthropic:claude-test", anthropic_api_key="sk-ant-test",
+                                   anthropic_base_url=standin.anthropic_base_url)}[provider]
+    stack = stack_factory(**overrides)
+    model = stack.settings.model
+    with processes(stack, tmp_path) as (web, worker):
+        assert requests.get(f"{web.url}/metrics", timeout=10).status_code == 401
+        wrong = requests.get(f"{web.url}/metrics", headers={"Authorization": "Bearer nope"}, timeout=10)
+        assert wrong.status_code == 401 and wrong.headers["WWW-Authenticate"].startswith("Bearer")
+        before = scrape(web)
+        assert value(before, "copydesk_runs_total") == 0
+        job = run_one_job(stack, web, standin)
+        assert job["status"] == "completed", job
+        after = scrape(web)
+        assert worker.alive(), worker.log()
+
+    assert value(after, "copydesk_runs_total", outcome="completed", code="") == 1
+    assert value(after, "copydesk_run_duration_seconds_count", outcome="completed") == 1
+    assert value(after, "copydesk_run_duration_seconds_sum", outcome="completed") > 0
+    for phase in ("fetch", "agent", "push", "pull_request"):
+        assert value(after, "copydesk_run_phase_seconds_count", phase=phase) == 1, phase
+    assert value(after, "copydesk_model_tokens_total", model=model, kind="input") == 320
+    assert value(after, "copydesk_model_tokens_total", model=model, kind="output") == 39
+    assert value(after, "copydesk_model_tokens_total", model=model, kind="cache_read") == 100
+    # Read from Redis at scrape time: the job, and the queues it went through (empty again).
+    assert value(before, "copydesk_jobs", status="completed") == 0
+    assert value(after, "copydesk_jobs", status="completed") == 1
+    assert value(after, "copydesk_jobs", status="active") == 0
+    assert value(after, "copydesk_queue_depth", queue=stack.settings.queue_name) == 0
+    assert (("queue", stack.settings.queue_name),) in after["copydesk_queue_oldest_age_seconds"]
+
+
+def test_metrics_are_off_without_a_token(stack):
+    response = stack.api.get(f"{stack.url}/metrics")
+    assert response.status_code == 404
+
+
+def test_queue_depth_and_oldest_wait_are_read_at_scrape(stack, tmp_path):
+    from service import metrics
+    from service.store_metrics import StoreCollector
+
+    stack.create("one")
+    stack.create("two")
+    services = stack.ctx.services
+    collector = StoreCollector(services.redis, services.projects, services.jobs, [stack.settings.queue_name])
+    found = {s.name: s.value for f in metrics.registry(tmp_path / "m", [collector]).collect() for s in f.samples
+             if s.labels.get("queue") == stack.settings.queue_name or s.labels.get("status") == "active"}
+    assert found["copydesk_queue_depth"] == 2 and found["copydesk_jobs"] == 2
+    assert 0 <= found["copydesk_queue_oldest_age_seconds"] < 60
+
+
+def test_json_mode_every_line_of_web_and_worker_is_json(stack_factory, standin, tmp_path):
+    stack = stack_factory(model="openai:gpt-test", openai_api_key="sk-test", openai_base_url=standin.openai_base_url)
+    with processes(stack, tmp_path, COPYDESK_LOG_FORMAT="json") as (web, worker):
+        job = run_one_job(stack, web, standin)
+        assert job["status"] == "completed", job
+        failed = run_one_job(stack, web, standin, ref="missing")
+        assert failed["status"] == "failed", failed
+        requests.get(f"{web.url}/healthz", timeout=10)
+        wait_until(lambda: "/healthz" in web.log(), 10, "the access line of /healthz")
+        wait_until(lambda: worker.log().count('"outcome"') == 2, 10, "the run lines")
+    lines = [line for path in ("web.log", "worker.log") for line in (tmp_path / path).read_text().splitlines()
+             if line.strip()]
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append(json.loads(line))
+        except json.JSONDecodeError:
+            pytest.fail(f"not a JSON line: {line!r}")
+    access = [p for p in parsed if p.get("logger") == "gunicorn.access"]
+    create = [p for p in access if p.get("request_id") == "req-test-create-0"]
+    assert len(create) == 1, access
+    assert create[0]["status"] == 201 and create[0]["method"] == "POST" and create[0]["duration_ms"] >= 0
+    assert all(re.fullmatch(r"req[-_]\S+", p["request_id"]) and isinstance(p["status"], int) for p in access)
+    assert any(p.get("logger") == "gunicorn.error" and "Booting worker" in p["message"] for p in parsed)
+    runs = [p for p in parsed if p.get("logger") == "copydesk.run"]
+    assert len(runs) == 2, runs
+    run, fail = runs
+    assert run["job_id"] == job["id"] and run["outcome"] == "completed" and run["code"] is None
+    assert run["message_id"].startswith("msg_") and run["duration_s"] > 0
+    assert run["tokens"] == {"input": 320, "output": 39, "cache_read": 100, "cache_write": 0}
+    assert run["commit"] and re.fullmatch(r"[0-9a-f]{40}", run["commit"])
+    assert fail["job_id"] == failed["id"] and fail["outcome"] == "failed" and fail["code"] == "ref_not_found"
+    assert fail["level"] == "WARNING" and fail["commit"] is None
+    # RQ's own lines would call every run a success, a failed one too; the run line replaces them.
+    queue = stack.settings.queue_name
+    assert not any(re.search(f": {queue}: Job OK|Successfully completed copydesk run", p["message"]) for p in parsed)
+    assert any(re.search(f": {queue}: copydesk run {failed['id']}", p["message"]) for p in parsed)
+    assert not any(stack.key in line for line in lines)
