@@ -48,7 +48,7 @@ class CopydeskWorker(rq.Worker):
 
     def main_work_horse(self, job, queue):
         # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched.
-        _signal_on_parent_death(signal.SIGTERM)
+        signal_on_parent_death(signal.SIGTERM)
         # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
         signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
         # Each horse is a new process; they take turns on one set of metric files per worker.
@@ -194,7 +194,7 @@ class RunOkFilter(logging.Filter):
         return True
 
 
-def _signal_on_parent_death(signum: int) -> None:
+def signal_on_parent_death(signum: int) -> None:
     """Ask Linux to send `signum` to this process when its parent dies (elsewhere: nothing)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -92,12 +92,13 @@ def worker_queues(queue_name: str) -> list[str]:
     return [events_queue_name(queue_name), webhooks_queue_name(queue_name), queue_name]
 
 
-def run_worker(ctx: Context, *, burst: bool = False) -> bool:
+def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> bool:
     """`copydesk worker`: process GitHub events, webhook attempts and agent runs until stopped (or, with `burst`,
     until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
     A Redis outage never ends it: it backs off, reconnects and carries on. Before it takes any work, Redis's
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
-    policy evicts keys."""
+    policy evicts keys. Without `upkeep` (a worker of a pool, whose supervisor does it) it never sweeps, fans
+    webhooks out or maintains mirrors."""
     stop = threading.Event()
     redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
@@ -108,13 +109,14 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                 worker = None
                 try:
                     redis_settings.require()
-                    if not burst and not started:
-                        _start_background(ctx, stop)
+                    if upkeep and not burst and not started:
+                        start_upkeep(ctx, stop)
                         started = True
                     worker = CopydeskWorker([rq.Queue(name, connection=ctx.services.redis) for name in names],
                                             ctx=ctx)
                     heartbeat.watch(worker)
-                    sweep_once(ctx)
+                    if upkeep:
+                        sweep_once(ctx)
                     # The scheduler moves webhook retries (enqueue_in) onto their queue when they are due.
                     worked = worker.work(burst=burst, with_scheduler=True, logging_level="INFO") or worked
                 except redis.RedisError:
@@ -128,8 +130,9 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
         stop.set()
 
 
-def _start_background(ctx: Context, stop: threading.Event) -> None:
-    """The sweeper and the webhook fan-out, which run beside RQ's loop until `stop` is set."""
+def start_upkeep(ctx: Context, stop: threading.Event) -> None:
+    """The sweeper (with mirror maintenance) and the webhook fan-out, which run in threads until `stop` is set."""
+    log.info("sweep, mirror upkeep and webhook fan-out running in process %d", os.getpid())
     threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
     threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
 
