@@ -190,6 +190,14 @@ def _worker(args, settings: Settings) -> int:
     # A pool's children were checked by their supervisor; they still check Redis at their first contact.
     if not (args.supervised or startup_checks(ctx, "worker")) or not _enable_metrics(settings):
         return 2
+    if not args.supervised:  # one per host: the supervisor's or the lone worker's
+        from bot.metrics_server import serve_in_background
+
+        try:
+            serve_in_background(settings)
+        except OSError as exc:
+            return _fail(f"cannot serve metrics on port {settings.worker_metrics_port} ({exc.strerror}); "
+                         "choose another COPYDESK_WORKER_METRICS_PORT")
     if args.processes > 1:
         from bot.workerpool import WorkerPool
 

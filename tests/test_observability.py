@@ -6,10 +6,10 @@ from contextlib import contextmanager
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import free_port
 from tests.harness import wait_until
+from tests.metrics_text import parse, value
 from tests.model_standin import ModelStandIn, Reply, ToolUse
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
@@ -52,17 +52,7 @@ def scrape(web) -> dict[str, dict]:
     response = requests.get(f"{web.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert response.status_code == 200, response.text
     assert response.headers["Content-Type"].startswith("text/plain")
-    samples: dict[str, dict] = {}
-    for family in text_string_to_metric_families(response.text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return samples
-
-
-def value(samples: dict[str, dict], name: str, **labels) -> float:
-    """The sum of the samples of `name` whose labels include `labels`."""
-    wanted = set(labels.items())
-    return sum(v for key, v in samples.get(name, {}).items() if wanted <= set(key))
+    return parse(response.text)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

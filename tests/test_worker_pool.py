@@ -6,8 +6,11 @@ import signal
 from pathlib import Path
 
 import pytest
+import requests
 
 from service.events import EventType
+from tests.conftest import free_port
+from tests.metrics_text import parse, value
 from tests.model_standin import Hang, ModelStandIn, Reply
 from tests.test_flow_models import PROVIDERS
 from tests.worker_processes import WorkerProcess, wait_until
@@ -74,11 +77,13 @@ def event_ms(stack, job_id: str, kind: EventType) -> int:
     return int(events[0].id.split("-")[0])
 
 
-def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standin, pool):
+def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standin, pool, tmp_path):
     stack = stack_factory(**PROVIDERS["openai"](standin))
     # Each run's one model call takes 3 s; one after the other, the two runs would not overlap at all.
     standin.script(Hang(3), Reply(text="First answer."), Hang(3), Reply(text="Second answer."))
-    worker = pool(stack, 2)
+    port = free_port()
+    worker = pool(stack, 2, COPYDESK_METRICS_TOKEN="pool-token", COPYDESK_WORKER_METRICS_PORT=str(port),
+                  COPYDESK_METRICS_DIR=str(tmp_path / "metrics"))
     wait_until(lambda: len(worker_children(worker.pid)) == 2, 30, "two worker processes")
     jobs = [stack.create(f"Question {n}").json()["id"] for n in (1, 2)]
     for job_id in jobs:
@@ -90,6 +95,12 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
     log = worker.log_path.read_text()
     assert log.count(UPKEEP) == 1, log  # the supervisor's; its children neither sweep nor fan out
     assert log.count("worker pool: started worker pool-") == 2, log
+    # This host's metrics, from both children's horses, on the pool's own port (no web server on this host).
+    url = f"http://127.0.0.1:{port}/metrics"
+    assert requests.get(url, timeout=10).status_code == 401
+    scraped = requests.get(url, headers={"Authorization": "Bearer pool-token"}, timeout=10)
+    assert scraped.status_code == 200
+    assert value(parse(scraped.text), "copydesk_runs_total", outcome="completed") == 2
 
     # A child that dies is restarted; the pool goes on.
     victim = worker_children(worker.pid)[0]
