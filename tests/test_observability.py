@@ -3,6 +3,7 @@
 import json
 import re
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import requests
@@ -147,3 +148,25 @@ def test_json_mode_every_line_of_web_and_worker_is_json(stack_factory, standin, 
     assert not any(re.search(f": {queue}: Job OK|Successfully completed copydesk run", p["message"]) for p in parsed)
     assert any(re.search(f": {queue}: copydesk run {failed['id']}", p["message"]) for p in parsed)
     assert not any(stack.key in line for line in lines)
+
+
+def test_the_grafana_dashboard_charts_every_metric_and_only_those(stack):
+    from prometheus_client import Counter
+
+    from service import metrics
+    from service.store_metrics import StoreCollector
+
+    dashboard = json.loads((Path(__file__).parents[1] / "docs" / "grafana-dashboard.json").read_text())
+    services = stack.ctx.services
+    scraped = StoreCollector(services.redis, services.projects, services.jobs, ["q"]).collect()
+    exported = {family.name for family in scraped}
+    for instrument in vars(metrics).values():
+        if hasattr(instrument, "_name") and hasattr(instrument, "_labelnames"):
+            exported.add(instrument._name + ("_total" if isinstance(instrument, Counter) else ""))
+    charted = set()
+    for panel in dashboard["panels"]:
+        assert panel["title"] and panel["targets"], panel
+        for target in panel["targets"]:
+            for name in re.findall(r"copydesk_[a-z_]+", target["expr"]):
+                charted.add(re.sub(r"_(bucket|count|sum)$", "", name))
+    assert charted == exported
