@@ -74,6 +74,11 @@ def test_metrics_after_a_real_run(stack_factory, standin, tmp_path, provider):
         assert job["status"] == "completed", job
         after = scrape(web)
         assert worker.alive(), worker.log()
+        # Text mode stays a line for people: gunicorn's usual access line, then the duration and the request id.
+        wait_until(lambda: "req-test-create-0" in web.log(), 10, "the access line of the create call")
+    assert re.search(r'"POST /v2/agent/\S+/job HTTP/1.1" 201 \d+ .* \d+ms req-test-create-0$', web.log(), re.M)
+    assert re.search(r"INFO copydesk.run: run of job \S+ message \S+ completed in [\d.]+ s: 2 steps, 320 input "
+                     r"and 39 output tokens, commit [0-9a-f]{12} \[job_", worker.log_path.read_text(), re.M)
 
     assert value(after, "copydesk_runs_total", outcome="completed", code="") == 1
     assert value(after, "copydesk_run_duration_seconds_count", outcome="completed") == 1
