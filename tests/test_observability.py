@@ -10,7 +10,7 @@ import requests
 
 from tests.conftest import free_port
 from tests.harness import wait_until
-from tests.metrics_text import parse, value
+from tests.metrics_text import parse, recorded, value
 from tests.model_standin import ModelStandIn, Reply, ToolUse
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
@@ -175,3 +175,35 @@ def test_the_grafana_dashboard_charts_every_metric_and_only_those(stack):
             for name in re.findall(r"copydesk_[a-z_]+", target["expr"]):
                 charted.add(re.sub(r"_(bucket|count|sum)$", "", name))
     assert charted == exported
+
+
+def test_githubs_remaining_rate_limit_is_kept_per_resource(scripted_github_server):
+    from bot.github.client import GitHubClient
+    from service import metrics
+    from tests.scripted_github import Answer
+
+    github = scripted_github_server.reset()
+    github.then(Answer(body={"ok": True}, headers={"X-RateLimit-Remaining": "4321", "X-RateLimit-Resource": "search"}))
+    github.then(Answer(body={"ok": True}, headers={"X-RateLimit-Remaining": "4320", "X-RateLimit-Resource": "search"}))
+    client = GitHubClient(requests.Session(), api_url=github.url, timeout=2)
+    client.getitem("/search/code?q=x")
+    client.getitem("/search/code?q=y")
+    assert recorded(metrics.GITHUB_RATE_REMAINING, "copydesk_github_rate_limit_remaining", resource="search") == 4320
+
+
+def test_the_sweep_counts_the_runs_it_recovers(stack):
+    import rq
+
+    from bot.worker import sweep_once
+    from service import metrics
+
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    # A worker took the run off the queue, marked the message running, and died.
+    rq.Queue(stack.settings.queue_name, connection=services.redis).empty()
+    services.redis.delete(f"cd:job:{job_id}:rq")
+    services.jobs.start_next(job_id)
+    before = recorded(metrics.RECOVERIES, "copydesk_lease_recoveries_total", by="sweep")
+    assert sweep_once(stack.ctx) == [job_id]
+    assert sweep_once(stack.ctx) == []
+    assert recorded(metrics.RECOVERIES, "copydesk_lease_recoveries_total", by="sweep") == before + 1
