@@ -72,6 +72,7 @@ def test_metrics_after_a_real_run(stack_factory, standin, tmp_path, provider):
         assert value(before, "copydesk_runs_total") == 0
         job = run_one_job(stack, web, standin)
         assert job["status"] == "completed", job
+        assert run_one_job(stack, web, standin, ref="missing")["status"] == "failed"
         after = scrape(web)
         assert worker.alive(), worker.log()
         # Text mode stays a line for people: gunicorn's usual access line, then the duration and the request id.
@@ -83,14 +84,18 @@ def test_metrics_after_a_real_run(stack_factory, standin, tmp_path, provider):
     assert value(after, "copydesk_runs_total", outcome="completed", code="") == 1
     assert value(after, "copydesk_run_duration_seconds_count", outcome="completed") == 1
     assert value(after, "copydesk_run_duration_seconds_sum", outcome="completed") > 0
-    for phase in ("fetch", "agent", "push", "pull_request"):
-        assert value(after, "copydesk_run_phase_seconds_count", phase=phase) == 1, phase
+    assert value(after, "copydesk_runs_total", outcome="failed", code="ref_not_found") == 1
+    assert value(after, "copydesk_runs_total") == 2
+    # The failed run (no such branch) stopped after its fetch.
+    for phase, runs in (("fetch", 2), ("agent", 1), ("push", 1), ("pull_request", 1)):
+        assert value(after, "copydesk_run_phase_seconds_count", phase=phase) == runs, phase
     assert value(after, "copydesk_model_tokens_total", model=model, kind="input") == 320
     assert value(after, "copydesk_model_tokens_total", model=model, kind="output") == 39
     assert value(after, "copydesk_model_tokens_total", model=model, kind="cache_read") == 100
     # Read from Redis at scrape time: the job, and the queues it went through (empty again).
     assert value(before, "copydesk_jobs", status="completed") == 0
     assert value(after, "copydesk_jobs", status="completed") == 1
+    assert value(after, "copydesk_jobs", status="failed") == 1
     assert value(after, "copydesk_jobs", status="active") == 0
     assert value(after, "copydesk_queue_depth", queue=stack.settings.queue_name) == 0
     assert (("queue", stack.settings.queue_name),) in after["copydesk_queue_oldest_age_seconds"]
