@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 SUPERVISE_INTERVAL_SECONDS = 0.5
 # A child that dies sooner than this after its start is restarted after a growing delay (a crash loop), up to the
-# longest one; a child that ran longer is restarted at once.
+# longest one; a child that ran longer is restarted at once. One that exits 2 refused to work (Redis evicts keys):
+# the pool stops and exits 2 as a lone worker would, for the operator (or the outer supervisor) to see.
+REFUSED_EXIT_CODE = 2
 HEALTHY_AFTER_SECONDS = 30.0
 FIRST_RESTART_DELAY_SECONDS = 1.0
 LONGEST_RESTART_DELAY_SECONDS = 30.0
@@ -53,9 +55,11 @@ class WorkerPool:
         self._argv_prefix = argv_prefix or [sys.executable, "-m", "bot.cli", "worker"]
         self._signals = 0
         self._stop = threading.Event()
+        self._exit_code = 0
 
     def run(self) -> int:
-        """Start the children and the upkeep, supervise until stopped and every child has exited; returns 0."""
+        """Start the children and the upkeep, supervise until stopped and every child has exited; returns 0, or 2
+        when a child refused to work."""
         handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         background = threading.Event()
         try:
@@ -77,7 +81,7 @@ class WorkerPool:
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
         log.info("worker pool: every worker process has exited")
-        return 0
+        return self._exit_code
 
     def _on_signal(self, signum, frame) -> None:
         self._signals += 1
@@ -96,6 +100,11 @@ class WorkerPool:
             proc = slot.proc
             if proc is not None and proc.poll() is not None:
                 self._reaped(slot, proc)
+                if proc.returncode == REFUSED_EXIT_CODE and not self._stop.is_set():
+                    log.error("worker pool: worker %s refused to start; stopping the pool", slot.name)
+                    self._exit_code = REFUSED_EXIT_CODE
+                    self._stop.set()
+                    self._signal_children(signal.SIGTERM)
                 if self._stop.is_set():
                     continue
                 lived = now - slot.started_at

@@ -12,6 +12,7 @@ from service.events import EventType
 from tests.conftest import free_port
 from tests.metrics_text import parse, value
 from tests.model_standin import Hang, ModelStandIn, Reply
+from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.test_flow_models import PROVIDERS
 from tests.worker_processes import WorkerProcess, wait_until
 
@@ -117,3 +118,16 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
     assert worker.proc.wait(timeout=60) == 0, worker.log()
     assert stack.job(third)["status"] == "completed"
     assert worker.log_path.read_text().count(UPKEEP) == 1
+
+
+def test_a_pool_whose_workers_refuse_an_evicting_redis_stops_with_2(tmp_path):
+    port = free_port()
+    env = {"COPYDESK_REDIS_URL": f"redis://127.0.0.1:{port}/0", "COPYDESK_DATA_DIR": str(tmp_path / "data"),
+           "COPYDESK_MODEL": "scripted:demo", "COPYDESK_MODELS": "", "COPYDESK_ALLOW_REDIS_EVICTION": ""}
+    # Redis is down at start: the start-up checks cannot look at its policy; each worker checks at first contact.
+    with WorkerProcess(env, tmp_path / "pool.log", "--processes", "2", "--name", "pool") as worker:
+        wait_until(lambda: len(worker_children(worker.pid)) == 2, 30, "two worker processes")
+        with running_redis(tmp_path / "redis", "--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE, port=port):
+            assert worker.proc.wait(timeout=60) == 2, worker.log()
+    log = worker.log_path.read_text()
+    assert "refused to start; stopping the pool" in log and "maxmemory-policy is allkeys-lru" in log
