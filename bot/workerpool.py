@@ -8,6 +8,7 @@ every child has.
 """
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -125,8 +126,14 @@ class WorkerPool:
         log.info("worker pool: started worker %s (pid %d)", slot.name, slot.proc.pid)
 
     def _reaped(self, slot: _Slot, proc: subprocess.Popen) -> None:
-        """Forget an exited child, and its live metric gauges and its horses'."""
+        """Forget an exited child, and its live metric gauges and its horses'. What it left in its process group
+        goes too: RQ's scheduler, a fork of it, would keep its Redis connections open, and Redis would hand the
+        next job to the dead worker's blocking pop on one of them."""
         slot.proc = None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # nothing left in the group
         directory = self._ctx.settings.metrics_dir
         for identity in (metrics.process_identity(proc.pid), metrics.process_identity(proc.pid, "horse")):
             try:

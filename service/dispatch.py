@@ -76,9 +76,15 @@ class Dispatcher:
         if rq_id is None:
             return False
         try:
-            return RqJob.fetch(text(rq_id), connection=self._redis).get_status() in _WAITING
+            status = RqJob.fetch(text(rq_id), connection=self._redis).get_status()
         except NoSuchJobError:
             return False
+        if status is RqStatus.QUEUED:
+            # Still queued by its status, but a worker that popped it and died before starting it (or a dead
+            # worker's connection that a surviving child process kept open) took it off the list: only the list
+            # says whether it still waits.
+            return self._redis.lpos(self._queue.key, text(rq_id)) is not None
+        return status in _WAITING
 
 
 def archive_inactive(jobs: JobStore, *, older_than: timedelta) -> list[str]:
