@@ -127,6 +127,7 @@ def test_json_mode_every_line_of_web_and_worker_is_json(stack_factory, standin, 
         assert job["status"] == "completed", job
         failed = run_one_job(stack, web, standin, ref="missing")
         assert failed["status"] == "failed", failed
+        requests.get(f"{web.url}/github/register?token=one-time-s3cret", timeout=10)
         requests.get(f"{web.url}/healthz", timeout=10)
         wait_until(lambda: "/healthz" in web.log(), 10, "the access line of /healthz")
         wait_until(lambda: worker.log().count('"outcome"') == 2, 10, "the run lines")
@@ -157,7 +158,8 @@ def test_json_mode_every_line_of_web_and_worker_is_json(stack_factory, standin, 
     queue = stack.settings.queue_name
     assert not any(re.search(f": {queue}: Job OK|Successfully completed copydesk run", p["message"]) for p in parsed)
     assert any(re.search(f": {queue}: copydesk run {failed['id']}", p["message"]) for p in parsed)
-    assert not any(stack.key in line for line in lines)
+    assert not any(stack.key in line or "one-time-s3cret" in line for line in lines)
+    assert any(p["path"] == "/github/register?token=[redacted]" for p in access)
 
 
 def test_the_grafana_dashboard_charts_every_metric_and_only_those(stack):
