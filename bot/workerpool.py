@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import redis
 
@@ -43,17 +43,16 @@ class _Slot:
     proc: subprocess.Popen | None = None
     started_at: float = 0.0
     delay: float = FIRST_RESTART_DELAY_SECONDS
-    restart_at: float = field(default=0.0)
+    restart_at: float = 0.0
 
 
 class WorkerPool:
     """Supervises `processes` children named `<name>-1`..`<name>-N`; the upkeep runs here, once for the host."""
 
-    def __init__(self, ctx: Context, processes: int, *, argv_prefix: list[str] | None = None) -> None:
+    def __init__(self, ctx: Context, processes: int) -> None:
         self._ctx = ctx
         base = ctx.settings.worker_name or default_name()
         self._slots = [_Slot(f"{base}-{n}") for n in range(1, processes + 1)]
-        self._argv_prefix = argv_prefix or [sys.executable, "-m", "bot.cli", "worker"]
         self._signals = 0
         self._stop = threading.Event()
         self._exit_code = 0
@@ -121,7 +120,8 @@ class WorkerPool:
     def _start(self, slot: _Slot) -> None:
         # Its own process group: a Ctrl-C in a terminal reaches the supervisor alone, which passes it on once (a
         # child that got it twice would hand its run back at once instead of after the grace).
-        slot.proc = subprocess.Popen([*self._argv_prefix, "--name", slot.name, "--supervised"], process_group=0)
+        slot.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", slot.name, "--supervised"],
+                                     process_group=0)
         slot.started_at = time.monotonic()
         log.info("worker pool: started worker %s (pid %d)", slot.name, slot.proc.pid)
 
