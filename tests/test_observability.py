@@ -214,3 +214,20 @@ def test_the_sweep_counts_the_runs_it_recovers(stack):
     assert sweep_once(stack.ctx) == [job_id]
     assert sweep_once(stack.ctx) == []
     assert recorded(metrics.RECOVERIES, "copydesk_lease_recoveries_total", by="sweep") == before + 1
+
+
+def test_json_mode_turns_warnings_and_uncaught_exceptions_into_json_lines():
+    import subprocess
+    import sys
+
+    script = ("import threading, warnings\nfrom bot import logs\nlogs.configure(json_lines=True)\n"
+              "warnings.warn('an old API')\n"
+              "t = threading.Thread(target=lambda: 1 / 0, name='helper'); t.start(); t.join()\n"
+              "raise ValueError('boom')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    lines = [json.loads(line) for line in proc.stderr.splitlines()]
+    assert [line["level"] for line in lines] == ["WARNING", "CRITICAL", "CRITICAL"]
+    assert "an old API" in lines[0]["message"]
+    assert lines[1]["message"] == "uncaught exception in thread helper" and "ZeroDivisionError" in lines[1]["exception"]
+    assert "ValueError: boom" in lines[2]["exception"]
