@@ -131,3 +131,24 @@ def test_a_pool_whose_workers_refuse_an_evicting_redis_stops_with_2(tmp_path):
             assert worker.proc.wait(timeout=60) == 2, worker.log()
     log = worker.log_path.read_text()
     assert "refused to start; stopping the pool" in log and "maxmemory-policy is allkeys-lru" in log
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--processes", "0"], "--processes: must be at least 1, not 0"),
+    (["--processes", "two"], "--processes: must be a whole number, not 'two'"),
+    (["--processes", "2", "--burst"], "--burst runs one worker process; leave out --processes"),
+])
+def test_bad_process_counts_get_a_clear_error(args, says, capsys, monkeypatch, tmp_path):
+    import logging
+
+    from bot.cli import main
+
+    monkeypatch.setenv("COPYDESK_DATA_DIR", str(tmp_path / "data"))
+    root = logging.getLogger()  # main() sets up logging for its process; this one's is restored afterwards
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", root.level)
+    try:
+        code = main(["worker", *args])
+    except SystemExit as exit_:  # argparse's own refusals
+        code = exit_.code
+    assert code == 2 and says in capsys.readouterr().err
