@@ -29,3 +29,35 @@ class RedactingLogger(Logger):
             elif isinstance(value, str):
                 atoms[key] = redact(value)
         return atoms
+
+
+class JsonLogger(RedactingLogger):
+    """gunicorn's error and access logs as one JSON object per line (COPYDESK_LOG_FORMAT=json): the access line
+    carries the request id, status and duration as fields, with the same redaction as the text line."""
+
+    def setup(self, cfg) -> None:
+        from bot.logs import JsonFormatter  # here, not at import: bot.logs is the app's, loaded in the worker
+
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(JsonFormatter())
+
+    def access(self, resp, req, environ, request_time) -> None:
+        if not self.access_log_enabled:
+            return
+        atoms = self.atoms(resp, req, environ, request_time)
+        query = atoms.get("q") or ""
+        fields = {"request_id": atoms.get("{x-request-id}o"), "method": atoms.get("m"),
+                  "path": atoms.get("U") + (f"?{query}" if query else ""), "status": _status(atoms.get("s")),
+                  "duration_ms": round(request_time.total_seconds() * 1000, 1), "bytes": atoms.get("B"),
+                  "remote_addr": atoms.get("h"), "user_agent": atoms.get("a")}
+        try:
+            self.access_log.info("%s %s %s", fields["method"], fields["path"], fields["status"],
+                                 extra={"fields": fields})
+        except Exception:  # noqa: BLE001 - as gunicorn's own access(): a log line never fails a request
+            self.error(f"Failed to format the access log line for {fields['path']}")
+
+
+def _status(raw) -> int | str | None:
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else raw

@@ -5,7 +5,7 @@ import redis
 from flask import Flask, jsonify
 from flask.json.provider import DefaultJSONProvider
 
-from bot import context, dashboard, headers
+from bot import context, dashboard, headers, metrics_route
 from bot.door_limits import DoorLimits
 from bot.github import registration, webhooks
 from service.api import problems
@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     headers.install(app, form_targets=(github.web_url,))
     app.register_blueprint(agent_api)
     app.register_blueprint(webhooks_api)
+    app.register_blueprint(metrics_route.create_blueprint(ctx.services))
     doors = DoorLimits(ctx.services.redis, per_minute=settings.anonymous_per_minute)
     dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings, doors))
     if github.configured:

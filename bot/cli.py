@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -195,13 +196,32 @@ def _worker(args, settings: Settings) -> int:
 
     if args.name:
         settings = settings.with_overrides(worker_name=worker_name(args.name, "--name"))
+    if args.processes > 1 and args.burst:
+        return _fail("--burst runs one worker process; leave out --processes")
     ctx = context.build(settings)
-    if not startup_checks(ctx, "worker"):
+    # A pool's children were checked by their supervisor; they still check Redis at their first contact.
+    if not (args.supervised or startup_checks(ctx, "worker")) or not _enable_metrics(settings):
         return 2
+    if not args.supervised:  # one per host: the supervisor's or the lone worker's
+        from bot.metrics_server import serve_in_background
+
+        try:
+            serve_in_background(settings)
+        except OSError as exc:
+            return _fail(f"cannot serve metrics on port {settings.worker_metrics_port} ({exc.strerror}); "
+                         "choose another COPYDESK_WORKER_METRICS_PORT")
+    if args.processes > 1:
+        from bot.workerpool import WorkerPool
+
+        return WorkerPool(ctx, args.processes).run()
+    if args.supervised:
+        from bot.rqworker import signal_on_parent_death
+
+        signal_on_parent_death(signal.SIGTERM)  # a child of a supervisor that died hands its run back
     try:
-        run_worker(ctx, burst=args.burst)
+        run_worker(ctx, burst=args.burst, upkeep=not args.supervised)
     except RedisRefused as refused:  # Redis was down at start; its settings failed at the first contact
-        report(refused.checks, "worker")
+        report(refused.checks, "worker", json_lines=settings.log_json)
         return 2
     except SchemaMismatch as mismatch:  # the same, for the data's schema version
         print(f"copydesk worker: not starting: {mismatch}", file=sys.stderr)
@@ -228,6 +248,29 @@ def _migrate(args, settings: Settings) -> int:
                           + [f"  {s.name}: {s.changed} changed ({s.summary})" for s in done.steps])
     _print(args, done.to_json(), human)
     return 0
+
+
+def _enable_metrics(settings: Settings) -> bool:
+    """Record this process's metrics where `/metrics` reads them; False (with the reason) when the folder is not
+    writable."""
+    from service import metrics
+
+    try:
+        metrics.enable(settings.metrics_dir)
+    except OSError as exc:
+        _fail(f"cannot write metrics to {settings.metrics_dir} ({exc.strerror}); set COPYDESK_METRICS_DIR")
+        return False
+    return True
+
+
+def _positive(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _doctor(args, settings: Settings) -> int:
@@ -341,6 +384,11 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--burst", action="store_true", help="exit when both queues are empty")
     worker.add_argument("--name", help="the worker's name in heartbeats (default: COPYDESK_WORKER_NAME, else "
                                        "<hostname>.<pid>)")
+    worker.add_argument("--processes", type=_positive, default=1, metavar="N",
+                        help="run N jobs at once: N worker processes (named NAME-1..NAME-N) under one supervisor "
+                             "that alone sweeps, fans webhooks out and maintains mirrors, and restarts a worker "
+                             "that dies (default: 1, this process)")
+    worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)  # a child of --processes
     worker.set_defaults(handler=_worker)
 
     doctor = sub.add_parser("doctor", help="check Redis, git, the data folder and the models; list the workers")

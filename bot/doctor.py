@@ -1,6 +1,7 @@
 """`copydesk doctor` and the start-up checks of `copydesk web` and `copydesk worker`: what is wrong, and the fix."""
 
 import json
+import logging
 import sys
 import time
 
@@ -13,6 +14,8 @@ from service.preflight import Check, Status, failed, run_checks
 from service.settings import Settings
 from service.store import schema
 from service.store.workers import STALE_AFTER_BEATS, WorkerBeat, WorkerRegistry
+
+log = logging.getLogger("copydesk.startup")
 
 
 def checks(ctx: Context, *, redis_required: bool) -> list[Check]:
@@ -29,24 +32,36 @@ def startup_checks(ctx: Context, process: str) -> bool:
     found = checks(ctx, redis_required=False)
     mismatch = next((c for c in found if c.name == "schema" and c.status is Status.ERROR), None)
     if mismatch is not None:
-        print(f"copydesk {process}: not starting: {mismatch.detail}; fix: {mismatch.fix}", file=sys.stderr)
+        if ctx.settings.log_json:
+            log.error("not starting: %s", mismatch.detail, extra={"fields": {"process": process, "fix": mismatch.fix}})
+        else:
+            print(f"copydesk {process}: not starting: {mismatch.detail}; fix: {mismatch.fix}", file=sys.stderr)
         return False
     if any(c.name == "schema" for c in found):  # Redis answered (else the worker's first contact does this)
         try:
             schema.stamp_new(ctx.services.redis)  # a new Redis starts at the current version
         except redis.RedisError:
             pass  # gone since the checks: the worker and /readyz check again at their first contact
-    return report(found, process)
+    return report(found, process, json_lines=ctx.settings.log_json)
 
 
-def report(found: list[Check], process: str) -> bool:
-    """Print the errors and warnings among `found` for `process`; False (and say so) when it must not start."""
+def report(found: list[Check], process: str, *, json_lines: bool = False) -> bool:
+    """Print the errors and warnings among `found` for `process` (log them, in JSON mode); False (and say so) when
+    it must not start."""
     for check in found:
-        if check.status is not Status.OK:
+        if check.status is Status.OK:
+            continue
+        if json_lines:
+            log.log(logging.ERROR if check.status is Status.ERROR else logging.WARNING, "%s: %s", check.name,
+                    check.detail, extra={"fields": {"process": process, "check": check.name, "fix": check.fix}})
+        else:
             print(f"copydesk {process}: {check.status.value}: {check.name}: {check.detail}"
                   + (f"\n  fix: {check.fix}" if check.fix else ""), file=sys.stderr)
     if failed(found):
-        print(f"copydesk {process}: not starting; `copydesk doctor` runs these checks again", file=sys.stderr)
+        if json_lines:
+            log.error("copydesk %s: not starting; `copydesk doctor` runs these checks again", process)
+        else:
+            print(f"copydesk {process}: not starting; `copydesk doctor` runs these checks again", file=sys.stderr)
         return False
     return True
 

@@ -3,6 +3,7 @@
 import json
 import logging
 import sys
+import threading
 
 from service.logcontext import ContextFilter
 
@@ -14,6 +15,9 @@ class JsonFormatter(logging.Formatter):
         for name in ("request_id", "job_id"):
             if getattr(record, name, None):
                 entry[name] = getattr(record, name)
+        # A line's own fields (a run's outcome, a request's status) sit beside the message, never over it.
+        for name, value in (getattr(record, "fields", None) or {}).items():
+            entry.setdefault(name, value)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
@@ -31,10 +35,24 @@ class TextFormatter(logging.Formatter):
 
 
 def configure(json_lines: bool, level: int = logging.INFO) -> None:
-    """Send log records to stderr in the chosen format."""
+    """Send log records to stderr in the chosen format; Python's warnings too, and in JSON mode uncaught
+    exceptions (a traceback printed as is would be many lines that are not JSON)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(ContextFilter())
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    logging.captureWarnings(True)
+    if json_lines:
+        sys.excepthook = _log_uncaught
+        threading.excepthook = lambda hook: _log_uncaught(hook.exc_type, hook.exc_value, hook.exc_traceback,
+                                                          thread=hook.thread)
+
+
+def _log_uncaught(exc_type, exc_value, traceback, thread=None) -> None:
+    if issubclass(exc_type, KeyboardInterrupt | SystemExit):
+        return
+    where = f" in thread {thread.name}" if thread is not None else ""
+    logging.getLogger("copydesk").critical("uncaught exception%s", where,
+                                           exc_info=(exc_type, exc_value, traceback))

@@ -5,6 +5,7 @@ worker's own context, built (and the model SDKs imported) once, before any fork.
 import ctypes
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -14,7 +15,9 @@ import rq
 
 from bot.context import Context, run_job_id
 from bot.tasks import in_worker
+from service import metrics
 from service.agent.loop import time_limit_failure
+from service.dispatch import RUN_DESCRIPTION_PREFIX
 from service.errors import RunFailed
 from service.faults import FREEZE_AFTER_DEQUEUE, Faults
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
@@ -43,6 +46,8 @@ class CopydeskWorker(rq.Worker):
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
+        if not any(isinstance(f, RunOkFilter) for f in self.log.filters):
+            self.log.addFilter(RunOkFilter(settings.queue_name))
 
     # -- time-outs -----------------------------------------------------------------------------
 
@@ -61,10 +66,12 @@ class CopydeskWorker(rq.Worker):
 
     def main_work_horse(self, job, queue):
         # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched.
-        _signal_on_parent_death(signal.SIGTERM)
+        signal_on_parent_death(signal.SIGTERM)
         # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
         signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
         self._ctx.after_fork()
+        # Each horse is a new process; they take turns on one set of metric files per worker.
+        metrics.name_this_process(horse_identity(os.getppid()))
         super().main_work_horse(job, queue)
 
     def perform_job(self, job, queue, execution):
@@ -146,6 +153,9 @@ class CopydeskWorker(rq.Worker):
                 services.jobs.finish_message(job_id, info.message_id,
                                              RunOutcome(error={"code": failure.code, "message": failure.message}),
                                              fence=info.fence)
+                metrics.RUNS.labels("failed", failure.code).inc()  # the horse died before it could report
+                log.warning("run of job %s message %s failed (%s): its horse was killed past the deadline",
+                            job_id, info.message_id, failure.code)
             elif self._killed_for == "hand_back" and info.message_id:
                 services.jobs.hand_back(job_id, info.message_id, info.fence)
             # Else the horse crashed mid-run: the attempt counts, and the run resumes now rather than after the
@@ -155,6 +165,8 @@ class CopydeskWorker(rq.Worker):
         release_token(self.connection, job_id, info.token)
         if services.jobs.has_pending(job_id):
             services.dispatcher.kick(job_id, first=True)
+            if self._killed_for is None:
+                metrics.RECOVERIES.labels("worker").inc()
         log.info("worker %s: settled job %s after its horse died (%s)", self.name, job_id,
                  self._killed_for or "crashed")
 
@@ -201,7 +213,33 @@ def hold_pool_across_fork(pool) -> None:
         os.register_at_fork(before=lock.acquire, after_in_parent=lock.release, after_in_child=lock.release)
 
 
-def _signal_on_parent_death(signum: int) -> None:
+def horse_identity(worker_pid: int) -> str:
+    """The metric files of the work horses of the worker process `worker_pid`."""
+    return metrics.process_identity(worker_pid, "horse")
+
+
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class RunOkFilter(logging.Filter):
+    """Drops RQ's "Job OK" and "Successfully completed" lines for a run: the task returning says nothing of the
+    run, which may have failed. The run writes its own line (service.runreport) with its outcome; RQ's failed
+    registry keeps crashes only."""
+
+    def __init__(self, runs_queue: str) -> None:
+        super().__init__()
+        self._runs_queue = runs_queue
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if len(args) == 4 and "Job OK" in str(args[2]):
+            return _COLOUR.sub("", str(args[1])) != self._runs_queue
+        if str(record.msg).startswith("Successfully completed %s job") and args:
+            return not str(args[0]).startswith(RUN_DESCRIPTION_PREFIX)
+        return True
+
+
+def signal_on_parent_death(signum: int) -> None:
     """Ask Linux to send `signum` to this process when its parent dies (elsewhere: nothing)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -16,11 +16,15 @@ WORKER_CLASSES = ("gevent", "gthread")  # gthread: the thread-per-connection mod
 WORKER_CONNECTIONS = 1000  # open connections one gevent worker holds (slow bodies, event streams, requests)
 
 
-def options(*, host: str, port: int, workers: int, worker_class: str = "gevent") -> dict:
+# gunicorn's default access line plus the duration and the request id (the X-Request-Id every response carries).
+ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(M)sms %({x-request-id}o)s'
+
+
+def options(*, host: str, port: int, workers: int, worker_class: str = "gevent", json_logs: bool = False) -> dict:
     """gunicorn's settings for `copydesk web`."""
     chosen = {"bind": f"{host}:{port}", "workers": workers, "worker_class": worker_class, "timeout": 30,
-              "graceful_timeout": 10, "accesslog": "-", "errorlog": "-",
-              "logger_class": "bot.accesslog.RedactingLogger",
+              "graceful_timeout": 10, "accesslog": "-", "errorlog": "-", "access_log_format": ACCESS_LOG_FORMAT,
+              "logger_class": "bot.accesslog.JsonLogger" if json_logs else "bot.accesslog.RedactingLogger",
               # gunicorn >= 25.1 opens a control socket at one path per user: two servers would fight over it.
               "control_socket_disable": True}
     if worker_class == "gevent":
@@ -40,13 +44,23 @@ class _Gunicorn(BaseApplication):
         for key, value in self._options.items():
             if key in self.cfg.settings:  # settings newer than the installed gunicorn are skipped
                 self.cfg.set(key, value)
+        metrics_dir = self._settings.metrics_dir
+
+        def child_exit(server, worker) -> None:
+            from service import metrics
+
+            metrics.process_ended(metrics.process_identity(worker.pid), metrics_dir)
+
+        self.cfg.set("child_exit", child_exit)
 
     def load(self):
         # Imported here, in the worker, after gevent has patched sockets, ssl and threads.
         from bot import logs
         from bot.app import create_app
+        from service import metrics
 
         logs.configure(self._settings.log_json)
+        metrics.enable(self._settings.metrics_dir)
         return create_app(self._settings)
 
 
@@ -67,8 +81,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent")
     args = parser.parse_args(argv)
-    chosen = options(host=args.host, port=args.port, workers=args.workers, worker_class=args.worker_class)
-    _Gunicorn(Settings.from_env(), chosen).run()
+    settings = Settings.from_env()
+    chosen = options(host=args.host, port=args.port, workers=args.workers, worker_class=args.worker_class,
+                     json_logs=settings.log_json)
+    _Gunicorn(settings, chosen).run()
 
 
 if __name__ == "__main__":

@@ -113,12 +113,14 @@ def worker_queues(queue_name: str) -> list[str]:
     return [events_queue_name(queue_name), queue_name, webhooks_queue_name(queue_name)]
 
 
-def run_worker(ctx: Context, *, burst: bool = False) -> bool:
+def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> bool:
     """`copydesk worker`: process GitHub events, webhook attempts and agent runs until stopped (or, with `burst`,
     until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
     A Redis outage never ends it: it backs off, reconnects and carries on. Before it takes any work, Redis's
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
-    policy evicts keys, SchemaMismatch when its data needs `copydesk migrate`."""
+    policy evicts keys, SchemaMismatch when its data needs `copydesk migrate`. Without `upkeep` (a worker of a
+    pool, whose supervisor does it) it never sweeps, fans webhooks out, makes webhook attempts or maintains
+    mirrors."""
     stop = threading.Event()
     started_at = time.monotonic()
     providers = preload(ctx.settings, ctx.model_http)
@@ -135,13 +137,14 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                 try:
                     redis_settings.require()
                     schema.require_current(ctx.services.redis)
-                    if not burst and not started:
-                        _start_background(ctx, stop)
+                    if upkeep and not burst and not started:
+                        start_upkeep(ctx, stop)
                         started = True
                     worker = CopydeskWorker([rq.Queue(name, connection=ctx.services.redis) for name in names],
                                             ctx=ctx)
                     heartbeat.watch(worker)
-                    sweep_once(ctx)
+                    if upkeep:
+                        sweep_once(ctx)
                     # The scheduler moves retries that older versions scheduled on RQ onto their queue when due.
                     worked = worker.work(burst=burst, with_scheduler=True, logging_level="INFO") or worked
                 except redis.RedisError:
@@ -155,8 +158,10 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
         stop.set()
 
 
-def _start_background(ctx: Context, stop: threading.Event) -> None:
-    """The sweeper, the webhook fan-out and the delivery lanes, which run beside RQ's loop until `stop` is set."""
+def start_upkeep(ctx: Context, stop: threading.Event) -> None:
+    """The sweeper (with mirror maintenance), the webhook fan-out and the delivery lanes, which run in threads
+    until `stop` is set."""
+    log.info("sweep, mirror upkeep, webhook fan-out and delivery lanes running in process %d", os.getpid())
     threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
     threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
     threading.Thread(target=delivery_lanes(ctx).run_forever, args=(stop,), name="copydesk-webhook-lanes",

@@ -9,6 +9,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 from rq.job import JobStatus as RqStatus
 
+from service import metrics
 from service.clock import now
 from service.lease import is_leased
 from service.models import JobStatus
@@ -16,6 +17,8 @@ from service.store.jobs import JobStore
 from service.store.replies import text
 
 log = logging.getLogger(__name__)
+
+RUN_DESCRIPTION_PREFIX = "copydesk run "  # RQ's description of a run, then its job id (RQ's log lines show it)
 
 
 def _rq_key(job_id: str) -> str:
@@ -41,7 +44,7 @@ class Dispatcher:
         # own failure record is only kept for operators and expires.
         rq_job = self._queue.enqueue(self._task, job_id, job_timeout=self._job_timeout,
                                      result_ttl=3600, failure_ttl=7 * 24 * 3600,
-                                     description=f"copydesk run {job_id}", at_front=first)
+                                     description=f"{RUN_DESCRIPTION_PREFIX}{job_id}", at_front=first)
         self._redis.set(_rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
 
     def try_kick(self, job_id: str) -> bool:
@@ -63,6 +66,7 @@ class Dispatcher:
             self.kick(job_id)
             kicked.append(job_id)
         if kicked:
+            metrics.RECOVERIES.labels("sweep").inc(len(kicked))
             log.info("recovered %d job(s) whose messages had no live run: %s", len(kicked), kicked)
         return kicked
 

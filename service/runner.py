@@ -28,6 +28,7 @@ from service.faults import (
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.monthlycap import AccountSpending
+from service.runreport import PhaseClock, RunReport, report
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
 from service.store.jobs import JobStore, RunOutcome, remaining_budget
@@ -146,11 +147,23 @@ class Run:
         self.history: BranchHistory | None = None
         self.spending: AccountSpending | None = None
         self.instructions_from: str | None = None  # the head of the project's base branch: see _edit
+        self.clock = PhaseClock()
+        self.recorded: RunOutcome | None = None  # the outcome once it is in the store
 
     # -- the lifecycle ---------------------------------------------------------------------------
 
     def execute(self) -> StopReason | None:
-        """Run the message and record how it ended; returns why it was stopped, if it was."""
+        """Run the message and record how it ended; returns why it was stopped, if it was. Either way the run's
+        one log line and its metrics say how it ended."""
+        started = time.monotonic()
+        reason: StopReason | None = None
+        try:
+            reason = self._execute()
+        finally:
+            self._report(reason, time.monotonic() - started)
+        return reason
+
+    def _execute(self) -> StopReason | None:
         try:
             with self.stop.watch(self._stop_sources()):
                 self._record(self._attempt())
@@ -199,25 +212,30 @@ class Run:
         try:
             with ExitStack() as refs:
                 with self.stop.interruptible():
-                    heads = refs.enter_context(self.mirror.run_refs(
-                        self.remote, {"base": f"refs/heads/{self.job.ref}", "branch": f"refs/heads/{self.branch}",
-                                      "project": f"refs/heads/{self.project.ref}"}))
+                    with self.clock.phase("fetch"):
+                        heads = refs.enter_context(self.mirror.run_refs(
+                            self.remote, {"base": f"refs/heads/{self.job.ref}",
+                                          "branch": f"refs/heads/{self.branch}",
+                                          "project": f"refs/heads/{self.project.ref}"}))
                     start = heads["branch"] or heads["base"]
                     if start is None:
                         raise RunFailed("ref_not_found", f"the repository has no branch {self.job.ref!r}")
                     self.history = BranchHistory(self.mirror, heads["base"])
                     self.instructions_from = heads["project"]
                     published = self._earlier_push(heads["branch"])
-                    edited = self._edit(start) if published is None else None
+                    if published is None:
+                        with self.clock.phase("agent"):
+                            edited = self._edit(start)
                 if published is None:
-                    assert edited is not None  # edited just above, as nothing was pushed before
-                    published = self._push(start, edited)
+                    with self.clock.phase("push"):
+                        published = self._push(start, edited)
                 files = self.history.files(published.commit or start)
         except GitError as exc:
             raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
         except BranchConflict as exc:
             raise RunFailed("branch_conflict", str(exc)) from exc
-        return self._publish_pull(published, files)
+        with self.clock.phase("pull_request"):
+            return self._publish_pull(published, files)
 
     def _edit(self, start: str) -> _Edited:
         """The agent's part: brief the model, let it edit the workspace, collect its changes."""
@@ -310,6 +328,7 @@ class Run:
         if self.meter.steps:
             outcome.usage = self.meter.usage.to_api()
         self.services.jobs.finish_message(self.job.id, self.message.id, outcome, fence=self.lease.fence)
+        self.recorded = outcome
         if outcome.error and self.job.pr_number is not None and outcome.error["code"] != "job_archived":
             self._reply_failure(outcome.error)
 
@@ -381,6 +400,24 @@ class Run:
         return [LeaseKeeper(self.lease), CancelWatch(self.services.jobs, self.job.id, self.message.id)]
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _report(self, reason: StopReason | None, seconds: float) -> None:
+        """The run's line and metrics: the outcome recorded, else why nothing was (handed back, lease lost)."""
+        recorded = self.recorded
+        code = ""
+        if recorded is not None:
+            code = (recorded.error or {}).get("code", "") if not recorded.cancelled else ""
+            outcome = "cancelled" if recorded.cancelled else "failed" if recorded.error else "completed"
+        else:
+            outcome = _UNRECORDED.get(reason, "interrupted") if reason is not None else "interrupted"
+        try:
+            report(RunReport(job_id=self.job.id, message_id=self.message.id, model=self.job.model,
+                             attempt=self.message.attempts, outcome=outcome, seconds=seconds, code=code,
+                             commit=recorded.commit if recorded else None,
+                             pr_link=(recorded.pr_link if recorded else None) or self.job.pr_link,
+                             steps=self.meter.steps, usage=self.meter.usage, phases=self.clock.seconds))
+        except Exception:  # noqa: BLE001 - reporting must never change how a run ended
+            log.warning("job %s: could not report the run", self.job.id, exc_info=True)
 
     def _step(self, number: int, call: ToolCall) -> None:
         self.services.events.emit(self.job, EventType.RUN_STEP, run=step_event(self.message.id, number, call))
@@ -490,6 +527,11 @@ class CancelWatch:
             return StopReason.CANCELLED if self._jobs.cancel_requested(self._job_id, self._message_id) else None
         except redis.RedisError:
             return None
+
+
+# How a run that recorded no outcome ended, by why it stopped (its message is run again, or by another run).
+_UNRECORDED = {StopReason.HAND_BACK: "handed_back", StopReason.LEASE_LOST: "lease_lost",
+               StopReason.DEADLINE: "lease_lost", StopReason.CANCELLED: "lease_lost"}
 
 
 def _failed(code: str, text: str) -> RunOutcome:

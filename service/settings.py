@@ -58,6 +58,12 @@ class Settings:
     git_author_name: str = "Copydesk"
     git_author_email: str = "copydesk@localhost"
     log_json: bool = False
+    # Bearer token that `/metrics` asks for; unset, `/metrics` answers 404 (nothing is exposed by default).
+    metrics_token: str | None = field(default=None, repr=False)
+    # Where every Copydesk process of this host writes its metric values (prometheus_client's multi-process files).
+    metrics_dir_setting: Path | None = None
+    # A worker host without a web server serves its own metrics on this port (same token); unset: it does not.
+    worker_metrics_port: int | None = None
     event_retention: int = 1000  # events kept per job (the stream is trimmed past it, roughly)
     event_ttl_days: int = 30  # an archived job's event stream is deleted this long after its last event
     purge_days: int = 30  # an account's data is purged this long after its GitHub App installation was deleted
@@ -118,6 +124,10 @@ class Settings:
     def mirrors_dir(self) -> Path:
         return self.data_dir / "mirrors"
 
+    @property
+    def metrics_dir(self) -> Path:
+        return self.metrics_dir_setting or self.data_dir / "metrics"
+
     def with_overrides(self, **changes) -> "Settings":
         """A copy with some values replaced (tests and the demo use this)."""
         return replace(self, **changes)
@@ -159,6 +169,10 @@ class Settings:
             git_author_name=env.get("COPYDESK_GIT_AUTHOR_NAME") or defaults.git_author_name,
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
             log_json=_choice(env, "COPYDESK_LOG_FORMAT", ("text", "json"), "text") == "json",
+            metrics_token=env.get("COPYDESK_METRICS_TOKEN") or None,
+            metrics_dir_setting=Path(env["COPYDESK_METRICS_DIR"]).expanduser() if env.get("COPYDESK_METRICS_DIR")
+            else None,
+            worker_metrics_port=_worker_metrics_port(env),
             event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
             event_ttl_days=_int(env, "COPYDESK_EVENT_TTL_DAYS", defaults.event_ttl_days),
             purge_days=_int(env, "COPYDESK_PURGE_DAYS", defaults.purge_days),
@@ -269,6 +283,18 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise SettingsError(f"{name} must be positive, not {value}")
     return value
+
+
+def _worker_metrics_port(env: Mapping[str, str]) -> int | None:
+    if not env.get("COPYDESK_WORKER_METRICS_PORT"):
+        return None
+    port = _int(env, "COPYDESK_WORKER_METRICS_PORT", 0)
+    if port > 65535:
+        raise SettingsError(f"COPYDESK_WORKER_METRICS_PORT must be a TCP port (1-65535), not {port}")
+    if not env.get("COPYDESK_METRICS_TOKEN"):
+        raise SettingsError("COPYDESK_WORKER_METRICS_PORT needs COPYDESK_METRICS_TOKEN: metrics are served to "
+                            "a scraper that sends it")
+    return port
 
 
 def _fault_points(raw: str) -> frozenset[str]:

@@ -46,6 +46,7 @@ class Reply:
     text: str = ""
     input_tokens: int | None = None  # None: counted from the request, cache hits included; else exactly this
     output_tokens: int = 5
+    cached_tokens: int = 0  # with `input_tokens` given: how many of them were read from the vendor's prompt cache
 
 
 @dataclass
@@ -206,7 +207,8 @@ class ModelStandIn:
         if isinstance(item, Failure):
             status, payload, extra = vendor.error(item.status, item.message)
             return status, payload, {**extra, **item.headers}
-        usage = self._caches[vendor.name].use(body) if item.input_tokens is None else CacheUsage(item.input_tokens)
+        usage = (self._caches[vendor.name].use(body) if item.input_tokens is None
+                 else CacheUsage(item.input_tokens, read=item.cached_tokens))
         self.requests[number - 1].usage = usage
         try:
             return vendor.reply(item, body["model"], usage)

@@ -37,6 +37,20 @@ def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):
     assert stack.job(job_id)["status"] == "completed"
 
 
+def test_a_run_popped_by_a_worker_that_died_before_starting_it_is_recovered(stack):
+    stack.script([FAQ, finish()])
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    queue = rq.Queue(stack.settings.queue_name, connection=services.redis)
+    # A worker's blocking pop took the run off the list and the worker died: RQ still calls the job queued.
+    [popped] = queue.get_job_ids()
+    services.redis.lpop(queue.key)
+    assert rq.job.Job.fetch(popped, connection=services.redis).get_status() == rq.job.JobStatus.QUEUED
+    assert sweep_once(stack.ctx) == [job_id]
+    stack.drain()
+    assert stack.job(job_id)["status"] == "completed"
+
+
 def test_a_run_whose_worker_died_is_run_again(stack):
     stack.script([FAQ, finish()])
     job_id = stack.create().json()["id"]

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from service import metrics
 from service.clock import iso, now
 from service.models import Delivery, DeliveryStatus
 from service.services import webhook_sender
@@ -23,6 +24,7 @@ from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
 from service.webhooks.transport import post
 from tests.conftest import free_port
 from tests.harness import LiveServer, deliver_webhooks, wait_until
+from tests.metrics_text import recorded
 from tests.test_flow import FAQ, finish
 from tests.worker_processes import WorkerProcess
 
@@ -265,9 +267,11 @@ def test_a_delivery_to_a_name_that_resolves_to_a_shared_cgnat_address_is_refused
     endpoint = register(stack, f"http://hooks.cgnat.test:{hook.port}/hooks", events=["job.created"])
     use_resolver(stack, RebindingResolver("hooks.cgnat.test", first="100.64.0.1"), webhook_allow_private=False)
     stack.create()
+    refused = recorded(metrics.WEBHOOK_DELIVERIES, "copydesk_webhook_deliveries_total", result="refused")
     _fan_out(stack)
     [delivery] = deliveries(stack, endpoint["id"])
     assert delivery["status"] == DeliveryStatus.PENDING.value and delivery["error"].startswith("refused")
+    assert recorded(metrics.WEBHOOK_DELIVERIES, "copydesk_webhook_deliveries_total", result="refused") == refused + 1
     assert "100.64.0.1" in delivery["error"] and hook.received == []
 
 

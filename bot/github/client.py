@@ -19,6 +19,8 @@ import requests
 import urllib3
 from gidgethub.sansio import accept_format, create_headers, decipher_response, format_url
 
+from service import metrics
+
 log = logging.getLogger(__name__)
 
 API_VERSION = "2022-11-28"
@@ -136,6 +138,7 @@ class GitHubClient:
                 self._backoff_or_give_up(method, full_url, failures, what, exc)
                 continue
             status, headers = response.status_code, response.headers
+            _note_rate_limit(headers)
             if status >= 500:
                 if not repeatable:
                     raise _maybe_done(method, full_url, f"HTTP {status}")
@@ -222,6 +225,13 @@ class GitHubClient:
         if _mentions_secondary_limit(content):
             return SECONDARY_LIMIT_DEFAULT_WAIT
         return None
+
+
+def _note_rate_limit(headers: Mapping[str, str]) -> None:
+    """Keep GitHub's remaining calls (per resource: core, search, graphql...) for `/metrics`."""
+    remaining = headers.get("x-ratelimit-remaining")
+    if remaining is not None and remaining.isdigit():
+        metrics.GITHUB_RATE_REMAINING.labels(headers.get("x-ratelimit-resource") or "core").set(int(remaining))
 
 
 def _never_sent(exc: Exception) -> bool:

@@ -180,6 +180,18 @@ class JobStore:
                 pipe.zcard(_index_key(project_id, status))
             return {status.value: int(n) for status, n in zip(JobStatus, pipe.execute(), strict=True)}
 
+    def status_totals(self, project_ids: list[str]) -> dict[str, int]:
+        """How many jobs of all these projects are in each status (one round trip)."""
+        with self._redis.pipeline(transaction=False) as pipe:
+            for project_id in project_ids:
+                for status in JobStatus:
+                    pipe.zcard(_index_key(project_id, status))
+            found = pipe.execute()
+        totals = dict.fromkeys((status.value for status in JobStatus), 0)
+        for n, count in enumerate(found):
+            totals[list(JobStatus)[n % len(JobStatus)].value] += int(count)
+        return totals
+
     def has_pending(self, job_id: str) -> bool:
         """Whether any message of the job waits or runs."""
         return bool(self._redis.llen(pending_key(job_id)))

@@ -117,6 +117,10 @@ class ProjectStore:
             raise ProjectNotFound(f"no project {project_id}")
         return project
 
+    def ids(self) -> list[str]:
+        """Every project's id, oldest first."""
+        return [text(i) for i in self._redis.zrangebylex(_INDEX, "-", "+")]
+
     def all(self) -> list[Project]:
         """Every project, oldest first."""
         ids = [text(i) for i in self._redis.zrangebylex(_INDEX, "-", "+")]

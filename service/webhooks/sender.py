@@ -9,6 +9,7 @@ from functools import cached_property
 
 import requests
 
+from service import metrics
 from service.clock import iso, now, parse_iso
 from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.sealing import Sealer
@@ -66,6 +67,7 @@ class WebhookSender:
         if not manual and delivery.status is DeliveryStatus.SUCCEEDED:
             return None  # a re-send got it through meanwhile
         ok, status, error, latency_ms = self._send(endpoint, delivery)
+        metrics.WEBHOOK_DELIVERIES.labels(_result(ok, error)).inc()
         next_at = None
         if not ok and not manual:
             delay = retry_delay(attempt, self._retry_seconds)
@@ -99,6 +101,13 @@ class WebhookSender:
         if endpoint.sealed_previous and endpoint.previous_until and now() < parse_iso(endpoint.previous_until):
             sealed.append(endpoint.sealed_previous)
         return [s for s in (self._sealer.unseal(x) for x in sealed) if s]
+
+
+def _result(ok: bool, error: str | None) -> str:
+    """An attempt's `result` label: succeeded, refused (the address guard said no) or failed."""
+    if ok:
+        return "succeeded"
+    return "refused" if (error or "").startswith("refused:") else "failed"
 
 
 def _ms(started: float) -> int:
