@@ -233,15 +233,17 @@ def worker_name(raw: str, variable: str = "COPYDESK_WORKER_NAME") -> str:
 
 
 def _redis_url(raw: str) -> str:
-    """The URL as given, once redis-py could connect with it: redis://, rediss:// or unix://, a numeric port and
-    database."""
-    from redis.connection import parse_url
-
+    """The URL as given, once it has the form redis-py connects with: redis://, rediss:// or unix://, a numeric
+    port and database. Read with urllib, not redis-py: importing redis here would import ssl in gunicorn's master
+    before gevent patches its workers."""
     try:
-        parse_url(raw)
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
     except ValueError as exc:
         raise SettingsError(f"COPYDESK_REDIS_URL is not a Redis URL ({exc}): {_without_password(raw)!r}") from None
-    parts = urlsplit(raw)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise SettingsError("COPYDESK_REDIS_URL is not a Redis URL (redis://, rediss:// or unix:// expected): "
+                            f"{_without_password(raw)!r}")
     database = parts.path.strip("/")
     if parts.scheme != "unix" and (not parts.hostname or (database and not database.isdigit())):
         raise SettingsError("COPYDESK_REDIS_URL must look like redis://HOST:PORT/DB (DB a number), not "

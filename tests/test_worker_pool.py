@@ -16,7 +16,7 @@ from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.test_flow_models import PROVIDERS
 from tests.worker_processes import WorkerProcess, wait_until
 
-UPKEEP = "sweep, mirror upkeep and webhook fan-out running in process"
+UPKEEP = "sweep, mirror upkeep, webhook fan-out and delivery lanes running in process"
 
 
 @pytest.fixture
