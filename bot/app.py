@@ -7,12 +7,13 @@ from flask.json.provider import DefaultJSONProvider
 
 from bot import context, dashboard, headers
 from bot.github import registration, webhooks
-from service.api import problems
+from service.api import durable_writes, problems
 from service.api.openapi import openapi_document
 from service.api.routes import bp as agent_api
 from service.api.streams import StreamSlots
 from service.api.webhook_routes import bp as webhooks_api
 from service.preflight import FirstContactChecks, RedisRefused, Status
+from service.replication import NotWritable
 from service.settings import Settings
 
 
@@ -64,12 +65,17 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
         try:
             ctx.services.redis.ping()
             redis_settings.require()
+            # A replica, or a primary short of replicas, would fail every write: no traffic for this process.
+            ctx.services.durability.writable()
         except redis.RedisError:
             return problems.problem("unavailable", "Redis is not reachable")
         except RedisRefused as refused:
             return problems.problem("redis_evicts_keys", _refusal(refused))
+        except NotWritable as refusal:
+            return problems.problem("unavailable", str(refusal))
         return jsonify({"status": "ready"})
 
+    durable_writes.register(app, ctx.services.durability)  # last: it must run before the other after-request hooks
     return app
 
 

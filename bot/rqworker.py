@@ -9,11 +9,13 @@ import time
 
 import redis
 import rq
+from rq.exceptions import StopRequested
 
 from bot.context import Context, run_job_id
 from service.agent.loop import time_limit_failure
 from service.errors import RunFailed
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
+from service.replication import NotWritable
 from service.runstop import INTERRUPT_SIGNAL
 from service.store.jobs import RunOutcome
 
@@ -38,6 +40,16 @@ class CopydeskWorker(rq.Worker):
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
+        self.refusal: NotWritable | None = None  # why it stopped taking work: Redis takes no writes
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        # A node that takes no writes would fail every run handed out: take none, and let `run_worker` wait.
+        try:
+            self._ctx.services.durability.writable()
+        except NotWritable as refusal:
+            self.refusal = refusal
+            raise StopRequested() from None
+        return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
 
     # -- the work horse ------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
+from service.replication import NotWritable
 from service.webhooks.fanout import Fanout
 from service.webhooks.queue import webhooks_queue_name
 from service.workspace.git import GitError
@@ -97,7 +98,8 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
     until the queues are empty). RQ takes from the first non-empty queue, and runs are long.
     A Redis outage never ends it: it backs off, reconnects and carries on. Before it takes any work, Redis's
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
-    policy evicts keys."""
+    policy evicts keys. While the node takes no writes (a replica, or a primary short of replicas) it takes no
+    work and says why once; with `burst` it raises NotWritable instead."""
     stop = threading.Event()
     redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
@@ -108,6 +110,7 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                 worker = None
                 try:
                     redis_settings.require()
+                    ctx.services.durability.writable()
                     if not burst and not started:
                         _start_background(ctx, stop)
                         started = True
@@ -117,6 +120,12 @@ def run_worker(ctx: Context, *, burst: bool = False) -> bool:
                     sweep_once(ctx)
                     # The scheduler moves webhook retries (enqueue_in) onto their queue when they are due.
                     worked = worker.work(burst=burst, with_scheduler=True, logging_level="INFO") or worked
+                    if worker.refusal is not None:
+                        raise worker.refusal
+                except NotWritable as refusal:
+                    if burst:
+                        raise
+                    log.warning("worker: taking no work until Redis takes writes again: %s", refusal)
                 except redis.RedisError:
                     log.warning("worker: Redis unreachable", exc_info=True)
                 if (worker is not None and worker.shutting_down) or (burst and _reachable(ctx)):
@@ -141,8 +150,17 @@ def _reachable(ctx: Context) -> bool:
         return False
 
 
+def _writable(ctx: Context) -> bool:
+    try:
+        ctx.services.durability.writable()
+        return True
+    except (redis.RedisError, NotWritable):
+        return False
+
+
 def _wait_for_redis(ctx: Context) -> bool:
-    """Back off until Redis answers; True if a stop signal came meanwhile (then the worker exits)."""
+    """Back off until Redis answers and takes writes; True if a stop signal came meanwhile (then the worker
+    exits)."""
     stopping = threading.Event()
     in_main = threading.current_thread() is threading.main_thread()
     signals = (signal.SIGTERM, signal.SIGINT) if in_main else ()
@@ -151,8 +169,8 @@ def _wait_for_redis(ctx: Context) -> bool:
         for delay in _backoff():
             if stopping.wait(delay):
                 return True
-            if _reachable(ctx):
-                log.info("worker: Redis is reachable again; resuming")
+            if _writable(ctx):
+                log.info("worker: Redis is reachable and takes writes again; resuming")
                 return False
     finally:
         for sig, handler in handlers.items():

@@ -84,6 +84,14 @@ class StreamsBusy(ServiceError):
     code = "unavailable"
 
 
+class WriteNotReplicated(ServiceError):
+    """Fewer replicas than COPYDESK_REDIS_MIN_REPLICAS confirmed a write in time: it must not be answered as done
+    (a failover now could lose it)."""
+
+    code = "unavailable"
+    retry_after = 5
+
+
 class KeyNotFound(ServiceError):
     code = "key_not_found"
 

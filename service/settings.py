@@ -14,6 +14,9 @@ class SettingsError(ValueError):
 @dataclass(frozen=True)
 class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
+    # A write is answered as done only once this many replicas hold it (Redis WAIT), within the wait below.
+    redis_min_replicas: int = 0
+    redis_replica_wait_ms: int = 1000
     data_dir: Path = field(default_factory=lambda: Path.home() / ".local" / "share" / "copydesk")
     base_url: str = "http://127.0.0.1:8000"
     model: str = "scripted:demo"
@@ -94,6 +97,8 @@ class Settings:
         model = env.get("COPYDESK_MODEL") or default_model(env)
         return cls(
             redis_url=env.get("COPYDESK_REDIS_URL") or defaults.redis_url,
+            redis_min_replicas=_count(env, "COPYDESK_REDIS_MIN_REPLICAS", defaults.redis_min_replicas),
+            redis_replica_wait_ms=_int(env, "COPYDESK_REDIS_REPLICA_WAIT_MS", defaults.redis_replica_wait_ms),
             data_dir=Path(env["COPYDESK_DATA_DIR"]).expanduser() if env.get("COPYDESK_DATA_DIR") else defaults.data_dir,
             base_url=(env.get("COPYDESK_BASE_URL") or defaults.base_url).rstrip("/"),
             model=model,
@@ -177,6 +182,16 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise SettingsError(f"{name} must be positive, not {value}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number that may be 0."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise SettingsError(f"{name} must be a whole number, 0 or more, not {raw!r}")
+    return int(raw)
 
 
 def _fault_points(raw: str) -> frozenset[str]:

@@ -1,0 +1,155 @@
+"""Copydesk on a Sentinel-managed Redis: the URL form, a client that follows a failover by itself, writes confirmed
+by replicas, and readiness, doctor and worker telling the truth about a node that takes no writes."""
+
+import subprocess
+import sys
+
+import pytest
+import redis
+
+from bot import context
+from bot.app import create_app
+from bot.doctor import doctor
+from service import redisconn
+from service.errors import WriteNotReplicated
+from service.redisconn import RedisUrlError, parse_sentinel_url
+from service.replication import Durability, NotWritable
+from service.settings import Settings
+from tests.harness import wait_until
+from tests.redis_servers import SERVICE, SentinelGroup
+
+
+def test_a_sentinel_url_names_its_sentinels_service_database_credentials_and_tls():
+    parsed = parse_sentinel_url("rediss+sentinel://app:p%40ss@10.0.0.1:26379,[::1]:26380,sentinel-c/copydesk/3"
+                                "?sentinel_password=s3cret&ssl_ca_certs=/etc/ca.pem")
+    assert parsed.sentinels == (("10.0.0.1", 26379), ("::1", 26380), ("sentinel-c", 26379))
+    assert (parsed.service, parsed.db, parsed.username, parsed.password) == ("copydesk", 3, "app", "p@ss")
+    assert parsed.sentinel_password == "s3cret" and parsed.sentinel_username is None
+    assert parsed.tls and parsed.tls_options == (("ssl_ca_certs", "/etc/ca.pem"),)
+    assert "p@ss" not in repr(parsed) and "s3cret" not in repr(parsed)
+    plain = parse_sentinel_url("redis+sentinel://h:1/svc")
+    assert (plain.db, plain.tls, plain.password) == (0, False, None)
+    assert parse_sentinel_url("redis+sentinel://h:1/svc?ssl=true").tls
+
+
+@pytest.mark.parametrize("url, says", [
+    ("redis+sentinel://h:26379", "names its service"),
+    ("redis+sentinel://h:26379/svc/0/extra", "names its service"),
+    ("redis+sentinel://h:26379/svc/zero", "database must be a number"),
+    ("redis+sentinel://h:port/svc", "is not host:port"),
+    ("redis+sentinel://h:1,,h:2/svc", "at least one host:port"),
+    ("redis+sentinel://h:1/svc?sentinel_pasword=x", "unknown option"),
+    ("redis+sentinel://h:1/svc?ssl_ca_certs=/ca.pem", r"TLS options need rediss\+sentinel://"),
+    ("redis+sentinel://h:1/svc?ssl=maybe", "ssl must be true or false"),
+])
+def test_a_bad_sentinel_url_is_refused_with_what_is_wrong_and_never_the_password(url, says):
+    with pytest.raises(RedisUrlError, match=says) as refused:
+        redisconn.client(url.replace("://", "://user:hunter2@"))
+    assert "hunter2" not in str(refused.value)
+
+
+def test_a_plain_url_still_gives_a_plain_client(redis_url):
+    client = redisconn.client(redis_url)
+    assert client.ping() and redisconn.sentinel_of(client) is None
+    with pytest.raises(RedisUrlError, match="COPYDESK_REDIS_URL"):
+        redisconn.client("http://127.0.0.1:6379/0")
+
+
+def test_the_cli_refuses_a_bad_url_in_one_line(monkeypatch, capsys):
+    from bot.cli import main
+
+    monkeypatch.setenv("COPYDESK_REDIS_URL", "redis+sentinel://h:26379")
+    assert main(["project", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("copydesk: error: COPYDESK_REDIS_URL") and err.count("\n") == 1
+
+
+@pytest.fixture
+def group(tmp_path):
+    with SentinelGroup(tmp_path / "redis") as running:
+        yield running
+
+
+def test_a_client_on_the_sentinel_url_follows_a_failover_and_its_writes_are_confirmed_by_the_replica(group):
+    client = redisconn.client(group.url(), socket_timeout=5)
+    durability = Durability(client, min_replicas=1, wait_ms=2000)
+    client.set("before", "1")
+    durability.confirm()
+    old, new = group.primary, group.replicas[0]
+    assert redisconn.address(client).startswith(old.address)
+    with group.sentinels[0].client() as sentinel:
+        sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
+    wait_until(lambda: group.master_port() == new.port, 30, "Sentinel to name the new primary", interval=0.1)
+    # The same client goes on by itself: its connections to the demoted primary are refused and dropped.
+    wait_until(lambda: _wrote(client, "after"), 40, "a write to succeed on the new primary", interval=0.1)
+    assert redisconn.address(client).startswith(new.address)
+    group.wait_until_known(new.port)
+    durability.confirm()
+    durability.writable()
+    with old.client() as demoted:
+        assert demoted.get("before") == b"1" and demoted.get("after") == b"1"
+        with pytest.raises(redis.ReadOnlyError):
+            demoted.set("stray", "1")
+
+
+def test_with_its_replica_gone_a_write_is_not_confirmed_and_the_primary_refuses_more(group):
+    client = redisconn.client(group.url(), socket_timeout=5)
+    durability = Durability(client, min_replicas=1, wait_ms=300)
+    group.replicas[0].kill()
+    with group.primary.client() as primary:
+        # The primary counts its replica as gone once the replica's last acknowledgement is older than the max lag.
+        primary.config_set("min-replicas-max-lag", "1")
+        wait_until(lambda: primary.info("replication")["connected_slaves"] == 0, 20, "the replica link to drop")
+        with pytest.raises(NotWritable, match="min-replicas-to-write is 1"):
+            durability.writable()
+        # The primary refuses the write itself (min-replicas-to-write): to the client, an outage.
+        with pytest.raises(redis.ConnectionError, match="NOREPLICAS"):
+            durability.confirm()
+        # Without min-replicas-to-write the write is taken, but WAIT does not see it on a replica: not confirmed.
+        primary.config_set("min-replicas-to-write", "0")
+        with pytest.raises(WriteNotReplicated, match="0 of the 1"):
+            durability.confirm()
+        with pytest.raises(NotWritable, match="0 replica\\(s\\) online; COPYDESK_REDIS_MIN_REPLICAS needs 1"):
+            durability.writable()
+    assert Durability(client, min_replicas=0, wait_ms=300).confirm() is None  # 0: nothing waits, as before
+
+
+def test_readyz_doctor_and_a_burst_worker_refuse_a_replica(group, tmp_path, monkeypatch, capsys):
+    # A plain URL that points at the replica: what an operator who hand-edits the URL after a failover gets.
+    url = f"redis://{group.replicas[0].address}/0"
+    settings = Settings(redis_url=url, data_dir=tmp_path / "data")
+    ctx = context.build(settings)
+    client = create_app(settings, ctx).test_client()
+    response = client.get("/readyz")
+    assert response.status_code == 503 and "read-only slave" in response.json["detail"]
+    assert response.headers["Retry-After"]
+    assert doctor(ctx, as_json=False) == 2
+    out = capsys.readouterr().out
+    assert "redis role" in out and "error" in out and "not a primary" in out
+    worker = subprocess.run([sys.executable, "-m", "bot.cli", "worker", "--burst"], capture_output=True, text=True,
+                            timeout=60, env={**_env(), "COPYDESK_REDIS_URL": url,
+                                             "COPYDESK_DATA_DIR": str(tmp_path / "data")})
+    assert worker.returncode == 2
+    lines = [line for line in worker.stderr.splitlines() if line.startswith("copydesk worker: error")]
+    assert lines == [lines[0]] and "takes no writes" in lines[0] and "Traceback" not in worker.stderr, worker.stderr
+    # On the Sentinel URL the same process finds the primary: ready, and doctor shows the sentinels' view.
+    sentinel_settings = Settings(redis_url=group.url(), data_dir=tmp_path / "data", redis_min_replicas=1)
+    sentinel_ctx = context.build(sentinel_settings)
+    assert create_app(sentinel_settings, sentinel_ctx).test_client().get("/readyz").status_code == 200
+    assert doctor(sentinel_ctx, as_json=True) == 0
+    out = capsys.readouterr().out
+    assert '"redis sentinel"' in out and f"primary {group.primary.address}" in out and "1 replica(s) online" in out
+
+
+def _wrote(client: redis.Redis, key: str) -> bool:
+    try:
+        return bool(client.set(key, "1"))
+    except redis.RedisError:
+        return False
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("COPYDESK_")}
+
