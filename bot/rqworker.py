@@ -30,6 +30,10 @@ _PR_SET_PDEATHSIG = 1
 class CopydeskWorker(rq.Worker):
     """An RQ worker whose monitoring loop also looks after the lease of the run its work horse holds."""
 
+    # RQ's dequeue waits this long at most between attempts while Redis is unreachable (its own default, 60 s,
+    # would leave a worker idle for up to a minute after a Sentinel failover that took seconds).
+    max_connection_wait_time = 5.0
+
     def __init__(self, queues, *, ctx: Context, **kwargs) -> None:
         settings = ctx.settings
         # The monitoring loop wakes this often to renew the horse's lease and check the deadline and the grace.

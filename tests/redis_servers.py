@@ -77,7 +77,7 @@ class RedisNode:
         return f"127.0.0.1:{self.port}"
 
     def client(self, **options) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=5, **options)
+        return redis.Redis(port=self.port, **{"socket_timeout": 5, **options})
 
     def start(self) -> "RedisNode":
         binary = shutil.which("redis-server")
