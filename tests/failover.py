@@ -22,7 +22,7 @@ from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
 
 _TAG = re.compile(r"failover:((?:c\d+j|p)\d+m\d+)")
-PROBE_EVERY_SECONDS = 1.0
+PROBE_EVERY_SECONDS = 1.5
 
 
 @dataclass
@@ -70,9 +70,9 @@ class FailoverRig:
     follow-up to each once its first round ended."""
 
     def __init__(self, workdir: Path, *, min_replicas: int = 1, workers: int = 2, clients: int = 2,
-                 model_delay: float = 0.4) -> None:
+                 model_delay: float = 0.4, replicas: int = 1) -> None:
         self.dir = workdir
-        self.group = SentinelGroup(workdir / "redis")
+        self.group = SentinelGroup(workdir / "redis", replicas=replicas)
         self.model = ModelStandIn().respond(self._model_turn)
         self.min_replicas = min_replicas
         self.model_delay = model_delay
@@ -306,7 +306,7 @@ class FailoverRig:
 
     # -- the checks ---------------------------------------------------------------------------
 
-    def settle_and_check(self, timeout: float = 60) -> FailoverReport:
+    def settle_and_check(self, timeout: float = 90) -> FailoverReport:
         """Stop the clients, let every accepted message end, then look at what the API and git show."""
         self.stop_traffic()
         session = requests.Session()

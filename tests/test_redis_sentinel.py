@@ -153,3 +153,35 @@ def _env() -> dict[str, str]:
 
     return {k: v for k, v in os.environ.items() if not k.startswith("COPYDESK_")}
 
+
+
+def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demoted_primary_from_writing(tmp_path):
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from service.preflight import Status, redis_checks
+    from tests.redis_servers import RedisNode
+
+    services = yaml.safe_load((Path(__file__).resolve().parent.parent / "docker-compose.ha.yml").read_text())["services"]
+    sentinels = sorted(name for name in services if name.startswith("sentinel-"))
+    assert len(sentinels) == 3
+    monitored = re.search(r"sentinel monitor (\S+) (\S+) 6379 (\d)", services["sentinel-1"]["command"][2])
+    assert monitored and monitored[2] == "redis-a" and int(monitored[3]) == 2  # a majority of three
+    for name in ("web", "worker"):
+        url = parse_sentinel_url(services[name]["environment"]["COPYDESK_REDIS_URL"])
+        assert sorted(host for host, _port in url.sentinels) == sentinels and url.service == monitored[1]
+        assert services[name]["environment"]["COPYDESK_REDIS_MIN_REPLICAS"] == "1"
+    assert "/readyz" in services["web"]["healthcheck"]["test"][-1]
+    # The data nodes' settings, run on a real redis-server: no eviction, persistence, and no write without a replica.
+    command = services["redis-a"]["command"]
+    assert command[0] == "redis-server" and services["redis-b"]["command"][:len(command)] == command[:-1] + ["redis-b"]
+    node = RedisNode(tmp_path / "node", *command[1:]).start()
+    try:
+        with node.client() as client:
+            assert all(check.status is Status.OK for check in redis_checks(client, allow_eviction=False))
+            with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
+                client.set("alone", "1")
+    finally:
+        node.stop()
