@@ -114,6 +114,35 @@ def test_with_its_replica_gone_a_write_is_not_confirmed_and_the_primary_refuses_
     assert Durability(client, min_replicas=0, wait_ms=300).confirm() is None  # 0: nothing waits, as before
 
 
+def test_a_write_its_replicas_do_not_confirm_is_answered_503_never_a_success(group, tmp_path, make_repo):
+    from tests.conftest import DOCS
+
+    settings = Settings(redis_url=group.url(), data_dir=tmp_path / "data", redis_min_replicas=1,
+                        redis_replica_wait_ms=300)
+    ctx = context.build(settings)
+    project = ctx.local.register(ctx.services.projects, path=make_repo(DOCS), ref="main")
+    _key, key = ctx.services.keys.create(account="local", name="t")
+    api = create_app(settings, ctx).test_client()
+    headers = {"Authorization": f"Bearer {key}"}
+    created = api.post(f"/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers)
+    assert created.status_code == 201
+    group.replicas[0].kill()
+    with group.primary.client() as primary:
+        primary.config_set("min-replicas-to-write", "0")  # the write is taken; only WAIT can tell it is not safe
+        wait_until(lambda: primary.info("replication")["connected_slaves"] == 0, 20, "the replica link to drop")
+    for method, path, body in (("POST", f"/v2/agent/{project.id}/job", {"prompt": "Another"}),
+                               ("POST", f"/v2/agent/{project.id}/job/{created.json['id']}/message",
+                                {"prompt": "More"})):
+        refused = api.open(path, method=method, json=body, headers=headers)
+        assert refused.status_code == 503 and refused.json["code"] == "unavailable", refused.json
+        assert "0 of the 1" in refused.json["detail"] and refused.headers["Retry-After"]
+    # Reads are not held up, and with MIN_REPLICAS 0 the same write is answered as before.
+    assert api.get(f"/v2/agent/{project.id}/job/{created.json['id']}", headers=headers).status_code == 200
+    single = settings.with_overrides(redis_min_replicas=0)
+    assert create_app(single, context.build(single)).test_client().post(
+        f"/v2/agent/{project.id}/job", json={"prompt": "Single"}, headers=headers).status_code == 201
+
+
 def test_readyz_doctor_and_a_burst_worker_refuse_a_replica(group, tmp_path, monkeypatch, capsys):
     # A plain URL that points at the replica: what an operator who hand-edits the URL after a failover gets.
     url = f"redis://{group.replicas[0].address}/0"
