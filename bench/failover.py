@@ -1,7 +1,8 @@
 """Measures what Redis high availability costs and buys: a Sentinel failover under load as clients see it, and
 the latency of a create with COPYDESK_REDIS_MIN_REPLICAS 0 and 1.
 
-Run by hand: `.venv/bin/python bench/failover.py [--creates 300] [--replicas 1] [--fault failover|kill]`.
+Run by hand: `.venv/bin/python bench/failover.py [--creates 300] [--replicas 1] [--min-replicas N]
+[--fault failover|kill]`.
 Prints the failover duration as clients see it (the first write answered 503 to the first write answered 2xx
 after it), the writes acknowledged and those present afterwards, and the median and p99 create latency with
 MIN_REPLICAS 0 and 1 (and their ratio), all on loopback: a primary, `--replicas` replicas and one sentinel.
@@ -25,9 +26,9 @@ from tests.failover import FailoverRig  # noqa: E402
 from tests.redis_servers import SentinelGroup  # noqa: E402
 
 
-def failover(workdir: Path, *, replicas: int, fault: str) -> str:
+def failover(workdir: Path, *, replicas: int, min_replicas: int, fault: str) -> str:
     """One failover under load; the rig's figures."""
-    with FailoverRig(workdir, min_replicas=1, replicas=replicas) as rig:
+    with FailoverRig(workdir, min_replicas=min_replicas, replicas=replicas) as rig:
         rig.start_traffic()
         rig.wait_for_pushes(2)
         failed_at = time.monotonic()
@@ -66,7 +67,9 @@ def create_latency(workdir: Path, *, replicas: int, creates: int) -> dict[int, l
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--creates", type=int, default=300, help="creates per MIN_REPLICAS setting")
-    parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument("--replicas", type=int, default=1, help="replicas (each node's min-replicas-to-write)")
+    parser.add_argument("--min-replicas", type=int, default=None,
+                        help="COPYDESK_REDIS_MIN_REPLICAS during the failover (default: --replicas)")
     parser.add_argument("--fault", choices=("failover", "kill"), default="failover",
                         help="SENTINEL FAILOVER, or SIGKILL the primary (restarted once the replica is promoted)")
     args = parser.parse_args()
@@ -80,8 +83,9 @@ def main() -> None:
     print(f"ratio MIN_REPLICAS 1 / 0: {medians[1] / medians[0]:.2f}x "
           f"(+{(medians[1] - medians[0]) * 1000:.2f} ms per write)")
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"{args.fault} with {args.replicas} replica(s), MIN_REPLICAS 1:")
-        print(failover(Path(tmp) / "failover", replicas=args.replicas, fault=args.fault))
+        min_replicas = args.replicas if args.min_replicas is None else args.min_replicas
+        print(f"{args.fault} with {args.replicas} replica(s), MIN_REPLICAS {min_replicas}:")
+        print(failover(Path(tmp) / "failover", replicas=args.replicas, min_replicas=min_replicas, fault=args.fault))
 
 
 if __name__ == "__main__":

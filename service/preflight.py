@@ -103,8 +103,16 @@ def _role_check(state: ReplicationState, min_replicas: int) -> Check:
         return Check("redis role", Status.ERROR, f"{refusal}; replicas: {replicas}",
                      "point COPYDESK_REDIS_URL at the primary (a redis+sentinel:// URL follows failovers), or bring "
                      "its replicas back")
-    return Check("redis role", Status.OK, f"primary with {state.online} replica(s) online ({replicas}); writes wait "
-                                          f"for {min_replicas} (COPYDESK_REDIS_MIN_REPLICAS)")
+    detail = (f"primary with {state.online} replica(s) online ({replicas}); writes wait for {min_replicas} "
+              f"(COPYDESK_REDIS_MIN_REPLICAS), min-replicas-to-write is {state.replicas_to_write}")
+    if state.replicas and min(min_replicas, state.replicas_to_write) < len(state.replicas):
+        # Sentinel may promote a replica that lacks a write the others confirmed, and a demoted primary keeps
+        # taking writes through the replicas that still follow it until Sentinel moves them.
+        return Check("redis role", Status.WARNING, detail + ": a failover may lose writes that fewer than all "
+                                                            "replicas confirmed",
+                     f"set COPYDESK_REDIS_MIN_REPLICAS and min-replicas-to-write to {len(state.replicas)}, the "
+                     "number of replicas (see the README, \"High availability\")")
+    return Check("redis role", Status.OK, detail)
 
 
 def _sentinel_check(sentinel, service: str) -> Check:

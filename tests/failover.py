@@ -255,7 +255,8 @@ class FailoverRig:
                     info = client.info("replication")
             except redis.RedisError:
                 continue
-            if info.get("role") == "master" and int(info.get("min_slaves_good_slaves", 1)) >= 1:
+            needed = len(self.group.replicas)
+            if info.get("role") == "master" and int(info.get("min_slaves_good_slaves", needed)) >= needed:
                 return node.port
         return None
 

@@ -52,10 +52,14 @@ def running_redis(workdir: Path, *args: str, port: int | None = None) -> Iterato
             proc.wait()
 
 
-# A primary's settings in a Sentinel group: it takes no write it could not hand to a replica, so a demoted primary
-# refuses writes at once (its replica left it) instead of taking writes a resync will discard.
-HA_NODE = ("--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction",
-           "--min-replicas-to-write", "1", "--min-replicas-max-lag", "10")
+
+
+def ha_node(replicas: int = 1) -> tuple[str, ...]:
+    """A data node's settings in a Sentinel group of `replicas` replicas: it takes no write it could not hand to
+    every replica, so a demoted primary refuses writes at once (the promoted replica left it) instead of taking
+    writes a resync will discard."""
+    return ("--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction",
+            "--min-replicas-to-write", str(replicas), "--min-replicas-max-lag", "10")
 SERVICE = "copydesk"
 
 
@@ -125,11 +129,12 @@ class RedisNode:
 
 
 class SentinelGroup:
-    """A primary, `replicas` replicas and `sentinels` sentinels on loopback (each redis-server with HA_NODE
-    unless `node_args` says otherwise); `url` is the Sentinel URL Copydesk takes."""
+    """A primary, `replicas` replicas and `sentinels` sentinels on loopback (each redis-server with `ha_node`'s
+    settings unless `node_args` says otherwise); `url` is the Sentinel URL Copydesk takes."""
 
     def __init__(self, workdir: Path, *, replicas: int = 1, sentinels: int = 1,
-                 node_args: tuple[str, ...] = HA_NODE) -> None:
+                 node_args: tuple[str, ...] | None = None) -> None:
+        node_args = ha_node(replicas) if node_args is None else node_args
         self.primary = RedisNode(workdir / "node0", *node_args)
         self.replicas = [RedisNode(workdir / f"node{n + 1}", *node_args, "--replicaof", "127.0.0.1",
                                    str(self.primary.port)) for n in range(replicas)]
