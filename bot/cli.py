@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc) or exc.__class__.__name__)
     except redis.ConnectionError as exc:
         return _fail(f"cannot reach Redis ({exc}); set COPYDESK_REDIS_URL or start redis-server")
+    except redis.ResponseError as exc:  # READONLY (a replica), NOREPLICAS (a primary short of replicas)
+        return _fail(f"Redis refused the command: {exc}; `copydesk doctor` says why")
 
 
 def _fail(text: str) -> int:

@@ -214,3 +214,25 @@ def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demote
                 client.set("alone", "1")
     finally:
         node.stop()
+
+
+def test_a_cli_write_on_a_replica_or_unconfirmed_fails_in_one_line_and_prints_no_result(group, tmp_path, monkeypatch,
+                                                                                         capsys):
+    from bot.cli import main
+
+    monkeypatch.setenv("COPYDESK_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("COPYDESK_REDIS_URL", f"redis://{group.replicas[0].address}/0")
+    assert main(["key", "create", "--account", "local"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Redis refused the command: You can't write" in err
+    # On the Sentinel URL, with the replica gone: the key may be stored, but it is not shown as created.
+    group.replicas[0].kill()
+    with group.primary.client() as primary:
+        primary.config_set("min-replicas-to-write", "0")
+        wait_until(lambda: primary.info("replication")["connected_slaves"] == 0, 20, "the replica link to drop")
+    monkeypatch.setenv("COPYDESK_REDIS_URL", group.url())
+    monkeypatch.setenv("COPYDESK_REDIS_MIN_REPLICAS", "1")
+    monkeypatch.setenv("COPYDESK_REDIS_REPLICA_WAIT_MS", "200")
+    assert main(["key", "create", "--account", "local"]) == 2
+    out, err = capsys.readouterr()
+    assert "cdk_" not in out and "0 of the 1 Redis replica(s)" in err and err.count("\n") == 1
