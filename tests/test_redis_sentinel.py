@@ -55,7 +55,19 @@ def test_a_plain_url_still_gives_a_plain_client(redis_url):
         redisconn.client("http://127.0.0.1:6379/0")
 
 
-def test_the_cli_refuses_a_bad_url_in_one_line(monkeypatch, capsys):
+@pytest.fixture
+def own_logging():
+    """`main` points the root logger at the stderr of the moment (capsys's): give the next tests theirs back."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_the_cli_refuses_a_bad_url_in_one_line(monkeypatch, capsys, own_logging):
     from bot.cli import main
 
     monkeypatch.setenv("COPYDESK_REDIS_URL", "redis+sentinel://h:26379")
@@ -217,7 +229,7 @@ def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demote
 
 
 def test_a_cli_write_on_a_replica_or_unconfirmed_fails_in_one_line_and_prints_no_result(group, tmp_path, monkeypatch,
-                                                                                         capsys):
+                                                                                         capsys, own_logging):
     from bot.cli import main
 
     monkeypatch.setenv("COPYDESK_DATA_DIR", str(tmp_path / "data"))
