@@ -10,6 +10,7 @@ from pathlib import Path
 
 import redis
 import requests
+import rq
 
 from bot import context
 from service import describe
@@ -354,9 +355,28 @@ class FailoverRig:
                 if commits > 1:
                     report.duplicates.append((job_id, tag, commits))
                 if message["status"] in ("queued", "running"):
-                    report.stuck.append((job_id, tag, message["status"]))
+                    report.stuck.append((job_id, tag, message["status"], self._run_record(job_id)))
                 elif message.get("error"):
                     report.failed.append((job_id, tag, message["error"]))
+
+    def _run_record(self, job_id: str) -> str:
+        """For a stuck message, where its run is as RQ tells it (only to say why; the checks read the API)."""
+        from rq.job import Job as RqJob
+
+        from service import redisconn
+
+        client = redisconn.client(self.group.url(), socket_timeout=5)
+        try:
+            rq_id = client.get(f"cd:job:{job_id}:rq")
+            if rq_id is None:
+                return "no RQ job"
+            queued = any(rq_id.decode() in queue.job_ids for queue in rq.Queue.all(connection=client))
+            status = RqJob.fetch(rq_id.decode(), connection=client).get_status()
+            return f"RQ job {rq_id.decode()} {status}, {'in' if queued else 'in no'} queue"
+        except Exception as exc:  # noqa: BLE001 - a diagnosis must not hide the finding it explains
+            return f"RQ record unreadable: {exc}"
+        finally:
+            client.close()
 
     def _trailer_count(self, branch: str, message_id: str) -> int:
         return len(Git().out("log", "--format=%H", "--fixed-strings",
