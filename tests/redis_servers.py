@@ -99,7 +99,8 @@ class RedisNode:
                                   f"sentinel failover-timeout {SERVICE} 4000\n")
             argv = [binary, str(config), "--sentinel", "--port", str(self.port), "--bind", "127.0.0.1",
                     "--dir", str(self.workdir)]
-        self.proc = subprocess.Popen(argv, stdout=open(self.workdir / "log", "ab"), stderr=subprocess.STDOUT)
+        with open(self.workdir / "log", "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         client = self.client()
         deadline = time.monotonic() + 20
         try:
