@@ -8,12 +8,13 @@ from flask.json.provider import DefaultJSONProvider
 from bot import context, dashboard, headers, metrics_route
 from bot.door_limits import DoorLimits
 from bot.github import registration, webhooks
-from service.api import problems
+from service.api import durable_writes, problems
 from service.api.openapi import openapi_document
 from service.api.routes import bp as agent_api
 from service.api.streams import StreamSlots
 from service.api.webhook_routes import bp as webhooks_api
 from service.preflight import FirstContactChecks, RedisRefused, Status
+from service.replication import NotWritable
 from service.settings import Settings
 from service.store import schema
 
@@ -73,14 +74,19 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
             ctx.services.redis.ping()
             redis_settings.require()
             schema.require_current(ctx.services.redis)
+            # A replica, or a primary short of replicas, would fail every write: no traffic for this process.
+            ctx.services.durability.writable()
         except redis.RedisError:
             return problems.problem("unavailable", "Redis is not reachable")
         except RedisRefused as refused:
             return problems.problem("redis_evicts_keys", _refusal(refused))
         except schema.SchemaMismatch as mismatch:
             return problems.problem("schema_mismatch", str(mismatch))
+        except NotWritable as refusal:
+            return problems.problem("unavailable", str(refusal))
         return jsonify({"status": "ready"})
 
+    durable_writes.register(app, ctx.services.durability)  # last: it must run before the other after-request hooks
     return app
 
 

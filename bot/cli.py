@@ -1,6 +1,8 @@
 """The `copydesk` command: projects, API keys, the web server, the worker, the doctor and the demo."""
 
 import argparse
+import contextlib
+import io
 import json
 import signal
 import sys
@@ -23,11 +25,20 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings.from_env()
         context.github_settings(settings)  # a malformed GitHub App setting stops every command here too
         logs.configure(settings.log_json)
-        return args.handler(args, settings) or 0
+        if not getattr(args, "writes", False):
+            return args.handler(args, settings) or 0
+        # A write command says it is done only once the replicas hold its writes (COPYDESK_REDIS_MIN_REPLICAS).
+        with contextlib.redirect_stdout(io.StringIO()) as output:
+            code = args.handler(args, settings) or 0
+        context.build(settings).services.durability.confirm()
+        sys.stdout.write(output.getvalue())
+        return code
     except (ServiceError, CodeHostError, SettingsError) as exc:
         return _fail(str(exc) or exc.__class__.__name__)
     except redis.ConnectionError as exc:
         return _fail(f"cannot reach Redis ({exc}); set COPYDESK_REDIS_URL or start redis-server")
+    except redis.ResponseError as exc:  # READONLY (a replica), NOREPLICAS (a primary short of replicas)
+        return _fail(f"Redis refused the command: {exc}; `copydesk doctor` says why")
 
 
 def _fail(text: str) -> int:
@@ -193,6 +204,7 @@ def _worker(args, settings: Settings) -> int:
     from bot.doctor import report, startup_checks
     from bot.worker import run_worker
     from service.preflight import RedisRefused
+    from service.replication import NotWritable
 
     if args.name:
         settings = settings.with_overrides(worker_name=worker_name(args.name, "--name"))
@@ -225,6 +237,9 @@ def _worker(args, settings: Settings) -> int:
         return 2
     except SchemaMismatch as mismatch:  # the same, for the data's schema version
         print(f"copydesk worker: not starting: {mismatch}", file=sys.stderr)
+        return 2
+    except NotWritable as refusal:  # --burst only: a long-running worker waits for a writable primary
+        print(f"copydesk worker: error: Redis takes no writes: {refusal}", file=sys.stderr)
         return 2
     return 0
 
@@ -305,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--docs-root", help="folder of the docs inside the repository")
     add.add_argument("--account", default="local", help="account that owns the project (default: local)")
     add.add_argument("--json", action="store_true", help="print one JSON object")
-    add.set_defaults(handler=_project_add)
+    add.set_defaults(handler=_project_add, writes=True)
     listing = project.add_parser("list", help="list projects with their ids")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_project_list)
@@ -314,7 +329,7 @@ def _parser() -> argparse.ArgumentParser:
         switch = project.add_parser(action, help=text)
         switch.add_argument("id", help="project id")
         switch.add_argument("--json", action="store_true")
-        switch.set_defaults(handler=_project_switch)
+        switch.set_defaults(handler=_project_switch, writes=True)
 
     job = sub.add_parser("job", help="delete jobs").add_subparsers(dest="action", required=True)
     job_delete = job.add_parser("delete", help="delete a job that is not active: its prompts, conversation and "
@@ -336,11 +351,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="the code host of the account's projects; the key works on no other (default: local "
                              "for `local` and accounts with local projects, else github)")
     create.add_argument("--json", action="store_true")
-    create.set_defaults(handler=_key_create)
+    create.set_defaults(handler=_key_create, writes=True)
     revoke = key.add_parser("revoke", help="revoke an API key by id")
     revoke.add_argument("id")
     revoke.add_argument("--json", action="store_true")
-    revoke.set_defaults(handler=_key_revoke)
+    revoke.set_defaults(handler=_key_revoke, writes=True)
     keys = key.add_parser("list", help="list API keys (never their secrets)")
     keys.add_argument("--account", help="only this account's keys")
     keys.add_argument("--json", action="store_true")
@@ -354,12 +369,12 @@ def _parser() -> argparse.ArgumentParser:
         dest="action", required=True)
     login_link = dashboard.add_parser("login-link", help="print a one-time dashboard sign-in link for the operator")
     login_link.add_argument("--json", action="store_true")
-    login_link.set_defaults(handler=_dashboard_login_link)
+    login_link.set_defaults(handler=_dashboard_login_link, writes=True)
 
     github = sub.add_parser("github", help="register the GitHub App").add_subparsers(dest="action", required=True)
     register_link = github.add_parser("register-link", help="print a one-time link to register the GitHub App")
     register_link.add_argument("--json", action="store_true")
-    register_link.set_defaults(handler=_github_register_link)
+    register_link.set_defaults(handler=_github_register_link, writes=True)
 
     pull = sub.add_parser("pull", help="merge or close a local pull request").add_subparsers(
         dest="action", required=True)
@@ -369,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
         settle.add_argument("project", help="project id")
         settle.add_argument("number", type=int, help="pull request number")
         settle.add_argument("--json", action="store_true")
-        settle.set_defaults(handler=_pull_settle)
+        settle.set_defaults(handler=_pull_settle, writes=True)
 
     web = sub.add_parser("web", help="serve the API (gunicorn, gevent workers)")
     web.add_argument("--host", default="127.0.0.1")
@@ -407,7 +422,7 @@ def _parser() -> argparse.ArgumentParser:
 
     recover = sub.add_parser("recover", help="queue messages that were stored but never queued")
     recover.add_argument("--json", action="store_true")
-    recover.set_defaults(handler=_recover)
+    recover.set_defaults(handler=_recover, writes=True)
 
     cli_events.add_commands(sub)
 

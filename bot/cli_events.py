@@ -131,7 +131,7 @@ def add_commands(sub) -> None:
     cancel = sub.add_parser("cancel", help="cancel an active job (its run stops, waiting messages are cancelled)")
     cancel.add_argument("job", help="job id")
     cancel.add_argument("--json", action="store_true")
-    cancel.set_defaults(handler=_cancel)
+    cancel.set_defaults(handler=_cancel, writes=True)
 
     webhook = sub.add_parser("webhook", help="webhook endpoints of a project").add_subparsers(
         dest="action", required=True)
@@ -142,7 +142,7 @@ def add_commands(sub) -> None:
                      help="send only this event type (repeatable; default: all)")
     add.add_argument("--description")
     add.add_argument("--json", action="store_true")
-    add.set_defaults(handler=_webhook_add)
+    add.set_defaults(handler=_webhook_add, writes=True)
     for action, handler, text in (("list", _webhook_list, "list a project's endpoints"),
                                   ("delete", _webhook_delete, "delete an endpoint"),
                                   ("rotate", _webhook_rotate, "give an endpoint a new secret (printed once)"),
@@ -155,14 +155,14 @@ def add_commands(sub) -> None:
         if action == "resend":
             command.add_argument("delivery", help="delivery id")
         command.add_argument("--json", action="store_true")
-        command.set_defaults(handler=handler)
+        command.set_defaults(handler=handler, writes=action in ("delete", "rotate", "resend"))
 
     budget = sub.add_parser("budget", help="set a project's default token budget for new jobs")
     budget.add_argument("project")
     budget.add_argument("max_tokens", metavar="TOKENS", type=_tokens,
                         help="billable tokens per job (cached input at its price), or `none`")
     budget.add_argument("--json", action="store_true")
-    budget.set_defaults(handler=_budget)
+    budget.set_defaults(handler=_budget, writes=True)
 
     usage = sub.add_parser("usage", help="an account's model tokens this month, per key; --cap sets a monthly cap")
     usage.add_argument("account")
@@ -172,4 +172,4 @@ def add_commands(sub) -> None:
     usage.add_argument("--cap", metavar="TOKENS", type=_tokens, default=False,
                        help="set the account's monthly cap, or `none` to remove it")
     usage.add_argument("--json", action="store_true")
-    usage.set_defaults(handler=_usage)
+    usage.set_defaults(handler=_usage, writes=True)  # --cap writes

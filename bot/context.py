@@ -5,7 +5,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis
 import requests
 
 from bot.github.apps import GitHubApp
@@ -13,6 +12,7 @@ from bot.github.codehost import GitHubCodeHost
 from bot.github.events import GitHubBot
 from bot.github.registration import load_registration
 from bot.github.settings import GitHubSettings
+from service import redisconn
 from service.agent.model import ModelFactory
 from service.agent.providers import HttpClients, build_providers
 from service.codehost.base import CodeHost
@@ -92,9 +92,9 @@ def github_settings(settings: Settings, environ: Mapping[str, str] | None = None
 
 def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Context:
     """Wire Redis, stores, code hosts and queue for `settings`."""
-    client = redis.Redis.from_url(settings.redis_url, **client_options(settings))
+    client = redisconn.client(settings.redis_url, **client_options(settings))
     # Event streams block in XREAD on connections of their own, so they can never take those requests need.
-    stream_client = redis.Redis.from_url(settings.redis_url, **stream_client_options(settings))
+    stream_client = redisconn.client(settings.redis_url, **stream_client_options(settings))
     git = Git()
     local = LocalCodeHost(client, git, settings.base_url, Faults(settings.test_faults))
     hosts: dict[str, CodeHost] = {local.name: local}

@@ -17,6 +17,7 @@ import requests
 
 from bot import context, demo_repo
 from bot.demo_records import DemoRun, remove_run
+from service import redisconn
 from service.settings import Settings
 from service.workspace.git import Git
 
@@ -170,7 +171,7 @@ def _redis(url: str, root: Path):
 
 def _answers(url: str) -> bool:
     try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+        return bool(redisconn.client(url, socket_connect_timeout=1).ping())
     except redis.ConnectionError:
         return False
 

@@ -12,6 +12,7 @@ import time
 
 import redis
 import rq
+from rq.exceptions import StopRequested
 
 from bot.context import Context, run_job_id
 from bot.tasks import in_worker
@@ -21,6 +22,7 @@ from service.dispatch import RUN_DESCRIPTION_PREFIX
 from service.errors import RunFailed
 from service.faults import FREEZE_AFTER_DEQUEUE, Faults
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
+from service.replication import NotWritable
 from service.runstop import INTERRUPT_SIGNAL
 from service.store.jobs import RunOutcome
 from service.timeouts import block_seconds
@@ -36,6 +38,10 @@ _PR_SET_PDEATHSIG = 1
 class CopydeskWorker(rq.Worker):
     """An RQ worker whose monitoring loop also looks after the lease of the run its work horse holds."""
 
+    # RQ's dequeue waits this long at most between attempts while Redis is unreachable (its own default, 60 s,
+    # would leave a worker idle for up to a minute after a Sentinel failover that took seconds).
+    max_connection_wait_time = 5.0
+
     def __init__(self, queues, *, ctx: Context, **kwargs) -> None:
         settings = ctx.settings
         # The monitoring loop wakes this often to renew the horse's lease and check the deadline and the grace.
@@ -46,6 +52,7 @@ class CopydeskWorker(rq.Worker):
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
+        self.refusal: NotWritable | None = None  # why it stopped taking work: Redis takes no writes
         if not any(isinstance(f, RunOkFilter) for f in self.log.filters):
             self.log.addFilter(RunOkFilter(settings.queue_name))
 
@@ -61,6 +68,15 @@ class CopydeskWorker(rq.Worker):
     def connection_timeout(self) -> int:
         # What RQ requires of the client's read time-out; the chosen one meets it, so RQ leaves it alone.
         return self._ctx.settings.redis_socket_timeout
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        # A node that takes no writes would fail every run handed out: take none, and let `run_worker` wait.
+        try:
+            self._ctx.services.durability.writable()
+        except NotWritable as refusal:
+            self.refusal = refusal
+            raise StopRequested() from None
+        return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
 
     # -- the work horse ------------------------------------------------------------------------
 

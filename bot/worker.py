@@ -20,6 +20,7 @@ from service.agent.providers import preload
 from service.dispatch import archive_inactive
 from service.preflight import FirstContactChecks
 from service.purge import AccountPurges
+from service.replication import NotWritable
 from service.store import schema
 from service.webhooks.fanout import Fanout
 from service.webhooks.lanes import DeliveryLanes
@@ -120,7 +121,8 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
     settings are checked (again, or for the first time if Redis was down at start): RedisRefused when its
     policy evicts keys, SchemaMismatch when its data needs `copydesk migrate`. Without `upkeep` (a worker of a
     pool, whose supervisor does it) it never sweeps, fans webhooks out, makes webhook attempts or maintains
-    mirrors."""
+    mirrors. While the node takes no writes (a replica, or a primary short of replicas) it takes no work and says
+    why once; with `burst` it raises NotWritable instead."""
     stop = threading.Event()
     started_at = time.monotonic()
     providers = preload(ctx.settings, ctx.model_http)
@@ -137,6 +139,7 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
                 try:
                     redis_settings.require()
                     schema.require_current(ctx.services.redis)
+                    ctx.services.durability.writable()
                     if upkeep and not burst and not started:
                         start_upkeep(ctx, stop)
                         started = True
@@ -147,6 +150,12 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
                         sweep_once(ctx)
                     # The scheduler moves retries that older versions scheduled on RQ onto their queue when due.
                     worked = worker.work(burst=burst, with_scheduler=True, logging_level="INFO") or worked
+                    if worker.refusal is not None:
+                        raise worker.refusal
+                except NotWritable as refusal:
+                    if burst:
+                        raise
+                    log.warning("worker: taking no work until Redis takes writes again: %s", refusal)
                 except redis.RedisError:
                     log.warning("worker: Redis unreachable", exc_info=True)
                 if (worker is not None and worker.shutting_down) or (burst and _reachable(ctx)):
@@ -175,8 +184,17 @@ def _reachable(ctx: Context) -> bool:
         return False
 
 
+def _writable(ctx: Context) -> bool:
+    try:
+        ctx.services.durability.writable()
+        return True
+    except (redis.RedisError, NotWritable):
+        return False
+
+
 def _wait_for_redis(ctx: Context) -> bool:
-    """Back off until Redis answers; True if a stop signal came meanwhile (then the worker exits)."""
+    """Back off until Redis answers and takes writes; True if a stop signal came meanwhile (then the worker
+    exits)."""
     stopping = threading.Event()
     in_main = threading.current_thread() is threading.main_thread()
     signals = (signal.SIGTERM, signal.SIGINT) if in_main else ()
@@ -185,8 +203,8 @@ def _wait_for_redis(ctx: Context) -> bool:
         for delay in _backoff():
             if stopping.wait(delay):
                 return True
-            if _reachable(ctx):
-                log.info("worker: Redis is reachable again; resuming")
+            if _writable(ctx):
+                log.info("worker: Redis is reachable and takes writes again; resuming")
                 return False
     finally:
         for sig, handler in handlers.items():

@@ -3,15 +3,20 @@ read-write, expiring, counted and audited."""
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import string
 from datetime import timedelta
 
+import redis
+
 from service.clock import iso, now, now_iso
 from service.errors import InvalidRequest, RateLimited, Unauthorized
 from service.models import ApiKey, KeyAccess, KeyEvent
 from service.store.apikeys import ApiKeyStore
+
+log = logging.getLogger(__name__)
 
 PREFIX = "cdk_"
 _ALPHABET = string.digits + string.ascii_letters
@@ -98,7 +103,11 @@ class ApiKeys:
             raise Unauthorized("the API key is not valid or has been revoked")
         if key.expired(now_iso()):
             raise Unauthorized("the API key has expired; create a new one on the dashboard's API keys page")
-        self._store.touch(key)
+        try:
+            self._store.touch(key)
+        except redis.RedisError as exc:
+            # Bookkeeping, not the caller's write: while Redis takes no writes (a failover), reads still work.
+            log.debug("could not count a use of key %s: %s", key.id, exc)
         return key
 
     def live(self, key_id: str) -> bool:

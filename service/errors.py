@@ -98,6 +98,14 @@ class TooManyStreams(RateLimited):
     """The key (or session) or its account already holds as many event streams as it may in this process."""
 
 
+class WriteNotReplicated(ServiceError):
+    """Fewer replicas than COPYDESK_REDIS_MIN_REPLICAS confirmed a write in time: it must not be answered as done
+    (a failover now could lose it)."""
+
+    code = "unavailable"
+    retry_after = 5
+
+
 class KeyNotFound(ServiceError):
     code = "key_not_found"
 

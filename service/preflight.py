@@ -11,7 +11,9 @@ from pathlib import Path
 
 import redis
 
+from service import redisconn
 from service.agent.model import ModelError, ModelFactory
+from service.replication import ReplicationState
 from service.settings import Settings
 from service.store import schema
 from service.workspace.git import Git, GitError
@@ -51,6 +53,7 @@ def run_checks(settings: Settings, client: redis.Redis, git: Git, models: ModelF
     """Every start-up check. An unreachable Redis is an error when `redis_required`, else a warning (and the
     checks of its settings are skipped)."""
     return [*redis_checks(client, allow_eviction=settings.allow_redis_eviction, required=redis_required),
+            *(replication_checks(client, min_replicas=settings.redis_min_replicas) if redis_required else []),
             git_check(git), data_dir_check(settings.data_dir),
             *model_checks(settings.allowed_models, models, missing_keys)]
 
@@ -85,6 +88,62 @@ def schema_check(client: redis.Redis) -> Check:
     found = schema.status(client)
     ok = found.state in (schema.SchemaState.CURRENT, schema.SchemaState.EMPTY)
     return Check("schema", Status.OK if ok else Status.ERROR, found.describe(), found.fix)
+
+
+def replication_checks(client: redis.Redis, *, min_replicas: int) -> list[Check]:
+    """The node's role, its replicas and their lag, and (with a Sentinel URL) what the sentinels know; an error
+    when the node takes no writes. Nothing when Redis cannot be reached (the Redis check says so)."""
+    try:
+        state = ReplicationState.read(client)
+    except redis.RedisError:
+        return []
+    checks = [_role_check(state, min_replicas)]
+    sentinel = redisconn.sentinel_of(client)
+    if sentinel is not None:
+        checks.append(_sentinel_check(sentinel, client.connection_pool.service_name))  # type: ignore[attr-defined]
+    return checks
+
+
+def _role_check(state: ReplicationState, min_replicas: int) -> Check:
+    replicas = ", ".join(f"{r.address} {r.state} lag {r.lag} s" for r in state.replicas) or "none"
+    refusal = state.refusal(min_replicas)
+    if refusal is not None:
+        return Check("redis role", Status.ERROR, f"{refusal}; replicas: {replicas}",
+                     "point COPYDESK_REDIS_URL at the primary (a redis+sentinel:// URL follows failovers), or bring "
+                     "its replicas back")
+    detail = (f"primary with {state.online} replica(s) online ({replicas}); writes wait for {min_replicas} "
+              f"(COPYDESK_REDIS_MIN_REPLICAS), min-replicas-to-write is {state.replicas_to_write}")
+    if state.replicas and min(min_replicas, state.replicas_to_write) < len(state.replicas):
+        # Sentinel may promote a replica that lacks a write the others confirmed, and a demoted primary keeps
+        # taking writes through the replicas that still follow it until Sentinel moves them.
+        return Check("redis role", Status.WARNING, detail + ": a failover may lose writes that fewer than all "
+                                                            "replicas confirmed",
+                     f"set COPYDESK_REDIS_MIN_REPLICAS and min-replicas-to-write to {len(state.replicas)}, the "
+                     "number of replicas (see the README, \"High availability\")")
+    return Check("redis role", Status.OK, detail)
+
+
+def _sentinel_check(sentinel, service: str) -> Check:
+    views, unreachable = [], 0
+    for node in sentinel.sentinels:
+        kwargs = node.connection_pool.connection_kwargs
+        where = f"{kwargs.get('host')}:{kwargs.get('port')}"
+        try:
+            master = node.sentinel_master(service)
+        except redis.RedisError as exc:
+            unreachable += 1
+            views.append(f"{where}: {exc}")
+            continue
+        views.append(f"{where}: primary {master['ip']}:{master['port']} ({master['flags']}), "
+                     f"{master['num-slaves']} replica(s), {master['num-other-sentinels']} other sentinel(s)")
+    primaries = {view.split("primary ", 1)[1].split(" ", 1)[0] for view in views if "primary " in view}
+    detail = f"service {service!r}: " + "; ".join(views)
+    if not primaries:
+        return Check("redis sentinel", Status.ERROR, detail, "start the sentinels and check `sentinel monitor` names "
+                                                             "this service")
+    if unreachable or len(primaries) > 1:
+        return Check("redis sentinel", Status.WARNING, detail, "every sentinel should answer and name one primary")
+    return Check("redis sentinel", Status.OK, detail)
 
 
 class RedisRefused(Exception):
@@ -175,9 +234,7 @@ def _config(client: redis.Redis, name: str) -> str | None:
 
 
 def _redis_address(client: redis.Redis) -> str:
-    # Never the URL: it may carry a password.
-    kwargs = client.connection_pool.connection_kwargs
-    return kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+    return redisconn.address(client)  # never the URL: it may carry a password
 
 
 def git_check(git: Git) -> Check:

@@ -14,7 +14,7 @@ from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failur
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
 from service.codehost.base import CodeHost, CodeHostError
-from service.errors import RunFailed
+from service.errors import RunFailed, WriteNotReplicated
 from service.events import EventType
 from service.faults import (
     AFTER_PULL,
@@ -329,8 +329,19 @@ class Run:
             outcome.usage = self.meter.usage.to_api()
         self.services.jobs.finish_message(self.job.id, self.message.id, outcome, fence=self.lease.fence)
         self.recorded = outcome
+        self._confirm_recorded()
         if outcome.error and self.job.pr_number is not None and outcome.error["code"] != "job_archived":
             self._reply_failure(outcome.error)
+
+    def _confirm_recorded(self) -> None:
+        """Wait for the replicas to hold the outcome (COPYDESK_REDIS_MIN_REPLICAS). Unconfirmed, it stands on the
+        primary and is only logged: should a failover lose it, the message runs again and finds its commit by its
+        trailer, so nothing is pushed or recorded twice."""
+        try:
+            self.services.durability.confirm()
+        except (WriteNotReplicated, redis.RedisError) as exc:
+            log.warning("job %s message %s: the outcome is recorded but its replication is not confirmed (%s)",
+                        self.job.id, self.message.id, getattr(exc, "detail", exc))
 
     def _guard_push(self) -> None:
         """Right before each push, a rebuild's too: the lease is still this run's (a push is the one write Redis

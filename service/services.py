@@ -10,6 +10,7 @@ from service.apikeys import ApiKeys
 from service.codehost.base import CodeHost
 from service.dispatch import Dispatcher
 from service.ids import UlidGenerator
+from service.replication import Durability
 from service.sealing import operator_key
 from service.settings import Settings
 from service.store.apikeys import ApiKeyStore
@@ -39,6 +40,7 @@ class Services:
     webhooks: WebhookStore
     deliveries: DeliveryQueue
     sender: WebhookSender
+    durability: Durability
 
 
 def build_services(settings: Settings, client: redis.Redis, *, task: str,
@@ -68,6 +70,8 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str,
         webhooks=webhooks,
         deliveries=deliveries,
         sender=webhook_sender(settings, webhooks, deliveries),
+        durability=Durability(client, min_replicas=settings.redis_min_replicas,
+                              wait_ms=settings.redis_replica_wait_ms),
     )
 
 

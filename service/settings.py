@@ -19,6 +19,9 @@ MIN_REQUEST_CONNECTIONS = 10  # Redis connections of a process left for everythi
 @dataclass(frozen=True)
 class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
+    # A write is answered as done only once this many replicas hold it (Redis WAIT), within the wait below.
+    redis_min_replicas: int = 0
+    redis_replica_wait_ms: int = 1000
     data_dir: Path = field(default_factory=lambda: Path.home() / ".local" / "share" / "copydesk")
     base_url: str = "http://127.0.0.1:8000"
     model: str = "scripted:demo"
@@ -140,6 +143,8 @@ class Settings:
         model = env.get("COPYDESK_MODEL") or default_model(env)
         return cls(
             redis_url=_redis_url(env.get("COPYDESK_REDIS_URL") or defaults.redis_url),
+            redis_min_replicas=_count(env, "COPYDESK_REDIS_MIN_REPLICAS", defaults.redis_min_replicas),
+            redis_replica_wait_ms=_int(env, "COPYDESK_REDIS_REPLICA_WAIT_MS", defaults.redis_replica_wait_ms),
             data_dir=Path(env["COPYDESK_DATA_DIR"]).expanduser() if env.get("COPYDESK_DATA_DIR") else defaults.data_dir,
             base_url=_http_url("COPYDESK_BASE_URL", env.get("COPYDESK_BASE_URL") or defaults.base_url).rstrip("/"),
             model=model,
@@ -235,7 +240,10 @@ def worker_name(raw: str, variable: str = "COPYDESK_WORKER_NAME") -> str:
 def _redis_url(raw: str) -> str:
     """The URL as given, once it has the form redis-py connects with: redis://, rediss:// or unix://, a numeric
     port and database. Read with urllib, not redis-py: importing redis here would import ssl in gunicorn's master
-    before gevent patches its workers."""
+    before gevent patches its workers. A Sentinel URL (redis+sentinel://) is read by service.redisconn when the
+    client is made, with the same one-line error."""
+    if urlsplit(raw).scheme in ("redis+sentinel", "rediss+sentinel"):
+        return raw
     try:
         parts = urlsplit(raw)
         parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
@@ -297,6 +305,16 @@ def _worker_metrics_port(env: Mapping[str, str]) -> int | None:
         raise SettingsError("COPYDESK_WORKER_METRICS_PORT needs COPYDESK_METRICS_TOKEN: metrics are served to "
                             "a scraper that sends it")
     return port
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number that may be 0."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise SettingsError(f"{name} must be a whole number, 0 or more, not {raw!r}")
+    return int(raw)
 
 
 def _fault_points(raw: str) -> frozenset[str]:

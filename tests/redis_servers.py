@@ -50,3 +50,148 @@ def running_redis(workdir: Path, *args: str, port: int | None = None) -> Iterato
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+
+
+def ha_node(replicas: int = 1) -> tuple[str, ...]:
+    """A data node's settings in a Sentinel group of `replicas` replicas: it takes no write it could not hand to
+    every replica, so a demoted primary refuses writes at once (the promoted replica left it) instead of taking
+    writes a resync will discard."""
+    return ("--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction",
+            "--min-replicas-to-write", str(replicas), "--min-replicas-max-lag", "10")
+SERVICE = "copydesk"
+
+
+class RedisNode:
+    """One redis-server (a data node or, with `sentinel_of`, a sentinel) on a fixed port and folder, so it can be
+    SIGKILLed and started again."""
+
+    def __init__(self, workdir: Path, *args: str, sentinel_of: tuple[str, int] | None = None) -> None:
+        from tests.conftest import free_port
+
+        self.port = free_port()
+        self.workdir = workdir
+        self.args = args
+        self.sentinel_of = sentinel_of
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def client(self, **options) -> redis.Redis:
+        return redis.Redis(port=self.port, **{"socket_timeout": 5, **options})
+
+    def start(self) -> "RedisNode":
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RedisStartError("redis-server is not installed; .ci/run installs it (apt-get install redis-server)")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir), *self.args]
+        if self.sentinel_of is not None:
+            # A sentinel rewrites its configuration file as it learns the group: it must have one of its own.
+            config = self.workdir / "sentinel.conf"
+            if not config.exists():
+                host, port = self.sentinel_of
+                config.write_text(f"sentinel monitor {SERVICE} {host} {port} 1\n"
+                                  f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                                  f"sentinel failover-timeout {SERVICE} 4000\n")
+            argv = [binary, str(config), "--sentinel", "--port", str(self.port), "--bind", "127.0.0.1",
+                    "--dir", str(self.workdir)]
+        with open(self.workdir / "log", "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        client = self.client()
+        deadline = time.monotonic() + 20
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return self
+                except redis.RedisError:  # refused, or still loading its AOF
+                    if time.monotonic() > deadline or self.proc.poll() is not None:
+                        raise RedisStartError(f"redis-server {' '.join(argv[1:])} did not start") from None
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class SentinelGroup:
+    """A primary, `replicas` replicas and `sentinels` sentinels on loopback (each redis-server with `ha_node`'s
+    settings unless `node_args` says otherwise); `url` is the Sentinel URL Copydesk takes."""
+
+    def __init__(self, workdir: Path, *, replicas: int = 1, sentinels: int = 1,
+                 node_args: tuple[str, ...] | None = None) -> None:
+        node_args = ha_node(replicas) if node_args is None else node_args
+        self.primary = RedisNode(workdir / "node0", *node_args)
+        self.replicas = [RedisNode(workdir / f"node{n + 1}", *node_args, "--replicaof", "127.0.0.1",
+                                   str(self.primary.port)) for n in range(replicas)]
+        self.sentinels = [RedisNode(workdir / f"sentinel{n}", sentinel_of=("127.0.0.1", self.primary.port))
+                          for n in range(sentinels)]
+
+    @property
+    def nodes(self) -> list[RedisNode]:
+        return [self.primary, *self.replicas]
+
+    def url(self, db: int = 0) -> str:
+        hosts = ",".join(s.address for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/{SERVICE}/{db}"
+
+    def __enter__(self) -> "SentinelGroup":
+        try:
+            for node in [*self.nodes, *self.sentinels]:
+                node.start()
+            self.wait_until_known(self.primary.port)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for node in [*self.sentinels, *self.nodes]:
+            node.stop()
+
+    def master_port(self) -> int | None:
+        """The primary's port as the first sentinel sees it (None when it knows none)."""
+        with self.sentinels[0].client() as client:
+            reply = client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
+        return int(reply[1]) if reply else None
+
+    def node(self, port: int) -> RedisNode:
+        return next(node for node in self.nodes if node.port == port)
+
+    def wait_until_known(self, primary_port: int, timeout: float = 30) -> None:
+        """Until every sentinel names `primary_port` as primary and sees every other data node as its healthy,
+        in-sync replica."""
+        deadline = time.monotonic() + timeout
+        others = {n.port for n in self.nodes if n.port != primary_port and n.proc and n.proc.poll() is None}
+        while not all(self._sees(s, primary_port, others) for s in self.sentinels):
+            if time.monotonic() > deadline:
+                raise RedisStartError(f"the sentinels did not settle on primary {primary_port} with replicas "
+                                      f"{sorted(others)} within {timeout} s")
+            time.sleep(0.1)
+
+    @staticmethod
+    def _sees(sentinel: RedisNode, primary_port: int, replicas: set[int]) -> bool:
+        try:
+            with sentinel.client() as client:
+                master = client.sentinel_master(SERVICE)
+                found = client.sentinel_slaves(SERVICE)
+        except redis.RedisError:
+            return False
+        healthy = {r["port"] for r in found
+                   if not r["is_sdown"] and r.get("master-link-status") == "ok"}
+        return master["port"] == primary_port and not master["is_sdown"] and replicas <= healthy

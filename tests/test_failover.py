@@ -1,0 +1,31 @@
+"""A Sentinel failover under load: a primary, a replica and a sentinel on loopback, the real web and two workers on
+the Sentinel URL, clients creating jobs and follow-ups to a slow model, and the primary failed over mid-run (or
+SIGKILLed). From outside: every write answered 2xx is readable afterwards (COPYDESK_REDIS_MIN_REPLICAS=1), none
+committed twice, none stuck, /readyz never 200 while no writable primary exists, and the service back by itself,
+without a restart. The failover itself costs 10-20 s here (see the README, "High availability")."""
+
+import time
+
+import pytest
+
+from tests.failover import FailoverRig
+
+
+@pytest.mark.parametrize("fault", ["sentinel failover", "primary killed"])
+def test_a_failover_mid_run_loses_doubles_and_strands_nothing(fault, tmp_path):
+    with FailoverRig(tmp_path, min_replicas=1) as rig:
+        rig.start_traffic()
+        rig.wait_for_pushes(2)
+        failed_at = time.monotonic()
+        new_primary = rig.sentinel_failover() if fault == "sentinel failover" else rig.kill_primary()
+        rig.wait_for_service(after=failed_at)
+        rig.wait_for_pushes(rig.pushed() + 1)  # runs go on after it
+        report = rig.settle_and_check()
+        print(report.figures())
+        assert rig.group.master_port() == new_primary
+        assert report.acknowledged >= 5 and report.present == report.acknowledged, report.lost
+        assert report.duplicates == [] and report.failed == []
+        assert report.ready_while_no_primary == []
+        assert report.outage_seconds is not None and report.outage_seconds < 45
+        assert rig.processes_alive(), [w.log() for w in rig.workers]
+        assert report.stuck == [], report.stuck
