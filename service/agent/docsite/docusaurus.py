@@ -4,7 +4,15 @@ list."""
 import posixpath
 from dataclasses import dataclass, field
 
-from service.agent.docsite.docusaurus_config import DocsConfig, Version, current_route, read_config, read_versions
+from service.agent.docsite.docusaurus_config import (
+    DocsConfig,
+    Instance,
+    Version,
+    client_redirects,
+    read_instances,
+    read_versions,
+    served_versions,
+)
 from service.agent.docsite.docusaurus_routes import SUFFIXES, DocusaurusRouter, strip_number_prefixes
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
@@ -27,26 +35,42 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     """The Docusaurus site configured by `config_path`: its docs folder, sidebars file and versions."""
     text = read_text(workspace, config_path) or ""
     site_dir = posixpath.dirname(config_path)
-    config = read_config(text)
-    docs = normal_join(site_dir, config.path)
-    if docs.startswith("../") or docs == "..":
-        docs = normal_join(site_dir, "docs")
+    config, *others = read_instances(text)
+    docs = _docs_folder(site_dir, config)
     sidebar = _sidebar_file(config, site_dir, files)
     try:
         sidebars = _read_sidebars(read_text(workspace, sidebar) or "") if sidebar else None
     except Uncheckable:
         sidebars = _Sidebars(complete=False)  # check_docs reports it when it reads the navigation
     explicit = sidebars is not None and sidebars.complete and "." not in {f.strip("/") or "." for f in sidebars.folders}
-    versions = read_versions(workspace, site_dir, config, files)
+    versions, current = served_versions(config, read_versions(workspace, site_dir, config, files), files)
+    instances = [_instance(workspace, other, site_dir, files) for other in others]
+    instances = [i for i in instances if i.root != docs]
     routing = {"site_dir": site_dir, "route_base": "/" + config.route_base.strip("/"),
                "base_url": "/" + config.base_url.strip("/"), "sidebar": sidebar,
-               "current_route": current_route(config, versions), "versions": versions}
-    nav_files = ([sidebar] if sidebar else []) + [v.sidebar for v in versions if v.sidebar in files]
+               "current_route": current, "versions": versions, "instances": instances,
+               "redirects": client_redirects(text)}
+    all_versions = versions + [v for i in instances for v in i.versions]
+    nav_files = ([sidebar] if sidebar else []) + [i.sidebar for i in instances if i.sidebar] + \
+        [v.sidebar for v in all_versions if v.sidebar in files]
     return DocsSite("docusaurus", config_path, docs, nav_files=nav_files, nav_hint=_hint(docs, sidebar, explicit,
                                                                                         routing),
                     page_suffixes=SUFFIXES, ignored=("_*", "**/_*", "**/_*/**"), explicit_nav=explicit,
                     unlisted_keys=("unlisted", "draft"), routing=routing, languages=_languages(config, site_dir, docs),
-                    versioned_roots=tuple(v.root for v in versions))
+                    versioned_roots=tuple(v.root for v in all_versions),
+                    extra_roots=tuple(i.root for i in instances))
+
+
+def _docs_folder(site_dir: str, config: DocsConfig) -> str:
+    docs = normal_join(site_dir, config.path)
+    return normal_join(site_dir, "docs") if docs.startswith("../") or docs == ".." else docs
+
+
+def _instance(workspace, config: DocsConfig, site_dir: str, files: set[str]) -> Instance:
+    sidebar = normal_join(site_dir, config.sidebar) if config.sidebar and not config.sidebar_off else None
+    versions, current = served_versions(config, read_versions(workspace, site_dir, config, files), files)
+    return Instance(config.plugin_id, _docs_folder(site_dir, config), "/" + config.route_base.strip("/"), current,
+                    sidebar if sidebar in files else None, versions)
 
 
 def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
@@ -74,7 +98,7 @@ def _hint(docs: str, sidebar: str | None, explicit: bool, routing: dict) -> str:
     else:
         hint = (f"Sidebars are generated from the folders under {where}; order pages with `sidebar_position` "
                 "front matter and folders with `_category_.json`.")
-    route = routing["current_route"].rstrip("/")
+    route = (routing["current_route"] or routing["route_base"]).rstrip("/")
     hint += (" Link to other docs by file path (`[Setup](../guides/setup.md)`, resolved from the page's folder, "
              f"then from {where}) or by URL (`{route}/guides/setup`).")
     versions: list[Version] = routing["versions"]
@@ -84,6 +108,11 @@ def _hint(docs: str, sidebar: str | None, explicit: bool, routing: dict) -> str:
                  f"{posixpath.dirname(versions[0].root) or '.'}/version-<name>/ (routes {versions[0].route}/… for "
                  f"{versions[0].name}), listed by {posixpath.dirname(versions[0].sidebar) or '.'}/"
                  "version-<name>-sidebars.json. Edit the current docs unless asked otherwise.")
+    instances: list[Instance] = routing["instances"]
+    if instances:
+        hint += " Further docs instances: " + "; ".join(
+            f"{i.root}/ (routes {i.current_route or i.route_base}/…{', sidebar ' + i.sidebar if i.sidebar else ''})"
+            for i in instances[:5]) + "."
     return hint
 
 
@@ -99,6 +128,17 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     versions: list[Version] = site.routing.get("versions", [])
     for version in versions:
         _add_version(workspace, version, files, ids.get(version.root, {}), result)
+    for instance in site.routing.get("instances", []):
+        if instance.sidebar is None:
+            result.patterns.append(_pattern(instance.root))
+        else:
+            found = _sidebar_navigation(workspace, instance.sidebar, instance.root, ids.get(instance.root, {}))
+            result.entries += found.entries
+            result.errors += found.errors
+            result.complete = result.complete and found.complete
+            result.patterns += found.patterns
+        for version in instance.versions:
+            _add_version(workspace, version, files, ids.get(version.root, {}), result)
     return result
 
 
@@ -247,8 +287,10 @@ def _pattern(folder: str) -> str:
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
     """How to list `page` in the navigation: in its version's sidebars file, else the current one."""
     root = site.root_of(page) or ""
-    versions: list[Version] = site.routing.get("versions", [])
-    sidebar = next((v.sidebar for v in versions if v.root == root), site.routing.get("sidebar"))
+    instances: list[Instance] = site.routing.get("instances", [])
+    versions: list[Version] = site.routing.get("versions", []) + [v for i in instances for v in i.versions]
+    sidebar = next((v.sidebar for v in versions if v.root == root),
+                   next((i.sidebar for i in instances if i.root == root), site.routing.get("sidebar")))
     doc_id = strip_number_prefixes(posixpath.splitext(page[len(root) + 1:] if root else page)[0])
     return f"add '{doc_id}' to a sidebar in {sidebar} (or set its front matter `id` and list that)"
 

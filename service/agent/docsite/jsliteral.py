@@ -106,6 +106,8 @@ def read_module(source: str, load_import: Callable[[str], object] | None = None,
             name, index = tokens[index + 1].text, _skip_type(tokens, index + 2)
             if _text(tokens, index) == "=":
                 bindings[name], index = parser.value(index + 1)
+        elif _text(tokens, index) == "(" and _texts(tokens, index + 1, 3) == ["module", ".", "exports"]:
+            index += 1  # `(module.exports = {...});`, the Docusaurus 2 beta template's form
         elif _text(tokens, index) in _CLOSERS:
             index = _skip_balanced(tokens, index)
         else:
@@ -146,6 +148,17 @@ class _Parser:
                 return self._object(index + 1) if token.text == "{" else self._array(index + 1)
             finally:
                 self.depth -= 1
+        if token.text == "(":  # `module.exports = ({...})`, the Docusaurus 2 template's form
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise Uncheckable(f"literals nested deeper than {MAX_DEPTH} levels")
+            try:
+                inner, end = self.value(index + 1)
+            finally:
+                self.depth -= 1
+            if _text(self.tokens, end) == ")":
+                return inner, end + 1
+            return OPAQUE, _skip_balanced(self.tokens, index)  # a sequence expression or arrow parameters
         if token.kind == "word":
             if token.text in _CONSTANTS:
                 return _CONSTANTS[token.text], index + 1
