@@ -168,11 +168,13 @@ def test_every_docs_instance_has_its_routes_and_sidebar(open_workspace):
         DocsProblem("docs/intro.md", 3, "broken link: /api/nope (no doc has the route /api/nope)")]
 
 
-def test_moving_a_page_of_another_instance_breaks_its_links_and_entry(open_workspace):
+def test_moving_a_page_of_another_instance_breaks_its_links_and_entry_and_asks_for_a_redirect(open_workspace):
     workspace = open_workspace({**INSTANCES, "docs/intro.md": "# Intro\n\nSee [the server](/api/server).\n"})
     workspace.move("api/server.md", "api/servers.md")
     assert [(p.path, p.message.split(",")[0]) for p in check_docs(workspace).problems] == [
         ("api/servers.md", "new page is not in the navigation"),
+        ("api/servers.md", "this page moved from api/server.md: add a redirect from `/api/server` to `/api/servers` "
+                           "in the `redirects` of @docusaurus/plugin-client-redirects in docusaurus.config.ts"),
         ("docs/intro.md", "link to /api/server"),
         ("sidebarsApi.ts", "navigation entry `server` points to api/server.md")]
 

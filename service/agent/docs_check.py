@@ -44,6 +44,7 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
             problems = _changed_page_problems(run)
             problems += _links_broken_elsewhere(run)
             problems += navigation_problems(run)
+            problems += _redirects_to_add(run)
     except Exception as exc:  # a bug or a hostile file must not end the run: the model and the PR are told
         log.exception("the docs check failed")
         return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
@@ -185,7 +186,8 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
     if anchor is None or landing is None or not _checks_anchors(state.site, landing):
         return None
     target = state.page(landing)
-    if target.uncheckable or target.includes or anchor.lower() in target.anchors:
+    if target.uncheckable or target.includes or anchor.lower() in target.anchors or \
+            (state.site.framework == "sphinx" and anchor.lower() in target.labels):
         return None
     where = "this page" if landing == page else landing
     close = difflib.get_close_matches(anchor.lower(), sorted(target.anchors), n=3)
@@ -195,8 +197,11 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
 
 
 def _checks_anchors(site: DocsSite, landing: str) -> bool:
-    # Sphinx builds heading anchors only when configured to, and reST labels are not headings.
-    return site.framework != "sphinx" and landing.lower().endswith((".md", ".mdx", ".markdown"))
+    # Sphinx builds heading anchors only when configured to (MyST's `myst_heading_anchors`), and reST labels are
+    # not headings.
+    if site.framework == "sphinx":
+        return bool(site.routing.get("heading_anchors")) and landing.lower().endswith(".md")
+    return landing.lower().endswith((".md", ".mdx", ".markdown"))
 
 
 # --- links elsewhere that the run broke --------------------------------------------------------------------
@@ -230,20 +235,21 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             if not any(name in text for name in names):
                 continue
         for link in run.now.page(other).links:
-            if link.kind is LinkKind.REF:
-                if link.target.lower() not in lost_labels:
-                    continue
-            elif not any(name in link.target.lower() for name in names):
+            # MyST's `[text](label)` names a label as :ref: does.
+            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL)
+            if link.kind is LinkKind.REF and not by_label:
                 continue
-            message = _newly_broken(run, other, link, affected)
+            if not by_label and not any(name in link.target.lower() for name in names):
+                continue
+            message = _newly_broken(run, other, link, affected, by_label)
             if message:
                 problems.append(DocsProblem(other, link.line, message))
     return problems
 
 
-def _newly_broken(run: _Run, page: str, link: Link, affected: set[str]) -> str | None:
+def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False) -> str | None:
     before = run.start.router.resolve(page, link)
-    if not before.ok or (before.landing not in affected and link.kind is not LinkKind.REF):
+    if not before.ok or (before.landing not in affected and not by_label):
         return None
     if link.kind is LinkKind.URL and _anchor_problem(run.start, page, link, before.landing):
         return None  # its anchor was already broken
@@ -257,6 +263,21 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str]) -> str |
         return (f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
                 "was renamed or deleted); point the link at the new heading")
     return None
+
+
+def _redirects_to_add(run: _Run) -> list[DocsProblem]:
+    """On a site that keeps redirects, each page this run moved needs one from its old address, so links from
+    outside the repository and readers' bookmarks keep working."""
+    place = run.now.router.redirect_place()
+    if place is None:
+        return []
+    problems = []
+    for page, old in sorted(run.moved_from.items()):
+        source, target = run.start.router.page_address(old), run.now.router.page_address(page)
+        if source and source != target and not run.now.router.redirected(source):
+            problems.append(DocsProblem(page, 1, f"this page moved from {old}: add a redirect from `{source}` to "
+                                                 f"`{target or page}` in {place}, as the site does for moved pages"))
+    return problems
 
 
 def _is_page(site: DocsSite, path: str) -> bool:

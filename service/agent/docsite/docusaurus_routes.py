@@ -118,6 +118,17 @@ class DocusaurusRouter(Router):
         sources = self.site.routing.get("redirects") or ()
         return ("/" + path.strip("/")) in sources
 
+    def redirect_place(self) -> str | None:
+        if self.site.routing.get("redirects") is None:
+            return None
+        return f"the `redirects` of @docusaurus/plugin-client-redirects in {self.site.config_path}"
+
+    def page_address(self, page: str) -> str | None:
+        return self.routes_of(page)
+
+    def redirected(self, address: str) -> bool:
+        return self._redirected(address)
+
     def _doc_route_prefix(self, route: str) -> bool:
         first = "/" + route.strip("/").split("/", 1)[0]
         return any(r == first or r.startswith(first + "/") for r in self._routes())

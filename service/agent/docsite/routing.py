@@ -145,6 +145,19 @@ class Router:
                     return candidate
         return None
 
+    # Redirects, on sites that keep them: a moved page's old address should redirect to its new one.
+    def redirect_place(self) -> str | None:
+        """Where the site keeps its redirects (a file and key), None when it has none configured."""
+        return None
+
+    def page_address(self, page: str) -> str | None:
+        """How a redirect names the page at `page` (its route, or its source path where redirects map files)."""
+        return None
+
+    def redirected(self, address: str) -> bool:
+        """Whether a redirect from `address` (as `page_address` writes it) is configured."""
+        return False
+
     def names(self, path: str) -> set[str]:
         """Words a link to the page at `path` contains (file stem, folder of an index page, routes' last part):
         links without one of them cannot land on it."""

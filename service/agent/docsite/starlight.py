@@ -72,7 +72,28 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     return DocsSite("starlight", config_path, root, nav_files=nav_files, nav_hint=hint, page_suffixes=SUFFIXES,
                     explicit_nav=explicit, languages=languages if len(languages) > 1 else [],
                     unlisted_ok=translations,
-                    routing={"base": "/" + base.strip("/"), "site_dir": folder}, unlisted_keys=("draft",))
+                    routing={"base": "/" + base.strip("/"), "site_dir": folder,
+                             "redirects": _redirects(astro.get("redirects"))}, unlisted_keys=("draft",))
+
+
+def _redirects(value) -> tuple[str, ...] | None:
+    """The sources of Astro's `redirects` (`{'/old': '/new'}`), None when the config has none."""
+    if not isinstance(value, dict):
+        return None
+    return tuple(key for key in value if isinstance(key, str))
+
+
+def _redirect_pattern(source: str) -> re.Pattern:
+    # `/old/[slug]` matches one segment, `/old/[...rest]` any rest of the path.
+    parts = []
+    for part in source.strip("/").split("/"):
+        if part.startswith("[...") and part.endswith("]"):
+            parts.append(".*")
+        elif part.startswith("[") and part.endswith("]"):
+            parts.append("[^/]+")
+        else:
+            parts.append(re.escape(part.lower()))
+    return re.compile("/".join(parts))
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
@@ -201,6 +222,8 @@ class StarlightRouter(Router):
             fallback = self._untranslated(slug)
             if fallback in routes:  # a missing translation shows the default language's page
                 return Outcome(Verdict.OK, routes[fallback])
+            if self.redirected(slug):
+                return Outcome(Verdict.OK)
             first = slug.split("/", 1)[0]
             if not any(r == first or r.startswith(first + "/") for r in routes):
                 return SKIP  # another Astro page or integration serves it
@@ -211,7 +234,25 @@ class StarlightRouter(Router):
                 slug = posixpath.normpath(posixpath.join("/" + own, written)).strip("/").lower()
                 if slug in routes:
                     return Outcome(Verdict.OK, routes[slug])
+                if self.redirected(slug):
+                    return Outcome(Verdict.OK)
         return self.landing(join(posixpath.dirname(page), path), path)
+
+    def redirect_place(self) -> str | None:
+        if self.site.routing.get("redirects") is None:
+            return None
+        return f"the `redirects` of defineConfig() in {self.site.config_path}"
+
+    def page_address(self, page: str) -> str | None:
+        self._routes()
+        route = self._by_page.get(page)
+        return None if route is None else f"/{route}/".replace("//", "/")
+
+    def redirected(self, address: str) -> bool:
+        if not hasattr(self, "_redirect_patterns"):
+            self._redirect_patterns = [_redirect_pattern(s) for s in self.site.routing.get("redirects") or ()]
+        slug = address.strip("/").lower()
+        return any(pattern.fullmatch(slug) for pattern in self._redirect_patterns)
 
     def _untranslated(self, slug: str) -> str | None:
         root = self.site.docs_root
