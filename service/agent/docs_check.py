@@ -154,6 +154,11 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
         error = parsed.front_matter_error
         found.append((("front matter", error.message), DocsProblem(page, error.line, error.message)))
     found += [(("tag", p.message), DocsProblem(page, p.line, p.message)) for p in parsed.tag_problems]
+    shared = state.site.routing.get("shared_names") if state.site.framework == "sphinx" else None
+    if shared is not None:  # names rst_prolog/rst_epilog define count on every page
+        found += [(("name", name), DocsProblem(page, line, f"broken reference: `{name}`_ (this page has no section "
+                                                           f"title or target named `{name}`)"))
+                  for line, name in parsed.unknown_names if name not in shared]
     for link in parsed.links:
         message = _link_problem(state, page, link)
         if message is not None:

@@ -44,7 +44,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     conf = read_conf(text)
     routing = {"autosectionlabel": "autosectionlabel" in text, "intersphinx": "intersphinx" in text,
                "inventories": conf.inventories, "redirects": conf.redirects, "heading_anchors": conf.heading_anchors,
-               "default_role": conf.default_role}
+               "default_role": conf.default_role, "shared_names": conf.shared_names}
     return DocsSite("sphinx", config_path, source, nav_files=[root_page] if root_page else [], nav_hint=hint,
                     page_suffixes=suffixes, ignored=(f"/{prefix}_build", *ignored),
                     unlisted_ok=(f"/{prefix}{root_doc}.*",), explicit_nav=True, unlisted_keys=("orphan",),

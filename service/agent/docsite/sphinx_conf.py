@@ -2,9 +2,12 @@
 inventory names, `sphinx-reredirects` redirects, MyST heading anchors and the default role."""
 
 import ast
+import re
 from dataclasses import dataclass
 
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, Uncheckable, check_size
+
+_TARGET_NAME = re.compile(r"^\.\.[ \t]+_`?([^`:\n]+)`?:", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -15,6 +18,8 @@ class SphinxConf:
     redirects: tuple[str, ...] | None = None  # `redirects` keys (docnames, `*` wildcards); None without any
     heading_anchors: int = 0  # `myst_heading_anchors`: heading levels that get anchors
     default_role: str | None = None
+    # Names `rst_prolog`/`rst_epilog` define for every page (`.. _name: url`); None when they are computed.
+    shared_names: frozenset[str] | None = frozenset()
 
 
 def read_conf(text: str) -> SphinxConf:
@@ -28,6 +33,7 @@ def read_conf(text: str) -> SphinxConf:
     inventories: set[str] | None = set()
     redirects: list[str] | None = None
     anchors, role = 0, None
+    shared: set[str] | None = set()
     for node in module.body:
         target, value = _assignment(node)
         if target == "intersphinx_mapping" and inventories is not None:
@@ -43,10 +49,16 @@ def read_conf(text: str) -> SphinxConf:
             redirects = sorted(keys) if keys is not None else ["*"]  # computed: any name may redirect
         elif target == "myst_heading_anchors":
             anchors = value.value if isinstance(value, ast.Constant) and isinstance(value.value, int) else 0
+        elif target in ("rst_prolog", "rst_epilog") and shared is not None:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                shared |= {" ".join(name.lower().split()) for name in _TARGET_NAME.findall(value.value)}
+            else:
+                shared = None
         elif target == "default_role":
             role = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
     return SphinxConf(None if inventories is None else frozenset(inventories),
-                      None if redirects is None else tuple(redirects), anchors, role)
+                      None if redirects is None else tuple(redirects), anchors, role,
+                      None if shared is None else frozenset(shared))
 
 
 def _assignment(node) -> tuple[str | None, object]:
