@@ -26,8 +26,28 @@ def navigation_problems(run) -> list[DocsProblem]:
     broken = [entry for entry in navigation.entries if not entry.found]
     if broken:
         problems += _broken_entry_problems(run, broken)
-    problems += _pages_missing_from(run, navigation)
+    missing = _pages_missing_from(run, navigation)
+    problems += missing
+    problems += _unreadable_entries(run, navigation, bool(missing))
     return problems
+
+
+def _unreadable_entries(run, navigation: Navigation, pages_missing: bool) -> list[DocsProblem]:
+    """Each navigation entry that could not be read, once: when it is new in a file the run changed, or when a
+    new page is reported missing (the skipped entry might be what lists it)."""
+    if not navigation.unreadable:
+        return []
+    if pages_missing:
+        fresh = navigation.unreadable
+    else:
+        try:
+            before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+        except Uncheckable:
+            before = Navigation()
+        known = {(e.file, e.message) for e in before.unreadable}
+        fresh = [e for e in navigation.unreadable if e.file in run.changes and (e.file, e.message) not in known]
+    return [DocsProblem(e.file, e.line, f"{e.message}; it was skipped, so pages it lists count as missing from the "
+                                        "navigation") for e in dict.fromkeys(fresh)]
 
 
 def _broken_entry_problems(run, broken: list[NavEntry]) -> list[DocsProblem]:

@@ -172,6 +172,8 @@ class Navigation:
     patterns: list[str] = field(default_factory=list)  # globs over page paths without extension, listed wholesale
     complete: bool = True  # False when part of it could not be read: no page is then reported as missing
     errors: list[NavError] = field(default_factory=list)
+    # Entries that could not be read (a computed value) and were skipped; the rest still counts.
+    unreadable: list[NavError] = field(default_factory=list)
 
     def lists(self, page: str) -> bool:
         """Whether the navigation lists `page`, by an entry or a folder/glob."""

@@ -6,7 +6,7 @@ import re
 
 from service.agent.docsite.pages import Link, LinkKind
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
-from service.agent.docsite.site import DocsSite, NavEntry, Navigation, read_text
+from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
 from service.agent.docsite.sphinx_conf import read_conf
 from service.workspace.globs import compile_glob
 
@@ -63,7 +63,8 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
             continue
         parsed = tree.page(page, site.page_mode(page))
         if parsed.uncheckable:
-            result.complete = False
+            result.unreadable.append(NavError(page, 1, f"{page} is {parsed.uncheckable}, so its toctrees could not "
+                                                       "be read"))
         for entry in parsed.toctrees:
             _add_entry(result, site, files, page, entry.line, entry.entry, entry.glob)
     return result

@@ -8,7 +8,7 @@ from service.agent.docsite.anchors import github_slug
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value, read_module
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
-from service.agent.docsite.site import DocsSite, Language, NavEntry, Navigation, read_text
+from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"astro.config.{ext}" for ext in ("mjs", "ts", "js", "mts", "cjs"))
 SUFFIXES = (".md", ".mdx", ".mdoc")
@@ -112,11 +112,19 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     from service.agent.docsite.tree import Tree
     routes = page_routes(site, Tree(workspace))
     stack = list(reversed(sidebar))
+    line = 1  # the line of the last entry read: where an unreadable one is reported
+
+    def skip(what: str) -> None:
+        result.unreadable.append(NavError(sidebar_file, line, f"a sidebar {what} after line {line} of {sidebar_file} "
+                                                              "is computed, so it could not be read"))
+
     while stack:
         item = stack.pop()
         if isinstance(item, Str):
+            line = item.line
             _add(result, site, routes, sidebar_file, item.line, item.value.strip("/"))
         elif isinstance(item, dict):
+            line = next((v.line for v in item.values() if isinstance(v, Str)), line)
             if isinstance(item.get("slug"), Str):
                 _add(result, site, routes, sidebar_file, item["slug"].line, item["slug"].value.strip("/"))
             elif isinstance(item.get("link"), Str):
@@ -126,16 +134,16 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
             elif isinstance(item.get("autogenerate"), dict):
                 directory = _value(item["autogenerate"].get("directory"))
                 if directory is None:
-                    result.complete = False
+                    skip("`autogenerate` directory")
                 else:
                     result.patterns.append(f"/{join(site.docs_root, directory.strip('/'))}/**")
             items = item.get("items")
             if isinstance(items, list):
                 stack += list(reversed(items))
             elif items is not None:
-                result.complete = False
+                skip("group's `items`")
         else:
-            result.complete = False
+            skip("entry")
     return result
 
 
