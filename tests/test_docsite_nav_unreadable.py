@@ -105,3 +105,24 @@ def test_a_page_listed_by_a_readable_entry_is_not_flagged(open_workspace):
     workspace.write("sidebars.js", DOCUSAURUS["sidebars.js"].replace("'guides/setup'", "'guides/setup', "
                                                                      "'guides/deploy'").encode())
     assert check_docs(workspace).problems == []
+
+
+# --- a page dropped from the navigation -------------------------------------------------------------------------
+
+def test_a_page_dropped_from_a_sphinx_toctree_is_reported(open_workspace):
+    workspace = open_workspace({**SPHINX, "docs/reference.rst": "Reference\n=========\n\n.. toctree::\n\n   api\n"})
+    workspace.write("docs/index.rst", b"Orbit\n=====\n\n.. toctree::\n\n   reference\n")
+    assert check_docs(workspace).problems == [DocsProblem(
+        "docs/usage.rst", 1, "this run removed the page from the navigation, so readers cannot find it: add `usage` "
+                             "to the toctree in docs/index.rst, or delete the page if it is no longer wanted")]
+
+
+def test_a_page_dropped_from_a_sidebar_is_reported_and_a_moved_one_is_not(open_workspace):
+    workspace = open_workspace(DOCUSAURUS)
+    workspace.write("sidebars.js", DOCUSAURUS["sidebars.js"].replace("items: ['guides/setup']", "items: []").encode())
+    assert [(p.path, p.message.split(",")[0]) for p in check_docs(workspace).problems] == [
+        ("docs/guides/setup.md", "this run removed the page from the navigation")]
+    workspace = open_workspace(DOCUSAURUS)
+    workspace.move("docs/guides/setup.md", "docs/setup.md")
+    workspace.write("sidebars.js", DOCUSAURUS["sidebars.js"].replace("'guides/setup'", "'setup'").encode())
+    assert check_docs(workspace).problems == []

@@ -28,7 +28,36 @@ def navigation_problems(run) -> list[DocsProblem]:
         problems += _broken_entry_problems(run, broken)
     missing = _pages_missing_from(run, navigation)
     problems += missing
+    if any(p in watched or _holds_toctree(run, p) for p in run.changes):
+        problems += _pages_dropped_from(run, navigation)
     problems += _unreadable_entries(run, navigation, bool(missing))
+    return problems
+
+
+def _holds_toctree(run, path: str) -> bool:
+    # Sphinx's navigation lives in the pages' toctrees.
+    return run.site.framework == "sphinx" and run.site.is_page(path) and any(
+        "toctree" in (tree.text(path) or "") for tree in (run.now_tree, run.start_tree))
+
+
+def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
+    """Pages that are still there and that the navigation listed at the start but no longer lists."""
+    if not navigation.complete:
+        return []
+    try:
+        before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+    except Uncheckable:
+        return []
+    listed_before = {t for e in before.entries if e.found for t in e.targets}
+    listed_now = {t for e in navigation.entries if e.found for t in e.targets}
+    problems = []
+    for page in sorted(listed_before - listed_now):
+        if page not in run.now_tree.files or page in run.changes or page in run.removed or navigation.lists(page):
+            continue
+        if run.site.needs_nav_entry(page, run.now_tree.text(page) or ""):
+            problems.append(DocsProblem(page, 1, "this run removed the page from the navigation, so readers cannot "
+                                                 "find it: " + suggest_entry(run.site, page, run.now_tree.files)
+                                                 + ", or delete the page if it is no longer wanted"))
     return problems
 
 
