@@ -185,3 +185,12 @@ def test_links_in_rest_directive_bodies_and_to_section_titles_are_checked(open_w
         ("docs/api.rst", 21, "broken link: _static/banner.png (no file docs/_static/banner.png)"),
         ("docs/api.rst", 21, "broken reference: `configuration`_ (this page has no section title or target named "
                              "`configuration`)")]
+
+
+def test_default_role_any_references_are_checked_where_they_cannot_be_python_objects(open_workspace):
+    workspace = open_workspace({**SPHINX, "docs/conf.py": SPHINX["docs/conf.py"] + 'default_role = "any"\n'})
+    workspace.write("docs/api.rst", b"API\n===\n\n.. _api-config:\n\nConfig\n------\n\n`api-config`, `guide`, "
+                                    b"`orbit.connect`, `the guide <guide>`, `api-confg` and `/missing/page`.\n")
+    assert messages(check_docs(workspace)) == [
+        ("docs/api.rst", 9, "unknown label: /missing/page (no page defines it with `.. _label:` or `(label)=`)"),
+        ("docs/api.rst", 9, "unknown label: api-confg (no page defines it with `.. _label:` or `(label)=`)")]

@@ -19,6 +19,7 @@ from service.agent.docsite.detect import detect_site, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
+from service.agent.docsite.sphinx import default_role_links
 from service.agent.docsite.tree import Tree
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,10 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
         found += [(("name", name), DocsProblem(page, line, f"broken reference: `{name}`_ (this page has no section "
                                                            f"title or target named `{name}`)"))
                   for line, name in parsed.unknown_names if name not in shared]
-    for link in parsed.links:
+    links = parsed.links
+    if parsed.interpreted and state.site.framework == "sphinx":
+        links = links + default_role_links(state.site, parsed.interpreted)
+    for link in links:
         message = _link_problem(state, page, link)
         if message is not None:
             found.append((("link", link.kind, link.target, message.split(" (")[0]), DocsProblem(page, link.line,

@@ -69,6 +69,7 @@ class ParsedPage:
     toctrees: list[Toctree] = field(default_factory=list)
     uncheckable: str | None = None
     unknown_names: list[tuple[int, str]] = field(default_factory=list)  # reST `Name`_ the page does not define
+    interpreted: list[Link] = field(default_factory=list)  # reST `text` in the default role (conf.py's `default_role`)
 
 
 LINK_ATTRIBUTES = ("href", "src", "to")  # <a href>, <img src>, Docusaurus <Link to>

@@ -145,6 +145,8 @@ def parse_rst(text: str) -> ParsedPage:
             named_references.append((_line(node), node["refname"]))
         if isinstance(node, _Recorded):
             page.links.append(Link(_line(node), node["target"], LinkKind(node["kind"])))
+        elif isinstance(node, nodes.title_reference):
+            page.interpreted.append(Link(_line(node), node.astext().strip()))
         elif isinstance(node, nodes.reference) and node.get("refuri"):
             page.links.append(Link(_line(node), node["refuri"]))
         elif isinstance(node, nodes.image) and node.get("uri"):

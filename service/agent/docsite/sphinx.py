@@ -192,6 +192,13 @@ class SphinxRouter(Router):
         return outcome
 
     def reference(self, page: str, link: Link) -> Outcome:
+        outcome = self._reference(page, link)
+        if outcome.verdict is Verdict.BROKEN and link.kind is LinkKind.REF and \
+                self.site.routing.get("default_role") == "any" and self._document(page, link.target).ok:
+            return self._document(page, link.target)  # `any` also finds documents
+        return outcome
+
+    def _reference(self, page: str, link: Link) -> Outcome:
         inventory = self._inventory(link.target)
         if link.kind is LinkKind.DOC:
             if inventory is not None:
@@ -260,6 +267,23 @@ class SphinxRouter(Router):
                 for label in self.tree.page(path, self.site.page_mode(path)).labels:
                     self._label_map.setdefault(label, path)
         return self._label_map
+
+
+def default_role_links(site: DocsSite, interpreted: list[Link]) -> list[Link]:
+    """reST `text` written in conf.py's `default_role`, as the cross-references Sphinx resolves (and warns about):
+    `doc` and `ref`; under `any`, only targets that cannot name a Python object (they hold `-` or `/`)."""
+    role = (site.routing.get("default_role") or "").removeprefix("std:")
+    kinds = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "any": LinkKind.REF}
+    if role not in kinds:
+        return []
+    found = []
+    for link in interpreted:
+        titled = _TITLED.match(link.target)
+        target = (titled.group(2) if titled else link.target).strip().lstrip("~!")
+        if role == "any" and (" " in target or not any(c in target for c in "-/")):
+            continue
+        found.append(Link(link.line, target, kinds[role]))
+    return found
 
 
 def router(site: DocsSite, tree) -> Router:
