@@ -194,3 +194,10 @@ def test_default_role_any_references_are_checked_where_they_cannot_be_python_obj
     assert messages(check_docs(workspace)) == [
         ("docs/api.rst", 9, "unknown label: /missing/page (no page defines it with `.. _label:` or `(label)=`)"),
         ("docs/api.rst", 9, "unknown label: api-confg (no page defines it with `.. _label:` or `(label)=`)")]
+
+
+def test_containers_inside_list_items_are_seen():
+    text = ("# Steps\n\n1. Install it.\n\n    !!! warning\n        Read [the notes](notes.md) first.\n\n"
+            "2. Run it, see [usage](usage.md).\n\n        indented code: [no](no.md)\n")
+    assert [(link.line, link.target) for link in parse_page(text, Mode.MARKDOWN).links] == [
+        (6, "notes.md"), (8, "usage.md")]
