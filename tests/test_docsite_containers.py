@@ -201,3 +201,12 @@ def test_containers_inside_list_items_are_seen():
             "2. Run it, see [usage](usage.md).\n\n        indented code: [no](no.md)\n")
     assert [(link.line, link.target) for link in parse_page(text, Mode.MARKDOWN).links] == [
         (6, "notes.md"), (8, "usage.md")]
+
+
+def test_deeply_nested_containers_parse_within_bounds():
+    import time
+    text = "".join(" " * (4 * depth) + "!!! note\n" for depth in range(2_000)) + " " * 8_000 + "[x](x.md)\n"
+    started = time.perf_counter()
+    page = parse_page(text, Mode.MARKDOWN)
+    assert time.perf_counter() - started < 10
+    assert page.uncheckable or [link.target for link in page.links] == ["x.md"]

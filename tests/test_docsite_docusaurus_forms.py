@@ -184,3 +184,17 @@ def test_client_redirect_sources_are_valid_routes(open_workspace):
     workspace.write("docs/intro.md", b"# Intro\n\n[a](/docs/welcome) [b](/api/v1/client) [c](/docs/welcom)\n")
     assert [p.message for p in check_docs(workspace).problems] == [
         "broken link: /docs/welcom (no doc has the route /docs/welcom)"]
+
+
+def test_hostile_parentheses_and_redirects_are_tolerated(open_workspace):
+    deep = "module.exports = " + "(" * 5_000 + "{}" + ")" * 5_000 + ";\n"
+    workspace = open_workspace({
+        "docusaurus.config.js": deep,
+        "docs/intro.md": "# Intro\n",
+    })
+    site = detect_site(workspace)
+    assert (site.framework, site.docs_root) == ("docusaurus", "docs")  # defaults: the config is too deep to read
+    odd = ("module.exports = {plugins: [['@docusaurus/plugin-client-redirects', {redirects: [{from: 3}, 'x', "
+           "{from: [null, '/ok']}, {to: '/a'}]}]]};\n")
+    workspace = open_workspace({"docusaurus.config.js": odd, "docs/intro.md": "# Intro\n"})
+    assert detect_site(workspace).routing["redirects"] == ["/ok"]
