@@ -126,3 +126,19 @@ def test_a_page_dropped_from_a_sidebar_is_reported_and_a_moved_one_is_not(open_w
     workspace.move("docs/guides/setup.md", "docs/setup.md")
     workspace.write("sidebars.js", DOCUSAURUS["sidebars.js"].replace("'guides/setup'", "'setup'").encode())
     assert check_docs(workspace).problems == []
+
+
+def test_mkdocs_skips_an_included_sub_site_and_still_flags_new_pages(open_workspace):
+    workspace = open_workspace({
+        "mkdocs.yml": "site_name: Orbit\nnav:\n  - Home: index.md\n  - Backend: '!include ./backend/mkdocs.yml'\n"
+                      "plugins:\n  - monorepo\n",
+        "docs/index.md": "# Orbit\n",
+        "backend/mkdocs.yml": "site_name: Backend\nnav:\n  - Start: index.md\n",
+        "backend/docs/index.md": "# Backend\n",
+    })
+    workspace.write("docs/usage.md", b"# Usage\n")
+    assert [(p.path, p.line, p.message.split(";")[0]) for p in check_docs(workspace).problems] == [
+        ("docs/usage.md", 1, "new page is not in the navigation, so readers cannot find it: add `- Title: usage.md` "
+                             "to `nav:` in mkdocs.yml"),
+        ("mkdocs.yml", 4, "the nav entry `!include ./backend/mkdocs.yml` on line 4 is a plugin's, so it could not be "
+                          "read")]

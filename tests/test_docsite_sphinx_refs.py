@@ -88,3 +88,12 @@ def test_myst_links_to_labels(open_workspace):
     workspace.write("docs/guide.md", b"# Guide\n\n(guide-begin)=\n## Getting started\n")
     assert [(p, m.split(" (")[0]) for p, m in messages(check_docs(workspace))] == [
         ("docs/notes.md", "link to guide-start no longer resolves after this run")]
+
+
+def test_myst_inventory_links_name_a_mapping(open_workspace):
+    workspace = open_workspace(SITE)
+    workspace.write("docs/notes.md", b"# Notes\n\n[os](inv:python:py:module#os) <inv:requests#quickstart> "
+                                     b"[any](inv:*:std:doc#index) [typo](inv:pyhton#os)\n")
+    assert [m for _, m in messages(check_docs(workspace))] == [
+        "broken link: inv:pyhton#os (`pyhton` names no inventory in conf.py's `intersphinx_mapping` (it has: attrs, "
+        "python, requests))"]

@@ -101,9 +101,15 @@ def _walk(workspace, node, site: DocsSite, files: set[str], result: Navigation, 
     elif isinstance(node, yaml.MappingNode):
         for _title, value in node.value:
             _walk(workspace, value, site, files, result, literate)
-    elif isinstance(node, yaml.ScalarNode) and node.tag == _STR:
+    elif isinstance(node, yaml.ScalarNode) and node.tag == _STR and not node.value.startswith("!include"):
         _entry(workspace, site, files, result, site.config_path or "", node.start_mark.line + 1, node.value.strip(),
                site.docs_root, literate)
+    elif isinstance(node, yaml.ScalarNode) and (node.tag.startswith("!") or node.value.startswith("!include")):
+        # `!include` (mkdocs-monorepo) or another plugin's tag: what it lists is not read here.
+        line = node.start_mark.line + 1
+        result.unreadable.append(NavError(site.config_path or "", line, f"the nav entry `{node.value}` on line "
+                                                                        f"{line} is a plugin's, so it could not be "
+                                                                        "read"))
 
 
 def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file: str, line: int, ref: str,

@@ -174,6 +174,14 @@ class SphinxRouter(Router):
     def page_suffixes(self):
         return self.site.page_suffixes
 
+    def resolve(self, page: str, link: Link) -> Outcome:
+        target = link.target.strip()
+        if link.kind is LinkKind.URL and target.startswith("inv:"):
+            # MyST's `inv:name:domain:role#target` (or `inv:name#target`) names an intersphinx inventory.
+            name = re.split(r"[:#]", target[len("inv:"):], maxsplit=1)[0]
+            return SKIP if name in ("", "*") else self._external(name)
+        return super().resolve(page, link)
+
     def route(self, page: str, path: str) -> Outcome:
         if path.lower().endswith(".html"):
             outcome = self._document(page, path[:-len(".html")])
