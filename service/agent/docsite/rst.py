@@ -24,7 +24,7 @@ LITERAL_DIRECTIVES = ("code-block", "sourcecode", "jupyter-execute", "ipython", 
                       "autofunction", "autoclass", "automodule", "automethod", "autodata", "autoattribute",
                       "autoexception", "click", "tabularcolumns", "graphviz", "mermaid", "plot", "math", "prompt",
                       "plantuml", "uml", "tikz", "code-tab", "bokeh-plot", "exec", "runblock", "program-output",
-                      "command-output", "literalinclude", "jinja", "raw", "csv-table")
+                      "command-output", "jinja", "raw", "kroki", "blockdiag", "seqdiag", "ditaa", "d2", "code-cell")
 FILE_DIRECTIVES = ("include", "literalinclude")
 
 

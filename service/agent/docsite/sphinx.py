@@ -43,7 +43,8 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
              "labels with {ref}`label` / :ref:`label`.")
     conf = read_conf(text)
     routing = {"autosectionlabel": "autosectionlabel" in text, "intersphinx": "intersphinx" in text,
-               "inventories": conf.inventories, "redirects": conf.redirects, "heading_anchors": conf.heading_anchors,
+               "inventories": conf.inventories,
+               "redirects": conf.redirects if "reredirects" in text else None, "heading_anchors": conf.heading_anchors,
                "default_role": conf.default_role, "shared_names": conf.shared_names}
     return DocsSite("sphinx", config_path, source, nav_files=[root_page] if root_page else [], nav_hint=hint,
                     page_suffixes=suffixes, ignored=(f"/{prefix}_build", *ignored),
