@@ -97,3 +97,11 @@ def test_myst_inventory_links_name_a_mapping(open_workspace):
     assert [m for _, m in messages(check_docs(workspace))] == [
         "broken link: inv:pyhton#os (`pyhton` names no inventory in conf.py's `intersphinx_mapping` (it has: attrs, "
         "python, requests))"]
+
+
+def test_myst_links_to_domain_objects_are_left_to_the_build_and_missing_files_still_reported(open_workspace):
+    workspace = open_workspace(SITE)
+    workspace.write("docs/notes.md", b"# Notes\n\n[frozen](orbit.frozen) [index](genindex) [img](shot.png) "
+                                     b"[page](setup.md)\n")
+    assert [m for _, m in messages(check_docs(workspace))] == [
+        "broken link: setup.md (no file docs/setup.md)", "broken link: shot.png (no file docs/shot.png)"]

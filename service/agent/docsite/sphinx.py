@@ -165,6 +165,9 @@ def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
 
 
 BUILTIN_LABELS = frozenset({"genindex", "modindex", "py-modindex", "search"})
+# Extensions that make a MyST link target a file rather than a cross-reference name.
+FILE_EXTENSIONS = frozenset("md rst txt html htm ipynb png jpg jpeg gif svg webp ico pdf zip gz tar py json yaml yml "
+                            "toml csv mp4 webm css js xml ini cfg sh".split())
 
 
 class SphinxRouter(Router):
@@ -191,12 +194,18 @@ class SphinxRouter(Router):
             return outcome
         outcome = super().route(page, path) if not path.startswith("/") else \
             self.landing(join(self.site.docs_root, path.lstrip("/")), path)
+        extension = posixpath.splitext(path)[1][1:].lower()
         if outcome.verdict is Verdict.BROKEN and page.lower().endswith(".md") and "/" not in path \
-                and not posixpath.splitext(path)[1]:
-            # MyST reads `[text](name)` that is no file as a cross-reference to the label `name`.
+                and extension not in FILE_EXTENSIONS:
+            # MyST reads `[text](name)` that is no file as a cross-reference: a label, or an object of a domain
+            # (`attrs.frozen`), which only the build knows; names that can only be labels are judged.
+            if path.lower() in BUILTIN_LABELS:
+                return SKIP
             label = self._labels().get(path.lower())
             if label is not None:
                 return Outcome(Verdict.OK, label)
+            if "-" not in path or "." in path:
+                return SKIP
             return Outcome(Verdict.BROKEN, reason=f"no file {path}, and no page defines the label `{path}`")
         return outcome
 
