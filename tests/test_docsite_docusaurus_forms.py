@@ -137,6 +137,7 @@ const config: Config = {
           {to: '/docs/intro', from: ['/docs/welcome', '/getting-started']},
           {to: '/api/client', from: '/api/v1/client'},
         ],
+        fromExtensions: ['html'],
       },
     ],
   ],
@@ -181,8 +182,10 @@ def test_moving_a_page_of_another_instance_breaks_its_links_and_entry_and_asks_f
 
 def test_client_redirect_sources_are_valid_routes(open_workspace):
     workspace = open_workspace(INSTANCES)
-    workspace.write("docs/intro.md", b"# Intro\n\n[a](/docs/welcome) [b](/api/v1/client) [c](/docs/welcom)\n")
+    workspace.write("docs/intro.md", b"# Intro\n\n[a](/docs/welcome) [b](/api/v1/client) [c](/docs/welcom) "
+                                     b"[d](/api/server.html) [e](/api/servers.html)\n")
     assert [p.message for p in check_docs(workspace).problems] == [
+        "broken link: /api/servers.html (no doc has the route /api/servers.html)",
         "broken link: /docs/welcom (no doc has the route /docs/welcom)"]
 
 

@@ -106,7 +106,8 @@ def read_instances(text: str) -> list[DocsConfig]:
 
 
 def client_redirects(text: str) -> list[str] | None:
-    """The `from` routes of `@docusaurus/plugin-client-redirects`' literal `redirects`; None without the plugin."""
+    """The `from` routes of `@docusaurus/plugin-client-redirects`' literal `redirects`, and `*.html` for each of
+    its `fromExtensions` (`/x.html` redirects to the route `/x`); None without the plugin."""
     try:
         exported = exported_value(text)
     except Uncheckable:
@@ -116,6 +117,9 @@ def client_redirects(text: str) -> list[str] | None:
         if name not in REDIRECT_PLUGINS:
             continue
         sources = sources or []
+        extensions = options.get("fromExtensions") if isinstance(options, dict) else None
+        sources += [f"*.{item.value.lstrip('.')}" for item in extensions if isinstance(item, Str)] \
+            if isinstance(extensions, list) else []
         entries = options.get("redirects") if isinstance(options, dict) else None
         for entry in entries if isinstance(entries, list) else ():
             written = entry.get("from") if isinstance(entry, dict) else None

@@ -116,7 +116,11 @@ class DocusaurusRouter(Router):
 
     def _redirected(self, path: str) -> bool:
         sources = self.site.routing.get("redirects") or ()
-        return ("/" + path.strip("/")) in sources
+        route = "/" + path.strip("/")
+        if route in sources:
+            return True
+        stem, extension = posixpath.splitext(route)
+        return bool(extension) and f"*{extension}" in sources and self._doc_route(stem) is not None
 
     def redirect_place(self) -> str | None:
         if self.site.routing.get("redirects") is None:
