@@ -201,3 +201,63 @@ def test_hostile_parentheses_and_redirects_are_tolerated(open_workspace):
            "{from: [null, '/ok']}, {to: '/a'}]}]]};\n")
     workspace = open_workspace({"docusaurus.config.js": odd, "docs/intro.md": "# Intro\n"})
     assert detect_site(workspace).routing["redirects"] == ["/ok"]
+
+
+# --- a config split over the repository's own modules ------------------------------------------------------------
+
+SPLIT_CONFIG = {
+    "website/docusaurus.config.ts": """import type {Config} from '@docusaurus/types';
+import {presetsConfig} from './config/presets';
+import i18n from './config/i18n.json';
+const {redirects} = require('./config/redirects.js');
+
+const config: Config = {
+  title: 'Orbit',
+  baseUrl: '/',
+  i18n,
+  presets: presetsConfig,
+  plugins: [['@docusaurus/plugin-client-redirects', {redirects}]],
+};
+
+export default config;
+""",
+    "website/config/presets.ts": """import type * as Preset from '@docusaurus/preset-classic';
+import {versionsMetadata} from '../constants';
+
+export const presetsConfig = [
+  [
+    'classic',
+    {
+      docs: {path: 'guides', routeBasePath: 'guides', sidebarPath: './sidebars.ts', versions: versionsMetadata},
+    } satisfies Preset.Options,
+  ],
+];
+""",
+    "website/constants.ts": "export const versionsMetadata = {current: {label: 'next'}};\n",
+    "website/config/i18n.json": '{"defaultLocale": "en", "locales": ["en"]}\n',
+    "website/config/redirects.js": "module.exports = {redirects: [{from: '/guides/old', to: '/guides/intro'}]};\n",
+    "website/sidebars.ts": "export default {guides: ['intro']};\n",
+    "website/guides/intro.md": "# Intro\n",
+}
+
+
+def test_a_config_split_over_local_modules_is_read_through_its_imports(open_workspace):
+    workspace = open_workspace(SPLIT_CONFIG)
+    site = detect_site(workspace)
+    assert (site.docs_root, site.routing["route_base"], site.nav_files) == (
+        "website/guides", "/guides", ["website/sidebars.ts"])
+    workspace.write("website/guides/intro.md", b"# Intro\n\n[self](/guides/intro) [old](/guides/old) [no](/guides/x)\n")
+    assert [p.message for p in check_docs(workspace).problems] == [
+        "broken link: /guides/x (no doc has the route /guides/x)"]
+
+
+def test_import_cycles_packages_and_long_chains_are_bounded(open_workspace):
+    chain = {f"website/c{i}.js": f"import {{v}} from './c{i + 1}';\nexport const v = v;\n" for i in range(30)}
+    workspace = open_workspace({
+        **chain,
+        "website/docusaurus.config.js": "import {v} from './c0';\nimport {w} from './docusaurus.config.js';\n"
+                                        "import {x} from '@acme/shared';\nimport {y} from '../../outside';\n"
+                                        "export default {presets: [['classic', {docs: {path: 'guides', extra: v}}]]};\n",
+        "website/guides/intro.md": "# Intro\n",
+    })
+    assert detect_site(workspace).docs_root == "website/guides"

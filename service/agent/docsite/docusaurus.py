@@ -9,11 +9,13 @@ from service.agent.docsite.docusaurus_config import (
     Instance,
     Version,
     client_redirects,
+    config_value,
     read_instances,
     read_versions,
     served_versions,
 )
 from service.agent.docsite.docusaurus_routes import SUFFIXES, DocusaurusRouter, strip_number_prefixes
+from service.agent.docsite.jsimports import LocalImports
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import Uncheckable
@@ -40,7 +42,8 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     """The Docusaurus site configured by `config_path`: its docs folder, sidebars file and versions."""
     text = read_text(workspace, config_path) or ""
     site_dir = posixpath.dirname(config_path)
-    config, *others = read_instances(text)
+    exported = config_value(text, LocalImports(workspace, site_dir))
+    config, *others = read_instances(text, exported)
     docs = _docs_folder(site_dir, config)
     sidebar = _sidebar_file(config, site_dir, files)
     try:
@@ -54,7 +57,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     routing = {"site_dir": site_dir, "route_base": "/" + config.route_base.strip("/"),
                "base_url": "/" + config.base_url.strip("/"), "sidebar": sidebar,
                "current_route": current, "versions": versions, "instances": instances,
-               "redirects": client_redirects(text)}
+               "redirects": client_redirects(text, exported)}
     all_versions = versions + [v for i in instances for v in i.versions]
     nav_files = ([sidebar] if sidebar else []) + [i.sidebar for i in instances if i.sidebar] + \
         [v.sidebar for v in all_versions if v.sidebar in files]

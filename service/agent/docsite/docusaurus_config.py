@@ -5,7 +5,8 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
+from service.agent.docsite.jsimports import LocalImports
+from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value, read_module
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import MAX_LANGUAGES, MAX_VERSIONS, Uncheckable
 from service.agent.docsite.site import normal_join, read_text
@@ -66,12 +67,21 @@ class Version:
     sidebar: str
 
 
-def read_config(text: str) -> DocsConfig:
-    """The docs options of the config `text`: from the literal `presets`/`plugins` entries, else by regex."""
+def config_value(text: str, imports: LocalImports | None = None):
+    """What the config `text` exports, read as a literal (with what it imports from the repository's own
+    modules when `imports` is given); OPAQUE when it cannot be read."""
     try:
-        exported = exported_value(text)
+        if imports is None:
+            return exported_value(text)
+        return read_module(text, imports.default, load_named=imports.named).exported
     except Uncheckable:
-        exported = OPAQUE
+        return OPAQUE
+
+
+def read_config(text: str, exported=None) -> DocsConfig:
+    """The docs options of the config `text` (whose export `config_value` read, when given): from the literal
+    `presets`/`plugins` entries, else by regex."""
+    exported = config_value(text) if exported is None else exported
     config = DocsConfig()
     options = _docs_options(exported) if isinstance(exported, dict) else None
     base_url = exported.get("baseUrl") if isinstance(exported, dict) else None
@@ -87,14 +97,11 @@ def read_config(text: str) -> DocsConfig:
     return config
 
 
-def read_instances(text: str) -> list[DocsConfig]:
+def read_instances(text: str, exported=None) -> list[DocsConfig]:
     """Every docs plugin instance of the config (the default one first, as `read_config` reads it), each with
     its own folder, route base, sidebars file and versions options."""
-    default = read_config(text)
-    try:
-        exported = exported_value(text)
-    except Uncheckable:
-        return [default]
+    exported = config_value(text) if exported is None else exported
+    default = read_config(text, exported)
     others = []
     for options in _docs_instances(exported)[1:] if isinstance(exported, dict) else ():
         config = DocsConfig(base_url=default.base_url, i18n=default.i18n)
@@ -105,13 +112,10 @@ def read_instances(text: str) -> list[DocsConfig]:
     return [default, *others]
 
 
-def client_redirects(text: str) -> list[str] | None:
+def client_redirects(text: str, exported=None) -> list[str] | None:
     """The `from` routes of `@docusaurus/plugin-client-redirects`' literal `redirects`, and `*.html` for each of
     its `fromExtensions` (`/x.html` redirects to the route `/x`); None without the plugin."""
-    try:
-        exported = exported_value(text)
-    except Uncheckable:
-        return None
+    exported = config_value(text) if exported is None else exported
     sources: list[str] | None = None
     for name, options in _entries(exported.get("plugins")) if isinstance(exported, dict) else ():
         if name not in REDIRECT_PLUGINS:
