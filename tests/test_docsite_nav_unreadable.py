@@ -142,3 +142,21 @@ def test_mkdocs_skips_an_included_sub_site_and_still_flags_new_pages(open_worksp
                              "to `nav:` in mkdocs.yml"),
         ("mkdocs.yml", 4, "the nav entry `!include ./backend/mkdocs.yml` on line 4 is a plugin's, so it could not be "
                           "read")]
+
+
+def test_starlight_sidebar_kept_in_a_module_of_its_own(open_workspace):
+    workspace = open_workspace({
+        "docs/astro.config.ts": "import { defineConfig } from 'astro/config';\nimport starlight from '@astrojs/starlight';\n"
+                                "import { sidebar } from './src/sidebar';\n\nexport default defineConfig({\n"
+                                "  integrations: [starlight({ title: 'Orbit', sidebar })],\n});\n",
+        "docs/src/sidebar.ts": "import { apiItems } from './generated';\n\nexport const sidebar = [\n"
+                               "  { label: 'Start', items: ['start/install'] },\n  { label: 'API', items: apiItems },\n];\n",
+        "docs/src/content/docs/start/install.md": "---\ntitle: Install\n---\n",
+    })
+    site = detect_site(workspace)
+    assert site.nav_files == ["docs/src/sidebar.ts"]
+    workspace.write("docs/src/content/docs/start/usage.md", b"---\ntitle: Usage\n---\n")
+    assert [(p.path, p.line, p.message.split(";")[0].split(":")[0]) for p in check_docs(workspace).problems] == [
+        ("docs/src/content/docs/start/usage.md", 1, "new page is not in the navigation, so readers cannot find it"),
+        ("docs/src/sidebar.ts", 5, "a sidebar group's `items` after line 5 of docs/src/sidebar.ts is computed, so it "
+                                   "could not be read")]

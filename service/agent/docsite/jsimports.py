@@ -22,6 +22,7 @@ class LocalImports:
         self.depth = depth
         self.read = [] if read is None else read  # shared by every loader of one config: files read so far
         self.modules: dict[str, Module | object] = {}
+        self.paths: dict[str, str] = {}  # specifier -> the file it was read from
 
     def default(self, specifier: str):
         """The value `import x from specifier` (or `require(specifier)`) gives."""
@@ -53,6 +54,7 @@ class LocalImports:
         if path is None or path in self.read:
             return OPAQUE
         self.read.append(path)
+        self.paths[specifier] = path
         try:
             if text is None:
                 found: Module | object = OPAQUE

@@ -5,7 +5,8 @@ import posixpath
 import re
 
 from service.agent.docsite.anchors import github_slug
-from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value, read_module
+from service.agent.docsite.jsimports import LocalImports
+from service.agent.docsite.jsliteral import Str, read_module
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
 from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
@@ -19,22 +20,16 @@ _LOCALE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z]{2,4})?$")
 def _read(workspace, config_path: str):
     """(the starlight() options, the file its sidebar came from, defineConfig's options), read as literals."""
     folder = posixpath.dirname(config_path)
-
-    def load_import(specifier: str):
-        if not specifier.endswith(".json") or is_external(specifier):
-            return OPAQUE
-        path = join(folder, specifier)
-        text = read_text(workspace, path) if path else None
-        return exported_value(text) if text is not None else OPAQUE
-
-    module = read_module(read_text(workspace, config_path) or "", load_import, callees=("starlight", "defineConfig"))
+    imports = LocalImports(workspace, folder)  # a sidebar or options kept in the repository's own modules
+    module = read_module(read_text(workspace, config_path) or "", imports.default,
+                         callees=("starlight", "defineConfig"), load_named=imports.named)
     options = module.call_argument("starlight")
     raw = module.calls.get("starlight")
     sidebar_file = config_path
     if isinstance(raw, dict):
         specifier = module.import_of(raw.get("sidebar"))
         if specifier:
-            sidebar_file = join(folder, specifier) or config_path
+            sidebar_file = imports.paths.get(specifier, config_path)
     astro = module.call_argument("defineConfig")
     return (options if isinstance(options, dict) else {}), sidebar_file, (astro if isinstance(astro, dict) else {})
 
