@@ -38,6 +38,9 @@ def test_conf_literals_are_read_without_running_it():
         {"python"}
     assert read_conf("intersphinx_mapping = {**base}\n").inventories is None  # computed: not known
     assert read_conf("def broken(:\n").inventories is None
+    assert read_conf("from shared_conf import *\nintersphinx_mapping = {'python': ('x', None)}\n").inventories is None
+    assert read_conf("extensions = ['sphinx.ext.intersphinx']\n").inventories is None  # set where it is not seen
+    assert read_conf("extensions = []\n").inventories == frozenset()  # no intersphinx: no prefix is another's
 
 
 def test_intersphinx_prefixes_that_name_an_inventory_are_external_and_others_are_reported(open_workspace):

@@ -34,8 +34,13 @@ def read_conf(text: str) -> SphinxConf:
     redirects: list[str] | None = None
     anchors, role = 0, None
     shared: set[str] | None = set()
+    assigned = False
+    if any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+           for node in module.body):
+        inventories = shared = None  # `from shared_conf import *` may set any of it
     for node in module.body:
         target, value = _assignment(node)
+        assigned = assigned or (target or "").startswith("intersphinx_mapping")
         if target == "intersphinx_mapping" and inventories is not None:
             keys = _keys(value)
             inventories = None if keys is None else inventories | keys
@@ -56,6 +61,8 @@ def read_conf(text: str) -> SphinxConf:
                 shared = None
         elif target == "default_role":
             role = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+    if not assigned and "intersphinx" in text:
+        inventories = None  # the extension is on, but its mapping is set somewhere this reading does not see
     return SphinxConf(None if inventories is None else frozenset(inventories),
                       None if redirects is None else tuple(redirects), anchors, role,
                       None if shared is None else frozenset(shared))
