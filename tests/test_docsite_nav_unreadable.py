@@ -160,3 +160,21 @@ def test_starlight_sidebar_kept_in_a_module_of_its_own(open_workspace):
         ("docs/src/content/docs/start/usage.md", 1, "new page is not in the navigation, so readers cannot find it"),
         ("docs/src/sidebar.ts", 5, "a sidebar group's `items` after line 5 of docs/src/sidebar.ts is computed, so it "
                                    "could not be read")]
+
+
+def test_mintlify_skips_a_broken_ref_file_and_still_reads_the_rest(open_workspace):
+    import json
+    workspace = open_workspace({
+        "docs.json": json.dumps({"name": "Orbit", "navigation": {"tabs": [
+            {"tab": "Guides", "groups": [{"group": "Start", "pages": ["intro"]}]},
+            {"$ref": "./api-nav.json"}]}}, indent=2),
+        "api-nav.json": json.dumps({"tab": "API", "groups": [{"group": "API", "pages": ["api/client"]}]}),
+        "intro.mdx": "---\ntitle: Intro\n---\n",
+        "api/client.mdx": "---\ntitle: Client\n---\n",
+    })
+    workspace.write("api-nav.json", b'{"tab": "API", "groups": [{"group": "API", "pages": ["api/client",]}]}')
+    workspace.write("guide.mdx", b"---\ntitle: Guide\n---\n")
+    assert [(p.path, p.message.split(" (")[0]) for p in check_docs(workspace).problems] == [
+        ("api-nav.json", "api-nav.json is not valid JSON"),
+        ("guide.mdx", 'new page is not in the navigation, so readers cannot find it: add "guide" to the `pages` of a '
+                      "group in docs.json")]

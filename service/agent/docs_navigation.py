@@ -42,8 +42,8 @@ def _holds_toctree(run, path: str) -> bool:
 
 def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
     """Pages that are still there and that the navigation listed at the start but no longer lists."""
-    if not navigation.complete:
-        return []
+    if not navigation.complete or navigation.errors:
+        return []  # a navigation file that does not parse drops its pages: its error says what to fix
     try:
         before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
     except Uncheckable:

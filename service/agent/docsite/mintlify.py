@@ -111,10 +111,12 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     """The pages `navigation` lists (in docs.json and the files it references), each with its file and line."""
     assert site.config_path is not None  # a site of this kind is only detected from its config file
     config = read_config(workspace, site.config_path)
-    if config.errors:
+    if config.errors and not isinstance(config.value, dict):
         return Navigation(complete=False, errors=config.errors)
     nav = config.value.get("navigation") if isinstance(config.value, dict) else None
-    result = Navigation()
+    # A `$ref`'d file that is missing or invalid is reported (when the run changed it) and skipped; the rest
+    # of the navigation still counts.
+    result = Navigation(errors=config.errors)
     for ref in dict.fromkeys(_page_refs(nav, False)):
         if not ref.strip() or is_external(ref) or _OPENAPI_REF.search(ref):
             continue
