@@ -261,3 +261,35 @@ def test_import_cycles_packages_and_long_chains_are_bounded(open_workspace):
         "website/guides/intro.md": "# Intro\n",
     })
     assert detect_site(workspace).docs_root == "website/guides"
+
+
+def test_instances_without_a_default_one_and_sidebars_named_through_require_resolve(open_workspace):
+    workspace = open_workspace({
+        "docusaurus.config.js": """const path = require('path');
+
+module.exports = {
+  presets: [['classic', ({docs: false, blog: false})]],
+  plugins: [
+    ['@docusaurus/plugin-content-docs', {
+      id: 'users', path: path.resolve(__dirname, 'docs-users'), routeBasePath: 'users',
+      sidebarPath: require.resolve('./sidebars-users.js'),
+    }],
+    ['@docusaurus/plugin-content-docs', {
+      id: 'developers', path: 'docs-dev', routeBasePath: 'developers',
+      sidebarPath: require.resolve('./sidebars-dev.js'),
+    }],
+  ],
+};
+""",
+        "sidebars-users.js": "module.exports = {users: ['start']};\n",
+        "sidebars-dev.js": "module.exports = {dev: ['build']};\n",
+        "docs-users/start.md": "# Start\n",
+        "docs-dev/build.md": "# Build\n",
+    })
+    site = detect_site(workspace)
+    assert (site.docs_root, site.extra_roots, site.nav_files) == (
+        "docs-users", ("docs-dev",), ["sidebars-users.js", "sidebars-dev.js"])
+    workspace.write("docs-dev/release.md", b"# Release\n\n[start](/users/start) [build](/developers/build)\n")
+    assert [(p.path, p.message) for p in check_docs(workspace).problems] == [
+        ("docs-dev/release.md", "new page is not in the navigation, so readers cannot find it: add 'release' to a "
+                                "sidebar in sidebars-dev.js (or set its front matter `id` and list that)")]

@@ -222,6 +222,9 @@ class _Parser:
                 return inner, end + 1
             return OPAQUE, _skip_balanced(self.tokens, index)  # a sequence expression or arrow parameters
         if token.kind == "word":
+            path = _path_call(self.tokens, index)
+            if path is not None:
+                return path
             if token.text in _CONSTANTS:
                 return _CONSTANTS[token.text], index + 1
             if token.text[0].isdigit():
@@ -274,6 +277,22 @@ class _Parser:
                 return index
             index = _skip_balanced(self.tokens, index) if text in _CLOSERS else index + 1
         return index
+
+
+def _path_call(tokens: list[_Token], index: int) -> tuple[Str, int] | None:
+    """`require.resolve('./x')` and `path.resolve(__dirname, './x')` (or `path.join`) at `index`: the path they
+    name, relative to the config's folder, and the index after them; None for anything else."""
+    texts = _texts(tokens, index, 4)
+    if texts == ["require", ".", "resolve", "("]:
+        start = index + 4
+    elif texts[:3] in (["path", ".", "resolve"], ["path", ".", "join"]) and texts[3:] == ["("] \
+            and _texts(tokens, index + 4, 2) == ["__dirname", ","]:
+        start = index + 6
+    else:
+        return None
+    if _kind(tokens, start) != "string" or _text(tokens, start + 1) != ")":
+        return None
+    return Str(_unescape(tokens[start].text[1:-1]), tokens[start].line), start + 2
 
 
 def _resolve(value, bindings: dict, depth: int, budget: list[int] | None = None):
