@@ -68,7 +68,8 @@ def test_docs_options_come_from_the_default_content_docs_plugin(open_workspace):
     workspace = open_workspace({"docusaurus.config.ts": PLUGIN_CONFIG, "reference/api.md": "# API\n",
                                 "community/help.md": "# Help\n"})
     site = detect_site(workspace)
-    assert (site.docs_root, site.routing["route_base"], site.page_count) == ("reference", "/", 1)
+    # The `community` instance's pages are pages of the site too.
+    assert (site.docs_root, site.routing["route_base"], site.page_count) == ("reference", "/", 2)
 
 
 # --- versioned docs --------------------------------------------------------------------------------------------

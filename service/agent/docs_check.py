@@ -19,6 +19,7 @@ from service.agent.docsite.detect import detect_site, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
+from service.agent.docsite.sphinx import default_role_links
 from service.agent.docsite.tree import Tree
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
             problems = _changed_page_problems(run)
             problems += _links_broken_elsewhere(run)
             problems += navigation_problems(run)
+            problems += _redirects_to_add(run)
     except Exception as exc:  # a bug or a hostile file must not end the run: the model and the PR are told
         log.exception("the docs check failed")
         return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
@@ -153,7 +155,15 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
         error = parsed.front_matter_error
         found.append((("front matter", error.message), DocsProblem(page, error.line, error.message)))
     found += [(("tag", p.message), DocsProblem(page, p.line, p.message)) for p in parsed.tag_problems]
-    for link in parsed.links:
+    shared = state.site.routing.get("shared_names") if state.site.framework == "sphinx" else None
+    if shared is not None:  # names rst_prolog/rst_epilog define count on every page
+        found += [(("name", name), DocsProblem(page, line, f"broken reference: `{name}`_ (this page has no section "
+                                                           f"title or target named `{name}`)"))
+                  for line, name in parsed.unknown_names if name not in shared]
+    links = parsed.links
+    if parsed.interpreted and state.site.framework == "sphinx":
+        links = links + default_role_links(state.site, parsed.interpreted)
+    for link in links:
         message = _link_problem(state, page, link)
         if message is not None:
             found.append((("link", link.kind, link.target, message.split(" (")[0]), DocsProblem(page, link.line,
@@ -185,7 +195,8 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
     if anchor is None or landing is None or not _checks_anchors(state.site, landing):
         return None
     target = state.page(landing)
-    if target.uncheckable or target.includes or anchor.lower() in target.anchors:
+    if target.uncheckable or target.includes or anchor.lower() in target.anchors or \
+            (state.site.framework == "sphinx" and anchor.lower() in target.labels):
         return None
     where = "this page" if landing == page else landing
     close = difflib.get_close_matches(anchor.lower(), sorted(target.anchors), n=3)
@@ -195,8 +206,11 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
 
 
 def _checks_anchors(site: DocsSite, landing: str) -> bool:
-    # Sphinx builds heading anchors only when configured to, and reST labels are not headings.
-    return site.framework != "sphinx" and landing.lower().endswith((".md", ".mdx", ".markdown"))
+    # Sphinx builds heading anchors only when configured to (MyST's `myst_heading_anchors`), and reST labels are
+    # not headings.
+    if site.framework == "sphinx":
+        return bool(site.routing.get("heading_anchors")) and landing.lower().endswith(".md")
+    return landing.lower().endswith((".md", ".mdx", ".markdown"))
 
 
 # --- links elsewhere that the run broke --------------------------------------------------------------------
@@ -230,20 +244,21 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             if not any(name in text for name in names):
                 continue
         for link in run.now.page(other).links:
-            if link.kind is LinkKind.REF:
-                if link.target.lower() not in lost_labels:
-                    continue
-            elif not any(name in link.target.lower() for name in names):
+            # MyST's `[text](label)` names a label as :ref: does.
+            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL)
+            if link.kind is LinkKind.REF and not by_label:
                 continue
-            message = _newly_broken(run, other, link, affected)
+            if not by_label and not any(name in link.target.lower() for name in names):
+                continue
+            message = _newly_broken(run, other, link, affected, by_label)
             if message:
                 problems.append(DocsProblem(other, link.line, message))
     return problems
 
 
-def _newly_broken(run: _Run, page: str, link: Link, affected: set[str]) -> str | None:
+def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False) -> str | None:
     before = run.start.router.resolve(page, link)
-    if not before.ok or (before.landing not in affected and link.kind is not LinkKind.REF):
+    if not before.ok or (before.landing not in affected and not by_label):
         return None
     if link.kind is LinkKind.URL and _anchor_problem(run.start, page, link, before.landing):
         return None  # its anchor was already broken
@@ -257,6 +272,21 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str]) -> str |
         return (f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
                 "was renamed or deleted); point the link at the new heading")
     return None
+
+
+def _redirects_to_add(run: _Run) -> list[DocsProblem]:
+    """On a site that keeps redirects, each page this run moved needs one from its old address, so links from
+    outside the repository and readers' bookmarks keep working."""
+    place = run.now.router.redirect_place()
+    if place is None:
+        return []
+    problems = []
+    for page, old in sorted(run.moved_from.items()):
+        source, target = run.start.router.page_address(old), run.now.router.page_address(page)
+        if source and source != target and not run.now.router.redirected(source):
+            problems.append(DocsProblem(page, 1, f"this page moved from {old}: add a redirect from `{source}` to "
+                                                 f"`{target or page}` in {place}, as the site does for moved pages"))
+    return problems
 
 
 def _is_page(site: DocsSite, path: str) -> bool:

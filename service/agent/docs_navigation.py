@@ -26,8 +26,57 @@ def navigation_problems(run) -> list[DocsProblem]:
     broken = [entry for entry in navigation.entries if not entry.found]
     if broken:
         problems += _broken_entry_problems(run, broken)
-    problems += _pages_missing_from(run, navigation)
+    missing = _pages_missing_from(run, navigation)
+    problems += missing
+    if any(p in watched or _holds_toctree(run, p) for p in run.changes):
+        problems += _pages_dropped_from(run, navigation)
+    problems += _unreadable_entries(run, navigation, bool(missing))
     return problems
+
+
+def _holds_toctree(run, path: str) -> bool:
+    # Sphinx's navigation lives in the pages' toctrees.
+    return run.site.framework == "sphinx" and run.site.is_page(path) and any(
+        "toctree" in (tree.text(path) or "") for tree in (run.now_tree, run.start_tree))
+
+
+def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
+    """Pages that are still there and that the navigation listed at the start but no longer lists."""
+    if not navigation.complete or navigation.errors:
+        return []  # a navigation file that does not parse drops its pages: its error says what to fix
+    try:
+        before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+    except Uncheckable:
+        return []
+    listed_before = {t for e in before.entries if e.found for t in e.targets}
+    listed_now = {t for e in navigation.entries if e.found for t in e.targets}
+    problems = []
+    for page in sorted(listed_before - listed_now):
+        if page not in run.now_tree.files or page in run.changes or page in run.removed or navigation.lists(page):
+            continue
+        if run.site.needs_nav_entry(page, run.now_tree.text(page) or ""):
+            problems.append(DocsProblem(page, 1, "this run removed the page from the navigation, so readers cannot "
+                                                 "find it: " + suggest_entry(run.site, page, run.now_tree.files)
+                                                 + ", or delete the page if it is no longer wanted"))
+    return problems
+
+
+def _unreadable_entries(run, navigation: Navigation, pages_missing: bool) -> list[DocsProblem]:
+    """Each navigation entry that could not be read, once: when it is new in a file the run changed, or when a
+    new page is reported missing (the skipped entry might be what lists it)."""
+    if not navigation.unreadable:
+        return []
+    if pages_missing:
+        fresh = navigation.unreadable
+    else:
+        try:
+            before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+        except Uncheckable:
+            before = Navigation()
+        known = {(e.file, e.message) for e in before.unreadable}
+        fresh = [e for e in navigation.unreadable if e.file in run.changes and (e.file, e.message) not in known]
+    return [DocsProblem(e.file, e.line, f"{e.message}; it was skipped, so pages it lists count as missing from the "
+                                        "navigation") for e in dict.fromkeys(fresh)]
 
 
 def _broken_entry_problems(run, broken: list[NavEntry]) -> list[DocsProblem]:

@@ -5,11 +5,14 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value
+from service.agent.docsite.jsimports import LocalImports
+from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value, read_module
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import MAX_LANGUAGES, MAX_VERSIONS, Uncheckable
 from service.agent.docsite.site import normal_join, read_text
 
+REDIRECT_PLUGINS = ("client-redirects", "@docusaurus/plugin-client-redirects",
+                    "docusaurus-plugin-client-redirects")
 PRESETS = ("classic", "@docusaurus/preset-classic", "docusaurus-preset-classic")
 DOCS_PLUGINS = ("content-docs", "@docusaurus/plugin-content-docs", "docusaurus-plugin-content-docs")
 # Fallbacks for configs the literal reader cannot read (an async function, a computed export). They stop at the
@@ -38,6 +41,8 @@ class DocsConfig:
     plugin_id: str = "default"
     last_version: str | None = None
     version_paths: dict[str, str] = field(default_factory=dict)  # version name -> its `path` option
+    include_current: bool = True  # `includeCurrentVersion`
+    only_include: list[str] | None = None  # `onlyIncludeVersions`, "current" among them when served
     i18n: "I18n | None" = None
 
 
@@ -62,12 +67,21 @@ class Version:
     sidebar: str
 
 
-def read_config(text: str) -> DocsConfig:
-    """The docs options of the config `text`: from the literal `presets`/`plugins` entries, else by regex."""
+def config_value(text: str, imports: LocalImports | None = None):
+    """What the config `text` exports, read as a literal (with what it imports from the repository's own
+    modules when `imports` is given); OPAQUE when it cannot be read."""
     try:
-        exported = exported_value(text)
+        if imports is None:
+            return exported_value(text)
+        return read_module(text, imports.default, load_named=imports.named).exported
     except Uncheckable:
-        exported = OPAQUE
+        return OPAQUE
+
+
+def read_config(text: str, exported=None) -> DocsConfig:
+    """The docs options of the config `text` (whose export `config_value` read, when given): from the literal
+    `presets`/`plugins` entries, else by regex."""
+    exported = config_value(text) if exported is None else exported
     config = DocsConfig()
     options = _docs_options(exported) if isinstance(exported, dict) else None
     base_url = exported.get("baseUrl") if isinstance(exported, dict) else None
@@ -81,6 +95,42 @@ def read_config(text: str) -> DocsConfig:
         return config
     _apply_options(config, options, text)
     return config
+
+
+def read_instances(text: str, exported=None) -> list[DocsConfig]:
+    """Every docs plugin instance of the config (the default one first, as `read_config` reads it), each with
+    its own folder, route base, sidebars file and versions options."""
+    exported = config_value(text) if exported is None else exported
+    default = read_config(text, exported)
+    others = []
+    for options in _docs_instances(exported)[1:] if isinstance(exported, dict) else ():
+        config = DocsConfig(base_url=default.base_url, i18n=default.i18n)
+        config.sidebar_named = False
+        _apply_options(config, options, "")
+        if config.plugin_id != default.plugin_id:
+            others.append(config)
+    return [default, *others]
+
+
+def client_redirects(text: str, exported=None) -> list[str] | None:
+    """The `from` routes of `@docusaurus/plugin-client-redirects`' literal `redirects`, and `*.html` for each of
+    its `fromExtensions` (`/x.html` redirects to the route `/x`); None without the plugin."""
+    exported = config_value(text) if exported is None else exported
+    sources: list[str] | None = None
+    for name, options in _entries(exported.get("plugins")) if isinstance(exported, dict) else ():
+        if name not in REDIRECT_PLUGINS:
+            continue
+        sources = sources or []
+        extensions = options.get("fromExtensions") if isinstance(options, dict) else None
+        sources += [f"*.{item.value.lstrip('.')}" for item in extensions if isinstance(item, Str)] \
+            if isinstance(extensions, list) else []
+        entries = options.get("redirects") if isinstance(options, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            written = entry.get("from") if isinstance(entry, dict) else None
+            for item in written if isinstance(written, list) else [written]:
+                if isinstance(item, Str):
+                    sources.append("/" + item.value.strip("/"))
+    return sources
 
 
 def read_i18n(exported, text: str) -> I18n | None:
@@ -146,6 +196,10 @@ def _apply_version_options(config: DocsConfig, options: dict) -> None:
     plugin_id, last = options.get("id"), options.get("lastVersion")
     config.plugin_id = plugin_id.value if isinstance(plugin_id, Str) and plugin_id.value else "default"
     config.last_version = last.value if isinstance(last, Str) else None
+    config.include_current = options.get("includeCurrentVersion") is not False
+    only = options.get("onlyIncludeVersions")
+    if isinstance(only, list) and all(isinstance(item, Str) for item in only):
+        config.only_include = [item.value for item in only]
     versions = options.get("versions")
     for name, settings in versions.items() if isinstance(versions, dict) else ():
         version_path = settings.get("path") if isinstance(settings, dict) else None
@@ -162,6 +216,11 @@ def _sidebar_by_regex(config: DocsConfig, text: str) -> None:
 def _docs_options(exported: dict) -> dict | None:
     """The options of the default docs plugin instance: the classic preset's `docs`, else a content-docs plugin
     without an `id` (else the first one); None when the config names none that can be read."""
+    return next(iter(_docs_instances(exported)), None)
+
+
+def _docs_instances(exported: dict) -> list[dict]:
+    """The options of every docs plugin instance that can be read, the default one (no `id`) first."""
     instances = []
     presets = exported.get("presets")
     for name, options in _entries(presets):
@@ -174,7 +233,7 @@ def _docs_options(exported: dict) -> dict | None:
         if name in DOCS_PLUGINS and isinstance(options, dict):
             instances.append(options)
     default = [i for i in instances if not isinstance(i.get("id"), Str) or i["id"].value in ("", "default")]
-    return next(iter(default or instances), None)
+    return default[:1] + [i for i in instances if not default or i is not default[0]]
 
 
 def _entries(value) -> list[tuple[object, object]]:
@@ -207,6 +266,8 @@ def read_versions(workspace, site_dir: str, config: DocsConfig, files: set[str])
         return []  # Docusaurus fails on it; the check then reads no versions rather than guess
     names = [v for v in value if _valid_name(v)][:MAX_VERSIONS] if isinstance(value, list) else []
     last = config.last_version or (names[0] if names else "current")
+    if config.only_include is not None:
+        names = [name for name in names if name in config.only_include]
     route_base = "/" + config.route_base.strip("/")
     versions = []
     for name in dict.fromkeys(names):
@@ -216,10 +277,40 @@ def read_versions(workspace, site_dir: str, config: DocsConfig, files: set[str])
     return versions
 
 
-def current_route(config: DocsConfig, versions: list[Version]) -> str:
+@dataclass(frozen=True)
+class Instance:
+    """A docs plugin instance besides the default one: its folder, route prefixes, sidebars file and versions."""
+
+    plugin_id: str
+    root: str
+    route_base: str
+    current_route: str | None
+    sidebar: str | None
+    versions: list[Version]
+
+
+def served_versions(config: DocsConfig, versions: list[Version], files: set[str]) -> tuple[list[Version], str | None]:
+    """The versions that have routes and the current docs' route prefix (None when not served). With
+    `includeCurrentVersion: false`, a listed version whose folder is absent is the one the build copies the
+    current docs into: the current docs take its route."""
+    current = current_route(config, versions)
+    if current is not None or not versions:
+        return versions, current
+    present = {posixpath.dirname(path) for path in files}
+    missing = [v for v in versions if not any(p == v.root or p.startswith(v.root + "/") for p in present)]
+    if not missing:
+        return versions, None
+    return [v for v in versions if v is not missing[0]], missing[0].route
+
+
+def current_route(config: DocsConfig, versions: list[Version]) -> str | None:
     """The route prefix of the current docs: `routeBasePath`, or `routeBasePath/next` when versions exist and
-    the latest of them is served there."""
+    the latest of them is served there; None when they are not served (`includeCurrentVersion: false`)."""
     route_base = "/" + config.route_base.strip("/")
+    if not config.include_current or (config.only_include is not None and "current" not in config.only_include):
+        # The current docs are not served; a build that copies them into the missing latest version serves them
+        # at that version's route.
+        return None if versions else route_base
     if not versions or config.last_version == "current":
         return _version_route(route_base, config.version_paths.get("current", ""))
     return _version_route(route_base, config.version_paths.get("current", "next"))

@@ -83,12 +83,16 @@ class DocusaurusRouter(Router):
         static = join(site_dir, "static/" + path.lstrip("/"))
         if static is not None and (self.tree.is_file(static) or self.tree.is_file(static.rstrip("/") + "/index.html")):
             return Outcome(Verdict.OK, static)
-        inside = route_base == "/" or path == route_base or path.startswith(route_base + "/")
+        if self._redirected(path):
+            return Outcome(Verdict.OK)
+        bases = [route_base] + [i.route_base for i in self.site.routing.get("instances", [])]
+        inside = [base for base in bases if base == "/" or path == base or path.startswith(base + "/")]
         if not inside:
             return SKIP  # the blog, pages and other plugins' routes are not read
         found = self._doc_route(path)
         if found is not None:
             return Outcome(Verdict.OK, found)
+        route_base = max(inside, key=len)
         if route_base == "/" and not self._doc_route_prefix(path):
             return SKIP
         if path.startswith(route_base.rstrip("/") + "/category/"):
@@ -110,6 +114,25 @@ class DocusaurusRouter(Router):
             return routes.get(route_base + "/" + rest[1])
         return None
 
+    def _redirected(self, path: str) -> bool:
+        sources = self.site.routing.get("redirects") or ()
+        route = "/" + path.strip("/")
+        if route in sources:
+            return True
+        stem, extension = posixpath.splitext(route)
+        return bool(extension) and f"*{extension}" in sources and self._doc_route(stem) is not None
+
+    def redirect_place(self) -> str | None:
+        if self.site.routing.get("redirects") is None:
+            return None
+        return f"the `redirects` of @docusaurus/plugin-client-redirects in {self.site.config_path}"
+
+    def page_address(self, page: str) -> str | None:
+        return self.routes_of(page)
+
+    def redirected(self, address: str) -> bool:
+        return self._redirected(address)
+
     def _doc_route_prefix(self, route: str) -> bool:
         first = "/" + route.strip("/").split("/", 1)[0]
         return any(r == first or r.startswith(first + "/") for r in self._routes())
@@ -128,20 +151,28 @@ class DocusaurusRouter(Router):
         self._by_page: dict[str, str] = {}
         for page in sorted(p for p in self.tree.files if self.site.is_page(p)):
             root = self.site.root_of(page) or ""
+            base = bases.get(root, "/docs")
+            if base is None:
+                continue  # the current docs of a site that does not serve them (`includeCurrentVersion: false`)
             front = self.tree.front_matter(page, self.site.page_mode(page))
-            route = bases.get(root, "/docs") + "/" + _doc_slug(page[len(root) + 1:] if root else page, front).strip("/")
+            route = base + "/" + _doc_slug(page[len(root) + 1:] if root else page, front).strip("/")
             route = "/" + route.strip("/")
             self._route_map.setdefault(route, page)
             self._by_page[page] = route
         return self._route_map
 
-    def _route_bases(self) -> dict[str, str]:
-        # Folder of pages -> its route prefix: the current docs (at /docs/next once versions exist) and each
-        # version (the latest at /docs).
+    def _route_bases(self) -> dict[str, str | None]:
+        # Folder of pages -> its route prefix: the current docs (at /docs/next once versions exist, None when not
+        # served) and each version (the latest at /docs), for every docs instance.
         routing = self.site.routing
-        bases = {self.site.docs_root: routing.get("current_route", routing.get("route_base", "/docs")).rstrip("/")}
+        current = routing.get("current_route", routing.get("route_base", "/docs"))
+        bases: dict[str, str | None] = {self.site.docs_root: current.rstrip("/") if current is not None else None}
         for version in routing.get("versions", []):
             bases[version.root] = version.route.rstrip("/")
+        for instance in routing.get("instances", []):
+            bases[instance.root] = instance.current_route.rstrip("/") if instance.current_route is not None else None
+            for version in instance.versions:
+                bases[version.root] = version.route.rstrip("/")
         return bases
 
     def names(self, path: str) -> set[str]:

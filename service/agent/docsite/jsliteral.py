@@ -68,6 +68,10 @@ class Module:
         """The first argument of the first `callee(...)` call, names resolved, else OPAQUE."""
         return _resolve(self.calls.get(callee, OPAQUE), self.bindings, depth=0)
 
+    def binding(self, name: str):
+        """The value of the top-level `const name` (exported or not), names resolved, else OPAQUE."""
+        return _resolve(self.bindings.get(name, OPAQUE), self.bindings, depth=0)
+
 
 def exported_value(source: str):
     """The value a module exports (`module.exports =`, `export default`) or a JSON document is, else OPAQUE.
@@ -78,9 +82,10 @@ def exported_value(source: str):
 
 
 def read_module(source: str, load_import: Callable[[str], object] | None = None,
-                callees: tuple[str, ...] = ()) -> Module:
+                callees: tuple[str, ...] = (), load_named: Callable[[str, str], object] | None = None) -> Module:
     """The module's literal top level and the first argument of the first call to each of `callees`;
-    `load_import(specifier)` gives the value of `import name from 'x.json'`."""
+    `load_import(specifier)` gives the value of `import name from 'x.json'` (and `require('x')`),
+    `load_named(specifier, name)` that of `import { name } from 'x'`."""
     check_size(source, MAX_CONFIG_BYTES)
     tokens = _tokenize(source)
     bindings: dict[str, object] = {}
@@ -102,10 +107,28 @@ def read_module(source: str, load_import: Callable[[str], object] | None = None,
             imports[tokens[index + 1].text] = specifier
             bindings[tokens[index + 1].text] = load_import(specifier) if load_import else OPAQUE
             index += 4
+        elif _text(tokens, index) == "import" and (_text(tokens, index + 1) == "{" or (
+                _kind(tokens, index + 1) == "word" and _text(tokens, index + 2) == ",")):
+            index = _named_import(tokens, index + 1, bindings, imports, load_import, load_named)
+        elif _text(tokens, index) in ("const", "let", "var") and _text(tokens, index + 1) == "{" \
+                and (end := _skip_balanced(tokens, index + 1)) > index and _text(tokens, end) == "=" \
+                and _texts(tokens, end + 1, 2) == ["require", "("] and _kind(tokens, end + 3) == "string":
+            specifier = _unescape(tokens[end + 3].text[1:-1])
+            for name, local in _destructured(tokens, index + 2, end - 1):
+                imports[local] = specifier
+                bindings[local] = load_named(specifier, name) if load_named else OPAQUE
+            index = end + 4
+        elif _text(tokens, index) in ("const", "let", "var") and _text(tokens, index + 2) == "=" \
+                and _texts(tokens, index + 3, 2) == ["require", "("] and _kind(tokens, index + 5) == "string":
+            specifier = _unescape(tokens[index + 5].text[1:-1])
+            bindings[tokens[index + 1].text] = load_import(specifier) if load_import else OPAQUE
+            index += 6
         elif _text(tokens, index) in ("const", "let", "var") and _kind(tokens, index + 1) == "word":
             name, index = tokens[index + 1].text, _skip_type(tokens, index + 2)
             if _text(tokens, index) == "=":
                 bindings[name], index = parser.value(index + 1)
+        elif _text(tokens, index) == "(" and _texts(tokens, index + 1, 3) == ["module", ".", "exports"]:
+            index += 1  # `(module.exports = {...});`, the Docusaurus 2 beta template's form
         elif _text(tokens, index) in _CLOSERS:
             index = _skip_balanced(tokens, index)
         else:
@@ -114,6 +137,47 @@ def read_module(source: str, load_import: Callable[[str], object] | None = None,
         if token.text in callees and token.text not in calls and _text(tokens, index + 1) == "(":
             calls[token.text], _ = _Parser(tokens).value(index + 2)
     return Module(_resolve(exported, bindings, depth=0), bindings, calls, imports)
+
+
+def _destructured(tokens: list[_Token], start: int, end: int) -> list[tuple[str, str]]:
+    """(name, local) of `a, b: c` between `start` and `end` (a `require` destructuring)."""
+    found, index = [], start
+    while index < end:
+        if _kind(tokens, index) == "word":
+            renamed = _text(tokens, index + 1) == ":" and _kind(tokens, index + 2) == "word"
+            found.append((tokens[index].text, tokens[index + 2].text if renamed else tokens[index].text))
+            index += 3 if renamed else 1
+        else:
+            index += 1
+    return found
+
+
+def _named_import(tokens: list[_Token], index: int, bindings: dict, imports: dict,
+                  load_import: Callable[[str], object] | None,
+                  load_named: Callable[[str, str], object] | None) -> int:
+    """Read `[default,] { a, b as c } from 'x'` from `index`; return the index after it."""
+    default = None
+    if _kind(tokens, index) == "word":
+        default, index = tokens[index].text, index + 2
+    end = _skip_balanced(tokens, index)
+    names, inner = [], index + 1
+    while inner < end - 1:
+        if _kind(tokens, inner) == "word" and tokens[inner].text != "type":
+            local = tokens[inner + 2].text if _text(tokens, inner + 1) == "as" else tokens[inner].text
+            names.append((tokens[inner].text, local))
+            inner = inner + 3 if _text(tokens, inner + 1) == "as" else inner + 1
+        else:
+            inner += 1
+    if _text(tokens, end) != "from" or _kind(tokens, end + 1) != "string":
+        return end
+    specifier = _unescape(tokens[end + 1].text[1:-1])
+    if default is not None:
+        imports[default] = specifier
+        bindings[default] = load_import(specifier) if load_import else OPAQUE
+    for name, local in names:
+        imports[local] = specifier
+        bindings[local] = load_named(specifier, name) if load_named else OPAQUE
+    return end + 2
 
 
 class _Parser:
@@ -146,7 +210,21 @@ class _Parser:
                 return self._object(index + 1) if token.text == "{" else self._array(index + 1)
             finally:
                 self.depth -= 1
+        if token.text == "(":  # `module.exports = ({...})`, the Docusaurus 2 template's form
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise Uncheckable(f"literals nested deeper than {MAX_DEPTH} levels")
+            try:
+                inner, end = self.value(index + 1)
+            finally:
+                self.depth -= 1
+            if _text(self.tokens, end) == ")":
+                return inner, end + 1
+            return OPAQUE, _skip_balanced(self.tokens, index)  # a sequence expression or arrow parameters
         if token.kind == "word":
+            path = _path_call(self.tokens, index)
+            if path is not None:
+                return path
             if token.text in _CONSTANTS:
                 return _CONSTANTS[token.text], index + 1
             if token.text[0].isdigit():
@@ -199,6 +277,22 @@ class _Parser:
                 return index
             index = _skip_balanced(self.tokens, index) if text in _CLOSERS else index + 1
         return index
+
+
+def _path_call(tokens: list[_Token], index: int) -> tuple[Str, int] | None:
+    """`require.resolve('./x')` and `path.resolve(__dirname, './x')` (or `path.join`) at `index`: the path they
+    name, relative to the config's folder, and the index after them; None for anything else."""
+    texts = _texts(tokens, index, 4)
+    if texts == ["require", ".", "resolve", "("]:
+        start = index + 4
+    elif texts[:3] in (["path", ".", "resolve"], ["path", ".", "join"]) and texts[3:] == ["("] \
+            and _texts(tokens, index + 4, 2) == ["__dirname", ","]:
+        start = index + 6
+    else:
+        return None
+    if _kind(tokens, start) != "string" or _text(tokens, start + 1) != ")":
+        return None
+    return Str(_unescape(tokens[start].text[1:-1]), tokens[start].line), start + 2
 
 
 def _resolve(value, bindings: dict, depth: int, budget: list[int] | None = None):

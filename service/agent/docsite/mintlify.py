@@ -111,10 +111,12 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     """The pages `navigation` lists (in docs.json and the files it references), each with its file and line."""
     assert site.config_path is not None  # a site of this kind is only detected from its config file
     config = read_config(workspace, site.config_path)
-    if config.errors:
+    if config.errors and not isinstance(config.value, dict):
         return Navigation(complete=False, errors=config.errors)
     nav = config.value.get("navigation") if isinstance(config.value, dict) else None
-    result = Navigation()
+    # A `$ref`'d file that is missing or invalid is reported (when the run changed it) and skipped; the rest
+    # of the navigation still counts.
+    result = Navigation(errors=config.errors)
     for ref in dict.fromkeys(_page_refs(nav, False)):
         if not ref.strip() or is_external(ref) or _OPENAPI_REF.search(ref):
             continue
@@ -211,23 +213,46 @@ class MintlifyRouter(Router):
                 outcome = url_relative if url_relative.ok else outcome
         if outcome.ok or outcome.verdict is Verdict.OUTSIDE:
             return outcome
-        route = path if path.startswith("/") else None
+        route = path if path.startswith("/") else self._route_from(page, path)
         if route and self._redirected(route):
             return Outcome(Verdict.OK)
-        if self.site.routing.get("openapi") and route and not self.tree.is_folder(join(root, route.split("/")[1])):
+        if self.site.routing.get("openapi") and path.startswith("/") and \
+                not self.tree.is_folder(join(root, path.split("/")[1])):
             return SKIP  # a page generated from an OpenAPI spec has a route no file shows
         return outcome
 
+    def _route_from(self, page: str, path: str) -> str | None:
+        # A relative link as the browser resolves it against the page's route (the page path without extension).
+        root = self.site.docs_root
+        relative = page[len(root) + 1:] if root else page
+        joined = join(posixpath.dirname(posixpath.splitext(relative)[0]), path)
+        return None if joined is None else "/" + joined
+
     def _redirected(self, route: str) -> bool:
+        return any(pattern.fullmatch(route.rstrip("/") or "/") for pattern in self._redirect_patterns()[1])
+
+    def _redirect_patterns(self) -> tuple[bool, list[re.Pattern]]:
+        # (whether the config has `redirects` at all, the patterns of their sources)
         if not hasattr(self, "_redirects"):
             try:
                 config = read_config(self.tree.workspace, self.site.config_path).value
             except Uncheckable:
                 config = {}
             entries = config.get("redirects") if isinstance(config, dict) else None
-            self._redirects = [_redirect_pattern(e["source"]) for e in entries or []
-                               if isinstance(e, dict) and isinstance(e.get("source"), str)]
-        return any(pattern.fullmatch(route.rstrip("/") or "/") for pattern in self._redirects)
+            self._redirects = (isinstance(entries, list), [
+                _redirect_pattern(e["source"]) for e in entries or []
+                if isinstance(e, dict) and isinstance(e.get("source"), str)])
+        return self._redirects
+
+    def redirect_place(self) -> str | None:
+        return f"the `redirects` of {self.site.config_path}" if self._redirect_patterns()[0] else None
+
+    def page_address(self, page: str) -> str | None:
+        root = self.site.docs_root
+        return "/" + posixpath.splitext(page[len(root) + 1:] if root else page)[0]
+
+    def redirected(self, address: str) -> bool:
+        return self._redirected(address)
 
 
 def _redirect_pattern(source: str) -> re.Pattern:

@@ -7,7 +7,7 @@ import yaml
 from service.agent.docsite import mkdocs_i18n
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Mode, parse_page
-from service.agent.docsite.routing import SKIP, Outcome, Router, is_external, join
+from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
 from service.agent.docsite.site import (
     DocsSite,
     NavEntry,
@@ -65,7 +65,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
                         i18n, root),
                     explicit_nav=explicit, languages=mkdocs_i18n.languages(i18n, root),
                     routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls,
-                             "i18n": i18n})
+                             "i18n": i18n, "redirects": _redirect_maps(plugins) if "redirects" in names else None})
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
@@ -101,9 +101,15 @@ def _walk(workspace, node, site: DocsSite, files: set[str], result: Navigation, 
     elif isinstance(node, yaml.MappingNode):
         for _title, value in node.value:
             _walk(workspace, value, site, files, result, literate)
-    elif isinstance(node, yaml.ScalarNode) and node.tag == _STR:
+    elif isinstance(node, yaml.ScalarNode) and node.tag == _STR and not node.value.startswith("!include"):
         _entry(workspace, site, files, result, site.config_path or "", node.start_mark.line + 1, node.value.strip(),
                site.docs_root, literate)
+    elif isinstance(node, yaml.ScalarNode) and (node.tag.startswith("!") or node.value.startswith("!include")):
+        # `!include` (mkdocs-monorepo) or another plugin's tag: what it lists is not read here.
+        line = node.start_mark.line + 1
+        result.unreadable.append(NavError(site.config_path or "", line, f"the nav entry `{node.value}` on line "
+                                                                        f"{line} is a plugin's, so it could not be "
+                                                                        "read"))
 
 
 def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file: str, line: int, ref: str,
@@ -217,6 +223,19 @@ def _pages_nav(workspace, pages_file: str) -> list[tuple[int, str]] | None:
     return found
 
 
+def _redirect_maps(plugins) -> frozenset[str]:
+    """The sources of the redirects plugin's `redirect_maps` (page paths relative to docs_dir)."""
+    settings = [mapping_value(plugins, "redirects")]  # `plugins:` as a mapping
+    if isinstance(plugins, yaml.SequenceNode):
+        settings += [mapping_value(item, "redirects") for item in plugins.value]
+    sources: set[str] = set()
+    for node in settings:
+        maps = mapping_value(node, "redirect_maps")
+        if isinstance(maps, yaml.MappingNode):
+            sources |= {key.value.strip("/") for key, _ in maps.value if isinstance(key, yaml.ScalarNode)}
+    return frozenset(sources)
+
+
 def _plugin_option(plugins, plugin: str, option: str) -> str | None:
     for item in plugins.value if isinstance(plugins, (yaml.SequenceNode, yaml.MappingNode)) else []:
         for part in item if isinstance(item, tuple) else (item,):
@@ -252,6 +271,36 @@ class MkDocsRouter(Router):
             return outcome
         url_relative = self.landing(join(stem, path), path)  # the page's URL is its own folder
         return url_relative if url_relative.ok else outcome
+
+    def landing(self, resolved: str | None, written: str) -> Outcome:
+        outcome = super().landing(resolved, written)
+        if outcome.verdict is Verdict.BROKEN and resolved is not None and self._redirect_source(resolved):
+            return Outcome(Verdict.OK)  # the redirects plugin writes a page there that sends readers on
+        return outcome
+
+    def _redirect_source(self, resolved: str) -> bool:
+        sources = self.site.routing.get("redirects")
+        if not sources:
+            return False
+        root = self.site.docs_root
+        relative = resolved[len(root) + 1:] if root and resolved.startswith(root + "/") else resolved
+        relative = relative.strip("/")
+        if relative.lower().endswith(SUFFIXES):
+            return relative in sources
+        # A URL-style link (`old/` with use_directory_urls): the page `old.md` or `old/index.md`.
+        return any(f"{relative}{name}" in sources for name in (".md", "/index.md", "/README.md"))
+
+    def redirect_place(self) -> str | None:
+        if self.site.routing.get("redirects") is None:
+            return None
+        return f"the `redirect_maps` of the redirects plugin in {self.site.config_path}"
+
+    def page_address(self, page: str) -> str | None:
+        root = self.site.docs_root
+        return page[len(root) + 1:] if root and page.startswith(root + "/") else page
+
+    def redirected(self, address: str) -> bool:
+        return address in (self.site.routing.get("redirects") or ())
 
     def land(self, resolved: str) -> str | None:
         found = super().land(resolved)

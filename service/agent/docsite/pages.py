@@ -17,6 +17,7 @@ from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
 from service.agent.docsite.anchors import anchor_set, github_slug, includes_other_content, split_explicit_id
+from service.agent.docsite.blocks import open_containers
 from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
 from service.agent.docsite.jsx import Tag, scan_tags
 from service.agent.docsite.limits import MAX_PAGE_BYTES, Uncheckable, check_size
@@ -67,6 +68,8 @@ class ParsedPage:
     tag_problems: list[TagProblem] = field(default_factory=list)
     toctrees: list[Toctree] = field(default_factory=list)
     uncheckable: str | None = None
+    unknown_names: list[tuple[int, str]] = field(default_factory=list)  # reST `Name`_ the page does not define
+    interpreted: list[Link] = field(default_factory=list)  # reST `text` in the default role (conf.py's `default_role`)
 
 
 LINK_ATTRIBUTES = ("href", "src", "to")  # <a href>, <img src>, Docusaurus <Link to>
@@ -81,6 +84,12 @@ _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.DOTALL)
 _DIRECTIVE_INFO = re.compile(r"^\{([\w:-]+)\}\s*(.*)$")
 _FILE_DIRECTIVES = ("include", "literalinclude", "image", "figure")
+# MyST directives whose body is not Markdown (code, math, diagrams, data).
+_LITERAL_MYST = frozenset({"code", "code-block", "code-cell", "sourcecode", "literalinclude", "include", "math",
+                           "mermaid", "graphviz", "raw", "csv-table", "jupyter-execute", "ipython", "doctest",
+                           "testcode", "testoutput", "plot", "autofunction", "autoclass", "automodule", "prompt",
+                           "plantuml", "bibliography", "autosummary", "automethod", "autodata", "autoattribute",
+                           "exec", "program-output", "command-output", "literal"})
 
 
 def parse_page(text: str, mode: Mode) -> ParsedPage:
@@ -115,7 +124,7 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
         page.front_matter = parse_front_matter(text)
     except FrontMatterError as exc:
         page.front_matter_error = exc
-    tokens = _parser(mode).parse(text)
+    tokens = _parser(mode).parse(open_containers(text) if mode is Mode.MARKDOWN else text)
     if mode is Mode.MDX:
         # MDX reads the Markdown inside indented JSX components as if it were not indented.
         code = _code_lines(tokens)
@@ -129,7 +138,7 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
         if token.type in ("fence", "code_block", "colon_fence", "front_matter", "math_block") and token.map:
             code_lines.update(range(token.map[0], token.map[1]))
             if token.type in ("fence", "colon_fence") and mode is Mode.MYST:
-                _myst_directive(page, token)
+                labels |= _myst_directive(page, token)
         elif token.type == "myst_target":
             labels.add(token.content.strip().lower())
         elif token.type == "html_block" and token.map:
@@ -213,16 +222,42 @@ def _myst_role(page: ParsedPage, name: str, content: str, line: int) -> None:
         page.links.append(Link(line, target, LinkKind.FILE))
 
 
-def _myst_directive(page: ParsedPage, token) -> None:
+def _myst_directive(page: ParsedPage, token) -> set[str]:
+    """Record what a MyST directive links to; its body, when it is Markdown (`{note}`, `{glossary}`, tabs,
+    dropdowns, …), is parsed like the page. Returns the labels the body defines."""
     match = _DIRECTIVE_INFO.match(token.info.strip())
     if not match:
-        return
+        return set()
     name, argument = match.group(1), match.group(2).strip()
     first = token.map[0] + 1
     if name in _FILE_DIRECTIVES and argument:
         page.links.append(Link(first, argument, LinkKind.FILE))
-    elif name == "toctree":
+    if name == "toctree":
         page.toctrees += myst_toctree(token.content, first + 1)
+        return set()
+    if name in _LITERAL_MYST or name.split(":")[-1] in _LITERAL_MYST:
+        return set()
+    if name == "eval-rst":
+        from service.agent.docsite.rst import parse_rst
+        inner = parse_rst(token.content)
+    else:
+        inner = _parse_markdown(_without_options(token.content), Mode.MYST)
+    page.links += [Link(link.line + first, link.target, link.kind) for link in inner.links]
+    page.toctrees += [Toctree(entry.line + first, entry.entry, entry.glob) for entry in inner.toctrees]
+    return set(inner.labels)
+
+
+def _without_options(body: str) -> str:
+    # A directive's options (`:key: value` lines or a `---` YAML block at its top) become blank lines.
+    lines = body.split("\n")
+    index = 0
+    if lines and lines[0].strip() == "---":
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+        if end is not None:
+            return "\n" * (end + 1) + "\n".join(lines[end + 1:])
+    while index < len(lines) and re.match(r"^\s*:[\w-]+:", lines[index]):
+        index += 1
+    return "\n" * index + "\n".join(lines[index:])
 
 
 def myst_toctree(body: str, first_line: int) -> list[Toctree]:

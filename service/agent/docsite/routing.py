@@ -14,6 +14,7 @@ INDEX_NAMES = ("index.md", "index.mdx", "README.md")
 BUILD_FILES = frozenset({"favicon.ico", "favicon.png", "favicon.svg", "apple-touch-icon.png", "sitemap.xml",
                          "sitemap.xml.gz", "404.html", "robots.txt", "search_index.json", "feed.xml", "rss.xml",
                          "atom.xml", "llms.txt", "llms-full.txt"})
+THEME_ASSETS = (".css", ".js", ".map", ".woff", ".woff2", ".ttf", ".eot", "file.png", "minus.png", "plus.png")
 BUILD_FOLDERS = frozenset({"assets", "css", "js", "fonts", "search", "_static", "_astro", "_next", "_images"})
 
 
@@ -129,7 +130,11 @@ class Router:
         name = posixpath.basename(relative)
         if not posixpath.splitext(name)[1] or name.lower().endswith(self.page_suffixes):
             return False
-        return name.lower() in BUILD_FILES or relative.split("/", 1)[0] in BUILD_FOLDERS
+        folder = relative.split("/", 1)[0]
+        if folder == "_static" and self.tree.is_folder(join(root, folder) or folder):
+            # The repository's own `_static/` (Sphinx's html_static_path): only the theme's assets are added.
+            return name.lower().endswith(THEME_ASSETS)
+        return name.lower() in BUILD_FILES or folder in BUILD_FOLDERS
 
     def land(self, resolved: str) -> str | None:
         """The file a path lands on, or None."""
@@ -144,6 +149,19 @@ class Router:
                 if self.tree.is_file(candidate):
                     return candidate
         return None
+
+    # Redirects, on sites that keep them: a moved page's old address should redirect to its new one.
+    def redirect_place(self) -> str | None:
+        """Where the site keeps its redirects (a file and key), None when it has none configured."""
+        return None
+
+    def page_address(self, page: str) -> str | None:
+        """How a redirect names the page at `page` (its route, or its source path where redirects map files)."""
+        return None
+
+    def redirected(self, address: str) -> bool:
+        """Whether a redirect from `address` (as `page_address` writes it) is configured."""
+        return False
 
     def names(self, path: str) -> set[str]:
         """Words a link to the page at `path` contains (file stem, folder of an index page, routes' last part):

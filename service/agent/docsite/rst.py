@@ -9,6 +9,7 @@ from functools import cache
 from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.parsers.rst.languages import en as english
 from docutils.utils import new_document
 
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree
@@ -21,8 +22,21 @@ NESTED_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "versionrem
                      "describe", "object", "index", "highlight", "productionlist", "autosummary")
 LITERAL_DIRECTIVES = ("code-block", "sourcecode", "jupyter-execute", "ipython", "doctest", "testcode", "testoutput",
                       "autofunction", "autoclass", "automodule", "automethod", "autodata", "autoattribute",
-                      "autoexception", "click", "tabularcolumns", "graphviz", "mermaid", "plot", "math")
+                      "autoexception", "click", "tabularcolumns", "graphviz", "mermaid", "plot", "math", "prompt",
+                      "plantuml", "uml", "tikz", "code-tab", "bokeh-plot", "exec", "runblock", "program-output",
+                      "command-output", "jinja", "raw", "kroki", "blockdiag", "seqdiag", "ditaa", "d2", "code-cell")
 FILE_DIRECTIVES = ("include", "literalinclude")
+
+
+class _LenientDirectives(dict):
+    """docutils' directive table, answering every name it does not know (Sphinx's `.. data::`, `.. py:function::`,
+    extensions' directives) with a directive whose body is parsed, so the links inside them count."""
+
+    def __contains__(self, key) -> bool:
+        return super().__contains__(key) or key not in english.directives  # those names load docutils' own
+
+    def __missing__(self, key):
+        return _Nested
 
 
 class _AnyOptions(dict):
@@ -100,6 +114,10 @@ def _setup():
     for name in FILE_DIRECTIVES:
         directives.register_directive(name, _File)
     directives.register_directive("toctree", _Toctree)
+    table = getattr(directives, "_directives", None)
+    if isinstance(table, dict) and not isinstance(table, _LenientDirectives):
+        # docutils looks its table up by module global; there is no public hook for unknown directives.
+        directives._directives = _LenientDirectives(table)
     settings = get_default_settings(Parser)
     settings.report_level = 5
     settings.halt_level = 5
@@ -119,9 +137,16 @@ def parse_rst(text: str) -> ParsedPage:
     page = ParsedPage()
     labels: set[str] = set()
     anchors: set[str] = set()
+    names: set[str] = set()
+    named_references: list[tuple[int, str]] = []
     for node in document.findall(nodes.Element):
+        names.update(node.get("names", ()))
+        if isinstance(node, nodes.reference) and node.get("refname") and not node.get("refuri"):
+            named_references.append((_line(node), node["refname"]))
         if isinstance(node, _Recorded):
             page.links.append(Link(_line(node), node["target"], LinkKind(node["kind"])))
+        elif isinstance(node, nodes.title_reference):
+            page.interpreted.append(Link(_line(node), node.astext().strip()))
         elif isinstance(node, nodes.reference) and node.get("refuri"):
             page.links.append(Link(_line(node), node["refuri"]))
         elif isinstance(node, nodes.image) and node.get("uri"):
@@ -134,6 +159,10 @@ def parse_rst(text: str) -> ParsedPage:
             anchors.update(node["ids"])
     page.labels = frozenset(labels)
     page.anchors = frozenset(anchors | labels)
+    if not any(link.kind is LinkKind.FILE and link.target.endswith((".rst", ".txt", ".inc", ".rest"))
+               for link in page.links):
+        # `Title`_ resolves within the page; an included file could define the name, so pages with one are not judged.
+        page.unknown_names = [(line, name) for line, name in named_references if name not in names]
     page.front_matter = _fields(document)
     return page
 

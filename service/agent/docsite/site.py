@@ -41,6 +41,8 @@ class DocsSite:
     # Folders of older docs versions (Docusaurus `versioned_docs/version-x`): their files are pages of the site
     # too, but the overview and page counts describe the current docs only.
     versioned_roots: tuple[str, ...] = ()
+    # Folders of further docs instances (Docusaurus `plugin-content-docs` with its own `path`): current pages too.
+    extra_roots: tuple[str, ...] = ()
 
     def page_mode(self, path: str) -> Mode:
         """How a page at `path` is parsed on this site."""
@@ -59,12 +61,17 @@ class DocsSite:
     def _versioned(self) -> frozenset[str]:
         return frozenset(self.versioned_roots)
 
+    @cached_property
+    def _roots(self) -> frozenset[str]:
+        return frozenset(self.versioned_roots) | frozenset(self.extra_roots)
+
     def root_of(self, path: str) -> str | None:
-        """The folder of pages that holds `path`: a versioned root, else the docs root; None when neither does."""
-        if self.versioned_roots:
+        """The folder of pages that holds `path`: a versioned or further root, else the docs root; None when
+        none does."""
+        if self._roots:
             folder = posixpath.dirname(path)
             while folder:  # the deepest first, for a docs root that is the repository root
-                if folder in self._versioned:
+                if folder in self._roots:
                     return folder
                 folder = posixpath.dirname(folder)
         return self.docs_root if _inside(path, self.docs_root) else None
@@ -165,6 +172,8 @@ class Navigation:
     patterns: list[str] = field(default_factory=list)  # globs over page paths without extension, listed wholesale
     complete: bool = True  # False when part of it could not be read: no page is then reported as missing
     errors: list[NavError] = field(default_factory=list)
+    # Entries that could not be read (a computed value) and were skipped; the rest still counts.
+    unreadable: list[NavError] = field(default_factory=list)
 
     def lists(self, page: str) -> bool:
         """Whether the navigation lists `page`, by an entry or a folder/glob."""

@@ -1,11 +1,13 @@
 """Sphinx sites: `conf.py`, its source folder and the `toctree` directives that make the navigation."""
 
+import fnmatch
 import posixpath
 import re
 
 from service.agent.docsite.pages import Link, LinkKind
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
-from service.agent.docsite.site import DocsSite, NavEntry, Navigation, read_text
+from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.sphinx_conf import read_conf
 from service.workspace.globs import compile_glob
 
 CONFIG_NAMES = ("conf.py",)
@@ -39,7 +41,11 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             "the page above them (or marked `:orphan:`).")
     hint += (" Cross-reference documents with {doc}`path` (MyST) or :doc:`path` (reST), relative to the page, and "
              "labels with {ref}`label` / :ref:`label`.")
-    routing = {"autosectionlabel": "autosectionlabel" in text, "intersphinx": "intersphinx" in text}
+    conf = read_conf(text)
+    routing = {"autosectionlabel": "autosectionlabel" in text, "intersphinx": "intersphinx" in text,
+               "inventories": conf.inventories,
+               "redirects": conf.redirects if "reredirects" in text else None, "heading_anchors": conf.heading_anchors,
+               "default_role": conf.default_role, "shared_names": conf.shared_names}
     return DocsSite("sphinx", config_path, source, nav_files=[root_page] if root_page else [], nav_hint=hint,
                     page_suffixes=suffixes, ignored=(f"/{prefix}_build", *ignored),
                     unlisted_ok=(f"/{prefix}{root_doc}.*",), explicit_nav=True, unlisted_keys=("orphan",),
@@ -58,7 +64,8 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
             continue
         parsed = tree.page(page, site.page_mode(page))
         if parsed.uncheckable:
-            result.complete = False
+            result.unreadable.append(NavError(page, 1, f"{page} is {parsed.uncheckable}, so its toctrees could not "
+                                                       "be read"))
         for entry in parsed.toctrees:
             _add_entry(result, site, files, page, entry.line, entry.entry, entry.glob)
     return result
@@ -158,6 +165,9 @@ def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
 
 
 BUILTIN_LABELS = frozenset({"genindex", "modindex", "py-modindex", "search"})
+# Extensions that make a MyST link target a file rather than a cross-reference name.
+FILE_EXTENSIONS = frozenset("md rst txt html htm ipynb png jpg jpeg gif svg webp ico pdf zip gz tar py json yaml yml "
+                            "toml csv mp4 webm css js xml ini cfg sh".split())
 
 
 class SphinxRouter(Router):
@@ -168,22 +178,93 @@ class SphinxRouter(Router):
     def page_suffixes(self):
         return self.site.page_suffixes
 
+    def resolve(self, page: str, link: Link) -> Outcome:
+        target = link.target.strip()
+        if link.kind is LinkKind.URL and target.startswith("inv:"):
+            # MyST's `inv:name:domain:role#target` (or `inv:name#target`) names an intersphinx inventory.
+            name = re.split(r"[:#]", target[len("inv:"):], maxsplit=1)[0]
+            return SKIP if name in ("", "*") else self._external(name)
+        return super().resolve(page, link)
+
     def route(self, page: str, path: str) -> Outcome:
         if path.lower().endswith(".html"):
-            return self._document(page, path[:-len(".html")])
-        return super().route(page, path) if not path.startswith("/") else \
+            outcome = self._document(page, path[:-len(".html")])
+            if not outcome.ok and self._redirect_from(page, path[:-len(".html")]):
+                return Outcome(Verdict.OK)  # sphinx-reredirects writes an HTML page there
+            return outcome
+        outcome = super().route(page, path) if not path.startswith("/") else \
             self.landing(join(self.site.docs_root, path.lstrip("/")), path)
+        extension = posixpath.splitext(path)[1][1:].lower()
+        if outcome.verdict is Verdict.BROKEN and page.lower().endswith(".md") and "/" not in path \
+                and extension not in FILE_EXTENSIONS:
+            # MyST reads `[text](name)` that is no file as a cross-reference: a label, or an object of a domain
+            # (`attrs.frozen`), which only the build knows; names that can only be labels are judged.
+            if path.lower() in BUILTIN_LABELS:
+                return SKIP
+            label = self._labels().get(path.lower())
+            if label is not None:
+                return Outcome(Verdict.OK, label)
+            if "-" not in path or "." in path:
+                return SKIP
+            return Outcome(Verdict.BROKEN, reason=f"no file {path}, and no page defines the label `{path}`")
+        return outcome
 
     def reference(self, page: str, link: Link) -> Outcome:
+        outcome = self._reference(page, link)
+        if outcome.verdict is Verdict.BROKEN and link.kind is LinkKind.REF and \
+                self.site.routing.get("default_role") == "any" and self._document(page, link.target).ok:
+            return self._document(page, link.target)  # `any` also finds documents
+        return outcome
+
+    def _reference(self, page: str, link: Link) -> Outcome:
+        inventory = self._inventory(link.target)
         if link.kind is LinkKind.DOC:
+            if inventory is not None:
+                return self._external(inventory)
             return self._document(page, link.target)
         label = link.target.lower()
-        if label in BUILTIN_LABELS or self.site.routing.get("autosectionlabel") or ":" in label:
-            return SKIP  # section titles are labels, or the label lives in another project (intersphinx)
+        if label in BUILTIN_LABELS or self.site.routing.get("autosectionlabel"):
+            return SKIP  # section titles are labels
         labels = self._labels()
         if label in labels:
             return Outcome(Verdict.OK, labels[label])
+        if inventory is not None:
+            return self._external(inventory)
         return Outcome(Verdict.BROKEN, reason="no page defines it with `.. _label:` or `(label)=`")
+
+    def _inventory(self, target: str) -> str | None:
+        """The `name` of a target written `name:rest`, the way intersphinx names another project."""
+        prefix, colon, rest = target.partition(":")
+        return prefix if colon and prefix and rest and " " not in prefix else None
+
+    def _external(self, inventory: str) -> Outcome:
+        known = self.site.routing.get("inventories", None)
+        if known is None or inventory in known:
+            return SKIP  # another project's, by intersphinx (or conf.py computes its inventories)
+        names = ", ".join(sorted(known)) or "none"
+        return Outcome(Verdict.BROKEN, reason=f"`{inventory}` names no inventory in conf.py's `intersphinx_mapping` "
+                                              f"(it has: {names})")
+
+    def _docname(self, page: str, name: str) -> str | None:
+        folder = self.site.docs_root if name.startswith("/") else posixpath.dirname(page)
+        resolved = join(folder, name.lstrip("/"))
+        root = self.site.docs_root
+        if resolved is None or (root and not resolved.startswith(root + "/")):
+            return None
+        return resolved[len(root) + 1:] if root else resolved
+
+    def _redirect_from(self, page: str, name: str) -> bool:
+        docname = self._docname(page, name)
+        return docname is not None and self.redirected(docname)
+
+    def redirect_place(self) -> str | None:
+        return None if self.site.routing.get("redirects") is None else f"`redirects` in {self.site.config_path}"
+
+    def page_address(self, page: str) -> str | None:
+        return posixpath.splitext(page[len(self.site.docs_root) + 1:] if self.site.docs_root else page)[0]
+
+    def redirected(self, address: str) -> bool:
+        return any(fnmatch.fnmatchcase(address, source) for source in self.site.routing.get("redirects") or ())
 
     def _document(self, page: str, name: str) -> Outcome:
         folder = self.site.docs_root if name.startswith("/") else posixpath.dirname(page)
@@ -204,6 +285,23 @@ class SphinxRouter(Router):
                 for label in self.tree.page(path, self.site.page_mode(path)).labels:
                     self._label_map.setdefault(label, path)
         return self._label_map
+
+
+def default_role_links(site: DocsSite, interpreted: list[Link]) -> list[Link]:
+    """reST `text` written in conf.py's `default_role`, as the cross-references Sphinx resolves (and warns about):
+    `doc` and `ref`; under `any`, only targets that cannot name a Python object (they hold `-` or `/`)."""
+    role = (site.routing.get("default_role") or "").removeprefix("std:")
+    kinds = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "any": LinkKind.REF}
+    if role not in kinds:
+        return []
+    found = []
+    for link in interpreted:
+        titled = _TITLED.match(link.target)
+        target = (titled.group(2) if titled else link.target).strip().lstrip("~!")
+        if role == "any" and (" " in target or not any(c in target for c in "-/")):
+            continue
+        found.append(Link(link.line, target, kinds[role]))
+    return found
 
 
 def router(site: DocsSite, tree) -> Router:

@@ -5,10 +5,11 @@ import posixpath
 import re
 
 from service.agent.docsite.anchors import github_slug
-from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value, read_module
+from service.agent.docsite.jsimports import LocalImports
+from service.agent.docsite.jsliteral import Str, read_module
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
-from service.agent.docsite.site import DocsSite, Language, NavEntry, Navigation, read_text
+from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"astro.config.{ext}" for ext in ("mjs", "ts", "js", "mts", "cjs"))
 SUFFIXES = (".md", ".mdx", ".mdoc")
@@ -19,22 +20,16 @@ _LOCALE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z]{2,4})?$")
 def _read(workspace, config_path: str):
     """(the starlight() options, the file its sidebar came from, defineConfig's options), read as literals."""
     folder = posixpath.dirname(config_path)
-
-    def load_import(specifier: str):
-        if not specifier.endswith(".json") or is_external(specifier):
-            return OPAQUE
-        path = join(folder, specifier)
-        text = read_text(workspace, path) if path else None
-        return exported_value(text) if text is not None else OPAQUE
-
-    module = read_module(read_text(workspace, config_path) or "", load_import, callees=("starlight", "defineConfig"))
+    imports = LocalImports(workspace, folder)  # a sidebar or options kept in the repository's own modules
+    module = read_module(read_text(workspace, config_path) or "", imports.default,
+                         callees=("starlight", "defineConfig"), load_named=imports.named)
     options = module.call_argument("starlight")
     raw = module.calls.get("starlight")
     sidebar_file = config_path
     if isinstance(raw, dict):
         specifier = module.import_of(raw.get("sidebar"))
         if specifier:
-            sidebar_file = join(folder, specifier) or config_path
+            sidebar_file = imports.paths.get(specifier, config_path)
     astro = module.call_argument("defineConfig")
     return (options if isinstance(options, dict) else {}), sidebar_file, (astro if isinstance(astro, dict) else {})
 
@@ -72,7 +67,28 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     return DocsSite("starlight", config_path, root, nav_files=nav_files, nav_hint=hint, page_suffixes=SUFFIXES,
                     explicit_nav=explicit, languages=languages if len(languages) > 1 else [],
                     unlisted_ok=translations,
-                    routing={"base": "/" + base.strip("/"), "site_dir": folder}, unlisted_keys=("draft",))
+                    routing={"base": "/" + base.strip("/"), "site_dir": folder,
+                             "redirects": _redirects(astro.get("redirects"))}, unlisted_keys=("draft",))
+
+
+def _redirects(value) -> tuple[str, ...] | None:
+    """The sources of Astro's `redirects` (`{'/old': '/new'}`), None when the config has none."""
+    if not isinstance(value, dict):
+        return None
+    return tuple(key for key in value if isinstance(key, str))
+
+
+def _redirect_pattern(source: str) -> re.Pattern:
+    # `/old/[slug]` matches one segment, `/old/[...rest]` any rest of the path.
+    parts = []
+    for part in source.strip("/").split("/"):
+        if part.startswith("[...") and part.endswith("]"):
+            parts.append(".*")
+        elif part.startswith("[") and part.endswith("]"):
+            parts.append("[^/]+")
+        else:
+            parts.append(re.escape(part.lower()))
+    return re.compile("/".join(parts))
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
@@ -91,11 +107,19 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     from service.agent.docsite.tree import Tree
     routes = page_routes(site, Tree(workspace))
     stack = list(reversed(sidebar))
+    line = 1  # the line of the last entry read: where an unreadable one is reported
+
+    def skip(what: str) -> None:
+        result.unreadable.append(NavError(sidebar_file, line, f"a sidebar {what} after line {line} of {sidebar_file} "
+                                                              "is computed, so it could not be read"))
+
     while stack:
         item = stack.pop()
         if isinstance(item, Str):
+            line = item.line
             _add(result, site, routes, sidebar_file, item.line, item.value.strip("/"))
         elif isinstance(item, dict):
+            line = next((v.line for v in item.values() if isinstance(v, Str)), line)
             if isinstance(item.get("slug"), Str):
                 _add(result, site, routes, sidebar_file, item["slug"].line, item["slug"].value.strip("/"))
             elif isinstance(item.get("link"), Str):
@@ -105,16 +129,16 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
             elif isinstance(item.get("autogenerate"), dict):
                 directory = _value(item["autogenerate"].get("directory"))
                 if directory is None:
-                    result.complete = False
+                    skip("`autogenerate` directory")
                 else:
                     result.patterns.append(f"/{join(site.docs_root, directory.strip('/'))}/**")
             items = item.get("items")
             if isinstance(items, list):
                 stack += list(reversed(items))
             elif items is not None:
-                result.complete = False
+                skip("group's `items`")
         else:
-            result.complete = False
+            skip("entry")
     return result
 
 
@@ -201,6 +225,8 @@ class StarlightRouter(Router):
             fallback = self._untranslated(slug)
             if fallback in routes:  # a missing translation shows the default language's page
                 return Outcome(Verdict.OK, routes[fallback])
+            if self.redirected(slug):
+                return Outcome(Verdict.OK)
             first = slug.split("/", 1)[0]
             if not any(r == first or r.startswith(first + "/") for r in routes):
                 return SKIP  # another Astro page or integration serves it
@@ -211,7 +237,25 @@ class StarlightRouter(Router):
                 slug = posixpath.normpath(posixpath.join("/" + own, written)).strip("/").lower()
                 if slug in routes:
                     return Outcome(Verdict.OK, routes[slug])
+                if self.redirected(slug):
+                    return Outcome(Verdict.OK)
         return self.landing(join(posixpath.dirname(page), path), path)
+
+    def redirect_place(self) -> str | None:
+        if self.site.routing.get("redirects") is None:
+            return None
+        return f"the `redirects` of defineConfig() in {self.site.config_path}"
+
+    def page_address(self, page: str) -> str | None:
+        self._routes()
+        route = self._by_page.get(page)
+        return None if route is None else f"/{route}/".replace("//", "/")
+
+    def redirected(self, address: str) -> bool:
+        if not hasattr(self, "_redirect_patterns"):
+            self._redirect_patterns = [_redirect_pattern(s) for s in self.site.routing.get("redirects") or ()]
+        slug = address.strip("/").lower()
+        return any(pattern.fullmatch(slug) for pattern in self._redirect_patterns)
 
     def _untranslated(self, slug: str) -> str | None:
         root = self.site.docs_root
