@@ -73,9 +73,10 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
         try:
             ctx.services.redis.ping()
             redis_settings.require()
-            schema.require_current(ctx.services.redis)
-            # A replica, or a primary short of replicas, would fail every write: no traffic for this process.
+            # A replica, or a primary short of replicas, would fail every write: no traffic for this process. Asked
+            # before the schema check, which stamps an empty Redis (a write).
             ctx.services.durability.writable()
+            schema.require_current(ctx.services.redis)
         except redis.RedisError:
             return problems.problem("unavailable", "Redis is not reachable")
         except RedisRefused as refused:

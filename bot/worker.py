@@ -138,8 +138,8 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
                 worker = None
                 try:
                     redis_settings.require()
-                    schema.require_current(ctx.services.redis)
                     ctx.services.durability.writable()
+                    schema.require_current(ctx.services.redis)  # after: it stamps an empty Redis (a write)
                     if upkeep and not burst and not started:
                         start_upkeep(ctx, stop)
                         started = True
