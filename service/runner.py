@@ -28,6 +28,7 @@ from service.faults import (
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.monthlycap import AccountSpending
+from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
@@ -45,15 +46,6 @@ log = logging.getLogger(__name__)
 BACKSTOP_GRACE_SECONDS = 5.0
 # How long publishing (push, pull request, outcome) may take before the worker process ends the run anyway.
 PUBLISH_ALLOWANCE_SECONDS = 900.0
-
-# Why a project can be disabled, in words for the job's error (the code is the project's `disabled_reason`).
-_DISABLED = {
-    "installation_removed": "the code host no longer gives Copydesk access to this repository (the app was "
-                            "uninstalled or the repository was removed from its installation)",
-    "installation_suspended": "the app's installation on this repository is suspended; an owner can unsuspend it",
-    "project_disabled": "the project was disabled by the operator; its repository is no longer reachable",
-}
-
 
 @dataclass
 class _Edited:
@@ -437,8 +429,8 @@ class Run:
         """The project, or RunFailed with the reason it was disabled (checked at start and again before a push)."""
         project = self.services.projects.get(self.job.project_id)
         if not project.enabled:
-            reason = project.disabled_reason or "project_disabled"
-            raise RunFailed(reason, _DISABLED.get(reason, _DISABLED["project_disabled"]))
+            reason = reason_of(project.disabled_reason)
+            raise RunFailed(reason.value, reason.detail)
         return project
 
     def _ensure_still_wanted(self) -> None:

@@ -173,6 +173,21 @@ def test_disable_and_enable_a_project(env, make_repo):
     assert missing.returncode == 2 and "no project" in missing.stderr
 
 
+def test_an_admin_cannot_enable_a_project_its_code_host_disabled(env, redis_client, make_repo):
+    from service.ids import UlidGenerator
+    from service.projectstate import DisabledReason
+    from service.store.projects import ProjectStore
+
+    repo = make_repo({"a.md": "# A\n"})
+    project = json.loads(run(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout)
+    ProjectStore(redis_client, UlidGenerator()).disable(project["id"], DisabledReason.INSTALLATION_SUSPENDED)
+    refused = run(env, "project", "enable", project["id"], check=False)
+    assert refused.returncode == 2 and "disabled by its code host" in refused.stderr
+    kept = run(env, "project", "disable", project["id"])
+    assert "stays disabled by its code host" in kept.stdout
+    assert ProjectStore(redis_client, UlidGenerator()).get(project["id"]).disabled_reason == "installation_suspended"
+
+
 def test_a_github_register_link_opens_the_registration_page_until_used(stack):
     import requests
 

@@ -12,6 +12,7 @@ from bot.dashboard import access
 from service import billing
 from service.agent.model import Usage
 from service.models import JobStatus, MessageStatus
+from service.projectstate import DisabledReason
 from service.store.jobs import RunOutcome
 from tests.dashboard_fixtures import Browserless
 from tests.test_dashboard_webhooks import stored_values
@@ -473,7 +474,7 @@ def test_keys_stored_before_the_code_host_was_recorded_keep_working_as_they_did(
 
 def test_an_admin_cannot_switch_on_a_project_its_code_host_disabled(dash):
     project = dash.projects["acme/docs"]
-    dash.ctx.services.projects.set_enabled(project.id, False, reason="installation_removed")
+    dash.ctx.services.projects.disable(project.id, DisabledReason.INSTALLATION_REMOVED)
     alice = dash.signed_in("alice")
     listing = "/dashboard/accounts/acme/projects"
     page = alice.get(listing).text

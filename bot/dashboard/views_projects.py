@@ -9,13 +9,12 @@ from bot.dashboard.sessions import OPERATOR
 from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.codehost.base import CodeHostError
-from service.errors import ProjectDisabled, ProjectNotFound
+from service.errors import ProjectNotFound
 from service.models import Project
+from service.projectstate import DisabledReason, HostDisabledProject, reason_of
 
 # Why a project is disabled, in the words the page shows (keys: the project's `disabled_reason`).
-_REASONS = {"installation_removed": "the GitHub App was uninstalled or lost this repository",
-            "installation_suspended": "the GitHub App installation is suspended",
-            ProjectDisabled.code: "an admin switched it off"}
+_REASONS = {reason.value: reason.label for reason in DisabledReason}
 
 
 def register(bp: Blueprint) -> None:
@@ -30,13 +29,13 @@ def register(bp: Blueprint) -> None:
         project = visible_project(project_id)
         if not admin.owns(project) or action not in ("enable", "disable"):
             raise ProjectNotFound(f"{admin.login} has no project {project_id}")
-        if action == "enable" and not switchable(project):
-            return _projects_page(account, error=f"Project {project.id} was disabled by its code host "
-                                  f"({_REASONS.get(project.disabled_reason or '', project.disabled_reason)}), not by "
-                                  "an admin; it comes back when its installation is restored.", status=409)
-        # Disabling an already disabled project would replace the code host's reason with the admin's own.
-        if project.enabled or action == "enable":
-            services.projects.set_enabled(project.id, action == "enable")
+        try:
+            if action == "enable":
+                services.projects.enable(project.id)
+            else:
+                services.projects.disable(project.id, DisabledReason.ADMIN)
+        except HostDisabledProject as refused:
+            return _projects_page(account, error=f"{refused.detail}.", status=409)
         return redirect(f"/dashboard/accounts/{admin.login}/projects", 303)
 
     @bp.post("/accounts/<account>/projects")
@@ -61,8 +60,7 @@ def register(bp: Blueprint) -> None:
 
 def switchable(project: Project) -> bool:
     """Whether an admin may switch the project on or off: not while its code host (GitHub) has it disabled."""
-    # No reason at all: a project disabled before reasons were kept; only admins and the operator disabled then.
-    return project.enabled or project.disabled_reason in (None, ProjectDisabled.code)
+    return project.enabled or not reason_of(project.disabled_reason).by_host
 
 
 def _projects_page(account: str, *, error: str | None = None, status: int = 200):
