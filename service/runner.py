@@ -37,7 +37,7 @@ from service.workspace.entries import BranchConflict
 from service.workspace.git import GitError, Remote
 from service.workspace.history import BranchHistory
 from service.workspace.mirror import Mirror, MirrorStore
-from service.workspace.publish import Identity, build_commit, push_commit
+from service.workspace.publish import Identity, PushRequest, build_commit, push_commit
 
 log = logging.getLogger(__name__)
 
@@ -270,10 +270,10 @@ class Run:
         # process must not kill a horse that is past the deadline but pushing (it would record a failure).
         self.lease.note("kill_at", repr(time.time() + PUBLISH_ALLOWANCE_SECONDS))
         self.runner.faults.reach(PAUSE_BEFORE_PUSH)
-        pushed = push_commit(self.mirror, self.remote, commit=commit, branch=self.branch, start_commit=start,
-                             changes=edited.changes, message=text, author=self.runner.identity,
-                             committer=self.runner.identity, trailer=self.trailer, base_head=self.history.base,
-                             guard=self._guard_push)
+        push = PushRequest(commit=commit, branch=self.branch, start_commit=start, changes=edited.changes,
+                           message=text, author=self.runner.identity, committer=self.runner.identity,
+                           trailer=self.trailer, base_head=self.history.base)
+        pushed = push_commit(self.mirror, self.remote, push, guard=self._guard_push)
         self.runner.faults.reach(AFTER_PUSH)
         if pushed.already:
             return self._published_from(pushed.commit)
