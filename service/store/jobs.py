@@ -145,6 +145,19 @@ class JobStore:
         raws = self._redis.mget([_message_key(i) for i in ids]) if ids else []
         return [load(Message, raw) for raw in raws if raw is not None]
 
+    def first_prompts(self, job_ids: list[str]) -> dict[str, str]:
+        """Each job's first prompt (the create prompt, first in its conversation), in two round trips."""
+        if not job_ids:
+            return {}
+        with self._redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.lindex(_conversation_key(job_id), 0)
+            firsts = pipe.execute()
+        known = [(job_id, text(first)) for job_id, first in zip(job_ids, firsts, strict=True) if first]
+        raws = self._redis.mget([_message_key(message_id) for _, message_id in known]) if known else []
+        messages = {job_id: load(Message, raw) for (job_id, _), raw in zip(known, raws, strict=True)}
+        return {job_id: m.content for job_id, m in messages.items() if m is not None and m.role is Role.USER}
+
     def conversation_page(self, job_id: str, *, limit: int, cursor: str | None) -> tuple[list[Message], str | None]:
         """Up to `limit` of the job's messages, oldest first, after the message `cursor` (the last id of the
         previous page); the next page's cursor, None at the end. A conversation only grows at its end, so a
