@@ -20,7 +20,7 @@ host lifts, and an admin's switch. The project takes work when neither holds.
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from service.errors import ServiceError
+from service.errors import ProjectDisabled, ServiceError
 
 
 class DisabledReason(StrEnum):
@@ -28,7 +28,7 @@ class DisabledReason(StrEnum):
 
     INSTALLATION_REMOVED = "installation_removed"
     INSTALLATION_SUSPENDED = "installation_suspended"
-    ADMIN = "project_disabled"
+    ADMIN = ProjectDisabled.code
 
     @property
     def by_host(self) -> bool:

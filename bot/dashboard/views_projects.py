@@ -11,10 +11,8 @@ from bot.dashboard.web import dashboard, page, signed_in
 from service.codehost.base import CodeHostError
 from service.errors import ProjectNotFound
 from service.models import Project
-from service.projectstate import DisabledReason, HostDisabledProject, reason_of
-
-# Why a project is disabled, in the words the page shows (keys: the project's `disabled_reason`).
-_REASONS = {reason.value: reason.label for reason in DisabledReason}
+from service.projectstate import DisabledReason, HostDisabledProject
+from service.store.projects import state_of
 
 
 def register(bp: Blueprint) -> None:
@@ -60,7 +58,15 @@ def register(bp: Blueprint) -> None:
 
 def switchable(project: Project) -> bool:
     """Whether an admin may switch the project on or off: not while its code host (GitHub) has it disabled."""
-    return project.enabled or not reason_of(project.disabled_reason).by_host
+    return state_of(project).host is None
+
+
+def why_disabled(project: Project) -> str:
+    """Who switched the project off, in the page's words."""
+    state = state_of(project)
+    if state.reason is None:
+        return ""
+    return state.reason.label + ("; an admin switched it off too" if state.host and state.admin else "")
 
 
 def _projects_page(account: str, *, error: str | None = None, status: int = 200):
@@ -70,6 +76,6 @@ def _projects_page(account: str, *, error: str | None = None, status: int = 200)
     projects = [p for p in services.projects.all() if shown.owns(p)]
     return page("projects.html", status, account=shown, projects=projects,
                 counts={p.id: services.jobs.counts(p.id) for p in projects},
-                operator=viewer.session.source == OPERATOR, error=error, reasons=_REASONS,
+                operator=viewer.session.source == OPERATOR, error=error, reasons={p.id: why_disabled(p) for p in projects},
                 switchable={p.id: switchable(p) for p in projects},
                 form=request.form if request.method == "POST" else {})
