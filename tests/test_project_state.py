@@ -113,3 +113,36 @@ def test_records_from_before_the_admin_switch_was_kept_read_as_admin_disabled(pr
         assert stored(projects, project.id) == STATES["admin"]
         projects.enable(project.id)
         assert stored(projects, project.id) == STATES["on"]
+
+
+def test_an_admin_disable_racing_an_installation_event_is_never_lost(redis_url):
+    import threading
+
+    import redis
+
+    def store() -> ProjectStore:
+        return ProjectStore(redis.Redis.from_url(redis_url), UlidGenerator())
+
+    def installation_events(barrier: threading.Barrier, repo: dict) -> None:
+        mine = store()
+        barrier.wait()
+        for _ in range(5):
+            mine.ensure(**repo)
+
+    def admin(barrier: threading.Barrier, project_id: str) -> None:
+        barrier.wait()
+        store().disable(project_id, ADMIN)
+
+    for number in range(40):
+        repo = {**REPO, "repository": f"acme/race{number}"}
+        project, _ = store().ensure(**repo)
+        barrier = threading.Barrier(3)
+        threads = [threading.Thread(target=installation_events, args=(barrier, repo)),
+                   threading.Thread(target=installation_events, args=(barrier, repo)),
+                   threading.Thread(target=admin, args=(barrier, project.id))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert not any(thread.is_alive() for thread in threads)
+        assert stored(store(), project.id) == STATES["admin"], number

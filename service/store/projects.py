@@ -54,6 +54,8 @@ class ProjectStore:
 
         def attempt(pipe: redis.client.Pipeline) -> tuple[Project, bool]:
             existing = pipe.hget(_BY_REPOSITORY, field)
+            if existing:
+                pipe.watch(_key(text(existing)))  # an admin's disable meanwhile must not be overwritten
             project = load(Project, pipe.get(_key(text(existing)))) if existing else None
             created = project is None
             if project is None:
