@@ -99,11 +99,16 @@ class ProjectStore:
         return self._change(project_id, lambda state: state.enabled_by_admin(project_id))
 
     def _change(self, project_id: str, change: Callable[[ProjectState], ProjectState]) -> Project:
+        return self._update(project_id, lambda project: _put_state(project, change(state_of(project))))
+
+    def _update(self, project_id: str, change: Callable[[Project], None]) -> Project:
+        """Change the stored project in a transaction, so that no concurrent change of it is lost."""
+
         def attempt(pipe: redis.client.Pipeline) -> Project:
             project = load(Project, pipe.get(_key(project_id)))
             if project is None:
                 raise ProjectNotFound(f"no project {project_id}")
-            _put_state(project, change(state_of(project)))
+            change(project)
             pipe.multi()
             pipe.set(_key(project.id), dump(project))
             return project
@@ -123,10 +128,10 @@ class ProjectStore:
 
     def set_max_tokens(self, project_id: str, max_tokens: int | None) -> Project:
         """Set (or, with None, clear) the default token budget of the project's new jobs."""
-        project = self.get(project_id)
-        project.max_tokens = max_tokens
-        self.save(project)
-        return project
+        def change(project: Project) -> None:
+            project.max_tokens = max_tokens
+
+        return self._update(project_id, change)
 
     def find(self, project_id: str) -> Project | None:
         return load(Project, self._redis.get(_key(project_id)))
