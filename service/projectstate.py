@@ -3,24 +3,26 @@
 Two facts make the state: the code host's reason (the App lost access or is suspended), which only the code
 host lifts, and an admin's switch. The project takes work when neither holds.
 
-| event (who)              | host reason before | result                                                       |
-|--------------------------|--------------------|--------------------------------------------------------------|
-| disable (admin)          | none               | admin switch on                                              |
-| disable (admin)          | removed/suspended  | unchanged: the host's reason stays, and unsuspending revives |
-| enable (admin)           | none               | admin switch off                                             |
-| enable (admin)           | removed/suspended  | refused (HostDisabledProject)                                |
-| suspend (host)           | none or suspended  | suspended; an admin switch stays                             |
-| suspend (host)           | removed            | unchanged: unsuspending must not revive a removed repository |
-| unsuspend (host)         | suspended          | host reason cleared; an admin switch stays                   |
-| unsuspend (host)         | none or removed    | unchanged                                                    |
-| remove (host)            | any                | removed; an admin switch stays                               |
-| ensure (host gives access)| any               | host reason cleared; an admin switch stays                   |
+| event (who)                | host reason before | result                                                       |
+|----------------------------|--------------------|--------------------------------------------------------------|
+| disable (admin)            | none               | admin switch on                                              |
+| disable (admin)            | removed, suspended | unchanged: the host's reason stays, and unsuspending revives |
+| enable (admin)             | none               | admin switch off                                             |
+| enable (admin)             | removed, suspended | refused (HostDisabledProject)                                |
+| suspend (host)             | none, suspended    | suspended; an admin switch stays                             |
+| suspend (host)             | removed            | unchanged: unsuspending must not revive a removed repository |
+| unsuspend (host)           | suspended          | host reason cleared; an admin switch stays                   |
+| unsuspend (host)           | none, removed      | unchanged                                                    |
+| remove (host)              | any                | removed; an admin switch stays                               |
+| ensure (host gives access) | any                | host reason cleared; an admin switch stays                   |
+
+tests/test_project_state.py holds the same table, state by state.
 """
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from service.errors import ProjectDisabled, ServiceError
+from service.errors import HostDisabledProject, ProjectDisabled
 
 
 class DisabledReason(StrEnum):
@@ -58,12 +60,6 @@ _DETAILS = {
                                            "unsuspend it",
     DisabledReason.ADMIN: "the project was disabled by the operator; its repository is no longer reachable",
 }
-
-
-class HostDisabledProject(ServiceError):
-    """An admin tried to enable a project its code host disabled."""
-
-    code = "project_disabled_by_host"
 
 
 def reason_of(code: str | None) -> DisabledReason:

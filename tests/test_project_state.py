@@ -5,8 +5,9 @@ from itertools import permutations
 
 import pytest
 
+from service.errors import HostDisabledProject
 from service.ids import UlidGenerator
-from service.projectstate import DisabledReason, HostDisabledProject
+from service.projectstate import DisabledReason
 from service.store.projects import ProjectStore
 
 ADMIN, REMOVED, SUSPENDED = DisabledReason.ADMIN, DisabledReason.INSTALLATION_REMOVED, \

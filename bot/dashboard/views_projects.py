@@ -9,9 +9,9 @@ from bot.dashboard.sessions import OPERATOR
 from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.codehost.base import CodeHostError
-from service.errors import ProjectNotFound
+from service.errors import HostDisabledProject, ProjectNotFound
 from service.models import Project
-from service.projectstate import DisabledReason, HostDisabledProject
+from service.projectstate import DisabledReason
 from service.store.projects import state_of
 
 
