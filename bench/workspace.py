@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from service.workspace.git import Git, Remote  # noqa: E402
 from service.workspace.mirror import MirrorStore  # noqa: E402
-from service.workspace.publish import Identity, build_commit, push_commit  # noqa: E402
+from service.workspace.publish import Identity, PushRequest, build_commit, push_commit  # noqa: E402
 
 BOT = Identity("Copydesk", "bot@copydesk.example")
 PARAGRAPH = "Copydesk keeps documentation in step with the code. This paragraph is filler text. "
@@ -101,8 +101,9 @@ def measure(files: int, repeat: int) -> dict[str, float]:
                 t_edit = time.perf_counter()
                 commit = build_commit(mirror, base, changes, "Edit three pages", BOT, BOT)
                 t_build = time.perf_counter()
-                push_commit(mirror, remote, commit=commit, branch=f"copydesk/bench_{n}", start_commit=base,
-                            changes=changes, message="Edit three pages", author=BOT, committer=BOT)
+                push_commit(mirror, remote, PushRequest(commit=commit, branch=f"copydesk/bench_{n}",
+                                                        start_commit=base, changes=changes, message="Edit three pages",
+                                                        author=BOT, committer=BOT))
                 t_push = time.perf_counter()
             end = time.perf_counter()
             overheads.append(end - start)

@@ -14,6 +14,7 @@ from bot import cli_events, context, logs
 from bot.web import WORKER_CLASSES
 from service.codehost.base import CodeHostError
 from service.errors import ServiceError
+from service.projectstate import DisabledReason, reason_of
 from service.settings import Settings, SettingsError, worker_name
 from service.store.schema import SchemaMismatch
 
@@ -67,14 +68,22 @@ def _project_list(args, settings: Settings) -> None:
 
 
 def _project_switch(args, settings: Settings) -> None:
-    project = context.build(settings).services.projects.set_enabled(args.id, args.action == "enable")
-    _print(args, _project_json(project), f"{project.id} {'enabled' if project.enabled else 'disabled'}")
+    projects = context.build(settings).services.projects
+    if args.action == "enable":
+        project = projects.enable(args.id)
+    else:
+        project = projects.disable(args.id, DisabledReason.ADMIN)
+    reason = reason_of(project.disabled_reason)
+    _print(args, _project_json(project), f"{project.id} enabled" if project.enabled else
+           f"{project.id} stays disabled by its code host ({reason.label}); it comes back when its installation "
+           "is restored" if reason.by_host else f"{project.id} disabled")
 
 
 def _project_json(project) -> dict:
     return {"id": project.id, "account": project.account, "host": project.host,
             "repository": project.repository, "url": project.web_url, "ref": project.ref,
-            "docsRoot": project.docs_root, "enabled": project.enabled, "createdAt": project.created_at}
+            "docsRoot": project.docs_root, "enabled": project.enabled, "disabledReason": project.disabled_reason,
+            "createdAt": project.created_at}
 
 
 # -- jobs ------------------------------------------------------------------------------------

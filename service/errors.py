@@ -57,6 +57,12 @@ class ProjectDisabled(ServiceError):
     code = "project_disabled"
 
 
+class HostDisabledProject(ServiceError):
+    """An admin tried to enable a project its code host disabled (see service.projectstate)."""
+
+    code = "project_disabled_by_host"
+
+
 class IdempotencyConflict(ServiceError):
     code = "idempotency_conflict"
 

@@ -62,6 +62,8 @@ class Project(Record):
     host_data: dict = field(default_factory=dict)
     # Why the project was disabled: the `error.code` a run of it fails with (e.g. "installation_removed").
     disabled_reason: str | None = None
+    # An admin switched it off too: it stays off when its code host gives access again (see projectstate).
+    admin_disabled: bool = False
     max_tokens: int | None = None  # the default token budget of the project's jobs; None: no cap
 
 

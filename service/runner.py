@@ -28,6 +28,7 @@ from service.faults import (
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.monthlycap import AccountSpending
+from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
@@ -36,7 +37,7 @@ from service.workspace.entries import BranchConflict
 from service.workspace.git import GitError, Remote
 from service.workspace.history import BranchHistory
 from service.workspace.mirror import Mirror, MirrorStore
-from service.workspace.publish import Identity, build_commit, push_commit
+from service.workspace.publish import Identity, PushRequest, build_commit, push_commit
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +46,6 @@ log = logging.getLogger(__name__)
 BACKSTOP_GRACE_SECONDS = 5.0
 # How long publishing (push, pull request, outcome) may take before the worker process ends the run anyway.
 PUBLISH_ALLOWANCE_SECONDS = 900.0
-
-# Why a project can be disabled, in words for the job's error (the code is the project's `disabled_reason`).
-_DISABLED = {
-    "installation_removed": "the code host no longer gives Copydesk access to this repository (the app was "
-                            "uninstalled or the repository was removed from its installation)",
-    "installation_suspended": "the app's installation on this repository is suspended; an owner can unsuspend it",
-    "project_disabled": "the project was disabled by the operator; its repository is no longer reachable",
-}
-
 
 @dataclass
 class _Edited:
@@ -278,10 +270,10 @@ class Run:
         # process must not kill a horse that is past the deadline but pushing (it would record a failure).
         self.lease.note("kill_at", repr(time.time() + PUBLISH_ALLOWANCE_SECONDS))
         self.runner.faults.reach(PAUSE_BEFORE_PUSH)
-        pushed = push_commit(self.mirror, self.remote, commit=commit, branch=self.branch, start_commit=start,
-                             changes=edited.changes, message=text, author=self.runner.identity,
-                             committer=self.runner.identity, trailer=self.trailer, base_head=self.history.base,
-                             guard=self._guard_push)
+        push = PushRequest(commit=commit, branch=self.branch, start_commit=start, changes=edited.changes,
+                           message=text, author=self.runner.identity, committer=self.runner.identity,
+                           trailer=self.trailer, base_head=self.history.base)
+        pushed = push_commit(self.mirror, self.remote, push, guard=self._guard_push)
         self.runner.faults.reach(AFTER_PUSH)
         if pushed.already:
             return self._published_from(pushed.commit)
@@ -448,8 +440,8 @@ class Run:
         """The project, or RunFailed with the reason it was disabled (checked at start and again before a push)."""
         project = self.services.projects.get(self.job.project_id)
         if not project.enabled:
-            reason = project.disabled_reason or "project_disabled"
-            raise RunFailed(reason, _DISABLED.get(reason, _DISABLED["project_disabled"]))
+            reason = reason_of(project.disabled_reason)
+            raise RunFailed(reason.value, reason.detail)
         return project
 
     def _ensure_still_wanted(self) -> None:

@@ -173,6 +173,31 @@ def test_disable_and_enable_a_project(env, make_repo):
     assert missing.returncode == 2 and "no project" in missing.stderr
 
 
+def test_an_admin_cannot_enable_a_project_its_code_host_disabled(env, redis_client, make_repo, monkeypatch, capsys):
+    from bot.cli import main
+    from service.ids import UlidGenerator
+    from service.projectstate import DisabledReason
+    from service.store.projects import ProjectStore
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    # In-process: the command must not replace the test process's log handlers with its own.
+    monkeypatch.setattr("bot.logs.configure", lambda *args, **kwargs: None)
+    repo = make_repo({"a.md": "# A\n"})
+    assert main(["project", "add", "--repository", str(repo), "--ref", "main", "--json"]) == 0
+    project = json.loads(capsys.readouterr().out)
+    projects = ProjectStore(redis_client, UlidGenerator())
+    projects.disable(project["id"], DisabledReason.INSTALLATION_SUSPENDED)
+    assert main(["project", "enable", project["id"]]) == 2
+    assert "disabled by its code host" in capsys.readouterr().err
+    assert main(["project", "disable", project["id"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["disabledReason"] == "installation_suspended"
+    assert main(["project", "disable", project["id"]]) == 0
+    assert "stays disabled by its code host" in capsys.readouterr().out
+    projects.enable(project["id"], by_host=True)  # unsuspended: the admin's "disable" above did not stick
+    assert projects.get(project["id"]).enabled
+
+
 def test_a_github_register_link_opens_the_registration_page_until_used(stack):
     import requests
 

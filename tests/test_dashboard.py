@@ -12,6 +12,7 @@ from bot.dashboard import access
 from service import billing
 from service.agent.model import Usage
 from service.models import JobStatus, MessageStatus
+from service.projectstate import DisabledReason
 from service.store.jobs import RunOutcome
 from tests.dashboard_fixtures import Browserless
 from tests.test_dashboard_webhooks import stored_values
@@ -473,7 +474,7 @@ def test_keys_stored_before_the_code_host_was_recorded_keep_working_as_they_did(
 
 def test_an_admin_cannot_switch_on_a_project_its_code_host_disabled(dash):
     project = dash.projects["acme/docs"]
-    dash.ctx.services.projects.set_enabled(project.id, False, reason="installation_removed")
+    dash.ctx.services.projects.disable(project.id, DisabledReason.INSTALLATION_REMOVED)
     alice = dash.signed_in("alice")
     listing = "/dashboard/accounts/acme/projects"
     page = alice.get(listing).text
@@ -485,6 +486,21 @@ def test_an_admin_cannot_switch_on_a_project_its_code_host_disabled(dash):
     assert alice.form(f"{listing}/{project.id}/enable", {}, page=listing).status_code == 409
     stored = dash.ctx.services.projects.get(project.id)
     assert stored.enabled is False and stored.disabled_reason == "installation_removed"
+
+
+def test_an_admin_switch_made_before_a_suspension_outlasts_it_and_the_page_says_both(dash):
+    project = dash.projects["acme/docs"]
+    alice = dash.signed_in("alice")
+    listing = "/dashboard/accounts/acme/projects"
+    assert alice.form(f"{listing}/{project.id}/disable", {}, page=listing).status_code == 200
+    dash.ctx.services.projects.disable(project.id, DisabledReason.INSTALLATION_SUSPENDED)
+    page = alice.get(listing).text
+    assert "installation is suspended; an admin switched it off too" in page
+    assert alice.form(f"{listing}/{project.id}/enable", {}, page=listing).status_code == 409
+    dash.ctx.services.projects.enable(project.id, by_host=True)
+    assert "an admin switched it off" in alice.get(listing).text
+    assert alice.form(f"{listing}/{project.id}/enable", {}, page=listing).status_code == 200
+    assert dash.ctx.services.projects.get(project.id).enabled
 
 
 def test_a_follow_up_to_an_archived_job_is_refused_before_any_quota_is_used_and_checked_like_the_api(dash):

@@ -6,6 +6,7 @@ import sys
 
 import requests
 
+from service.projectstate import DisabledReason
 from service.workspace.git import Git
 from tests.conftest import commit_files
 
@@ -231,7 +232,7 @@ def test_a_disabled_project_keeps_its_jobs_readable_but_takes_no_work(stack):
     stack.drain()
     waiting = stack.create().json()  # queued, not yet run when the project is switched off
     projects = stack.ctx.services.projects
-    projects.set_enabled(stack.project_id, False)
+    projects.disable(stack.project_id, DisabledReason.ADMIN)
 
     for response in (stack.create(), stack.message(done["id"], "more")):
         assert response.status_code == 409 and response.json()["code"] == "project_disabled"
@@ -242,7 +243,7 @@ def test_a_disabled_project_keeps_its_jobs_readable_but_takes_no_work(stack):
     failed = stack.job(waiting["id"])
     assert failed["status"] == "failed" and failed["error"]["code"] == "project_disabled"
 
-    projects.set_enabled(stack.project_id, True)
+    projects.enable(stack.project_id)
     assert stack.message(done["id"], "more").status_code == 200
 
 

@@ -14,7 +14,7 @@ from service.errors import RunFailed
 from service.lease import Lease, LeaseLost
 from service.models import Project, PullRequest
 from service.workspace.mirror import MirrorStore
-from service.workspace.publish import Identity, build_commit, push_commit
+from service.workspace.publish import Identity, PushRequest, build_commit, push_commit
 from tests.harness import LiveServer
 from tests.scripted_github import Answer, ScriptedGitHub
 
@@ -45,8 +45,9 @@ class Scene:
         with mirror.run_refs(remote, {"base": "refs/heads/main", "branch": f"refs/heads/{BRANCH}"}) as heads:
             start = heads["branch"] or heads["base"]
             commit = build_commit(mirror, start, files, message, BOT, BOT)
-            return push_commit(mirror, remote, commit=commit, branch=BRANCH, start_commit=start, changes=files,
-                               message=message, author=BOT, committer=BOT).commit
+            return push_commit(mirror, remote, PushRequest(commit=commit, branch=BRANCH, start_commit=start,
+                                                           changes=files, message=message, author=BOT,
+                                                           committer=BOT)).commit
 
     def open(self, **overrides) -> PullRequest:
         options = {"job_id": "job_1", "branch": BRANCH, "base": "main", "title": "Improve the intro",

@@ -14,6 +14,7 @@ from bot.github.pulls import pull_state
 from bot.github.settings import GitHubSettings
 from service.codehost.base import CodeHostError
 from service.models import JobStatus, MessageStatus
+from service.projectstate import DisabledReason
 from service.services import build_services
 from service.settings import Settings
 from service.store.jobs import RunOutcome
@@ -162,6 +163,26 @@ def test_a_repository_removed_while_suspended_stays_disabled_after_unsuspend(git
     deliver(bot, "installation_repositories", removed, example=True)
     deliver(bot, "installation", github.unsuspend(installation_id))
     assert bot.services.projects.get(project.id).disabled_reason == "installation_removed"
+
+
+def test_an_admin_switch_during_a_suspension_does_not_keep_the_project_off(github, bot, installed):
+    project, installation_id = installed
+    deliver(bot, "installation", github.suspend(installation_id))
+    bot.services.projects.disable(project.id, DisabledReason.ADMIN)
+    assert bot.services.projects.get(project.id).disabled_reason == "installation_suspended"
+    deliver(bot, "installation", github.unsuspend(installation_id))
+    assert bot.services.projects.get(project.id).enabled
+
+
+def test_installation_events_do_not_switch_on_a_project_an_admin_switched_off(github, bot, installed):
+    project, installation_id = installed
+    bot.services.projects.disable(project.id, DisabledReason.ADMIN)
+    deliver(bot, "installation_repositories", github.remove_repos_from_installation(installation_id, [REPO]))
+    deliver(bot, "installation_repositories", github.add_repos_to_installation(installation_id, [REPO]), "re")
+    deliver(bot, "installation", github.suspend(installation_id))
+    deliver(bot, "installation", github.unsuspend(installation_id))
+    stored = bot.services.projects.get(project.id)
+    assert (stored.enabled, stored.disabled_reason) == (False, "project_disabled")
 
 
 def test_a_repository_gone_before_the_delivery_is_skipped(github, bot):

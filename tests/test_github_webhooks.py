@@ -17,6 +17,7 @@ from bot.github import webhooks
 from bot.worker import run_worker
 from service.api import problems
 from service.ids import UlidGenerator
+from service.projectstate import DisabledReason
 from service.settings import Settings
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
@@ -248,7 +249,7 @@ def test_deliveries_from_github_run_their_handlers_in_the_worker_once(live, redi
     project = projects.find_by_repository("github", REPO)
     assert project is not None and project.enabled
 
-    projects.set_enabled(project.id, False)
+    projects.disable(project.id, DisabledReason.ADMIN)
     assert github.redeliver(delivery.id).status == 200
     assert rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).count == 0
     assert not projects.get(project.id).enabled  # the redelivery did not run the handler again

@@ -4,6 +4,7 @@ import threading
 import time
 
 from service.ids import UlidGenerator
+from service.projectstate import DisabledReason
 from service.store.projects import ProjectStore
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
 from tests.test_flow_models import PROVIDERS
@@ -16,7 +17,7 @@ def test_ensure_makes_one_project_per_repository_and_re_enables_it(redis_client)
     projects = ProjectStore(redis_client, UlidGenerator())
     first, created = projects.ensure(**REPO)
     assert created and first.enabled
-    projects.set_enabled(first.id, False, reason="installation_removed")
+    projects.disable(first.id, DisabledReason.INSTALLATION_REMOVED)
     assert projects.get(first.id).disabled_reason == "installation_removed"
 
     again, created = projects.ensure(**{**REPO, "repository": "ACME/docs", "ref": "trunk",
@@ -53,7 +54,7 @@ def test_racing_deliveries_for_one_repository_make_one_project(redis_url):
 def test_a_project_disabled_before_its_run_fails_the_run_with_the_reason(stack):
     stack.script([{"tool": "finish", "args": {"title": "t", "summary": "s"}}])
     job = stack.create().json()
-    stack.ctx.services.projects.set_enabled(stack.project_id, False, reason="installation_removed")
+    stack.ctx.services.projects.disable(stack.project_id, DisabledReason.INSTALLATION_REMOVED)
     stack.drain()
     failed = stack.job(job["id"])
     assert failed["status"] == "failed" and failed["error"]["code"] == "installation_removed"
@@ -70,7 +71,7 @@ def test_access_removed_during_a_run_fails_it_before_the_push(stack_factory):
         def uninstall_while_the_model_thinks():
             while not standin.requests:
                 time.sleep(0.02)
-            stack.ctx.services.projects.set_enabled(stack.project_id, False, reason="installation_removed")
+            stack.ctx.services.projects.disable(stack.project_id, DisabledReason.INSTALLATION_REMOVED)
 
         remover = threading.Thread(target=uninstall_while_the_model_thinks)
         remover.start()

@@ -102,7 +102,7 @@ def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
 
 
 def test_secret_config_never_reaches_the_mirror_on_disk(git, store, make_repo, tmp_path):
-    from service.workspace.publish import Identity, build_commit, push_commit
+    from service.workspace.publish import Identity, PushRequest, build_commit, push_commit
 
     bare = make_repo({"a.md": "a\n"})
     remote = Remote(str(bare), {"http.extraHeader": "Authorization: Basic c2VjcmV0"})
@@ -111,8 +111,8 @@ def test_secret_config_never_reaches_the_mirror_on_disk(git, store, make_repo, t
     bot = Identity("Copydesk", "bot@example.com")
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
         commit = build_commit(mirror, heads["base"], {"b.md": b"b\n"}, "Add b", bot, bot)
-        push_commit(mirror, remote, commit=commit, branch="copydesk/job_1", start_commit=heads["base"],
-                    changes={"b.md": b"b\n"}, message="Add b", author=bot, committer=bot)
+        push_commit(mirror, remote, PushRequest(commit=commit, branch="copydesk/job_1", start_commit=heads["base"],
+                                                changes={"b.md": b"b\n"}, message="Add b", author=bot, committer=bot))
     mirror.maintenance(loose_objects=1)
     leaks = [path for path in (tmp_path / "mirrors").rglob("*")
              if path.is_file() and (b"c2VjcmV0" in path.read_bytes() or b"extraHeader" in path.read_bytes())]

@@ -6,7 +6,7 @@ from service.workspace.entries import BranchConflict, WorkspaceError
 from service.workspace.fsck import UnsafeCommit
 from service.workspace.git import GitError, Remote
 from service.workspace.mirror import MirrorStore
-from service.workspace.publish import Identity, PushResult, build_commit, push_commit
+from service.workspace.publish import Identity, PushRequest, PushResult, build_commit, push_commit
 from tests.conftest import commit_files
 from tests.hostile_repos import hostile_repo
 from tests.test_workspace_overlay import add_entries
@@ -49,8 +49,10 @@ def run(git, mirror, remote, edits, *, base="main", message="Edit docs", **push_
         commit = build_commit(mirror, start, changes, message, PERSON, BOT)
         if commit is None:
             return None
-        return push_commit(mirror, remote, commit=commit, branch=BRANCH, start_commit=start, changes=changes,
-                           message=message, author=PERSON, committer=BOT, **push_options)
+        guard = push_options.pop("guard", lambda: None)
+        push = PushRequest(commit=commit, branch=BRANCH, start_commit=start, changes=changes, message=message,
+                           author=PERSON, committer=BOT, **push_options)
+        return push_commit(mirror, remote, push, guard=guard)
 
 
 def test_commit_holds_exactly_the_changes(git, setup):

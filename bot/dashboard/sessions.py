@@ -6,6 +6,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 import redis
 
@@ -118,22 +119,28 @@ class SessionStore:
         self._write(session)
 
     def end(self, session: Session) -> None:
-        self._redis.delete(_key(session.id_hash), _once_key(session.id_hash))
+        slots = cast(set[bytes], self._redis.smembers(_once_slots_key(session.id_hash)))
+        self._redis.delete(_key(session.id_hash), _once_slots_key(session.id_hash),
+                           *(_once_key(session.id_hash, slot.decode()) for slot in slots))
 
     def keep_once(self, session: Session, slot: str, value: str, ttl_seconds: int) -> None:
         """Hold `value` for this session until `take_once` reads it, or for `ttl_seconds` at most; sealed while it
         waits, so Redis never holds it in plain text. Ending the session drops it."""
         sealed = self._once_sealer().seal(value).decode("ascii")
+        slots = _once_slots_key(session.id_hash)
         with self._redis.pipeline() as pipe:
-            pipe.hset(_once_key(session.id_hash), slot, sealed)
-            pipe.expire(_once_key(session.id_hash), ttl_seconds)
+            # Each value its own key and expiry: a newer value never shortens the wait of one kept earlier.
+            pipe.set(_once_key(session.id_hash, slot), sealed, ex=ttl_seconds)
+            # The slot names only (nothing secret), for `end`; they outlive every value, and the session too.
+            pipe.sadd(slots, slot)
+            pipe.expire(slots, max(ttl_seconds, self.max_seconds))
             pipe.execute()
 
     def take_once(self, session: Session, slot: str) -> str | None:
         """The value kept in `slot`, removed in the same step, so that only one request ever gets it."""
-        with self._redis.pipeline() as pipe:  # MULTI/EXEC: two tabs cannot both read it
-            pipe.hget(_once_key(session.id_hash), slot)
-            pipe.hdel(_once_key(session.id_hash), slot)
+        with self._redis.pipeline() as pipe:
+            pipe.getdel(_once_key(session.id_hash, slot))  # one command: two tabs cannot both read it
+            pipe.srem(_once_slots_key(session.id_hash), slot)
             sealed, _removed = pipe.execute()
         # None too when it cannot be opened (sealed with a key since replaced, or altered): it is not shown.
         return self._once_sealer().unseal(sealed) if sealed else None
@@ -159,6 +166,10 @@ def _key(id_hash: str) -> str:
     return f"cd:dash:session:{id_hash}"
 
 
-def _once_key(id_hash: str) -> str:
+def _once_key(id_hash: str, slot: str) -> str:
     # Apart from the session record, which every request rewrites: a stale rewrite cannot bring a taken value back.
-    return f"cd:dash:once:{id_hash}"
+    return f"cd:dash:once:{id_hash}:{slot}"
+
+
+def _once_slots_key(id_hash: str) -> str:
+    return f"cd:dash:once-slots:{id_hash}"

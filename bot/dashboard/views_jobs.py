@@ -6,6 +6,7 @@ from functools import partial
 from flask import Blueprint, Response, current_app, redirect, request
 
 from bot.dashboard.github_diff import ShownDiff
+from bot.dashboard.jobrows import job_rows
 from bot.dashboard.web import dashboard, page, signed_in
 from bot.github.pulls import pull_state as github_pull_state
 from service.api import streams
@@ -13,12 +14,11 @@ from service.api.body import parse_list_query, parse_prompt
 from service.codehost.local import HOST as LOCAL_HOST
 from service.errors import InvalidRequest, JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
 from service.events import EventType
-from service.models import Job, JobStatus, Message, Project, Role
+from service.models import Job, JobStatus, Message, Project
 from service.store.events import check_event_id
 from service.store.jobs import add_usage
 
 PAGE_SIZE = 20
-EXCERPT = 120
 
 
 def register(bp: Blueprint) -> None:
@@ -30,7 +30,8 @@ def register(bp: Blueprint) -> None:
                                                     ("limit", str(PAGE_SIZE))) if v})
         found, cursor = dashboard().services.jobs.page(project.id, status=query.status, limit=query.limit,
                                                        cursor=query.cursor)
-        rows = [_row(project, job) for job in found]
+        deps = dashboard()
+        rows = job_rows(deps.services.jobs, deps.services.redis, deps.local, project, found)
         return page("jobs.html", project=project, rows=rows, status_filter=status, next_cursor=cursor,
                     statuses=[s.value for s in JobStatus])
 
@@ -150,14 +151,6 @@ def pull_state(project: Project, job: Job) -> str | None:
         return github_pull_state(dashboard().services.redis, job)
     pull = dashboard().local.pull(project.id, job.pr_number)
     return pull.state if pull else None
-
-
-def _row(project: Project, job: Job) -> dict:
-    conversation = dashboard().services.jobs.conversation(job.id)
-    first = next((m.content for m in conversation if m.role is Role.USER), "")
-    usage = add_usage({}, job.usage)
-    return {"job": job, "excerpt": first if len(first) <= EXCERPT else first[:EXCERPT - 1] + "…",
-            "pr_state": pull_state(project, job), "tokens": usage["billableTokens"]}
 
 
 def _diff(project: Project, job: Job, conversation: list[Message]) -> ShownDiff:

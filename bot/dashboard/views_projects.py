@@ -9,13 +9,10 @@ from bot.dashboard.sessions import OPERATOR
 from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.codehost.base import CodeHostError
-from service.errors import ProjectDisabled, ProjectNotFound
+from service.errors import HostDisabledProject, ProjectNotFound
 from service.models import Project
-
-# Why a project is disabled, in the words the page shows (keys: the project's `disabled_reason`).
-_REASONS = {"installation_removed": "the GitHub App was uninstalled or lost this repository",
-            "installation_suspended": "the GitHub App installation is suspended",
-            ProjectDisabled.code: "an admin switched it off"}
+from service.projectstate import DisabledReason
+from service.store.projects import state_of
 
 
 def register(bp: Blueprint) -> None:
@@ -30,13 +27,13 @@ def register(bp: Blueprint) -> None:
         project = visible_project(project_id)
         if not admin.owns(project) or action not in ("enable", "disable"):
             raise ProjectNotFound(f"{admin.login} has no project {project_id}")
-        if action == "enable" and not switchable(project):
-            return _projects_page(account, error=f"Project {project.id} was disabled by its code host "
-                                  f"({_REASONS.get(project.disabled_reason or '', project.disabled_reason)}), not by "
-                                  "an admin; it comes back when its installation is restored.", status=409)
-        # Disabling an already disabled project would replace the code host's reason with the admin's own.
-        if project.enabled or action == "enable":
-            services.projects.set_enabled(project.id, action == "enable")
+        try:
+            if action == "enable":
+                services.projects.enable(project.id)
+            else:
+                services.projects.disable(project.id, DisabledReason.ADMIN)
+        except HostDisabledProject as refused:
+            return _projects_page(account, error=f"{refused.detail}.", status=409)
         return redirect(f"/dashboard/accounts/{admin.login}/projects", 303)
 
     @bp.post("/accounts/<account>/projects")
@@ -61,8 +58,15 @@ def register(bp: Blueprint) -> None:
 
 def switchable(project: Project) -> bool:
     """Whether an admin may switch the project on or off: not while its code host (GitHub) has it disabled."""
-    # No reason at all: a project disabled before reasons were kept; only admins and the operator disabled then.
-    return project.enabled or project.disabled_reason in (None, ProjectDisabled.code)
+    return state_of(project).host is None
+
+
+def why_disabled(project: Project) -> str:
+    """Who switched the project off, in the page's words."""
+    state = state_of(project)
+    if state.reason is None:
+        return ""
+    return state.reason.label + ("; an admin switched it off too" if state.host and state.admin else "")
 
 
 def _projects_page(account: str, *, error: str | None = None, status: int = 200):
@@ -72,6 +76,6 @@ def _projects_page(account: str, *, error: str | None = None, status: int = 200)
     projects = [p for p in services.projects.all() if shown.owns(p)]
     return page("projects.html", status, account=shown, projects=projects,
                 counts={p.id: services.jobs.counts(p.id) for p in projects},
-                operator=viewer.session.source == OPERATOR, error=error, reasons=_REASONS,
+                operator=viewer.session.source == OPERATOR, error=error, reasons={p.id: why_disabled(p) for p in projects},
                 switchable={p.id: switchable(p) for p in projects},
                 form=request.form if request.method == "POST" else {})

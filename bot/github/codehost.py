@@ -16,6 +16,7 @@ from service.codehost.base import CodeHostError
 from service.errors import RunFailed
 from service.lease import Fence
 from service.models import Project, PullRequest
+from service.projectstate import DisabledReason
 from service.workspace.git import Remote
 
 log = logging.getLogger(__name__)
@@ -212,8 +213,9 @@ def _as_host_error(action: str) -> Iterator[None]:
         yield
     except InstallationGone as exc:
         # Not a passing failure: the run ends with the code a disabled project's runs get.
-        code = "installation_suspended" if exc.reason == "suspended" else "installation_removed"
-        raise RunFailed(code, f"could not {action}: {exc}; reinstall the App or re-enable the installation") from exc
+        code = (DisabledReason.INSTALLATION_SUSPENDED if exc.reason == "suspended"
+                else DisabledReason.INSTALLATION_REMOVED)
+        raise RunFailed(code.value, f"could not {action}: {exc}; reinstall the App or re-enable the installation") from exc
     except GitHubUnavailable as exc:
         raise CodeHostError(f"could not {action}: {exc}") from exc
     except GitHubException as exc:

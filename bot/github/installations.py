@@ -11,16 +11,13 @@ from gidgethub.sansio import Event
 
 from bot.github.codehost import HOST
 from service.models import Project
+from service.projectstate import DisabledReason
 from service.purge import AccountPurges
 
 if TYPE_CHECKING:
     from bot.github.events import GitHubBot
 
 log = logging.getLogger(__name__)
-
-# The `error.code` a run of a disabled project fails with, and what `unsuspend` may undo.
-REMOVED = "installation_removed"
-SUSPENDED = "installation_suspended"
 
 
 def installation_created(bot: GitHubBot, event: Event) -> None:
@@ -39,33 +36,32 @@ def repositories_removed(bot: GitHubBot, event: Event) -> None:
     """Repositories were taken out of an installation: their projects are disabled, their jobs kept."""
     for repository in event.data.get("repositories_removed") or []:
         project = bot.services.projects.find_by_repository(HOST, repository["full_name"])
-        if project is not None and _removable(project):
-            _disable(bot, project, REMOVED)
+        if project is not None:
+            _disable(bot, project, DisabledReason.INSTALLATION_REMOVED)
 
 
 def installation_deleted(bot: GitHubBot, event: Event) -> None:
     """The App was uninstalled: every project of the installation is disabled, and the account's data is purged
     after COPYDESK_PURGE_DAYS unless it installs the App again before."""
     for project in _projects_of(bot, event.data["installation"]["id"]):
-        if _removable(project):
-            _disable(bot, project, REMOVED)
+        _disable(bot, project, DisabledReason.INSTALLATION_REMOVED)
     AccountPurges(bot.services).schedule(HOST, event.data["installation"]["account"]["login"])
 
 
 def installation_suspended(bot: GitHubBot, event: Event) -> None:
     """The installation was suspended: its projects are disabled until it is unsuspended."""
     for project in _projects_of(bot, event.data["installation"]["id"]):
-        if project.enabled:
-            _disable(bot, project, SUSPENDED)
+        _disable(bot, project, DisabledReason.INSTALLATION_SUSPENDED)
 
 
 def installation_unsuspended(bot: GitHubBot, event: Event) -> None:
-    """The installation was unsuspended: the projects its suspension disabled take work again."""
+    """The installation was unsuspended: the projects its suspension disabled take work again (unless an admin
+    switched them off too; a repository removed from the installation stays disabled)."""
     for project in _projects_of(bot, event.data["installation"]["id"]):
-        # A repository removed from the installation before the suspension stays disabled.
-        if not project.enabled and project.disabled_reason == SUSPENDED:
-            bot.services.projects.set_enabled(project.id, True)
-            log.info("project %s (%s) enabled again: installation unsuspended", project.id, project.repository)
+        if project.disabled_reason == DisabledReason.INSTALLATION_SUSPENDED:
+            project = bot.services.projects.enable(project.id, by_host=True)
+            log.info("project %s (%s) unsuspended: %s", project.id, project.repository,
+                     "enabled again" if project.enabled else "still disabled by an admin")
 
 
 def _ensure_projects(bot: GitHubBot, installation: dict, repositories: list[dict]) -> None:
@@ -85,7 +81,8 @@ def _ensure_projects(bot: GitHubBot, installation: dict, repositories: list[dict
             account=account, host=HOST, repository=repository["full_name"], web_url=repository["html_url"],
             ref=repository["default_branch"],
             host_data={"installation_id": installation["id"], "repository_id": repository["id"]})
-        log.info("project %s for %s %s", project.id, project.repository, "created" if created else "enabled")
+        log.info("project %s for %s %s", project.id, project.repository,
+                 "created" if created else "enabled" if project.enabled else "updated (still disabled by an admin)")
 
 
 def _projects_of(bot: GitHubBot, installation_id: int) -> list[Project]:
@@ -93,11 +90,6 @@ def _projects_of(bot: GitHubBot, installation_id: int) -> list[Project]:
             if p.host == HOST and p.host_data.get("installation_id") == installation_id]
 
 
-def _removable(project: Project) -> bool:
-    # A suspended project that is then removed fails its runs as removed: unsuspending must not revive it.
-    return project.enabled or project.disabled_reason == SUSPENDED
-
-
-def _disable(bot: GitHubBot, project: Project, reason: str) -> None:
-    bot.services.projects.set_enabled(project.id, False, reason=reason)
-    log.info("project %s (%s) disabled: %s", project.id, project.repository, reason)
+def _disable(bot: GitHubBot, project: Project, reason: DisabledReason) -> None:
+    changed = bot.services.projects.disable(project.id, reason)
+    log.info("project %s (%s) disabled: %s", project.id, project.repository, changed.disabled_reason)

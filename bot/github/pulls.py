@@ -68,6 +68,13 @@ def pull_state(redis_client, job: Job) -> str | None:
     return ended.decode() if ended else "open"
 
 
+def pull_states(redis_client, jobs: list[Job]) -> dict[str, str]:
+    """`pull_state` of every job that has a pull request, in one round trip."""
+    with_pulls = [job for job in jobs if job.pr_number is not None]
+    ended = redis_client.mget([_state_key(job.id) for job in with_pulls]) if with_pulls else []
+    return {job.id: state.decode() if state else "open" for job, state in zip(with_pulls, ended, strict=True)}
+
+
 def _state_key(job_id: str) -> str:
     return f"cd:gh:pull-state:{job_id}"
 

@@ -156,6 +156,11 @@ class LocalCodeHost:
     def pull(self, project_id: str, number: int) -> LocalPull | None:
         return self._read(self._redis, project_id, number)
 
+    def pull_states(self, project_id: str, numbers: list[int]) -> dict[int, str]:
+        """open, merged or closed for each of these pull requests of the project that exists (one round trip)."""
+        raws = self._redis.hmget(self._pulls_key(project_id), numbers) if numbers else []
+        return {n: LocalPull.from_dict(json.loads(raw)).state for n, raw in zip(numbers, raws, strict=True) if raw}
+
     def pulls(self, project_id: str) -> list[LocalPull]:
         raws = self._redis.hvals(self._pulls_key(project_id))
         return sorted((LocalPull.from_dict(json.loads(r)) for r in raws), key=lambda p: p.number)

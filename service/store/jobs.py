@@ -26,6 +26,7 @@ from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
 from service.store.events import EventLog
 from service.store.replies import text, transaction
+from service.store.roundend import last_round_state, settle_round
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,19 @@ class JobStore:
         ids = [text(i) for i in self._redis.lrange(_conversation_key(job_id), 0, -1)]
         raws = self._redis.mget([_message_key(i) for i in ids]) if ids else []
         return [load(Message, raw) for raw in raws if raw is not None]
+
+    def first_prompts(self, job_ids: list[str]) -> dict[str, str]:
+        """Each job's first prompt (the create prompt, first in its conversation), in two round trips."""
+        if not job_ids:
+            return {}
+        with self._redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.lindex(_conversation_key(job_id), 0)
+            firsts = pipe.execute()
+        known = [(job_id, text(first)) for job_id, first in zip(job_ids, firsts, strict=True) if first]
+        raws = self._redis.mget([_message_key(message_id) for _, message_id in known]) if known else []
+        messages = {job_id: load(Message, raw) for (job_id, _), raw in zip(known, raws, strict=True)}
+        return {job_id: m.content for job_id, m in messages.items() if m is not None and m.role is Role.USER}
 
     def conversation_page(self, job_id: str, *, limit: int, cursor: str | None) -> tuple[list[Message], str | None]:
         """Up to `limit` of the job's messages, oldest first, after the message `cursor` (the last id of the
@@ -381,24 +395,17 @@ class JobStore:
             earlier = self.conversation(job_id) if cancelled else []
             stamp = now_iso()
             had_pull = job.pr_number is not None
-            message.status = (MessageStatus.CANCELLED if cancelled else
-                              MessageStatus.FAILED if outcome.error else MessageStatus.PROCESSED)
-            message.error = None if cancelled else outcome.error
-            message.usage = outcome.usage
+            end = settle_round(job_status=job.status, job_error=job.error, error=outcome.error, cancelled=cancelled,
+                               others_waiting=len(pending) > 1,
+                               last_round=last_round_state(earlier, exclude=message_id))
+            message.status, message.error, message.usage = end.message_status, end.message_error, outcome.usage
             job.usage = add_usage(job.usage, outcome.usage)
             old_status = job.status
             job.updated_at = stamp
             for name in ("branch", "pr_link", "pr_number"):
                 if getattr(outcome, name) is not None:
                     setattr(job, name, getattr(outcome, name))
-            if job.status is not JobStatus.ARCHIVED:
-                if len(pending) > 1:
-                    job.status, job.error = JobStatus.ACTIVE, None
-                elif cancelled:
-                    job.status, job.error = _last_round_state(earlier, exclude=message_id)
-                else:
-                    job.status = JobStatus.FAILED if outcome.error else JobStatus.COMPLETED
-                    job.error = outcome.error if job.status is JobStatus.FAILED else None
+            job.status, job.error = end.job_status, end.job_error
             pipe.multi()
             pipe.set(_message_key(message.id), dump(message))
             pipe.lpop(pending_key(job_id))
@@ -452,7 +459,7 @@ class JobStore:
                 pipe.set(cancel_key(job_id), running[0].id, ex=CANCEL_TTL_SECONDS)
                 return job
             old_status = job.status
-            job.status, job.error = _last_round_state(earlier, exclude=None)
+            job.status, job.error = last_round_state(earlier, exclude=None)
             job.updated_at = now_iso()
             pipe.srem(PENDING_JOBS, job_id)
             self._write_job(pipe, job, old_status)
@@ -544,13 +551,3 @@ def _idle(job: Job, since: datetime) -> bool:
 
 
 _SETTLED_EVENTS = {JobStatus.COMPLETED: EventType.JOB_COMPLETED, JobStatus.FAILED: EventType.JOB_FAILED}
-
-
-def _last_round_state(conversation: list[Message], *, exclude: str | None) -> tuple[JobStatus, dict | None]:
-    """The status and error the job's last finished round left: `completed` when no round finished."""
-    finished = [m for m in conversation if m.role is Role.USER and m.id != exclude
-                and m.status in (MessageStatus.PROCESSED, MessageStatus.FAILED)]
-    if not finished:
-        return JobStatus.COMPLETED, None
-    last = max(finished, key=lambda m: m.seq)
-    return (JobStatus.FAILED, last.error) if last.status is MessageStatus.FAILED else (JobStatus.COMPLETED, None)

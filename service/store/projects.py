@@ -1,11 +1,14 @@
 """Projects: a repository plus base ref on one code host, owned by an account."""
 
+from collections.abc import Callable
+
 import redis
 
 from service.clock import now_iso
 from service.errors import ProjectNotFound
 from service.ids import UlidGenerator, new_id
 from service.models import Project
+from service.projectstate import DisabledReason, ProjectState, reason_of
 from service.store.codec import dump, load
 from service.store.replies import text, transaction
 from service.store.schema import stamp_new
@@ -41,8 +44,9 @@ class ProjectStore:
 
     def ensure(self, *, account: str, host: str, repository: str, web_url: str, ref: str,
                host_data: dict | None = None) -> tuple[Project, bool]:
-        """The one project of `repository` on `host`, enabled and up to date; True when it was created now.
+        """The one project of `repository` on `host`, up to date; True when it was created now.
 
+        The code host's reason to disable it is lifted (it just listed the repository); an admin's stays.
         Two deliveries about the same repository may race; the index makes the loser reuse the winner's project.
         """
         field = _repository_field(host, repository)
@@ -50,6 +54,8 @@ class ProjectStore:
 
         def attempt(pipe: redis.client.Pipeline) -> tuple[Project, bool]:
             existing = pipe.hget(_BY_REPOSITORY, field)
+            if existing:
+                pipe.watch(_key(text(existing)))  # an admin's disable meanwhile must not be overwritten
             project = load(Project, pipe.get(_key(text(existing)))) if existing else None
             created = project is None
             if project is None:
@@ -58,7 +64,7 @@ class ProjectStore:
             else:
                 project.account, project.web_url, project.ref = account, web_url, ref
                 project.host_data = {**project.host_data, **(host_data or {})}
-                project.enabled, project.disabled_reason = True, None
+                _put_state(project, state_of(project).host_gives_access())
             pipe.multi()
             if created:
                 self._write_new(pipe, project)
@@ -75,19 +81,39 @@ class ProjectStore:
         return self.find(text(project_id)) if project_id else None
 
     def save(self, project: Project) -> None:
-        """Write back a changed project (e.g. enabled or disabled)."""
+        """Write back a changed project (its enabled state changes only through `disable` and `enable`)."""
         self._redis.set(_key(project.id), dump(project))
 
-    def set_enabled(self, project_id: str, enabled: bool, *, reason: str | None = None) -> Project:
-        """Switch a project on or off; a disabled project keeps its jobs readable but takes no new work.
+    def disable(self, project_id: str, reason: DisabledReason) -> Project:
+        """Switch a project off for `reason`; its jobs stay readable but it takes no new work.
 
-        `reason` is the error code a run of the disabled project fails with (default `project_disabled`).
+        A code host's reason is never replaced by an admin's (see service.projectstate for every rule).
         """
-        project = self.get(project_id)
-        project.enabled = enabled
-        project.disabled_reason = None if enabled else (reason or "project_disabled")
-        self.save(project)
-        return project
+        return self._change(project_id, lambda state: state.disabled(reason))
+
+    def enable(self, project_id: str, *, by_host: bool = False) -> Project:
+        """Switch a project on: by an admin (HostDisabledProject while its code host has it off), or, with
+        `by_host`, by the code host lifting a suspension (an admin's switch stays)."""
+        if by_host:
+            return self._change(project_id, lambda state: state.unsuspended())
+        return self._change(project_id, lambda state: state.enabled_by_admin(project_id))
+
+    def _change(self, project_id: str, change: Callable[[ProjectState], ProjectState]) -> Project:
+        return self._update(project_id, lambda project: _put_state(project, change(state_of(project))))
+
+    def _update(self, project_id: str, change: Callable[[Project], None]) -> Project:
+        """Change the stored project in a transaction, so that no concurrent change of it is lost."""
+
+        def attempt(pipe: redis.client.Pipeline) -> Project:
+            project = load(Project, pipe.get(_key(project_id)))
+            if project is None:
+                raise ProjectNotFound(f"no project {project_id}")
+            change(project)
+            pipe.multi()
+            pipe.set(_key(project.id), dump(project))
+            return project
+
+        return transaction(self._redis, attempt, _key(project_id))
 
     def delete(self, project: Project) -> None:
         """Forget a project (its jobs and webhook endpoints are deleted first, by their stores)."""
@@ -102,10 +128,10 @@ class ProjectStore:
 
     def set_max_tokens(self, project_id: str, max_tokens: int | None) -> Project:
         """Set (or, with None, clear) the default token budget of the project's new jobs."""
-        project = self.get(project_id)
-        project.max_tokens = max_tokens
-        self.save(project)
-        return project
+        def change(project: Project) -> None:
+            project.max_tokens = max_tokens
+
+        return self._update(project_id, change)
 
     def find(self, project_id: str) -> Project | None:
         return load(Project, self._redis.get(_key(project_id)))
@@ -138,3 +164,16 @@ class ProjectStore:
     def _write_new(pipe, project: Project) -> None:
         pipe.set(_key(project.id), dump(project))
         pipe.zadd(_INDEX, {project.id: 0})
+
+
+def state_of(project: Project) -> ProjectState:
+    """Who has the project switched off, from its record."""
+    if project.enabled:
+        return ProjectState()
+    reason = reason_of(project.disabled_reason)
+    return ProjectState(host=reason if reason.by_host else None, admin=project.admin_disabled or not reason.by_host)
+
+
+def _put_state(project: Project, state: ProjectState) -> None:
+    project.enabled, project.admin_disabled = state.enabled, state.admin
+    project.disabled_reason = state.reason.value if state.reason else None

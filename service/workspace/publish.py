@@ -59,11 +59,24 @@ def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None
     return commit
 
 
-def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, start_commit: str,
-                changes: Mapping[str, bytes | None], message: str, author: Identity, committer: Identity,
-                trailer: str | None = None, base_head: str | None = None, guard: Callable[[], None] = lambda: None,
+@dataclass(frozen=True)
+class PushRequest:
+    """One run's commit and what push_commit needs to push it, or to rebuild it on a branch that moved."""
+
+    commit: str
+    branch: str
+    start_commit: str  # the branch head (or base) the run started from
+    changes: Mapping[str, bytes | None]  # path -> content, None deletes
+    message: str
+    author: Identity
+    committer: Identity
+    trailer: str | None = None  # a line of the message that marks this run's commit
+    base_head: str | None = None  # the base branch's head, where the job branch's own history starts
+
+
+def push_commit(mirror: Mirror, remote: Remote, push: PushRequest, *, guard: Callable[[], None] = lambda: None,
                 max_rebuilds: int = 3) -> PushResult:
-    """Push `commit` to `refs/heads/<branch>` without force, calling `guard` right before every push.
+    """Push `push.commit` to `refs/heads/<branch>` without force, calling `guard` right before every push.
 
     If the branch moved since `start_commit`, and the new head already holds a commit whose message has the line
     `trailer` (an earlier attempt of this run pushed it), that commit is the result and nothing is pushed.
@@ -71,6 +84,7 @@ def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, sta
     and message) and pushed again; if the same files moved, BranchConflict. `guard` raises to refuse a push
     (its lease lost); a push that was refused because the branch moved is never retried without it.
     """
+    commit, branch, changes, trailer = push.commit, push.branch, push.changes, push.trailer
     if mirror.git.run("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
         raise ValueError(f"bad branch name {branch!r}")
     # The run checked the branch for `trailer` at `start_commit`; a push onto that same head is a compare and
@@ -78,8 +92,8 @@ def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, sta
     guard()
     if _push(mirror, remote, commit, branch):
         return PushResult(commit, rebuilt=False)
-    original, base = commit, start_commit
-    history = BranchHistory(mirror, base_head)
+    original, base = commit, push.start_commit
+    history = BranchHistory(mirror, push.base_head)
     for _ in range(max_rebuilds):
         # The new head stays referenced in the mirror until the rebuilt commit is pushed.
         with mirror.run_refs(remote, {"head": f"refs/heads/{branch}"}) as heads:
@@ -93,7 +107,7 @@ def push_commit(mirror: Mirror, remote: Remote, *, commit: str, branch: str, sta
                 clashes = _clashes([p for p in moved.split("\0") if p], changes)
                 if clashes:
                     raise BranchConflict(clashes)
-                rebuilt = build_commit(mirror, head, changes, message, author, committer)
+                rebuilt = build_commit(mirror, head, changes, push.message, push.author, push.committer)
                 if rebuilt is None:
                     return PushResult(head, rebuilt=True)  # the branch already holds exactly these changes
                 commit, base = rebuilt, head
