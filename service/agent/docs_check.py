@@ -10,7 +10,7 @@ import difflib
 import logging
 import posixpath
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from service.agent.docs_navigation import navigation_problems
@@ -49,7 +49,7 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
         return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
                                   "not checked, review links and navigation by hand")
     problems = sorted(set(problems), key=lambda p: (p.path, p.line, p.message))
-    return DocsReport(problems, pages_checked=len(run.changed_pages))
+    return DocsReport(problems, pages_checked=len(run.changed_pages), notes=sorted(run.now.unknown))
 
 
 @dataclass
@@ -58,6 +58,7 @@ class _State:
 
     tree: Tree
     site: DocsSite
+    unknown: set[str] = field(default_factory=set)  # why links were not judged: routing the check cannot know
 
     @cached_property
     def router(self):
@@ -163,6 +164,9 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
 
 def _link_problem(state: _State, page: str, link: Link) -> str | None:
     outcome = state.router.resolve(page, link)
+    if outcome.verdict is Verdict.UNKNOWN:
+        state.unknown.add(outcome.reason)
+        return None
     if outcome.verdict is Verdict.OUTSIDE:
         return f"link to {link.target} points outside the repository"
     if outcome.verdict is Verdict.BROKEN:
@@ -248,6 +252,9 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str]) -> str |
     if link.kind is LinkKind.URL and _anchor_problem(run.start, page, link, before.landing):
         return None  # its anchor was already broken
     after = run.now.router.resolve(page, link)
+    if after.verdict is Verdict.UNKNOWN:
+        run.now.unknown.add(after.reason)
+        return None
     if before.landing in run.removed and not after.ok:
         return f"link to {link.target}, which this run moved or deleted"
     if not after.ok:

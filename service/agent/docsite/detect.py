@@ -21,8 +21,9 @@ MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
 SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
 # Folders whose configs belong to test fixtures or dependencies, not to the repository's own docs.
 NOT_SITE_FOLDERS = frozenset({*SKIPPED_FOLDERS, "tests", "test", "fixtures", "testdata"})
-MARKDOWN_HINT = ("No docs framework config was found, so there is no navigation file: link each new page from an "
-                 "existing index page or README so readers can find it.")
+MARKDOWN_HINT = ("No config of a docs framework the check knows was found, so how the site is built, navigated and "
+                 "routed is unknown: relative links to files and anchors are checked, links of the form `/x` are "
+                 "not. Link each new page from an existing page so readers can find it.")
 
 
 def detect_site(workspace, docs_root: str = "") -> DocsSite:
