@@ -1,0 +1,138 @@
+"""Hugo by its own rules, on small sites modelled on real ones (a Docsy-style multilingual docs site): content
+folders per language, `_index.md` sections, leaf bundles, front-matter `slug`/`url`/`aliases` (YAML and TOML),
+`static/`, menus, and routes served by the theme that the check does not know."""
+
+from service.agent.docs_check import check_docs
+from service.agent.docsite.detect import detect_site
+
+
+def messages(report) -> list[tuple[str, str]]:
+    return [(p.path, p.message) for p in report.problems]
+
+
+HUGO_TOML = """\
+baseURL = "https://gadget.example.org/"
+title = "Gadget"
+defaultContentLanguage = "en"
+enableGitInfo = true
+
+[languages.en]
+languageName = "English"
+contentDir = "content/en"
+weight = 1
+
+[languages.ja]
+languageName = "日本語"
+contentDir = "content/ja"
+weight = 2
+
+[[menu.main]]
+name = "Documentation"
+pageRef = "/docs"
+weight = 10
+
+[[menu.main]]
+name = "Blog"
+url = "/blog/"
+weight = 20
+
+[permalinks]
+blog = "/:year/:month/:slug/"
+
+[module]
+[[module.imports]]
+path = "github.com/google/docsy"
+"""
+
+HUGO = {
+    "hugo.toml": HUGO_TOML,
+    "content/en/_index.md": "---\ntitle: Gadget\n---\n\n{{< blocks/cover >}}\n[Start](/docs/getting-started/)\n",
+    "content/en/docs/_index.md": "---\ntitle: Documentation\nweight: 20\n---\n\nBegin with "
+                                "[installing](getting-started/install/).\n",
+    "content/en/docs/getting-started/_index.md": "---\ntitle: Getting started\n---\n",
+    "content/en/docs/getting-started/install.md": "---\ntitle: Install\nweight: 1\n---\n\n## Prerequisites\n\n"
+                                                  "Read [the overview](/docs/concepts/intro/) first.\n",
+    "content/en/docs/concepts/overview.md": "+++\ntitle = \"Overview\"\nslug = \"intro\"\n"
+                                            "aliases = [\"/docs/overview/\"]\n+++\n\n## Architecture\n\n"
+                                            "![arch](/images/arch.png) [install](/docs/getting-started/install/"
+                                            "#prerequisites)\n",
+    "content/en/docs/reference/cli/index.md": "---\ntitle: CLI\n---\n\n![flow](diagram.png) "
+                                              "[tags](/tags/cli/)\n",
+    "content/en/docs/reference/cli/diagram.png": b"\x89PNG\0",
+    "content/en/about.md": "---\ntitle: About\nurl: /about-us/\n---\n",
+    "content/en/blog/2024/release.md": "---\ntitle: Release\n---\n",
+    "content/ja/docs/_index.md": "---\ntitle: ドキュメント\n---\n\n[インストール](/ja/docs/getting-started/install/)\n",
+    "content/ja/docs/getting-started/install.md": "---\ntitle: インストール\n---\n",
+    "static/images/arch.png": b"\x89PNG\0",
+    "layouts/partials/hooks/head-end.html": "<!-- theme hook -->\n",
+}
+
+
+def test_hugo_is_detected_with_the_default_language_content_folder(open_workspace):
+    site = detect_site(open_workspace(HUGO))
+    assert (site.framework, site.config_path, site.docs_root) == ("hugo", "hugo.toml", "content/en")
+    assert [(lang.code, lang.folder) for lang in site.languages] == [("en", "content/en"), ("ja", "content/ja")]
+    assert not site.explicit_nav
+    text = site.describe()
+    assert text.startswith("Docs site: Hugo (detected from hugo.toml).") and "no navigation file" not in text
+
+
+def test_hugo_a_new_page_in_the_sites_style_passes(open_workspace):
+    workspace = open_workspace(HUGO)
+    workspace.write("content/en/docs/getting-started/configure.md", (
+        "---\ntitle: Configure\nweight: 2\n---\n\nAfter [installing](../install/), read the "
+        "[overview](/docs/concepts/intro/#architecture) (formerly [here](/docs/overview/)), [about](/about-us/), "
+        "[install.md](install.md) and [the CLI](/docs/reference/cli/). ![arch](/images/arch.png) "
+        "[日本語](/ja/docs/) [by tag](/tags/setup/) [home](/)\n").encode())
+    report = check_docs(workspace)
+    assert report.problems == []
+    assert report.notes == ["links to `/x` routes that no content page serves (a theme's or layout's pages, "
+                            "taxonomies, module files) are not checked"]
+
+
+def test_hugo_broken_routes_and_anchors_in_a_section_are_reported(open_workspace):
+    workspace = open_workspace(HUGO)
+    workspace.write("content/en/docs/_index.md", b"---\ntitle: Documentation\n---\n\n[typo](/docs/getting-started/"
+                                                 b"instal/) [old](/docs/concepts/overview/) "
+                                                 b"[anchor](/docs/concepts/intro/#architectur)\n")
+    assert messages(check_docs(workspace)) == [
+        ("content/en/docs/_index.md", "broken anchor: /docs/concepts/intro/#architectur "
+                                      "(content/en/docs/concepts/overview.md has no heading or id `architectur`); "
+                                      "did you mean #architecture?"),
+        ("content/en/docs/_index.md", "broken link: /docs/concepts/overview/ (no page has the route "
+                                      "/docs/concepts/overview/)"),
+        ("content/en/docs/_index.md", "broken link: /docs/getting-started/instal/ (no page has the route "
+                                      "/docs/getting-started/instal/)")]
+
+
+def test_hugo_a_move_breaks_routes_unless_an_alias_keeps_the_old_url(open_workspace):
+    workspace = open_workspace(HUGO)
+    workspace.move("content/en/docs/getting-started/install.md", "content/en/docs/install.md")
+    found = messages(check_docs(workspace))
+    assert ("content/en/docs/concepts/overview.md", "link to /docs/getting-started/install/#prerequisites, which "
+            "this run moved or deleted") in found
+    assert ("content/en/docs/_index.md", "link to getting-started/install/, which this run moved or deleted") \
+        in found
+    workspace = open_workspace(HUGO)
+    workspace.delete("content/en/docs/getting-started/install.md")
+    workspace.write("content/en/docs/install.md", b"---\ntitle: Install\naliases:\n"
+                                                  b"  - /docs/getting-started/install/\n---\n\n"
+                                                  b"## Prerequisites\n")
+    assert messages(check_docs(workspace)) == []
+
+
+def test_hugo_menu_entries_are_navigation_entries(open_workspace):
+    workspace = open_workspace(HUGO)
+    workspace.write("hugo.toml", HUGO_TOML.replace('pageRef = "/docs"', 'pageRef = "/docs/guide"').encode())
+    found = messages(check_docs(workspace))
+    assert [path for path, message in found if "navigation entry `/docs/guide` points to no page" in message] \
+        == ["hugo.toml"]
+
+
+def test_a_config_toml_that_is_not_hugo_is_not_taken_for_it(open_workspace):
+    site = detect_site(open_workspace({"config.toml": "[server]\nport = 8080\n", "content/a.md": "# A\n"}))
+    assert site.framework == "markdown"
+    site = detect_site(open_workspace({"config/_default/hugo.yaml": "baseURL: https://x.example/\n"
+                                                                    "contentDir: pages\n",
+                                       "pages/docs/a.md": "# A\n"}))
+    assert (site.framework, site.docs_root) == ("hugo", "pages")
