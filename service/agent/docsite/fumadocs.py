@@ -55,7 +55,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     hint = (f"Pages are MDX files under {root}/; each folder's meta.json may list its pages in order (`pages`, with "
             "\"...\" for the rest): add new pages there when it lists them by name. Links are routes under "
             f"{base_url}: [Setup]({base_url.rstrip('/')}/guides/setup), or relative links to .mdx files.")
-    return DocsSite("fumadocs", config_path, root, nav_hint=hint, page_suffixes=SUFFIXES, explicit_nav=True,
+    metas = sorted(p for p in files if p.startswith(root + "/") and re.fullmatch(r"meta(?:\.[\w-]+)?\.json",
+                                                                                posixpath.basename(p)))
+    return DocsSite("fumadocs", config_path, root, nav_files=metas, nav_hint=hint, page_suffixes=SUFFIXES, explicit_nav=True,
                     languages=languages, unlisted_ok=tuple(_translation_globs(languages, root)),
                     routing={"base": "/" + base_url.strip("/"), "hide_default": True},
                     detected_from=config_path)
