@@ -59,3 +59,69 @@ def test_the_overview_says_what_was_guessed_and_never_that_there_is_no_navigatio
     assert site.framework == "markdown" and not site.explicit_nav
     assert text.startswith("Docs site: no known docs framework; guessed plain Markdown.")
     assert "`/x`" in text and "no navigation file" not in text
+
+
+# --- frameworks detected but whose routing is not modelled -------------------------------------------------
+
+NEXTRA = {
+    "package.json": '{"dependencies": {"next": "15", "nextra": "4", "nextra-theme-docs": "4"}}\n',
+    "next.config.mjs": "import nextra from 'nextra'\n\nconst withNextra = nextra({ latex: true })\n\n"
+                       "export default withNextra({ reactStrictMode: true })\n",
+    "content/_meta.js": "export default { index: 'Introduction', guide: 'Guide' }\n",
+    "content/index.mdx": "# Kit\n\nSee [the guide](/guide/setup) or [as a file](./guide/setup.mdx).\n",
+    "content/guide/setup.mdx": "# Setup\n\n## Options\n",
+}
+
+
+def test_nextra_is_named_and_only_its_relative_links_are_judged(open_workspace):
+    workspace = open_workspace(NEXTRA)
+    site = detect_site(workspace)
+    assert (site.framework, site.docs_root) == ("nextra", "content")
+    assert site.describe().startswith("Docs site: Nextra (detected from next.config.mjs, which uses nextra).")
+    workspace.write("content/guide/deploy.mdx", b"# Deploy\n\n[setup](/guide/setup#options) [typo](/guide/setp) "
+                                                b"[file](./setup.mdx#option)\n")
+    report = check_docs(workspace)
+    assert [p.message for p in report.problems] == [
+        "broken anchor: ./setup.mdx#option (content/guide/setup.mdx has no heading or id `option`); did you mean "
+        "#options?"]
+    assert len(report.notes) == 1 and "Nextra" in report.notes[0]  # no claim about a missing navigation entry
+
+
+GITBOOK = {
+    ".gitbook.yaml": "root: ./docs/\n\nstructure:\n  readme: README.md\n  summary: SUMMARY.md\n",
+    "docs/README.md": "# Widget handbook\n\nStart at [installing](getting-started/install.md).\n",
+    "docs/SUMMARY.md": "# Table of contents\n\n* [Widget handbook](README.md)\n\n## Getting started\n\n"
+                       "* [Install](getting-started/install.md)\n  * [On Linux](getting-started/linux.md)\n"
+                       "* [Support](https://support.example.com)\n",
+    "docs/getting-started/install.md": "# Install\n\n## Linux\n\nSee [Linux](linux.md) and [the app](/app/login).\n",
+    "docs/getting-started/linux.md": "# On Linux\n",
+}
+
+
+def test_gitbook_summary_is_the_navigation_and_root_relative_links_are_unknown(open_workspace):
+    workspace = open_workspace(GITBOOK)
+    site = detect_site(workspace)
+    assert (site.framework, site.docs_root, site.nav_files, site.explicit_nav) == (
+        "gitbook", "docs", ["docs/SUMMARY.md"], True)
+    assert site.describe().startswith("Docs site: GitBook (detected from .gitbook.yaml).")
+    workspace.write("docs/getting-started/macos.md", b"# On macOS\n\nLike [Linux](linux.md) or [/app](/app/x).\n")
+    report = check_docs(workspace)
+    assert [(p.path, p.message) for p in report.problems] == [
+        ("docs/getting-started/macos.md", "new page is not in the navigation, so readers cannot find it: add "
+                                          "`* [Title](getting-started/macos.md)` to docs/SUMMARY.md")]
+    assert report.notes == ["links of the form `/x` are not checked: GitBook's routes for them are not modelled"]
+    workspace = open_workspace(GITBOOK)
+    workspace.move("docs/getting-started/linux.md", "docs/linux.md")
+    found = [(p.path, p.message) for p in check_docs(workspace).problems]
+    assert ("docs/getting-started/install.md", "link to linux.md, which this run moved or deleted") in found
+    assert any(path == "docs/SUMMARY.md" and "getting-started/linux.md" in message for path, message in found)
+
+
+def test_a_summary_md_alone_is_a_guessed_gitbook_and_the_overview_says_so(open_workspace):
+    files = {key: value for key, value in GITBOOK.items() if key != ".gitbook.yaml"}
+    site = detect_site(open_workspace(files))
+    assert (site.framework, site.docs_root, site.guessed) == ("gitbook", "docs", True)
+    assert site.describe().startswith("Docs site: GitBook (guessed from docs/SUMMARY.md, a table of contents in "
+                                      "GitBook's form).")
+    plain = detect_site(open_workspace({"SUMMARY.md": "# Summary\n\nThis quarter went well.\n", "a.md": "# A\n"}))
+    assert plain.framework == "markdown"
