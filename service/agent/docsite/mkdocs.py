@@ -255,9 +255,9 @@ class MkDocsRouter(Router):
 
     def land(self, resolved: str) -> str | None:
         found = super().land(resolved)
-        i18n = self.site.routing.get("i18n")
-        if found is None and i18n is not None and i18n.structure == "suffix" and resolved.lower().endswith(SUFFIXES):
-            return super().land(mkdocs_i18n.default_variant(i18n, resolved))  # the i18n plugin serves x.en.md
+        if found is None:  # the i18n plugin serves x.en.md for x.md, and the default's page for a missing translation
+            fallback = mkdocs_i18n.fallback_path(self.site.routing.get("i18n"), self.site.docs_root, resolved)
+            return super().land(fallback) if fallback else None
         return found
 
     def names(self, path: str) -> set[str]:

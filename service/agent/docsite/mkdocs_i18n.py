@@ -25,6 +25,7 @@ class I18n:
 
     structure: str = "suffix"  # "suffix" or "folder"
     locales: list[str] = field(default_factory=list)
+    fallback: bool = True  # `fallback_to_default`: a missing translation is served from the default language
 
     @property
     def default(self) -> str:
@@ -39,6 +40,8 @@ def read_i18n(plugins: yaml.Node | None) -> I18n | None:
         return None
     found = I18n(structure="folder" if _scalar(mapping_value(settings, "docs_structure")) == "folder" else "suffix")
     found.locales = _locales(settings)
+    found.fallback = _scalar(mapping_value(settings, "fallback_to_default")) not in ("false", "False", "FALSE", "no",
+                                                                                      "off")
     return found if len(found.locales) > 1 else None
 
 
@@ -82,6 +85,29 @@ def default_variant(i18n: I18n, path: str) -> str:
     """The default language's suffixed file for `path` (`x.md` -> `x.en.md`), which the plugin serves for it."""
     stem, suffix = posixpath.splitext(path)
     return f"{stem}.{i18n.default}{suffix}"
+
+
+def fallback_path(i18n: I18n | None, root: str, path: str) -> str | None:
+    """The default language's file the plugin serves for `path` when that file is missing: `x.en.md` for `x.md`
+    and `x.md` for `x.fr.md` (suffix structure); `<root>/en/x.md` for `<root>/fr/x.md` or `<root>/x.md` (folder
+    structure); None when nothing stands in for it."""
+    if i18n is None or (root and not path.startswith(root + "/")):
+        return None
+    if i18n.structure == "suffix":
+        if not path.lower().endswith(".md"):
+            return None
+        stem, suffix = posixpath.splitext(path)
+        base, locale = posixpath.splitext(stem)
+        if locale[1:] in i18n.locales[1:] and i18n.fallback:
+            return base + suffix
+        return default_variant(i18n, path) if locale[1:] not in i18n.locales else None
+    relative = path[len(root) + 1:] if root else path
+    first, _, rest = relative.partition("/")
+    if first == i18n.default:
+        return None
+    if first in i18n.locales:
+        return child_path(child_path(root, i18n.default), rest) if i18n.fallback and rest else None
+    return child_path(child_path(root, i18n.default), relative)  # a default-language URL has no locale folder
 
 
 def unsuffixed_stem(i18n: I18n | None, stem: str) -> str:

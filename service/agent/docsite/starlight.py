@@ -61,7 +61,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         hint = f"The sidebar is generated from the folders under {root}/."
     hint += " Links are routes with a trailing slash: [Setup](/guides/setup/)."
     nav_files = [sidebar_file] if explicit else []
-    languages = _languages(options, root)
+    languages = _as_on_disk(_languages(options, root), root, files)
     if ("locales" in options or re.search(r"\blocales\b", text)) and not languages:
         # Locales built elsewhere (an import, a shorthand property): folders named like locales are translations.
         folders = sorted({p[len(root) + 1:].split("/", 1)[0] for p in files
@@ -162,6 +162,24 @@ def _languages(options: dict, root: str) -> list[Language]:
     first = next((lang for key, lang in zip([k for k in locales if isinstance(k, str)], found, strict=True) if key == default),
                  found[0] if found else None)
     return [first, *(lang for lang in found if lang is not first)] if first else []
+
+
+def _as_on_disk(languages: list[Language], root: str, files: set[str]) -> list[Language]:
+    """Languages with their folders spelt as in the repository: content ids are lowercased, so a `zh-CN/` folder
+    holds the pages of the `zh-cn` locale."""
+    if not languages:
+        return languages
+    folders: dict[str, str] = {}
+    for path in files:
+        if path.startswith(root + "/") and path.count("/") > root.count("/") + 1:
+            first = path[len(root) + 1:].split("/", 1)[0]
+            folders.setdefault(first.lower(), first)
+    found = []
+    for language in languages:
+        name = language.folder[len(root) + 1:] if language.folder != root else ""
+        spelt = folders.get(name.lower()) if name and name not in folders.values() else None
+        found.append(Language(language.code, f"{root}/{spelt}") if spelt else language)
+    return found
 
 
 def _autogenerates_root(sidebar: list) -> bool:
