@@ -34,7 +34,7 @@ FUMADOCS = {
     "content/docs/installation.cn.mdx": "---\ntitle: 安装\n---\n\n## 要求\n",
     "content/docs/ui/meta.json": json.dumps({"title": "UI", "pages": ["index", "..."]}) + "\n",
     "content/docs/ui/index.mdx": "---\ntitle: UI\n---\n\nSee [theme](theme).\n",
-    "content/docs/ui/theme.mdx": "---\ntitle: Theme\n---\n\n## Colors\n",
+    "content/docs/ui/theme.mdx": "---\ntitle: Theme\n---\n\n## Color palette [#colors]\n",  # its own id
     "content/docs/integrations/openapi.mdx": "---\ntitle: OpenAPI\n---\n\nBack to [install](/docs/installation"
                                              "#requirements).\n",
     "content/docs/(guides)/deploy.mdx": "---\ntitle: Deploy\n---\n",
@@ -90,3 +90,13 @@ def test_fumadocs_an_invalid_meta_json_is_reported_when_the_run_changed_it(open_
     workspace.write("content/docs/ui/meta.json", b'{"title": "UI", "pages": ["index", ]}\n')
     found = messages(check_docs(workspace))
     assert len(found) == 1 and found[0][0] == "content/docs/ui/meta.json" and "not valid JSON" in found[0][1]
+
+
+def test_fumadocs_a_folder_that_lost_its_last_page_still_has_its_meta_entries_checked(open_workspace):
+    workspace = open_workspace(FUMADOCS)
+    workspace.delete("content/docs/ui/index.mdx")
+    workspace.delete("content/docs/ui/theme.mdx")
+    found = messages(check_docs(workspace))
+    assert ("content/docs/ui/meta.json", "navigation entry `index` points to content/docs/ui/index.mdx, which this "
+                                         "run moved or deleted; update the entry to the page's new path or remove "
+                                         "it") in found

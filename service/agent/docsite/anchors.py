@@ -5,6 +5,7 @@ import re
 import unicodedata
 from collections import Counter
 
+_BRACKET_ID = re.compile(r"\s*\[#([\w-]+)\]\s*$")
 _EXPLICIT_ID = re.compile(r"\s*\{:?\s*[^}]*?#([^\s}]+)[^}]*\}\s*$")
 # Content pulled in at build time (mkdocstrings, pymdownx.snippets, MDX imports, Jinja/Sphinx includes) brings
 # anchors the page's own text does not show.
@@ -61,8 +62,9 @@ def includes_other_content(text: str) -> bool:
 
 
 def split_explicit_id(raw: str) -> tuple[str, str | None]:
-    """A heading's text and its explicit id (`## Title {#id}`, attr_list's `{ #id .class }`), if any."""
-    match = _EXPLICIT_ID.search(raw)
+    """A heading's text and its explicit id (`## Title {#id}`, attr_list's `{ #id .class }`, Fumadocs'
+    `## Title [#id]`), if any."""
+    match = _EXPLICIT_ID.search(raw) or _BRACKET_ID.search(raw)
     if match is None:
         return raw, None
     return raw[:match.start()], match.group(1)

@@ -117,7 +117,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     result = Navigation()
     root = site.docs_root
     folders = {posixpath.dirname(p) for p in files if site.is_page(p)}
-    for folder in sorted(folders):
+    # A meta.json whose folder lost its last page still names it.
+    for folder in sorted(folders | {posixpath.dirname(p) for p in files if p.startswith(root + "/")
+                                    and posixpath.basename(p) == "meta.json"}):
         meta = f"{folder}/meta.json"
         pages = _meta_pages(workspace, meta, result) if meta in files else None
         if pages is None or any(_value(p) in _REST for p in pages):
