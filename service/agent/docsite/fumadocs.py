@@ -124,10 +124,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         pages = _meta_pages(workspace, meta, result) if meta in files else None
         if pages is None or any(_value(p) in _REST for p in pages):
             result.patterns.append(f"/{folder}/*")
-            continue
-        for item in pages:
+        for item in pages or []:
             name = _value(item)
-            if name is None or _SEPARATOR.match(name) or _LINK.match(name):
+            if name is None or name in _REST or _SEPARATOR.match(name) or _LINK.match(name):
                 continue
             name = name[3:] if name.startswith("...") else name.lstrip("!")
             path = join(folder, name)
