@@ -22,6 +22,7 @@ FUMADOCS = {
                      "  source: docs.toFumadocsSource(),\n  i18n,\n});\n",
     "lib/i18n.ts": "import { defineI18n } from 'fumadocs-core/i18n';\n\nexport const i18n = defineI18n({\n"
                    "  defaultLanguage: 'en',\n  languages: ['en', 'cn'],\n});\n",
+    "public/docs/layout.png": b"\x89PNG\0",
     "app/(home)/page.tsx": "export default function Home() { return <main>Home</main>; }\n",
     "content/docs/meta.json": json.dumps({"title": "Docs", "pages": [
         "index", "---Getting Started---", "installation", "[GitHub](https://github.com/acme/kit)", "ui",
@@ -35,6 +36,7 @@ FUMADOCS = {
     "content/docs/ui/meta.json": json.dumps({"title": "UI", "pages": ["index", "..."]}) + "\n",
     "content/docs/ui/index.mdx": "---\ntitle: UI\n---\n\nSee [theme](theme).\n",
     "content/docs/ui/theme.mdx": "---\ntitle: Theme\n---\n\n## Color palette [#colors]\n",  # its own id
+    "content/docs/ui/shared.mdx": "---\ntitle: Shared\n---\n\n<include>../installation.mdx</include>\n",
     "content/docs/integrations/openapi.mdx": "---\ntitle: OpenAPI\n---\n\nBack to [install](/docs/installation"
                                              "#requirements).\n",
     "content/docs/(guides)/deploy.mdx": "---\ntitle: Deploy\n---\n",
@@ -45,7 +47,7 @@ def test_fumadocs_is_detected_with_its_docs_folder_and_languages(open_workspace)
     site = detect_site(open_workspace(FUMADOCS))
     assert (site.framework, site.config_path, site.docs_root) == ("fumadocs", "source.config.ts", "content/docs")
     assert [(lang.code, lang.suffix) for lang in site.languages] == [("en", ""), ("cn", "cn")]
-    assert site.page_count == 7
+    assert site.page_count == 8
     text = site.describe()
     assert text.startswith("Docs site: Fumadocs (detected from source.config.ts).") and "meta.json" in text
 
@@ -55,7 +57,7 @@ def test_fumadocs_a_new_page_in_the_sites_style_passes(open_workspace):
     workspace.write("content/docs/ui/layout.mdx", b"---\ntitle: Layout\n---\n\nPair with [the theme](/docs/ui/theme"
                                                   b"#colors), [deploy](/docs/deploy), [theme](./theme.mdx), "
                                                   b"[up](../installation), [in Chinese](/cn/docs/ui/theme) "
-                                                  b"and [home](/).\n")
+                                                  b"and [home](/). ![shot](/docs/layout.png) [included](/docs/ui/shared#requirements)\n")
     report = check_docs(workspace)
     assert report.problems == []
     assert report.notes == ["links of the form `/x` outside the docs' base URL are served by the app's other "

@@ -46,6 +46,8 @@ path = "github.com/google/docsy"
 
 HUGO = {
     "hugo.toml": HUGO_TOML,
+    "config.yaml": "# Only checks the Hugo version of module builds; hugo.toml is the config.\nmodule:\n"
+                   "  hugoVersion:\n    min: 0.120.0\n",
     "content/en/_index.md": "---\ntitle: Gadget\n---\n\n{{< blocks/cover >}}\n[Start](/docs/getting-started/)\n",
     "content/en/docs/_index.md": "---\ntitle: Documentation\nweight: 20\n---\n\nBegin with "
                                 "[installing](getting-started/install/).\n",

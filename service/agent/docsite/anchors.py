@@ -9,7 +9,9 @@ _BRACKET_ID = re.compile(r"\s*\[#([\w-]+)\]\s*$")
 _EXPLICIT_ID = re.compile(r"\s*\{:?\s*[^}]*?#([^\s}]+)[^}]*\}\s*$")
 # Content pulled in at build time (mkdocstrings, pymdownx.snippets, MDX imports, Jinja/Sphinx includes) brings
 # anchors the page's own text does not show.
-_INCLUDES = re.compile(r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::"
+# `<include>` is Fumadocs' remark-include; `{{< readfile` / `{{% include` Hugo shortcodes.
+_INCLUDES = re.compile(r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::|\s*<include[\s>]"
+                       r"|.*\{\{[<%]\s*(?:readfile|include)\b"
                        r"|import\s.*\bfrom\s+['\"][^'\"]+\.mdx?['\"])", re.MULTILINE)
 
 

@@ -59,7 +59,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                                                                                 posixpath.basename(p)))
     return DocsSite("fumadocs", config_path, root, nav_files=metas, nav_hint=hint, page_suffixes=SUFFIXES, explicit_nav=True,
                     languages=languages, unlisted_ok=tuple(_translation_globs(languages, root)),
-                    routing={"base": "/" + base_url.strip("/"), "hide_default": True},
+                    routing={"base": "/" + base_url.strip("/"), "public": join(project, "public") or "public"},
                     detected_from=config_path)
 
 
@@ -178,6 +178,9 @@ class FumadocsRouter(Router):
             if resolved is None:
                 return outcome
             path = "/" + resolved
+        public = join(self.site.routing.get("public", "public"), path.lstrip("/"))
+        if public and self.tree.is_file(public):
+            return Outcome(Verdict.OK, public)  # Next.js serves public/ at the root
         parts = path.strip("/").split("/")
         codes = {lang.code for lang in self.site.languages}
         if parts and parts[0] in codes:

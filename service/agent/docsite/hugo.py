@@ -104,8 +104,11 @@ def content_roots(config: dict, project: str, files: set[str]) -> list[ContentRo
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     """The Hugo site of `config_path`, or None when that file is not a Hugo config with a content folder."""
-    config = read_config(workspace, config_path)
     name = posixpath.basename(config_path)
+    folder = posixpath.dirname(config_path)
+    if name.startswith("config.") and any(f"{folder}/hugo.{ext}".lstrip("/") in files for ext in _EXTS):
+        return None  # Hugo reads hugo.* before config.*
+    config = read_config(workspace, config_path)
     if not config or (name.startswith("config.") and not _HUGO_KEYS & set(config)):
         return None
     project = project_folder(config_path)
