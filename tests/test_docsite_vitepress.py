@@ -137,3 +137,19 @@ def test_vitepress_ignore_dead_links_and_computed_sidebars_are_not_judged(open_w
     workspace.write("docs/src/guide/new.md", b"# New\n\n[later](/guide/not-yet)\n")
     report = check_docs(workspace)
     assert report.problems == [] and len(report.notes) == 1 and "ignoreDeadLinks" in report.notes[0]
+
+
+def test_vitepress_rest_parameter_rewrites_serve_a_language_folder_at_the_root(open_workspace):
+    # As sites that keep English pages in `en/` do: `'en/:rest*': ':rest*'`; the sidebar lives elsewhere.
+    workspace = open_workspace({
+        "docs/.vitepress/config.ts": "import { defineConfig } from 'vitepress'\n\nexport default defineConfig({\n"
+                                     "  rewrites: { 'en/:rest*': ':rest*' },\n  cleanUrls: true,\n})\n",
+        "docs/en/index.md": "# Home\n\n[Guide](/guide/what-is)\n",
+        "docs/en/guide/what-is.md": "# What is it\n\n## Use cases\n",
+    })
+    site = detect_site(workspace)
+    assert not site.explicit_nav and "No sidebar is set in docs/.vitepress/config.ts" in site.describe()
+    workspace.write("docs/en/guide/start.md", b"# Start\n\n[what](/guide/what-is#use-cases) [same](./what-is.md) "
+                                              b"[typo](/guide/what)\n")
+    assert messages(check_docs(workspace)) == [
+        ("docs/en/guide/start.md", "broken link: /guide/what (no page has the route /guide/what)")]

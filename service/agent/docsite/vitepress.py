@@ -14,7 +14,8 @@ CONFIG_TAILS = tuple(f".vitepress/config{index}.{ext}" for index in ("", "/index
                      for ext in ("mts", "ts", "mjs", "js"))
 SUFFIXES = (".md",)
 _CALLEES = ("defineConfig", "defineConfigWithTheme", "withMermaid", "withPwa", "withI18n")
-_PARAM = re.compile(r":(\w+)")
+_PARAM = re.compile(r":(\w+)[*+?]?")  # path-to-regexp parameters: `:pkg`, `:rest*`
+_ESCAPED_PARAM = re.compile(r":(\w+)(\\[*+?])?")
 IGNORED_DEAD = "links VitePress is told not to check (`ignoreDeadLinks`) are not checked when no page serves them"
 
 
@@ -56,7 +57,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     elif sidebars:
         hint = f"The sidebar is built by code in {config_path}; add new pages where it lists their neighbours."
     else:
-        hint = "There is no sidebar in the config; link each new page from an existing page."
+        # It may still come from elsewhere (per-folder config files, the theme): not "there is no sidebar".
+        hint = (f"No sidebar is set in {config_path} (one may come from per-folder config files or the theme, "
+                "which the check does not read); link each new page from an existing page.")
     clean = options.get("cleanUrls") is True
     hint += (f" Pages are Markdown files under {root or 'the repository root'}/; links are routes without the "
              "extension or relative file links: [Setup](/guide/setup) or [Setup](./setup.md)"
@@ -143,8 +146,8 @@ def _rewritten(site: DocsSite, relative: str) -> str:
         if source == relative:
             return target
         if ":" in source or "(" in source:
-            pattern = re.escape(source).replace(r"\(\.\*\)", "(.*)")
-            pattern = _PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", pattern.replace(r"\:", ":"))
+            pattern = re.escape(source).replace(r"\(\.\*\)", "(.*)").replace(r"\:", ":")
+            pattern = _ESCAPED_PARAM.sub(lambda m: f"(?P<{m.group(1)}>{'.*' if m.group(2) else '[^/]+'})", pattern)
             try:
                 match = re.fullmatch(pattern, relative)
             except re.error:
