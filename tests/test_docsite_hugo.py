@@ -138,3 +138,26 @@ def test_a_config_toml_that_is_not_hugo_is_not_taken_for_it(open_workspace):
                                                                     "contentDir: pages\n",
                                        "pages/docs/a.md": "# A\n"}))
     assert (site.framework, site.docs_root) == ("hugo", "pages")
+
+
+def test_hugo_content_mounted_by_module_mounts_and_a_link_render_hook_are_followed(open_workspace):
+    # As Hugo's own docs do: `content/en` mounted as `content` for English, and a render hook that resolves
+    # links its own way (page resources, assets, glossary shorthands).
+    workspace = open_workspace({
+        "hugo.toml": "baseURL = 'https://docs.example.org/'\ndefaultContentLanguage = 'en'\n\n[languages]\n"
+                     "  [languages.en]\n    label = 'English'\n    weight = 1\n\n[module]\n  [[module.mounts]]\n"
+                     "    source = 'assets'\n    target = 'assets'\n  [[module.mounts]]\n    source = 'content/en'\n"
+                     "    target = 'content'\n    [module.mounts.sites.matrix]\n      languages = ['en']\n",
+        "layouts/_markup/render-link.html": "{{- /* resolves pages, page resources and global resources */ -}}\n",
+        "content/en/_index.md": "---\ntitle: Docs\n---\n",
+        "content/en/functions/_index.md": "---\ntitle: Functions\n---\n",
+        "content/en/functions/len.md": "---\ntitle: len\n---\n\n## Examples\n",
+    })
+    site = detect_site(workspace)
+    assert (site.framework, site.docs_root) == ("hugo", "content/en")
+    workspace.write("content/en/functions/print.md", b"---\ntitle: print\n---\n\nLike [len](/functions/len/#examples) "
+                                                     b"and [a term](g) or [typo](/functions/lenn/).\n")
+    report = check_docs(workspace)
+    assert report.problems == []
+    assert report.notes == ["links that match no page are read by the site's link render hook "
+                            "(layouts/_markup/render-link.html), which the check does not run: not checked"]

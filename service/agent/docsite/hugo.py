@@ -23,6 +23,8 @@ SUFFIXES = (".md", ".markdown")
 _HUGO_KEYS = frozenset({"baseurl", "theme", "languagecode", "contentdir", "defaultcontentlanguage", "module",
                         "permalinks", "menu", "menus", "languages", "params", "markup", "taxonomies"})
 _TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
+# A site's own link render hook decides what a link means (glossary shorthands, file links, mounts).
+_LINK_HOOK = re.compile(r"(?:^|/)layouts/(?:[^/]+/)*_markup/render-link(?:\.[\w-]+)*\.html$")
 UNKNOWN_ROUTES = ("links to `/x` routes that no content page serves (a theme's or layout's pages, taxonomies, "
                   "module files) are not checked")
 
@@ -86,11 +88,14 @@ def content_roots(config: dict, project: str, files: set[str]) -> list[ContentRo
     in_subdir = config.get("defaultcontentlanguageinsubdir") is True
     languages = config.get("languages")
     languages = languages if isinstance(languages, dict) else {}
+    mounted = _content_mounts(config, project)
+    if mounted:
+        content = mounted.get(default) or mounted.get("") or content
     roots = []
     for code, settings in languages.items():
         code = str(code).lower()
         settings = settings if isinstance(settings, dict) else {}
-        own = {str(k).lower(): v for k, v in settings.items()}.get("contentdir")
+        own = {str(k).lower(): v for k, v in settings.items()}.get("contentdir") or mounted.get(code)
         prefix = "" if code == default and not in_subdir else f"{code}/"
         if isinstance(own, str):
             roots.append(ContentRoot(join(project, own.strip("/")) or "", prefix, code))
@@ -100,6 +105,25 @@ def content_roots(config: dict, project: str, files: set[str]) -> list[ContentRo
         roots = [ContentRoot(content, "", default)]
     roots.sort(key=lambda r: r.code != default)
     return roots
+
+
+def _content_mounts(config: dict, project: str) -> dict[str, str]:
+    """Language ("" for any) -> the folder a `module.mounts` entry mounts as `content`."""
+    module = config.get("module")
+    mounts = module.get("mounts") if isinstance(module, dict) else None
+    found: dict[str, str] = {}
+    for mount in mounts if isinstance(mounts, list) else []:
+        if not isinstance(mount, dict) or mount.get("target") != "content" or not isinstance(mount.get("source"), str):
+            continue
+        matrix = (mount.get("sites") or {}).get("matrix") if isinstance(mount.get("sites"), dict) else None
+        languages = matrix.get("languages") if isinstance(matrix, dict) else None
+        codes = [str(c).lower() for c in languages] if isinstance(languages, list) else \
+            [str(mount["lang"]).lower()] if isinstance(mount.get("lang"), str) else [""]
+        folder = join(project, mount["source"].strip("/"))
+        for code in codes:
+            if folder is not None:
+                found.setdefault(code, folder)
+    return found
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
@@ -126,7 +150,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                "lower": config.get("disablepathtolower") is not True,
                "permalinks": tuple(str(k).strip("/") for k in (config.get("permalinks") or {})
                                    if isinstance(config.get("permalinks"), dict)),
-               "static": join(project, "static") or "static"}
+               "static": join(project, "static") or "static",
+               "link_hook": next((f for f in sorted(files) if _LINK_HOOK.search(f) and
+                                  (not project or f.startswith(project + "/"))), "")}
     return DocsSite("hugo", config_path, root, nav_hint=hint, page_suffixes=SUFFIXES, languages=languages,
                     routing=routing, detected_from=config_path, unlisted_keys=("draft", "headless"))
 
@@ -276,6 +302,10 @@ class HugoRouter(Router):
         if posixpath.splitext(key)[1] or first not in sections or \
                 any(key == p or key.startswith(p + "/") for p in self.site.routing.get("permalinks", ())):
             return unknown(UNKNOWN_ROUTES)
+        hook = self.site.routing.get("link_hook")
+        if hook:
+            return unknown(f"links that match no page are read by the site's link render hook ({hook}), which the "
+                           "check does not run: not checked")
         return Outcome(Verdict.BROKEN, reason=f"no page has the route /{key}/")
 
     def _routes(self) -> dict[str, str]:
