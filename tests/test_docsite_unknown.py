@@ -125,3 +125,13 @@ def test_a_summary_md_alone_is_a_guessed_gitbook_and_the_overview_says_so(open_w
                                       "GitBook's form).")
     plain = detect_site(open_workspace({"SUMMARY.md": "# Summary\n\nThis quarter went well.\n", "a.md": "# A\n"}))
     assert plain.framework == "markdown"
+
+
+def test_routes_a_theme_or_another_plugin_serves_are_said_once_on_known_frameworks(open_workspace):
+    workspace = open_workspace({"mkdocs.yml": "site_name: Kit\nnav:\n  - index.md\n  - setup.md\n",
+                                "docs/index.md": "# Kit\n", "docs/setup.md": "# Setup\n"})
+    workspace.write("docs/index.md", b"# Kit\n\n[blog](/blog/) [tags](/tags/) [setup](/setup/) [typo](/setp.md)\n")
+    report = check_docs(workspace)
+    assert report.notes == ["links of the form `/x` to routes outside the docs pages (the theme's, a blog's, other "
+                            "plugins' or app pages) are not checked"]
+    assert report.problems == []  # `/setp.md`'s first folder is no page's either: not the check's to judge

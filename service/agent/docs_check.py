@@ -252,11 +252,13 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str]) -> str |
     if link.kind is LinkKind.URL and _anchor_problem(run.start, page, link, before.landing):
         return None  # its anchor was already broken
     after = run.now.router.resolve(page, link)
+    if before.landing in run.removed and not after.ok:
+        # The page that served it is gone: what else might serve it now (another app's route) is not a reason
+        # to stay silent.
+        return f"link to {link.target}, which this run moved or deleted"
     if after.verdict is Verdict.UNKNOWN:
         run.now.unknown.add(after.reason)
         return None
-    if before.landing in run.removed and not after.ok:
-        return f"link to {link.target}, which this run moved or deleted"
     if not after.ok:
         return f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})"
     if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing):

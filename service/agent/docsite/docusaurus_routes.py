@@ -4,7 +4,7 @@ category index pages, versions from `versions.json`) and static files."""
 import posixpath
 import re
 
-from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, join
+from service.agent.docsite.routing import OTHER_ROUTES, SKIP, Outcome, Router, Verdict, join, unknown
 
 SUFFIXES = (".md", ".mdx")
 # Docusaurus drops "01-", "2_", "3. " number prefixes from ids by default.
@@ -91,12 +91,12 @@ class DocusaurusRouter(Router):
             return Outcome(Verdict.OK, static)
         inside = route_base == "/" or path == route_base or path.startswith(route_base + "/")
         if not inside:
-            return SKIP  # the blog, pages and other plugins' routes are not read
+            return unknown(OTHER_ROUTES)  # the blog, pages and other plugins' routes are not read
         found = self._doc_route(path)
         if found is not None:
             return Outcome(Verdict.OK, found)
         if route_base == "/" and not self._doc_route_prefix(path):
-            return SKIP
+            return unknown(OTHER_ROUTES)
         if path.startswith(route_base.rstrip("/") + "/category/"):
             return SKIP  # a generated index page of a sidebar category (`_category_.json`, `link: generated-index`)
         return Outcome(Verdict.BROKEN, reason=f"no doc has the route {path}")

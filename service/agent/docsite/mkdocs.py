@@ -7,7 +7,7 @@ import yaml
 from service.agent.docsite import mkdocs_i18n
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Mode, parse_page
-from service.agent.docsite.routing import SKIP, Outcome, Router, is_external, join
+from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, is_external, join, unknown
 from service.agent.docsite.site import (
     DocsSite,
     NavEntry,
@@ -242,7 +242,7 @@ class MkDocsRouter(Router):
         if path.startswith("/"):
             first = join(root, path.lstrip("/").split("/", 1)[0])
             if first is None or not (self.tree.is_folder(first) or self.land(first)):
-                return SKIP  # served by the theme or another part of the site, not by a page here
+                return unknown(OTHER_ROUTES)  # served by the theme or another part of the site, not by a page here
             return self.landing(join(root, path.lstrip("/")), path)
         outcome = self.landing(join(posixpath.dirname(page), path), path)
         if outcome.ok or path.lower().endswith(SUFFIXES) or not self.site.routing.get("use_directory_urls", True):

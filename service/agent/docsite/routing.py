@@ -38,6 +38,8 @@ class Outcome:
 
 SKIP = Outcome(Verdict.SKIP)
 UNKNOWN_ROOT_RELATIVE = "links of the form `/x` are not checked: the site's routing is unknown"
+OTHER_ROUTES = ("links of the form `/x` to routes outside the docs pages (the theme's, a blog's, other plugins' or "
+                "app pages) are not checked")
 
 
 def unknown(reason: str = UNKNOWN_ROOT_RELATIVE) -> Outcome:

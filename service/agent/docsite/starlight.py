@@ -7,7 +7,7 @@ import re
 from service.agent.docsite.anchors import github_slug
 from service.agent.docsite.jsliteral import OPAQUE, Str, exported_value, read_module
 from service.agent.docsite.limits import Uncheckable
-from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
+from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import DocsSite, Language, NavEntry, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"astro.config.{ext}" for ext in ("mjs", "ts", "js", "mts", "cjs"))
@@ -221,7 +221,7 @@ class StarlightRouter(Router):
                 return Outcome(Verdict.OK, routes[fallback])
             first = slug.split("/", 1)[0]
             if not any(r == first or r.startswith(first + "/") for r in routes):
-                return SKIP  # another Astro page or integration serves it
+                return unknown(OTHER_ROUTES)  # another Astro page or integration serves it
             return Outcome(Verdict.BROKEN, reason=f"no page has the route /{slug}/")
         own = self._by_page.get(page) if self._routes() is not None else None
         if own is not None:
