@@ -135,3 +135,19 @@ def test_routes_a_theme_or_another_plugin_serves_are_said_once_on_known_framewor
     assert report.notes == ["links of the form `/x` to routes outside the docs pages (the theme's, a blog's, other "
                             "plugins' or app pages) are not checked"]
     assert report.problems == []  # `/setp.md`'s first folder is no page's either: not the check's to judge
+
+
+def test_route_like_relative_links_are_unknown_but_file_links_are_checked_on_nextra_and_gitbook(open_workspace):
+    workspace = open_workspace(NEXTRA)
+    workspace.write("content/guide/deploy.mdx", b"# Deploy\n\n[setup route](../guide/setup) [file typo](./setp.mdx)\n")
+    report = check_docs(workspace)
+    assert [p.message for p in report.problems] == ["broken link: ./setp.mdx (no file content/guide/setp.mdx)"]
+    assert any("relative links without a file extension" in note for note in report.notes)
+    # Legacy GitBook builds serve x.md as x.html (and README.md as index.html).
+    workspace = open_workspace(GITBOOK)
+    workspace.write("docs/getting-started/linux.md", b"# On Linux\n\n[install](install.html#linux) [home](../index.html) "
+                                                     b"[route](setup-guide) [gone](remove.html)\n")
+    report = check_docs(workspace)
+    assert [p.message for p in report.problems] == [
+        "broken link: remove.html (no file docs/getting-started/remove.html)"]
+    assert any("relative links without a file extension" in note for note in report.notes)

@@ -12,6 +12,8 @@ CONFIG_NAMES = (".gitbook.yaml", "SUMMARY.md")
 SUFFIXES = (".md",)
 _ENTRY = re.compile(r"^\s*(?:[*+-]|\d+\.)\s+\[[^\]]*\]\(\s*<?([^)>\s]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 UNKNOWN_ROUTES = "links of the form `/x` are not checked: GitBook's routes for them are not modelled"
+UNKNOWN_RELATIVE = ("relative links without a file extension that name no file are routes GitBook resolves, which "
+                    "the check does not model: not checked")
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
@@ -72,7 +74,16 @@ class GitBookRouter(Router):
     def route(self, page: str, path: str):
         if path.startswith("/"):
             return unknown(UNKNOWN_ROUTES)
-        return super().route(page, path)
+        stem, extension = posixpath.splitext(path)
+        if extension.lower() == ".html":  # legacy GitBook builds x.md as x.html and README.md as index.html
+            name = "README.md" if posixpath.basename(stem) == "index" else posixpath.basename(stem) + ".md"
+            built = super().route(page, posixpath.join(posixpath.dirname(stem), name))
+            if built.ok:
+                return built
+        outcome = super().route(page, path)
+        if not outcome.ok and not extension:
+            return unknown(UNKNOWN_RELATIVE)
+        return outcome
 
 
 def router(site: DocsSite, tree) -> Router:

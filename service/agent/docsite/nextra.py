@@ -8,6 +8,8 @@ from service.agent.docsite.site import DocsSite, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"next.config.{ext}" for ext in ("mjs", "js", "ts", "mts", "cjs"))
 CONTENT_FOLDERS = ("content", "src/content", "pages", "src/pages", "app", "src/app")
+UNKNOWN_RELATIVE = ("relative links without a file extension that name no file are routes relative to the page's URL, "
+                    "which Nextra's routing decides: not checked")
 UNKNOWN_ROUTES = ("links of the form `/x` are not checked: Nextra's routing (`_meta` files, the app router) is "
                   "not modelled")
 
@@ -37,7 +39,10 @@ class NextraRouter(Router):
     def route(self, page: str, path: str):
         if path.startswith("/"):
             return unknown(UNKNOWN_ROUTES)
-        return super().route(page, path)
+        outcome = super().route(page, path)
+        if not outcome.ok and not posixpath.splitext(path)[1]:
+            return unknown(UNKNOWN_RELATIVE)  # `../guide/setup` is resolved against the page's URL, not its file
+        return outcome
 
 
 def router(site: DocsSite, tree) -> Router:
