@@ -139,7 +139,7 @@ def test_routes_a_theme_or_another_plugin_serves_are_said_once_on_known_framewor
 
 def test_route_like_relative_links_are_unknown_but_file_links_are_checked_on_nextra_and_gitbook(open_workspace):
     workspace = open_workspace(NEXTRA)
-    workspace.write("content/guide/deploy.mdx", b"# Deploy\n\n[setup route](../guide/setup) [file typo](./setp.mdx)\n")
+    workspace.write("content/guide/deploy.mdx", b"# Deploy\n\n[setup route](../setup/options) [file typo](./setp.mdx)\n")
     report = check_docs(workspace)
     assert [p.message for p in report.problems] == ["broken link: ./setp.mdx (no file content/guide/setp.mdx)"]
     assert any("relative links without a file extension" in note for note in report.notes)
