@@ -12,8 +12,8 @@ from service.agent.docsite.jsontext import load_json
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, check_size
 from service.agent.docsite.markdown import front_matter_block
 from service.agent.docsite.routing import Outcome, Router, Verdict, is_external, join, split_target, unknown
-from service.agent.docsite.site import DocsSite, Language, NavEntry, Navigation, read_text
-from service.agent.docsite.yamltext import YAMLError, load_yaml
+from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.yamltext import YAMLError, error_line, error_text, load_yaml
 
 _EXTS = ("toml", "yaml", "yml", "json")
 CONFIG_NAMES = tuple(f"{name}.{ext}" for name in ("hugo", "config") for ext in _EXTS)
@@ -71,6 +71,23 @@ def read_config(workspace, config_path: str) -> dict:
                     if isinstance(extra, dict):
                         config.setdefault(key, extra)
     return config
+
+
+def config_error(workspace, config_path: str) -> NavError | None:
+    """Why Hugo could not read the config at `config_path` (with its line), or None when it parses."""
+    text = read_text(workspace, config_path) or ""
+    try:
+        _load(text, config_path)
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"at line (\d+)", str(exc))
+        return NavError(config_path, int(line.group(1)) if line else 1, f"{config_path} is not valid TOML ({exc})")
+    except json.JSONDecodeError as exc:
+        return NavError(config_path, exc.lineno, f"{config_path} is not valid JSON ({exc.msg})")
+    except YAMLError as exc:
+        return NavError(config_path, error_line(exc), f"{config_path} is not valid YAML ({error_text(exc)})")
+    except ValueError:  # past a size or depth cap: read_navigation's caller reports those through Uncheckable
+        return None
+    return None
 
 
 def project_folder(config_path: str) -> str:
@@ -133,8 +150,8 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     if name.startswith("config.") and any(f"{folder}/hugo.{ext}".lstrip("/") in files for ext in _EXTS):
         return None  # Hugo reads hugo.* before config.*
     config = read_config(workspace, config_path)
-    if not config or (name.startswith("config.") and not _HUGO_KEYS & set(config)):
-        return None
+    if name.startswith("config.") and not _HUGO_KEYS & set(config):
+        return None  # `hugo.*` is Hugo's even when it does not parse: the navigation check says why
     project = project_folder(config_path)
     roots = content_roots(config, project, files)
     root = roots[0].folder
@@ -238,6 +255,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     """The pages the config's menus point to; sections list their pages, so no page is required in a menu."""
     assert site.config_path is not None  # a site of this kind is only detected from its config file
     from service.agent.docsite.tree import Tree
+    error = config_error(workspace, site.config_path)
+    if error is not None:
+        return Navigation(complete=False, errors=[error])
     config = read_config(workspace, site.config_path)
     routes = page_routes(site, Tree(workspace))[0]
     lines = (read_text(workspace, site.config_path) or "").splitlines()
