@@ -153,3 +153,10 @@ def test_vitepress_rest_parameter_rewrites_serve_a_language_folder_at_the_root(o
                                               b"[typo](/guide/what)\n")
     assert messages(check_docs(workspace)) == [
         ("docs/en/guide/start.md", "broken link: /guide/what (no page has the route /guide/what)")]
+
+
+def test_vitepress_config_is_named_in_the_overview(open_workspace):
+    from service.agent.overview import repository_overview
+    workspace = open_workspace(VITEPRESS)
+    text = repository_overview(workspace, site=detect_site(workspace))
+    assert "docs/.vitepress/config.mts" in text.split("Docs configuration files: ", 1)[1].split("\n", 1)[0]
