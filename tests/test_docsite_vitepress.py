@@ -62,7 +62,7 @@ VITEPRESS = {
     "docs/src/guide/index.md": "# What is Gizmo?\n\nRead [getting started](./getting-started.md#install) or "
                                "[deploy](/guide/deploy/static.html). ![logo](/logo.svg)\n",
     "docs/src/guide/getting-started.md": "# Getting started\n\n## Install\n\nSee [core](/reference/core) and "
-                                         "[the intro](/guide/).\n",
+                                         "[the intro](/guide/).\n\n## Client/server `cleanUrls`\n",
     "docs/src/guide/deploy/static.md": "# Static hosts\n\nBack to [install](../getting-started#install).\n",
     "docs/src/packages/core/README.md": "# core\n\nUsed by [the guide](/guide/getting-started).\n",
     "docs/src/public/logo.svg": "<svg/>\n",
@@ -89,7 +89,8 @@ def test_vitepress_routes_rewrites_base_and_public_files_resolve(open_workspace)
     workspace.write("docs/src/guide/deploy/docker.md", b"# Docker\n\n[start](/guide/getting-started#install) "
                                                        b"[static](./static.md) [core](/reference/core.html) "
                                                        b"[based](/gizmo/guide/) ![logo](/logo.svg) "
-                                                       b"[a post](/blog/hello)\n")
+                                                       b"[a post](/blog/hello) "
+                                                       b"[ids](/guide/getting-started#client-server-cleanurls)\n")
     workspace.write("docs/.vitepress/config.mts", CONFIG.replace(
         "{ text: 'Static hosts', link: 'static' }", "{ text: 'Static hosts', link: 'static' }, "
                                                     "{ text: 'Docker', link: 'docker' }").encode())

@@ -25,6 +25,17 @@ def mintlify_slug(text: str) -> str:
     return re.sub(r"[^\w\-:$]", "", text.strip().lower().replace(".", "-").replace(" ", "-"))
 
 
+_VITEPRESS_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'\u201c\u201d\u2018\u2019<>,.?/]+")
+
+
+def vitepress_slug(text: str) -> str:
+    """VitePress's (@mdit-vue) heading ids: accents and controls dropped, runs of punctuation and spaces to one -,
+    a leading digit prefixed with _."""
+    text = re.sub(r"[\u0300-\u036f]", "", unicodedata.normalize("NFKD", text))
+    text = _VITEPRESS_SPECIAL.sub("-", re.sub(r"[\x00-\x1f]", "", text)).strip("-")
+    return re.sub(r"^(\d)", r"_\1", text).lower()
+
+
 def python_markdown_slug(text: str, *, keep_unicode: bool = False) -> str:
     """Python-Markdown's `toc` slug (MkDocs): ASCII-folded unless `keep_unicode`, runs of spaces and - to one -."""
     if not keep_unicode:
@@ -45,6 +56,7 @@ def anchor_set(headings: list[tuple[str, str | None]], ids: set[str]) -> frozens
         (lambda t: python_markdown_slug(t, keep_unicode=True), "_"),
         (lambda t: github_slug(t.replace("_", " ").strip()).strip("-"), "-"),  # `_word_` rendered as emphasis
         (mintlify_slug, "-"),
+        (vitepress_slug, "-"),
     )
     for slugify, separator in styles:
         seen: Counter[str] = Counter()
