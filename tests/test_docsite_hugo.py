@@ -161,3 +161,21 @@ def test_hugo_content_mounted_by_module_mounts_and_a_link_render_hook_are_follow
     assert report.problems == []
     assert report.notes == ["links that match no page are read by the site's link render hook "
                             "(layouts/_markup/render-link.html), which the check does not run: not checked"]
+
+
+def test_hugo_ref_shortcodes_are_checked_like_the_build_does(open_workspace):
+    workspace = open_workspace(HUGO)
+    workspace.write("content/en/docs/getting-started/configure.md", (
+        '---\ntitle: Configure\n---\n\nSee [install]({{< ref "install" >}}), [the overview]({{< relref '
+        '"/docs/concepts/overview.md#architecture" >}}), [the CLI]({{% ref "docs/reference/cli" %}}), [about]'
+        '({{< ref "about.md" >}}) and [gone]({{< ref "uninstall.md" >}}). Escaped: {{</* ref "nowhere" */>}}\n'
+    ).encode())
+    assert messages(check_docs(workspace)) == [
+        ("content/en/docs/getting-started/configure.md", "broken document reference: uninstall.md (no page "
+                                                         "uninstall.md (Hugo stops the build on it))")]
+    workspace = open_workspace({**HUGO, "content/en/docs/reference/cli/index.md": "---\ntitle: CLI\n---\n\n"
+                                                                                  'Start at {{< ref "/docs/getting-'
+                                                                                  'started/install.md" >}}.\n'})
+    workspace.move("content/en/docs/getting-started/install.md", "content/en/docs/install.md")
+    assert ("content/en/docs/reference/cli/index.md", "link to /docs/getting-started/install.md, which this run "
+                                                      "moved or deleted") in messages(check_docs(workspace))

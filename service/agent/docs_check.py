@@ -10,12 +10,12 @@ import difflib
 import logging
 import posixpath
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
-from service.agent.docsite.detect import detect_site, make_router
+from service.agent.docsite.detect import detect_site, extra_links, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -59,13 +59,18 @@ class _State:
     tree: Tree
     site: DocsSite
     unknown: set[str] = field(default_factory=set)  # why links were not judged: routing the check cannot know
+    pages: dict[str, ParsedPage] = field(default_factory=dict)  # with the links the framework adds
 
     @cached_property
     def router(self):
         return make_router(self.site, self.tree)
 
     def page(self, path: str) -> ParsedPage:
-        return self.tree.page(path, self.site.page_mode(path))
+        if path not in self.pages:
+            parsed = self.tree.page(path, self.site.page_mode(path))
+            extra = extra_links(self.site, self.tree.text(path) or "") if not parsed.uncheckable else []
+            self.pages[path] = replace(parsed, links=parsed.links + extra) if extra else parsed
+        return self.pages[path]
 
 
 @dataclass

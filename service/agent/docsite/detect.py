@@ -97,6 +97,12 @@ def make_router(site: DocsSite, tree) -> Router:
     return module.router(site, tree) if module is not None else Router(site, tree)
 
 
+def extra_links(site: DocsSite, text: str) -> list:
+    """Links the framework adds to a page's text beyond what the page parser sees (Hugo's `ref` shortcodes)."""
+    finder = getattr(FRAMEWORKS.get(site.framework), "extra_links", None)
+    return finder(text) if finder is not None else []
+
+
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
     """How to list a new page in the site's navigation, for the docs check's message."""
     return FRAMEWORKS[site.framework].suggest_entry(site, page, files)

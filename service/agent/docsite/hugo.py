@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from service.agent.docsite.jsontext import load_json
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, check_size
 from service.agent.docsite.markdown import front_matter_block
+from service.agent.docsite.pages import Link, LinkKind
 from service.agent.docsite.routing import Outcome, Router, Verdict, is_external, join, split_target, unknown
 from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
 from service.agent.docsite.yamltext import YAMLError, error_line, error_text, load_yaml
@@ -23,6 +24,8 @@ SUFFIXES = (".md", ".markdown")
 _HUGO_KEYS = frozenset({"baseurl", "theme", "languagecode", "contentdir", "defaultcontentlanguage", "module",
                         "permalinks", "menu", "menus", "languages", "params", "markup", "taxonomies"})
 _TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
+# `{{< ref "x" >}}` / `{{% relref "x#a" %}}`: Hugo fails the build when one names no page.
+_REF_SHORTCODE = re.compile(r"\{\{[<%]-?\s*(?:rel)?ref\s+(?:\"([^\"\n]+)\"|'([^'\n]+)'|([^\s\"'>%]+))\s*-?[>%]\}\}")
 # A site's own link render hook decides what a link means (glossary shorthands, file links, mounts).
 _LINK_HOOK = re.compile(r"(?:^|/)layouts/(?:[^/]+/)*_markup/render-link(?:\.[\w-]+)*\.html$")
 UNKNOWN_ROUTES = ("links to `/x` routes that no content page serves (a theme's or layout's pages, taxonomies, "
@@ -251,6 +254,15 @@ def route_key(written: str) -> str:
     return key.strip("/")
 
 
+def extra_links(text: str) -> list[Link]:
+    """The `ref`/`relref` shortcodes of a page, as document references (Markdown links around them do not parse)."""
+    links = []
+    for match in _REF_SHORTCODE.finditer(text):
+        target = next(group for group in match.groups() if group is not None)
+        links.append(Link(text.count("\n", 0, match.start()) + 1, target, LinkKind.DOC))
+    return links
+
+
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     """The pages the config's menus point to; sections list their pages, so no page is required in a menu."""
     assert site.config_path is not None  # a site of this kind is only detected from its config file
@@ -327,6 +339,29 @@ class HugoRouter(Router):
             return unknown(f"links that match no page are read by the site's link render hook ({hook}), which the "
                            "check does not run: not checked")
         return Outcome(Verdict.BROKEN, reason=f"no page has the route /{key}/")
+
+    def reference(self, page: str, link: Link) -> Outcome:
+        """A `ref`/`relref` shortcode: a content path relative to the page, else to the content folder (with or
+        without the extension, a section by its folder), else a page's unique file name."""
+        path = split_target(link.target)[0].strip()
+        if not path:
+            return Outcome(Verdict.OK, page)
+        place = _place(self.site, page)
+        content = place[0].folder if place else self.site.docs_root
+        bases = [content] if path.startswith("/") else [posixpath.dirname(page), content]
+        for base in bases:
+            resolved = join(base, path.lstrip("/"))
+            if resolved is None:
+                continue
+            for candidate in (resolved, *(resolved + s for s in SUFFIXES), f"{resolved}/_index.md",
+                              f"{resolved}/index.md"):
+                if self.tree.is_file(candidate):
+                    return Outcome(Verdict.OK, candidate)
+        if "/" not in path:
+            named = [f for f in self._by_page() if posixpath.basename(f) in (path, path + ".md")]
+            if len(named) == 1:
+                return Outcome(Verdict.OK, named[0])
+        return Outcome(Verdict.BROKEN, reason=f"no page {path} (Hugo stops the build on it)")
 
     def _routes(self) -> dict[str, str]:
         if not hasattr(self, "_route_map"):
