@@ -166,10 +166,9 @@ def test_hugo_content_mounted_by_module_mounts_and_a_link_render_hook_are_follow
 def test_hugo_ref_shortcodes_are_checked_like_the_build_does(open_workspace):
     workspace = open_workspace(HUGO)
     workspace.write("content/en/docs/getting-started/configure.md", (
-        '---\ntitle: Configure\n---\n\nSee [install]({{< ref "install" >}}), [the overview]({{< relref '
-        '"/docs/concepts/overview.md#architecture" >}}), [the CLI]({{% ref "docs/reference/cli" %}}), [about]'
-        '({{< ref "about.md" >}}) and [gone]({{< ref "uninstall.md" >}}). Escaped: {{</* ref "nowhere" */>}}\n'
-    ).encode())
+        b'---\ntitle: Configure\n---\n\nSee [install]({{< ref "install" >}}), [the overview]({{< relref '
+        b'"/docs/concepts/overview.md#architecture" >}}), [the CLI]({{% ref "docs/reference/cli" %}}), [about]'
+        b'({{< ref "about.md" >}}) and [gone]({{< ref "uninstall.md" >}}). Escaped: {{</* ref "nowhere" */>}}\n'))
     assert messages(check_docs(workspace)) == [
         ("content/en/docs/getting-started/configure.md", "broken document reference: uninstall.md (no page "
                                                          "uninstall.md (Hugo stops the build on it))")]
@@ -179,3 +178,17 @@ def test_hugo_ref_shortcodes_are_checked_like_the_build_does(open_workspace):
     workspace.move("content/en/docs/getting-started/install.md", "content/en/docs/install.md")
     assert ("content/en/docs/reference/cli/index.md", "link to /docs/getting-started/install.md, which this run "
                                                       "moved or deleted") in messages(check_docs(workspace))
+
+
+def test_hugo_definition_terms_are_anchors_when_the_site_turns_their_ids_on(open_workspace):
+    files = {**HUGO, "content/en/docs/reference/options.md": "---\ntitle: Options\n---\n\n`baseURL`\n: The site's "
+                                                             "address.\n\nTimeout\n:   Seconds to wait.\n"}
+    page = b"---\ntitle: New\n---\n\n[base](/docs/reference/options/#baseurl) [t](/docs/reference/options/#timeout)\n"
+    workspace = open_workspace(files)
+    workspace.write("content/en/docs/new.md", page)
+    assert len(check_docs(workspace).problems) == 2  # without autoDefinitionTermID, terms have no ids
+    config = HUGO_TOML + "\n[markup]\n  [markup.goldmark]\n    [markup.goldmark.parser]\n" \
+                         "      autoDefinitionTermID = true\n"
+    workspace = open_workspace({**files, "hugo.toml": config})
+    workspace.write("content/en/docs/new.md", page)
+    assert check_docs(workspace).problems == []

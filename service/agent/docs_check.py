@@ -15,7 +15,7 @@ from functools import cached_property
 
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
-from service.agent.docsite.detect import detect_site, extra_links, make_router
+from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -68,8 +68,10 @@ class _State:
     def page(self, path: str) -> ParsedPage:
         if path not in self.pages:
             parsed = self.tree.page(path, self.site.page_mode(path))
-            extra = extra_links(self.site, self.tree.text(path) or "") if not parsed.uncheckable else []
-            self.pages[path] = replace(parsed, links=parsed.links + extra) if extra else parsed
+            text = "" if parsed.uncheckable else self.tree.text(path) or ""
+            extra, anchors = extra_links(self.site, text), extra_anchors(self.site, text)
+            self.pages[path] = replace(parsed, links=parsed.links + extra, anchors=parsed.anchors | anchors) \
+                if extra or anchors else parsed
         return self.pages[path]
 
 

@@ -103,6 +103,12 @@ def extra_links(site: DocsSite, text: str) -> list:
     return finder(text) if finder is not None else []
 
 
+def extra_anchors(site: DocsSite, text: str) -> set[str]:
+    """Anchors the framework's Markdown settings add beyond headings and ids (Hugo's definition-term ids)."""
+    finder = getattr(FRAMEWORKS.get(site.framework), "extra_anchors", None)
+    return finder(site, text) if finder is not None else set()
+
+
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
     """How to list a new page in the site's navigation, for the docs check's message."""
     return FRAMEWORKS[site.framework].suggest_entry(site, page, files)

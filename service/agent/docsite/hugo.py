@@ -8,6 +8,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
+from service.agent.docsite.anchors import github_slug
 from service.agent.docsite.jsontext import load_json
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, check_size
 from service.agent.docsite.markdown import front_matter_block
@@ -26,6 +27,7 @@ _HUGO_KEYS = frozenset({"baseurl", "theme", "languagecode", "contentdir", "defau
 _TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
 # `{{< ref "x" >}}` / `{{% relref "x#a" %}}`: Hugo fails the build when one names no page.
 _REF_SHORTCODE = re.compile(r"\{\{[<%]-?\s*(?:rel)?ref\s+(?:\"([^\"\n]+)\"|'([^'\n]+)'|([^\s\"'>%]+))\s*-?[>%]\}\}")
+_DEFINITION = re.compile(r"^:[ \t]+\S")
 # A site's own link render hook decides what a link means (glossary shorthands, file links, mounts).
 _LINK_HOOK = re.compile(r"(?:^|/)layouts/(?:[^/]+/)*_markup/render-link(?:\.[\w-]+)*\.html$")
 UNKNOWN_ROUTES = ("links to `/x` routes that no content page serves (a theme's or layout's pages, taxonomies, "
@@ -171,10 +173,20 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                "permalinks": tuple(str(k).strip("/") for k in (config.get("permalinks") or {})
                                    if isinstance(config.get("permalinks"), dict)),
                "static": join(project, "static") or "static",
+               "term_ids": _setting(config, "markup", "goldmark", "parser", "autodefinitiontermid") is True,
                "link_hook": next((f for f in sorted(files) if _LINK_HOOK.search(f) and
                                   (not project or f.startswith(project + "/"))), "")}
     return DocsSite("hugo", config_path, root, nav_hint=hint, page_suffixes=SUFFIXES, languages=languages,
                     routing=routing, detected_from=config_path, unlisted_keys=("draft", "headless"))
+
+
+def _setting(config: dict, *keys: str):
+    value: object = config
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = next((v for k, v in value.items() if str(k).lower() == key), None)
+    return value
 
 
 def front_matter(tree, site: DocsSite, path: str) -> dict:
@@ -261,6 +273,15 @@ def extra_links(text: str) -> list[Link]:
         target = next(group for group in match.groups() if group is not None)
         links.append(Link(text.count("\n", 0, match.start()) + 1, target, LinkKind.DOC))
     return links
+
+
+def extra_anchors(site: DocsSite, text: str) -> set[str]:
+    """Definition-list terms' ids, when `markup.goldmark.parser.autoDefinitionTermID` is on."""
+    if not site.routing.get("term_ids"):
+        return set()
+    lines = text.split("\n")
+    return {github_slug(lines[i].replace("`", "").strip()) for i in range(len(lines) - 1)
+            if lines[i].strip() and _DEFINITION.match(lines[i + 1])}
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
