@@ -67,8 +67,11 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     translations = tuple(f"/{lang.folder}/**" for lang in languages[1:]
                          if not any(join(root, where or ".") == lang.folder for where, s in sidebars
                                     if s is not OPAQUE))
+    ignore = options.get("ignoreDeadLinks")
     routing = {"base": "/" + (_value(options.get("base")) or "/").strip("/"), "rewrites": _rewrites(options),
-               "ignore_dead": bool(options.get("ignoreDeadLinks")) or options.get("ignoreDeadLinks") is OPAQUE}
+               # `true`, a list of patterns or anything computed: some dead links are let through, which ones is
+               # not known; 'localhostLinks' only lets localhost URLs through, which are external here anyway.
+               "ignore_dead": ignore not in (None, False) and _value(ignore) != "localhostLinks"}
     return DocsSite("vitepress", config_path, root, nav_files=[config_path] if explicit else [], nav_hint=hint,
                     page_suffixes=SUFFIXES, ignored=(f"/{join(root, 'public')}/**",) if root else ("/public/**",),
                     explicit_nav=explicit, languages=languages, unlisted_ok=translations, routing=routing,
