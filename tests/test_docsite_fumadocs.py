@@ -85,6 +85,8 @@ def test_fumadocs_a_move_breaks_links_and_meta_entries(open_workspace):
     assert ("content/docs/integrations/openapi.mdx", "link to /docs/installation#requirements, which this run "
                                                      "moved or deleted") in found
     assert any(path == "content/docs/meta.json" and "`installation`" in message for path, message in found)
+    assert ("content/docs/installation.cn.mdx", "this cn translation of content/docs/installation.mdx stays at the old "
+            "path after the run moved the page to content/docs/setup.mdx: move it to content/docs/setup.cn.mdx") in found
 
 
 def test_fumadocs_an_invalid_meta_json_is_reported_when_the_run_changed_it(open_workspace):

@@ -122,3 +122,19 @@ def test_mkdocs_without_fallback_a_missing_translation_is_broken(open_workspace)
     workspace.write("docs/de/index.md", b"# Kit\n\n[Einrichtung](guide/setup.md#install)\n")
     assert [message for _, message in messages(check_docs(workspace))] == [
         "broken link: guide/setup.md#install (no file docs/de/guide/setup.md)"]
+
+
+def test_a_moved_page_whose_translations_stay_behind_is_reported_for_each_layout(open_workspace):
+    workspace = open_workspace(DOCUSAURUS)
+    workspace.move("docs/guides/deploy.md", "docs/deploy.md")
+    found = messages(check_docs(workspace))
+    assert ("i18n/ko/docusaurus-plugin-content-docs/current/guides/deploy.md", "this ko translation of "
+            "docs/guides/deploy.md stays at the old path after the run moved the page to docs/deploy.md: move it to "
+            "i18n/ko/docusaurus-plugin-content-docs/current/deploy.md") in found
+    workspace.move("i18n/ko/docusaurus-plugin-content-docs/current/guides/deploy.md",
+                   "i18n/ko/docusaurus-plugin-content-docs/current/deploy.md")
+    assert not any("translation" in message for _, message in messages(check_docs(workspace)))
+    workspace = open_workspace(MKDOCS)
+    workspace.move("docs/en/guide/deploy.md", "docs/en/deploy.md")
+    assert any(path == "docs/de/guide/deploy.md" and "move it to docs/de/deploy.md" in message
+               for path, message in messages(check_docs(workspace)))

@@ -15,6 +15,7 @@ from functools import cached_property
 
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
+from service.agent.docs_translations import translation_problems
 from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
@@ -44,6 +45,7 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
             problems = _changed_page_problems(run)
             problems += _links_broken_elsewhere(run)
             problems += navigation_problems(run)
+            problems += translation_problems(run)
     except Exception as exc:  # a bug or a hostile file must not end the run: the model and the PR are told
         log.exception("the docs check failed")
         return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
