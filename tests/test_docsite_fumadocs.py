@@ -104,3 +104,12 @@ def test_fumadocs_a_folder_that_lost_its_last_page_still_has_its_meta_entries_ch
     assert ("content/docs/ui/meta.json", "navigation entry `index` points to content/docs/ui/index.mdx, which this "
                                          "run moved or deleted; update the entry to the page's new path or remove "
                                          "it") in found
+
+
+def test_fumadocs_a_page_left_out_with_a_bang_needs_no_entry(open_workspace):
+    meta = json.loads(FUMADOCS["content/docs/meta.json"])
+    workspace = open_workspace({**FUMADOCS, "content/docs/meta.json": json.dumps(
+        {**meta, "pages": meta["pages"] + ["!legacy"]}, indent=2)})
+    workspace.write("content/docs/legacy.mdx", b"---\ntitle: Legacy\n---\n")
+    workspace.write("content/docs/other.mdx", b"---\ntitle: Other\n---\n")
+    assert [path for path, _ in messages(check_docs(workspace))] == ["content/docs/other.mdx"]

@@ -19,6 +19,7 @@ export default defineConfig({
   base: '/gizmo/',
   srcDir: 'src',
   cleanUrls: true,
+  srcExclude: ['**/CHANGELOG.md', 'drafts/**'],
   rewrites: {
     'packages/:pkg/README.md': 'reference/:pkg.md',
   },
@@ -68,6 +69,7 @@ VITEPRESS = {
     "docs/src/public/logo.svg": "<svg/>\n",
     "docs/src/fr/guide/getting-started.md": "# Démarrer\n\nVoir [l'intro](/fr/guide/getting-started#demarrer).\n",
     "docs/src/blog/[slug].md": "# {{ $params.title }}\n",
+    "docs/src/drafts/idea.md": "# Not built\n",
     "docs/src/blog/[slug].paths.js": "export default { paths() { return [] } }\n",
 }
 
@@ -119,6 +121,8 @@ def test_vitepress_new_page_needs_a_sidebar_entry_and_a_move_breaks_links_and_en
     assert ("docs/src/guide/faq.md", "new page is not in the navigation, so readers cannot find it: add "
             "{ text: '…', link: '/guide/faq' } to `themeConfig.sidebar` in docs/.vitepress/config.mts") in found
     assert len(found) == 2
+    workspace.write("docs/src/drafts/later.md", b"# Later\n")  # srcExclude: not a page, needs no entry
+    assert len(messages(check_docs(workspace))) == 2
     workspace = open_workspace(VITEPRESS)
     workspace.move("docs/src/guide/getting-started.md", "docs/src/guide/start.md")
     found = messages(check_docs(workspace))

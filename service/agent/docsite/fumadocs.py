@@ -128,7 +128,10 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
             name = _value(item)
             if name is None or name in _REST or _SEPARATOR.match(name) or _LINK.match(name):
                 continue
-            name = name[3:] if name.startswith("...") else name.lstrip("!")
+            if name.startswith("!"):  # left out of the "..." rest on purpose: not an entry, not missing either
+                result.patterns.append(f"/{folder}/{name[1:]}")
+                continue
+            name = name[3:] if name.startswith("...") else name
             path = join(folder, name)
             if path is None or not path.startswith(root):
                 continue

@@ -72,8 +72,12 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                # `true`, a list of patterns or anything computed: some dead links are let through, which ones is
                # not known; 'localhostLinks' only lets localhost URLs through, which are external here anyway.
                "ignore_dead": ignore not in (None, False) and _value(ignore) != "localhostLinks"}
+    excluded = options.get("srcExclude")
+    ignored = ("/" + (join(root, "public") or "public") + "/**",) + tuple(
+        f"/{root}/{glob.value.lstrip('/')}" if root else f"/{glob.value.lstrip('/')}"
+        for glob in (excluded if isinstance(excluded, list) else []) if isinstance(glob, Str))
     return DocsSite("vitepress", config_path, root, nav_files=[config_path] if explicit else [], nav_hint=hint,
-                    page_suffixes=SUFFIXES, ignored=(f"/{join(root, 'public')}/**",) if root else ("/public/**",),
+                    page_suffixes=SUFFIXES, ignored=ignored,
                     explicit_nav=explicit, languages=languages, unlisted_ok=translations, routing=routing,
                     detected_from=config_path)
 
