@@ -50,6 +50,7 @@ def test_fumadocs_is_detected_with_its_docs_folder_and_languages(open_workspace)
     assert site.page_count == 8
     text = site.describe()
     assert text.startswith("Docs site: Fumadocs (detected from source.config.ts).") and "meta.json" in text
+    assert len(text) < 800  # the system prompt's paragraph stays short
 
 
 def test_fumadocs_a_new_page_in_the_sites_style_passes(open_workspace):

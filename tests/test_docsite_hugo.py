@@ -77,6 +77,7 @@ def test_hugo_is_detected_with_the_default_language_content_folder(open_workspac
     assert not site.explicit_nav
     text = site.describe()
     assert text.startswith("Docs site: Hugo (detected from hugo.toml).") and "no navigation file" not in text
+    assert len(text) < 800  # the system prompt's paragraph stays short
 
 
 def test_hugo_a_new_page_in_the_sites_style_passes(open_workspace):
@@ -120,7 +121,12 @@ def test_hugo_a_move_breaks_routes_unless_an_alias_keeps_the_old_url(open_worksp
     workspace.write("content/en/docs/install.md", b"---\ntitle: Install\naliases:\n"
                                                   b"  - /docs/getting-started/install/\n---\n\n"
                                                   b"## Prerequisites\n")
-    assert messages(check_docs(workspace)) == []
+    # The old URL still works; only the Japanese translation, matched to its page by path, must follow it.
+    assert messages(check_docs(workspace)) == [
+        ("content/ja/docs/getting-started/install.md", "this ja translation of content/en/docs/getting-started/"
+                                                       "install.md stays at the old path after the run moved the page "
+                                                       "to content/en/docs/install.md: move it to "
+                                                       "content/ja/docs/install.md")]
 
 
 def test_hugo_menu_entries_are_navigation_entries(open_workspace):
@@ -192,3 +198,11 @@ def test_hugo_definition_terms_are_anchors_when_the_site_turns_their_ids_on(open
     workspace = open_workspace({**files, "hugo.toml": config})
     workspace.write("content/en/docs/new.md", page)
     assert check_docs(workspace).problems == []
+
+
+def test_hugo_translations_paired_by_translation_key_need_not_follow_a_move(open_workspace):
+    workspace = open_workspace(HUGO)
+    workspace.delete("content/en/docs/getting-started/install.md")
+    workspace.write("content/en/docs/install.md", b"---\ntitle: Install\ntranslationKey: install\naliases:\n"
+                                                  b"  - /docs/getting-started/install/\n---\n\n## Prerequisites\n")
+    assert messages(check_docs(workspace)) == []

@@ -83,6 +83,7 @@ def test_vitepress_site_is_detected_from_its_config_with_src_dir_and_locales(ope
     text = site.describe()
     assert text.startswith("Docs site: VitePress (detected from docs/.vitepress/config.mts).")
     assert "no navigation file" not in text and "themeConfig.sidebar" in text
+    assert len(text) < 800  # the system prompt's paragraph stays short
 
 
 def test_vitepress_routes_rewrites_base_and_public_files_resolve(open_workspace):

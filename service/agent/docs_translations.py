@@ -20,6 +20,8 @@ def translation_problems(run) -> list[DocsProblem]:
     for new, old in sorted(run.moved_from.items()):
         if site.language_of(old) is not None or site.language_of(new) is not None:
             continue  # the run moved a translation itself
+        if run.now.page(new).front_matter.get("translationKey"):
+            continue  # Hugo pairs translations by this key, not by path
         for language in site.languages[1:]:
             left, wanted = _translation(site, language, old), _translation(site, language, new)
             if left and wanted and run.now_tree.is_file(left) and not run.now_tree.is_file(wanted):
