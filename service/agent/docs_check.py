@@ -16,7 +16,7 @@ from functools import cached_property
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
 from service.agent.docs_translations import translation_problems
-from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, make_router
+from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, has_extras, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -64,16 +64,21 @@ class _State:
     pages: dict[str, ParsedPage] = field(default_factory=dict)  # with the links the framework adds
 
     @cached_property
+    def extras(self) -> bool:
+        return has_extras(self.site)
+
+    @cached_property
     def router(self):
         return make_router(self.site, self.tree)
 
     def page(self, path: str) -> ParsedPage:
         if path not in self.pages:
             parsed = self.tree.page(path, self.site.page_mode(path))
-            text = "" if parsed.uncheckable else self.tree.text(path) or ""
-            extra, anchors = extra_links(self.site, text), extra_anchors(self.site, text)
-            self.pages[path] = replace(parsed, links=parsed.links + extra, anchors=parsed.anchors | anchors) \
-                if extra or anchors else parsed
+            if self.extras and not parsed.uncheckable:  # read the text only where the framework adds to it
+                text = self.tree.text(path) or ""
+                extra, anchors = extra_links(self.site, text), extra_anchors(self.site, text)
+                parsed = replace(parsed, links=parsed.links + extra, anchors=parsed.anchors | anchors)
+            self.pages[path] = parsed
         return self.pages[path]
 
 

@@ -97,6 +97,12 @@ def make_router(site: DocsSite, tree) -> Router:
     return module.router(site, tree) if module is not None else Router(site, tree)
 
 
+def has_extras(site: DocsSite) -> bool:
+    """Whether the site's framework adds links or anchors to what the page parser finds (see below)."""
+    module = FRAMEWORKS.get(site.framework)
+    return hasattr(module, "extra_links") or hasattr(module, "extra_anchors")
+
+
 def extra_links(site: DocsSite, text: str) -> list:
     """Links the framework adds to a page's text beyond what the page parser sees (Hugo's `ref` shortcodes)."""
     finder = getattr(FRAMEWORKS.get(site.framework), "extra_links", None)
