@@ -166,3 +166,12 @@ def test_vitepress_config_is_named_in_the_overview(open_workspace):
     workspace = open_workspace(VITEPRESS)
     text = repository_overview(workspace, site=detect_site(workspace))
     assert "docs/.vitepress/config.mts" in text.split("Docs configuration files: ", 1)[1].split("\n", 1)[0]
+
+
+def test_vitepress_nav_links_to_custom_pages_are_not_judged_but_broken_doc_links_are(open_workspace):
+    workspace = open_workspace(VITEPRESS)
+    workspace.write("docs/.vitepress/config.mts", CONFIG.replace(
+        "{ text: 'Guide', link: '/guide/' },", "{ text: 'Guide', link: '/guide/' }, { text: 'Team', link: '/team' }, "
+                                               "{ text: 'FAQ', link: '/guide/faq' },").encode())
+    found = messages(check_docs(workspace))
+    assert [message.split(" (")[0] for path, message in found] == ["navigation entry `/guide/faq` points to no page"]

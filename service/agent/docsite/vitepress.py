@@ -182,7 +182,12 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         _walk(result, site, routes, sidebar, "")
     theme = options.get("themeConfig")
     if isinstance(theme, dict) and isinstance(theme.get("nav"), list):
-        _walk(Navigation(entries=result.entries), site, routes, theme["nav"], "")  # nav gaps are not the sidebar's
+        nav = Navigation()  # the top nav lists pages too; what it cannot read does not hide the sidebar's gaps
+        _walk(nav, site, routes, theme["nav"], "")
+        sections = {route.split("/", 1)[0] for route in routes}
+        # A nav link whose first folder no page has goes to a custom page of the theme: not the check's to judge.
+        result.entries += [e for e in nav.entries if e.found or
+                           route_key(_strip_base(site, split_target(e.ref)[0])).split("/", 1)[0] in sections]
     return result
 
 
