@@ -138,3 +138,39 @@ def test_a_moved_page_whose_translations_stay_behind_is_reported_for_each_layout
     workspace.move("docs/en/guide/deploy.md", "docs/en/deploy.md")
     assert any(path == "docs/de/guide/deploy.md" and "move it to docs/de/deploy.md" in message
                for path, message in messages(check_docs(workspace)))
+
+
+# --- MkDocs per-language builds: docs/<locale>/mkdocs.yml inheriting the default's ----------------------------
+
+BUILDS = {
+    "docs/en/mkdocs.yml": "site_name: Kit\nsite_url: https://kit.example.com/\ntheme:\n  name: material\n"
+                          "  language: en\nnav:\n  - index.md\n  - Tutorial:\n    - tutorial/index.md\n"
+                          "    - tutorial/first-steps.md\n    - tutorial/body.md\n",
+    "docs/en/docs/index.md": "# Kit\n\n[Start](tutorial/first-steps.md)\n",
+    "docs/en/docs/tutorial/index.md": "# Tutorial\n",
+    "docs/en/docs/tutorial/first-steps.md": "# First steps\n\n## Run it\n\nThen [a body](body.md).\n",
+    "docs/en/docs/tutorial/body.md": "# Request body\n",
+    "docs/es/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\ntheme:\n  language: es\n",
+    "docs/es/docs/index.md": "# Kit\n\n[Empezar](tutorial/first-steps.md#run-it)\n",
+    "docs/es/docs/tutorial/first-steps.md": "# Primeros pasos\n\nLuego [un cuerpo](body.md).\n",
+    "docs/pt/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\ntheme:\n  language: pt\n",
+    "docs/pt/docs/index.md": "# Kit\n",
+}
+
+
+def test_mkdocs_per_language_builds_are_one_site_whose_translations_fall_back(open_workspace):
+    workspace = open_workspace(BUILDS)
+    site = detect_site(workspace)
+    assert (site.config_path, site.docs_root) == ("docs/en/mkdocs.yml", "docs/en/docs")
+    assert [(lang.code, lang.folder) for lang in site.languages] == [
+        ("en", "docs/en/docs"), ("es", "docs/es/docs"), ("pt", "docs/pt/docs")]
+    # A Spanish page links to an untranslated page: the build fills it in from English.
+    workspace.write("docs/es/docs/tutorial/body.md", "# Cuerpo\n\n[Pasos](first-steps.md) [Índice](index.md) "
+                                                     "[nada](nada.md)\n".encode())
+    assert messages(check_docs(workspace)) == [
+        ("docs/es/docs/tutorial/body.md", "broken link: nada.md (no file docs/es/docs/tutorial/nada.md)")]
+    workspace = open_workspace(BUILDS)
+    workspace.move("docs/en/docs/tutorial/body.md", "docs/en/docs/body.md")
+    found = messages(check_docs(workspace))
+    assert ("docs/es/docs/tutorial/first-steps.md", "link to body.md, which this run moved or deleted") in found
+    assert ("docs/en/docs/tutorial/first-steps.md", "link to body.md, which this run moved or deleted") in found

@@ -110,6 +110,56 @@ def fallback_path(i18n: I18n | None, root: str, path: str) -> str | None:
     return child_path(child_path(root, i18n.default), relative)  # a default-language URL has no locale folder
 
 
+_INHERIT = re.compile(r"^INHERIT:[ \t]*['\"]?([^'\"\s#]+)", re.MULTILINE)
+CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
+
+
+def inherited_config(text: str, config_path: str, files: set[str]) -> str | None:
+    """The repository's mkdocs.yml that this config `INHERIT`s (a per-language build's base), if any."""
+    match = _INHERIT.search(text)
+    if match is None:
+        return None
+    base = posixpath.normpath(posixpath.join(posixpath.dirname(config_path), match.group(1)))
+    return base if posixpath.basename(base) in CONFIG_NAMES and base in files else None
+
+
+def language_builds(workspace_text, config_path: str, root: str, files: set[str]) -> list[Language]:
+    """Per-language builds (Material's recipe: `docs/<locale>/mkdocs.yml` with `INHERIT: ../en/mkdocs.yml`) of the
+    site configured by `config_path`: its own language first, then each build that inherits it, with the docs
+    folder of each; [] when no other build inherits it. `workspace_text(path)` reads a file."""
+    folder = posixpath.dirname(config_path)
+    parent = posixpath.dirname(folder)
+    found: list[Language] = []
+    for path in sorted(files):
+        if posixpath.basename(path) not in CONFIG_NAMES or path == config_path or \
+                posixpath.dirname(posixpath.dirname(path)) != parent or len(found) >= MAX_LANGUAGES:
+            continue
+        text = workspace_text(path) or ""
+        if inherited_config(text, path, files) != config_path:
+            continue
+        docs_dir = re.search(r"^docs_dir:[ \t]*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
+        own = posixpath.normpath(posixpath.join(posixpath.dirname(path), docs_dir.group(1) if docs_dir else "docs"))
+        if not own.startswith("../") and own != "..":
+            found.append(Language(posixpath.basename(posixpath.dirname(path)), own))
+    if not found:
+        return []
+    code = posixpath.basename(folder) if _LOCALE.fullmatch(posixpath.basename(folder)) else "default"
+    return [Language(code, root), *found]
+
+
+def build_fallback(builds: list[Language] | None, path: str) -> str | None:
+    """The default build's file standing in for `path` in a per-language build that lacks it (the recipe's build
+    copies the default language's missing pages in)."""
+    if not builds:
+        return None
+    default = builds[0].folder
+    for language in builds[1:]:
+        if path.startswith(language.folder + "/"):
+            rest = path[len(language.folder) + 1:]
+            return f"{default}/{rest}" if default else rest
+    return None
+
+
 def unsuffixed_stem(i18n: I18n | None, stem: str) -> str:
     """A file stem without its language suffix (`setup.fr` -> `setup`): the name links use for the page."""
     base, locale = posixpath.splitext(stem)
