@@ -155,6 +155,8 @@ BUILDS = {
     "docs/es/docs/tutorial/first-steps.md": "# Primeros pasos\n\nLuego [un cuerpo](body.md).\n",
     "docs/pt/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\ntheme:\n  language: pt\n",
     "docs/pt/docs/index.md": "# Kit\n",
+    # A build whose mkdocs.yml a script writes at build time, laid out like the others.
+    "docs/de/docs/index.md": "# Kit\n\n[Erste Schritte](tutorial/first-steps.md)\n",
 }
 
 
@@ -163,7 +165,7 @@ def test_mkdocs_per_language_builds_are_one_site_whose_translations_fall_back(op
     site = detect_site(workspace)
     assert (site.config_path, site.docs_root) == ("docs/en/mkdocs.yml", "docs/en/docs")
     assert [(lang.code, lang.folder) for lang in site.languages] == [
-        ("en", "docs/en/docs"), ("es", "docs/es/docs"), ("pt", "docs/pt/docs")]
+        ("en", "docs/en/docs"), ("es", "docs/es/docs"), ("pt", "docs/pt/docs"), ("de", "docs/de/docs")]
     # A Spanish page links to an untranslated page: the build fills it in from English.
     workspace.write("docs/es/docs/tutorial/body.md", "# Cuerpo\n\n[Pasos](first-steps.md) [Índice](index.md) "
                                                      "[nada](nada.md)\n".encode())
@@ -174,3 +176,10 @@ def test_mkdocs_per_language_builds_are_one_site_whose_translations_fall_back(op
     found = messages(check_docs(workspace))
     assert ("docs/es/docs/tutorial/first-steps.md", "link to body.md, which this run moved or deleted") in found
     assert ("docs/en/docs/tutorial/first-steps.md", "link to body.md, which this run moved or deleted") in found
+    workspace = open_workspace(BUILDS)
+    workspace.move("docs/en/docs/tutorial/first-steps.md", "docs/en/docs/first-steps.md")
+    found = messages(check_docs(workspace))
+    assert ("docs/de/docs/index.md", "link to tutorial/first-steps.md, which this run moved or deleted") in found
+    assert ("docs/es/docs/tutorial/first-steps.md", "this es translation of docs/en/docs/tutorial/first-steps.md "
+            "stays at the old path after the run moved the page to docs/en/docs/first-steps.md: move it to "
+            "docs/es/docs/first-steps.md") in found

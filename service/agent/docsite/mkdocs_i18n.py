@@ -141,9 +141,20 @@ def language_builds(workspace_text, config_path: str, root: str, files: set[str]
         own = posixpath.normpath(posixpath.join(posixpath.dirname(path), docs_dir.group(1) if docs_dir else "docs"))
         if not own.startswith("../") and own != "..":
             found.append(Language(posixpath.basename(posixpath.dirname(path)), own))
+    code = posixpath.basename(folder) if _LOCALE.fullmatch(posixpath.basename(folder)) else "default"
+    if code != "default" and root.startswith(folder + "/"):
+        # Builds whose mkdocs.yml a script writes at build time: sibling locale folders laid out like this one.
+        inside = root[len(folder) + 1:]
+        known = {lang.folder for lang in found}
+        siblings = sorted({path.split("/")[len(parent.split("/")) if parent else 0] for path in files
+                           if (not parent or path.startswith(parent + "/")) and path.endswith(".md")})
+        for sibling in siblings:
+            own = f"{parent}/{sibling}/{inside}" if parent else f"{sibling}/{inside}"
+            if sibling != code and _LOCALE.fullmatch(sibling) and own not in known and len(found) < MAX_LANGUAGES \
+                    and any(path.startswith(own + "/") for path in files):
+                found.append(Language(sibling, own))
     if not found:
         return []
-    code = posixpath.basename(folder) if _LOCALE.fullmatch(posixpath.basename(folder)) else "default"
     return [Language(code, root), *found]
 
 
