@@ -91,7 +91,7 @@ GITBOOK = {
     ".gitbook.yaml": "root: ./docs/\n\nstructure:\n  readme: README.md\n  summary: SUMMARY.md\n",
     "docs/README.md": "# Widget handbook\n\nStart at [installing](getting-started/install.md).\n",
     "docs/SUMMARY.md": "# Table of contents\n\n* [Widget handbook](README.md)\n\n## Getting started\n\n"
-                       "* [Install](getting-started/install.md)\n  * [On Linux](getting-started/linux.md)\n"
+                       "* [Install](getting-started/install.md)\n  * [On Linux](/getting-started/linux.md)\n"
                        "* [Support](https://support.example.com)\n",
     "docs/getting-started/install.md": "# Install\n\n## Linux\n\nSee [Linux](linux.md) and [the app](/app/login).\n",
     "docs/getting-started/linux.md": "# On Linux\n",

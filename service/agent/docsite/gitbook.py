@@ -58,7 +58,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         match = _ENTRY.match(line)
         if not match or is_external(match.group(1)):
             continue
-        path = join(folder, split_target(match.group(1))[0])
+        written = split_target(match.group(1))[0]
+        # A `/x.md` entry starts at the root GitBook syncs (the summary's own folder is the usual case).
+        path = join(site.docs_root if written.startswith("/") else folder, written.lstrip("/"))
         if path is None:
             continue
         targets = (path,) if path.endswith(SUFFIXES) else (path + "/README.md", path + ".md")
