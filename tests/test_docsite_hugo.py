@@ -140,6 +140,9 @@ def test_hugo_menu_entries_are_navigation_entries(open_workspace):
 def test_a_config_toml_that_is_not_hugo_is_not_taken_for_it(open_workspace):
     site = detect_site(open_workspace({"config.toml": "[server]\nport = 8080\n", "content/a.md": "# A\n"}))
     assert site.framework == "markdown"
+    zola = {"config.toml": "base_url = 'https://x.example'\ntheme = 'book'\ntaxonomies = [{name = 'tags'}]\n",
+            "content/_index.md": "+++\ntitle = 'X'\n+++\n", "content/a.md": "# A\n"}
+    assert detect_site(open_workspace(zola)).framework == "markdown"  # Zola: not modelled, so not judged
     site = detect_site(open_workspace({"config/_default/hugo.yaml": "baseURL: https://x.example/\n"
                                                                     "contentDir: pages\n",
                                        "pages/docs/a.md": "# A\n"}))

@@ -155,8 +155,11 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     if name.startswith("config.") and any(f"{folder}/hugo.{ext}".lstrip("/") in files for ext in _EXTS):
         return None  # Hugo reads hugo.* before config.*
     config = read_config(workspace, config_path)
-    if name.startswith("config.") and not _HUGO_KEYS & set(config):
-        return None  # `hugo.*` is Hugo's even when it does not parse: the navigation check says why
+    # `hugo.*` is Hugo's even when it does not parse (the navigation check says why); `config.*` only with Hugo's
+    # keys, and not with Zola's `base_url`, whose sites look alike (content/, _index.md).
+    zola = "base_url" in config and "baseurl" not in config
+    if name.startswith("config.") and (not _HUGO_KEYS & set(config) or zola):
+        return None
     project = project_folder(config_path)
     roots = content_roots(config, project, files)
     root = roots[0].folder
