@@ -74,7 +74,8 @@ def test_plain_markdown(open_site):
     site = detect_site(open_site("markdown"))
     assert (site.framework, site.config_path, site.docs_root, site.nav_files) == ("markdown", None, "docs", [])
     assert not site.explicit_nav and site.page_count == 2
-    assert "No docs framework config" in site.describe()
+    assert "no known docs framework; guessed plain Markdown" in site.describe()
+    assert "no navigation file" not in site.describe()
 
 
 def test_descriptions_stay_short(open_site):

@@ -10,12 +10,13 @@ import difflib
 import logging
 import posixpath
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
-from service.agent.docsite.detect import detect_site, make_router
+from service.agent.docs_translations import translation_problems
+from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, has_extras, make_router
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -46,12 +47,13 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
             problems += _links_broken_elsewhere(run)
             problems += navigation_problems(run)
             problems += _redirects_to_add(run)
+            problems += translation_problems(run)
     except Exception as exc:  # a bug or a hostile file must not end the run: the model and the PR are told
         log.exception("the docs check failed")
         return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
                                   "not checked, review links and navigation by hand")
     problems = sorted(set(problems), key=lambda p: (p.path, p.line, p.message))
-    return DocsReport(problems, pages_checked=len(run.changed_pages))
+    return DocsReport(problems, pages_checked=len(run.changed_pages), notes=sorted(run.now.unknown))
 
 
 @dataclass
@@ -60,13 +62,26 @@ class _State:
 
     tree: Tree
     site: DocsSite
+    unknown: set[str] = field(default_factory=set)  # why links were not judged: routing the check cannot know
+    pages: dict[str, ParsedPage] = field(default_factory=dict)  # with the links the framework adds
+
+    @cached_property
+    def extras(self) -> bool:
+        return has_extras(self.site)
 
     @cached_property
     def router(self):
         return make_router(self.site, self.tree)
 
     def page(self, path: str) -> ParsedPage:
-        return self.tree.page(path, self.site.page_mode(path))
+        if path not in self.pages:
+            parsed = self.tree.page(path, self.site.page_mode(path))
+            if self.extras and not parsed.uncheckable:  # read the text only where the framework adds to it
+                text = self.tree.text(path) or ""
+                extra, anchors = extra_links(self.site, text), extra_anchors(self.site, text)
+                parsed = replace(parsed, links=parsed.links + extra, anchors=parsed.anchors | anchors)
+            self.pages[path] = parsed
+        return self.pages[path]
 
 
 @dataclass
@@ -173,6 +188,9 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
 
 def _link_problem(state: _State, page: str, link: Link) -> str | None:
     outcome = state.router.resolve(page, link)
+    if outcome.verdict is Verdict.UNKNOWN:
+        state.unknown.add(outcome.reason)
+        return None
     if outcome.verdict is Verdict.OUTSIDE:
         return f"link to {link.target} points outside the repository"
     if outcome.verdict is Verdict.BROKEN:
@@ -264,7 +282,12 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label
         return None  # its anchor was already broken
     after = run.now.router.resolve(page, link)
     if before.landing in run.removed and not after.ok:
+        # The page that served it is gone: what else might serve it now (another app's route) is not a reason
+        # to stay silent.
         return f"link to {link.target}, which this run moved or deleted"
+    if after.verdict is Verdict.UNKNOWN:
+        run.now.unknown.add(after.reason)
+        return None
     if not after.ok:
         return f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})"
     if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing):

@@ -19,6 +19,8 @@ class DocsReport:
     pages_checked: int = 0
     failure: str | None = None
     timed_out: bool = False  # the check was stopped at its time budget; `failure` says which
+    # What the check could not know and so did not judge (links whose routing is unknown), each said once.
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def too_slow(cls, seconds: float) -> "DocsReport":
@@ -36,9 +38,10 @@ class DocsReport:
             return f"docs check not completed: took too long ({self.failure})"
         if self.failure is not None:
             return f"docs check could not finish: {self.failure}"
+        notes = [f"- note: {note}" for note in self.notes]
         if self.ok:
-            return f"docs check passed: {self.pages_checked} changed page(s), no problems found"
-        lines = [f"- `{p.path}:{p.line}` {p.message}" for p in self.problems]
+            return "\n".join([*notes, f"docs check passed: {self.pages_checked} changed page(s), no problems found"])
+        lines = [f"- `{p.path}:{p.line}` {p.message}" for p in self.problems] + notes
         lines.append(f"docs check failed: {len(self.problems)} problem(s) found, {self.pages_checked} changed "
                      "page(s) checked")
         return "\n".join(lines)

@@ -9,9 +9,9 @@ PAGE_SUFFIXES = (".md", ".mdx", ".rst")
 ROOT_NOTABLE = ("README", "AGENTS.md", "CONTRIBUTING", "CHANGELOG", "SUMMARY.md")
 DOCS_CONFIG_NAMES = frozenset({
     "docs.json", "mint.json", "mkdocs.yml", "mkdocs.yaml", "conf.py", "_toc.yml", "book.toml", "SUMMARY.md",
-    "_sidebar.md", "antora.yml",
+    "_sidebar.md", "antora.yml", "hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", ".gitbook.yaml",
 })
-DOCS_CONFIG_PREFIXES = ("docusaurus.config.", "sidebars.")
+DOCS_CONFIG_PREFIXES = ("docusaurus.config.", "sidebars.", "astro.config.", "source.config.")
 # Docs configs sit at the root or a few folders down (website/docusaurus.config.js, docs/source/conf.py);
 # deeper files with those names (a conf.py in a test fixture) are not about the docs site.
 CONFIG_MAX_DEPTH = 3
@@ -146,7 +146,8 @@ def _root_files(paths: list[str]) -> list[str]:
 
 
 def _docs_configs(paths: list[str]) -> list[str]:
-    found = [path for path in paths if path.count("/") < CONFIG_MAX_DEPTH and _is_docs_config(path.rsplit("/", 1)[-1])]
+    found = [path for path in paths if path.count("/") < CONFIG_MAX_DEPTH and (
+        _is_docs_config(path.rsplit("/", 1)[-1]) or f"/{path}".rsplit("/", 2)[-2:-1] == [".vitepress"])]
     # Shallow ones first: the root's mkdocs.yml says more than a nested sidebars.js.
     found.sort(key=lambda path: (path.count("/"), path))
     return [_show(path) for path in found[:MAX_CONFIGS]] + (["…"] if len(found) > MAX_CONFIGS else [])

@@ -5,10 +5,13 @@ import re
 import unicodedata
 from collections import Counter
 
+_BRACKET_ID = re.compile(r"\s*\[#([\w-]+)\]\s*$")
 _EXPLICIT_ID = re.compile(r"\s*\{:?\s*[^}]*?#([^\s}]+)[^}]*\}\s*$")
 # Content pulled in at build time (mkdocstrings, pymdownx.snippets, MDX imports, Jinja/Sphinx includes) brings
 # anchors the page's own text does not show.
-_INCLUDES = re.compile(r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::"
+# `<include>` is Fumadocs' remark-include; `{{< readfile` / `{{% include` Hugo shortcodes.
+_INCLUDES = re.compile(r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::|\s*<include[\s>]"
+                       r"|.*\{\{[<%]\s*(?:readfile|include)\b"
                        r"|import\s.*\bfrom\s+['\"][^'\"]+\.mdx?['\"])", re.MULTILINE)
 
 
@@ -20,6 +23,17 @@ def github_slug(text: str) -> str:
 def mintlify_slug(text: str) -> str:
     """Mintlify's heading ids as its own links use them: dots become -, `:` and `$` are kept."""
     return re.sub(r"[^\w\-:$]", "", text.strip().lower().replace(".", "-").replace(" ", "-"))
+
+
+_VITEPRESS_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'\u201c\u201d\u2018\u2019<>,.?/]+")
+
+
+def vitepress_slug(text: str) -> str:
+    """VitePress's (@mdit-vue) heading ids: accents and controls dropped, runs of punctuation and spaces to one -,
+    a leading digit prefixed with _."""
+    text = re.sub(r"[\u0300-\u036f]", "", unicodedata.normalize("NFKD", text))
+    text = _VITEPRESS_SPECIAL.sub("-", re.sub(r"[\x00-\x1f]", "", text)).strip("-")
+    return re.sub(r"^(\d)", r"_\1", text).lower()
 
 
 def python_markdown_slug(text: str, *, keep_unicode: bool = False) -> str:
@@ -42,6 +56,7 @@ def anchor_set(headings: list[tuple[str, str | None]], ids: set[str]) -> frozens
         (lambda t: python_markdown_slug(t, keep_unicode=True), "_"),
         (lambda t: github_slug(t.replace("_", " ").strip()).strip("-"), "-"),  # `_word_` rendered as emphasis
         (mintlify_slug, "-"),
+        (vitepress_slug, "-"),
     )
     for slugify, separator in styles:
         seen: Counter[str] = Counter()
@@ -61,8 +76,9 @@ def includes_other_content(text: str) -> bool:
 
 
 def split_explicit_id(raw: str) -> tuple[str, str | None]:
-    """A heading's text and its explicit id (`## Title {#id}`, attr_list's `{ #id .class }`), if any."""
-    match = _EXPLICIT_ID.search(raw)
+    """A heading's text and its explicit id (`## Title {#id}`, attr_list's `{ #id .class }`, Fumadocs'
+    `## Title [#id]`), if any."""
+    match = _EXPLICIT_ID.search(raw) or _BRACKET_ID.search(raw)
     if match is None:
         return raw, None
     return raw[:match.start()], match.group(1)

@@ -5,7 +5,18 @@ import posixpath
 from collections import Counter
 from dataclasses import replace
 
-from service.agent.docsite import docusaurus, mintlify, mkdocs, sphinx, starlight
+from service.agent.docsite import (
+    docusaurus,
+    fumadocs,
+    gitbook,
+    hugo,
+    mintlify,
+    mkdocs,
+    nextra,
+    sphinx,
+    starlight,
+    vitepress,
+)
 from service.agent.docsite.frontmatter import front_matter_keys
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import Router
@@ -15,14 +26,20 @@ log = logging.getLogger(__name__)
 
 # Tried in this order when configs are equally deep; the first that accepts its config wins.
 FRAMEWORKS = {"mintlify": mintlify, "docusaurus": docusaurus, "starlight": starlight, "mkdocs": mkdocs,
-              "sphinx": sphinx}
+              "sphinx": sphinx, "vitepress": vitepress, "fumadocs": fumadocs, "hugo": hugo, "nextra": nextra,
+              "gitbook": gitbook}
 CONFIG_FILES = {name: framework for framework, module in FRAMEWORKS.items() for name in module.CONFIG_NAMES}
+# Configs named by their last path parts (`.vitepress/config.ts`, `config/_default/hugo.toml`): the site's folder
+# is the one that holds the first part.
+CONFIG_TAILS = {tail: framework for framework, module in FRAMEWORKS.items()
+                for tail in getattr(module, "CONFIG_TAILS", ())}
 MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
 SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
 # Folders whose configs belong to test fixtures or dependencies, not to the repository's own docs.
 NOT_SITE_FOLDERS = frozenset({*SKIPPED_FOLDERS, "tests", "test", "fixtures", "testdata"})
-MARKDOWN_HINT = ("No docs framework config was found, so there is no navigation file: link each new page from an "
-                 "existing index page or README so readers can find it.")
+MARKDOWN_HINT = ("No config of a docs framework the check knows was found, so how the site is built, navigated and "
+                 "routed is unknown: relative links to files and anchors are checked, links of the form `/x` are "
+                 "not. Link each new page from an existing page so readers can find it.")
 
 
 def detect_site(workspace, docs_root: str = "") -> DocsSite:
@@ -33,7 +50,7 @@ def detect_site(workspace, docs_root: str = "") -> DocsSite:
     site = None
     for config in _config_candidates(files, root):
         try:
-            found = FRAMEWORKS[CONFIG_FILES[posixpath.basename(config)]].detect(workspace, config, file_set)
+            found = FRAMEWORKS[_config_of(config)[0] or ""].detect(workspace, config, file_set)
         except Uncheckable:
             continue  # a config too large or complex to read is not taken for the site's
         except Exception:  # a bug meeting an odd config must not stop the run that reads it
@@ -80,6 +97,24 @@ def make_router(site: DocsSite, tree) -> Router:
     return module.router(site, tree) if module is not None else Router(site, tree)
 
 
+def has_extras(site: DocsSite) -> bool:
+    """Whether the site's framework adds links or anchors to what the page parser finds (see below)."""
+    module = FRAMEWORKS.get(site.framework)
+    return hasattr(module, "extra_links") or hasattr(module, "extra_anchors")
+
+
+def extra_links(site: DocsSite, text: str) -> list:
+    """Links the framework adds to a page's text beyond what the page parser sees (Hugo's `ref` shortcodes)."""
+    finder = getattr(FRAMEWORKS.get(site.framework), "extra_links", None)
+    return finder(text) if finder is not None else []
+
+
+def extra_anchors(site: DocsSite, text: str) -> set[str]:
+    """Anchors the framework's Markdown settings add beyond headings and ids (Hugo's definition-term ids)."""
+    finder = getattr(FRAMEWORKS.get(site.framework), "extra_anchors", None)
+    return finder(site, text) if finder is not None else set()
+
+
 def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
     """How to list a new page in the site's navigation, for the docs check's message."""
     return FRAMEWORKS[site.framework].suggest_entry(site, page, files)
@@ -89,10 +124,9 @@ def _config_candidates(files: list[str], root: str) -> list[str]:
     depth_of_root = len(root.split("/")) if root else 0
     ranked = []
     for path in files:
-        name = posixpath.basename(path)
-        if name not in CONFIG_FILES:
+        framework, folder = _config_of(path)
+        if framework is None:
             continue
-        folder = posixpath.dirname(path)
         parts = folder.split("/") if folder else []
         if any(part.startswith(".") or part in NOT_SITE_FOLDERS for part in parts):
             continue
@@ -104,9 +138,20 @@ def _config_candidates(files: list[str], root: str) -> list[str]:
             distance = depth_of_root - len(parts)  # a config above the docs root, e.g. mkdocs.yml beside docs/
         else:
             continue
-        order = list(FRAMEWORKS).index(CONFIG_FILES[name])
+        order = list(FRAMEWORKS).index(framework)
         ranked.append((distance, order, path))
     return [path for *_, path in sorted(ranked)]
+
+
+def _config_of(path: str) -> tuple[str | None, str]:
+    """(the framework whose config `path` may be, the site folder it configures); (None, "") for other files."""
+    name = posixpath.basename(path)
+    if name in CONFIG_FILES:
+        return CONFIG_FILES[name], posixpath.dirname(path)
+    for tail, framework in CONFIG_TAILS.items():
+        if path == tail or path.endswith("/" + tail):
+            return framework, path[:-len(tail)].rstrip("/")
+    return None, ""
 
 
 def _markdown_site(files: list[str], root: str) -> DocsSite:

@@ -4,7 +4,7 @@ category index pages, versions from `versions.json`) and static files."""
 import posixpath
 import re
 
-from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, join
+from service.agent.docsite.routing import OTHER_ROUTES, SKIP, Outcome, Router, Verdict, join, unknown
 
 SUFFIXES = (".md", ".mdx")
 # Docusaurus drops "01-", "2_", "3. " number prefixes from ids by default.
@@ -53,6 +53,9 @@ class DocusaurusRouter(Router):
         tried = []
         bases = [posixpath.dirname(page)] if path.startswith(("./", "../")) else \
             [posixpath.dirname(page), self._content_root(page), self.site.routing.get("site_dir", "")]
+        source = self._source_of(page)
+        if source is not None:  # a translation's links fall back to the default locale's files
+            bases.insert(1, posixpath.dirname(source))
         for base in bases:
             resolved = join(base, path.lstrip("/"))
             if resolved is not None and self.tree.is_file(resolved):
@@ -78,6 +81,9 @@ class DocusaurusRouter(Router):
         base_url = self.site.routing.get("base_url", "/")
         if base_url != "/" and (path == base_url or path.startswith(base_url + "/")):
             path = path[len(base_url):] or "/"
+        locale = path.strip("/").split("/", 1)[0]
+        if any(lang.code == locale for lang in self.site.languages[1:]):
+            path = path[len(locale) + 1:] or "/"  # a locale's route; its missing pages are the default locale's
         route_base = self.site.routing.get("route_base", "/docs")
         site_dir = self.site.routing.get("site_dir", "")
         static = join(site_dir, "static/" + path.lstrip("/"))
@@ -88,13 +94,13 @@ class DocusaurusRouter(Router):
         bases = [route_base] + [i.route_base for i in self.site.routing.get("instances", [])]
         inside = [base for base in bases if base == "/" or path == base or path.startswith(base + "/")]
         if not inside:
-            return SKIP  # the blog, pages and other plugins' routes are not read
+            return unknown(OTHER_ROUTES)  # the blog, pages and other plugins' routes are not read
         found = self._doc_route(path)
         if found is not None:
             return Outcome(Verdict.OK, found)
         route_base = max(inside, key=len)
         if route_base == "/" and not self._doc_route_prefix(path):
-            return SKIP
+            return unknown(OTHER_ROUTES)
         if path.startswith(route_base.rstrip("/") + "/category/"):
             return SKIP  # a generated index page of a sidebar category (`_category_.json`, `link: generated-index`)
         return Outcome(Verdict.BROKEN, reason=f"no doc has the route {path}")
@@ -138,10 +144,19 @@ class DocusaurusRouter(Router):
         return any(r == first or r.startswith(first + "/") for r in self._routes())
 
     def routes_of(self, page: str) -> str | None:
-        """The route of a doc page, or None when `page` is not a doc."""
+        """The route of a doc page (a translation's is its default-locale source's), or None when `page` is not
+        a doc."""
         if not hasattr(self, "_by_page"):
             self._routes()
-        return self._by_page.get(page)
+        return self._by_page.get(page) or self._by_page.get(self._source_of(page) or "")
+
+    def _source_of(self, page: str) -> str | None:
+        """The default locale's doc a translation in `i18n/<locale>/…/current/` stands for; None for other pages."""
+        language = self.site.language_of(page)
+        if language is None or language.suffix or not language.folder:
+            return None
+        relative = page[len(language.folder) + 1:]
+        return f"{self.site.docs_root}/{relative}" if self.site.docs_root else relative
 
     def _routes(self) -> dict[str, str]:
         if hasattr(self, "_route_map"):

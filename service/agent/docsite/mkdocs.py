@@ -7,7 +7,7 @@ import yaml
 from service.agent.docsite import mkdocs_i18n
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Mode, parse_page
-from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
+from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import (
     DocsSite,
     NavEntry,
@@ -27,9 +27,13 @@ _STR = "tag:yaml.org,2002:str"
 MAX_AWESOME_FOLDERS = 20_000  # folders walked for awesome-pages `.pages` files; beyond, navigation is incomplete
 
 
-def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
-    """The MkDocs site configured by `config_path` (defaults apply where the file does not parse)."""
-    node = _compose(read_text(workspace, config_path) or "")
+def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
+    """The MkDocs site configured by `config_path` (defaults apply where the file does not parse); None for a
+    per-language build that inherits another mkdocs.yml, whose site that one is."""
+    text = read_text(workspace, config_path) or ""
+    if mkdocs_i18n.inherited_config(text, config_path, files):
+        return None
+    node = _compose(text)
     folder = posixpath.dirname(config_path)
     root = _docs_root(folder, _scalar(mapping_value(node, "docs_dir")) or "docs")
     plugins = mapping_value(node, "plugins")
@@ -58,14 +62,16 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
                 "(page titles come from each page's first heading).")
     hint += " Links are file paths relative to the page, with the extension: [Setup](../guides/setup.md#install)."
     i18n = mkdocs_i18n.read_i18n(plugins) if "i18n" in names else None
+    builds = [] if i18n else mkdocs_i18n.language_builds(lambda p: read_text(workspace, p), config_path, root, files)
     use_directory_urls = _scalar(mapping_value(node, "use_directory_urls")) not in ("false", "False", "no")
     return DocsSite("mkdocs", config_path, root, nav_files=nav_files, nav_hint=hint + mkdocs_i18n.hint(i18n),
                     page_suffixes=SUFFIXES, ignored=_globs(root, mapping_value(node, "exclude_docs")),
                     unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")) + mkdocs_i18n.translation_globs(
-                        i18n, root),
-                    explicit_nav=explicit, languages=mkdocs_i18n.languages(i18n, root),
+                        i18n, root) + tuple(f"/{lang.folder}/**" for lang in builds[1:]),
+                    explicit_nav=explicit, languages=mkdocs_i18n.languages(i18n, root) or builds,
                     routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls,
-                             "i18n": i18n, "redirects": _redirect_maps(plugins) if "redirects" in names else None})
+                             "i18n": i18n, "builds": builds,
+                             "redirects": _redirect_maps(plugins) if "redirects" in names else None})
 
 
 def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
@@ -261,7 +267,7 @@ class MkDocsRouter(Router):
         if path.startswith("/"):
             first = join(root, path.lstrip("/").split("/", 1)[0])
             if first is None or not (self.tree.is_folder(first) or self.land(first)):
-                return SKIP  # served by the theme or another part of the site, not by a page here
+                return unknown(OTHER_ROUTES)  # served by the theme or another part of the site, not by a page here
             return self.landing(join(root, path.lstrip("/")), path)
         outcome = self.landing(join(posixpath.dirname(page), path), path)
         if outcome.ok or path.lower().endswith(SUFFIXES) or not self.site.routing.get("use_directory_urls", True):
@@ -304,9 +310,10 @@ class MkDocsRouter(Router):
 
     def land(self, resolved: str) -> str | None:
         found = super().land(resolved)
-        i18n = self.site.routing.get("i18n")
-        if found is None and i18n is not None and i18n.structure == "suffix" and resolved.lower().endswith(SUFFIXES):
-            return super().land(mkdocs_i18n.default_variant(i18n, resolved))  # the i18n plugin serves x.en.md
+        if found is None:  # the i18n plugin serves x.en.md for x.md, and the default's page for a missing translation
+            fallback = mkdocs_i18n.fallback_path(self.site.routing.get("i18n"), self.site.docs_root, resolved) or \
+                mkdocs_i18n.build_fallback(self.site.routing.get("builds"), resolved)
+            return super().land(fallback) if fallback else None
         return found
 
     def names(self, path: str) -> set[str]:

@@ -25,6 +25,7 @@ class I18n:
 
     structure: str = "suffix"  # "suffix" or "folder"
     locales: list[str] = field(default_factory=list)
+    fallback: bool = True  # `fallback_to_default`: a missing translation is served from the default language
 
     @property
     def default(self) -> str:
@@ -39,6 +40,8 @@ def read_i18n(plugins: yaml.Node | None) -> I18n | None:
         return None
     found = I18n(structure="folder" if _scalar(mapping_value(settings, "docs_structure")) == "folder" else "suffix")
     found.locales = _locales(settings)
+    found.fallback = _scalar(mapping_value(settings, "fallback_to_default")) not in ("false", "False", "FALSE", "no",
+                                                                                      "off")
     return found if len(found.locales) > 1 else None
 
 
@@ -82,6 +85,90 @@ def default_variant(i18n: I18n, path: str) -> str:
     """The default language's suffixed file for `path` (`x.md` -> `x.en.md`), which the plugin serves for it."""
     stem, suffix = posixpath.splitext(path)
     return f"{stem}.{i18n.default}{suffix}"
+
+
+def fallback_path(i18n: I18n | None, root: str, path: str) -> str | None:
+    """The default language's file the plugin serves for `path` when that file is missing: `x.en.md` for `x.md`
+    and `x.md` for `x.fr.md` (suffix structure); `<root>/en/x.md` for `<root>/fr/x.md` or `<root>/x.md` (folder
+    structure); None when nothing stands in for it."""
+    if i18n is None or (root and not path.startswith(root + "/")):
+        return None
+    if i18n.structure == "suffix":
+        if not path.lower().endswith(".md"):
+            return None
+        stem, suffix = posixpath.splitext(path)
+        base, locale = posixpath.splitext(stem)
+        if locale[1:] in i18n.locales[1:] and i18n.fallback:
+            return base + suffix
+        return default_variant(i18n, path) if locale[1:] not in i18n.locales else None
+    relative = path[len(root) + 1:] if root else path
+    first, _, rest = relative.partition("/")
+    if first == i18n.default:
+        return None
+    if first in i18n.locales:
+        return child_path(child_path(root, i18n.default), rest) if i18n.fallback and rest else None
+    return child_path(child_path(root, i18n.default), relative)  # a default-language URL has no locale folder
+
+
+_INHERIT = re.compile(r"^INHERIT:[ \t]*['\"]?([^'\"\s#]+)", re.MULTILINE)
+CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
+
+
+def inherited_config(text: str, config_path: str, files: set[str]) -> str | None:
+    """The repository's mkdocs.yml that this config `INHERIT`s (a per-language build's base), if any."""
+    match = _INHERIT.search(text)
+    if match is None:
+        return None
+    base = posixpath.normpath(posixpath.join(posixpath.dirname(config_path), match.group(1)))
+    return base if posixpath.basename(base) in CONFIG_NAMES and base in files else None
+
+
+def language_builds(workspace_text, config_path: str, root: str, files: set[str]) -> list[Language]:
+    """Per-language builds (Material's recipe: `docs/<locale>/mkdocs.yml` with `INHERIT: ../en/mkdocs.yml`) of the
+    site configured by `config_path`: its own language first, then each build that inherits it, with the docs
+    folder of each; [] when no other build inherits it. `workspace_text(path)` reads a file."""
+    folder = posixpath.dirname(config_path)
+    parent = posixpath.dirname(folder)
+    found: list[Language] = []
+    for path in sorted(files):
+        if posixpath.basename(path) not in CONFIG_NAMES or path == config_path or \
+                posixpath.dirname(posixpath.dirname(path)) != parent or len(found) >= MAX_LANGUAGES:
+            continue
+        text = workspace_text(path) or ""
+        if inherited_config(text, path, files) != config_path:
+            continue
+        docs_dir = re.search(r"^docs_dir:[ \t]*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
+        own = posixpath.normpath(posixpath.join(posixpath.dirname(path), docs_dir.group(1) if docs_dir else "docs"))
+        if not own.startswith("../") and own != "..":
+            found.append(Language(posixpath.basename(posixpath.dirname(path)), own))
+    code = posixpath.basename(folder) if _LOCALE.fullmatch(posixpath.basename(folder)) else "default"
+    if code != "default" and root.startswith(folder + "/"):
+        # Builds whose mkdocs.yml a script writes at build time: sibling locale folders laid out like this one.
+        inside = root[len(folder) + 1:]
+        known = {lang.folder for lang in found}
+        siblings = sorted({path.split("/")[len(parent.split("/")) if parent else 0] for path in files
+                           if (not parent or path.startswith(parent + "/")) and path.endswith(".md")})
+        for sibling in siblings:
+            own = f"{parent}/{sibling}/{inside}" if parent else f"{sibling}/{inside}"
+            if sibling != code and _LOCALE.fullmatch(sibling) and own not in known and len(found) < MAX_LANGUAGES \
+                    and any(path.startswith(own + "/") for path in files):
+                found.append(Language(sibling, own))
+    if not found:
+        return []
+    return [Language(code, root), *found]
+
+
+def build_fallback(builds: list[Language] | None, path: str) -> str | None:
+    """The default build's file standing in for `path` in a per-language build that lacks it (the recipe's build
+    copies the default language's missing pages in)."""
+    if not builds:
+        return None
+    default = builds[0].folder
+    for language in builds[1:]:
+        if path.startswith(language.folder + "/"):
+            rest = path[len(language.folder) + 1:]
+            return f"{default}/{rest}" if default else rest
+    return None
 
 
 def unsuffixed_stem(i18n: I18n | None, stem: str) -> str:

@@ -23,6 +23,7 @@ class Verdict(str, enum.Enum):
     BROKEN = "broken"
     OUTSIDE = "outside"  # a relative path that climbs out of the repository
     SKIP = "skip"  # not the check's to judge: external, templated, or served by something outside the repository
+    UNKNOWN = "unknown"  # where it lands depends on routing the check does not know; `reason` says which links
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,15 @@ class Outcome:
 
 
 SKIP = Outcome(Verdict.SKIP)
+UNKNOWN_ROOT_RELATIVE = "links of the form `/x` are not checked: the site's routing is unknown"
+OTHER_ROUTES = ("links of the form `/x` to routes outside the docs pages (the theme's, a blog's, other plugins' or "
+                "app pages) are not checked")
+
+
+def unknown(reason: str = UNKNOWN_ROOT_RELATIVE) -> Outcome:
+    """The outcome of a link whose landing the site's routing decides and the check cannot know; `reason` is
+    said once in the report, for every such link."""
+    return Outcome(Verdict.UNKNOWN, reason=reason)
 
 
 def is_external(target: str) -> bool:
@@ -61,8 +71,8 @@ def join(folder: str, path: str) -> str | None:
 
 
 class Router:
-    """Plain Markdown: links are paths relative to the page's file; root-relative ones start at the repository
-    root (as GitHub renders them); a folder link lands on its index page."""
+    """Plain Markdown: links are paths relative to the page's file and a folder link lands on its index page;
+    where root-relative ones land depends on how the site is served, which is unknown."""
 
     page_suffixes: tuple[str, ...] = (".md", ".mdx")
     index_names: tuple[str, ...] = INDEX_NAMES
@@ -91,8 +101,9 @@ class Router:
 
     def route(self, page: str, path: str) -> Outcome:
         """A URL path (no anchor) written on `page`."""
-        resolved = join("" if path.startswith("/") else posixpath.dirname(page), path.lstrip("/"))
-        return self.landing(resolved, path)
+        if path.startswith("/"):
+            return unknown()
+        return self.landing(join(posixpath.dirname(page), path), path)
 
     def file(self, page: str, path: str) -> Outcome:
         """A file a directive names, relative to the page (root-relative: to the docs root)."""

@@ -11,8 +11,10 @@ from service.workspace.entries import WorkspaceError
 from service.workspace.globs import compile_glob, matches
 
 FRAMEWORK_NAMES = {"mintlify": "Mintlify", "mkdocs": "MkDocs", "docusaurus": "Docusaurus", "sphinx": "Sphinx",
-                   "starlight": "Astro Starlight", "markdown": "plain Markdown (no docs framework detected)"}
-MDX_FRAMEWORKS = ("docusaurus", "mintlify", "starlight")  # their .md pages go through the MDX compiler too
+                   "starlight": "Astro Starlight", "markdown": "plain Markdown (no docs framework detected)",
+                   "vitepress": "VitePress", "fumadocs": "Fumadocs", "hugo": "Hugo", "nextra": "Nextra",
+                   "gitbook": "GitBook"}
+MDX_FRAMEWORKS = ("docusaurus", "mintlify", "starlight", "fumadocs", "nextra")  # their .md pages go through the MDX compiler too
 # Repository files that sit beside pages but are not pages of the site.
 NOT_PAGES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "CODE_OF_CONDUCT.md", "LICENSE.md", "SECURITY.md",
              "AGENTS.md", "CLAUDE.md")
@@ -23,7 +25,7 @@ SKIPPED_FOLDERS = ("node_modules", "vendor", "site-packages")
 class DocsSite:
     """A repository's docs site as the agent should see it; `describe()` is the system prompt's paragraph."""
 
-    framework: str  # "mintlify", "mkdocs", "docusaurus", "sphinx" or "markdown"
+    framework: str  # a key of FRAMEWORK_NAMES: "mintlify", "mkdocs", …, or "markdown" when none is known
     config_path: str | None
     docs_root: str  # the folder that holds the pages, "" for the repository root
     nav_files: list[str] = field(default_factory=list)
@@ -43,6 +45,10 @@ class DocsSite:
     versioned_roots: tuple[str, ...] = ()
     # Folders of further docs instances (Docusaurus `plugin-content-docs` with its own `path`): current pages too.
     extra_roots: tuple[str, ...] = ()
+    # What identified the framework (a config file, a folder), and whether that is a guess rather than a config
+    # the framework cannot run without: the overview tells the model how sure the check is.
+    detected_from: str = ""
+    guessed: bool = False
 
     def page_mode(self, path: str) -> Mode:
         """How a page at `path` is parsed on this site."""
@@ -102,11 +108,18 @@ class DocsSite:
             return False
         return not any(_flag_set(text, key) for key in self.unlisted_keys)
 
+    def _identified(self) -> str:
+        if self.framework == "markdown":
+            return "Docs site: no known docs framework; guessed plain Markdown."
+        evidence = self.detected_from or self.config_path
+        how = "guessed" if self.guessed else "detected"
+        return f"Docs site: {FRAMEWORK_NAMES[self.framework]} ({how} from {evidence})." if evidence else \
+            f"Docs site: {FRAMEWORK_NAMES[self.framework]}."
+
     def describe(self) -> str:
         """A short paragraph for the system prompt: framework, where pages and navigation live, conventions."""
         where = f"{self.docs_root}/" if self.docs_root else "the repository root"
-        config = f" (config: {self.config_path})" if self.config_path else ""
-        parts = [f"Docs site: {FRAMEWORK_NAMES[self.framework]}{config}."]
+        parts = [self._identified()]
         extensions = ", ".join(self.page_extensions[:3]) or ", ".join(self.page_suffixes)
         parts.append(f"Pages live under {where} ({self.page_count} pages; file types: {extensions}).")
         if self.front_matter_keys:

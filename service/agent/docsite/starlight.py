@@ -8,7 +8,7 @@ from service.agent.docsite.anchors import github_slug
 from service.agent.docsite.jsimports import LocalImports
 from service.agent.docsite.jsliteral import Str, read_module
 from service.agent.docsite.limits import Uncheckable
-from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
+from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
 
 CONFIG_NAMES = tuple(f"astro.config.{ext}" for ext in ("mjs", "ts", "js", "mts", "cjs"))
@@ -56,7 +56,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         hint = f"The sidebar is generated from the folders under {root}/."
     hint += " Links are routes with a trailing slash: [Setup](/guides/setup/)."
     nav_files = [sidebar_file] if explicit else []
-    languages = _languages(options, root)
+    languages = _as_on_disk(_languages(options, root), root, files)
     if ("locales" in options or re.search(r"\blocales\b", text)) and not languages:
         # Locales built elsewhere (an import, a shorthand property): folders named like locales are translations.
         folders = sorted({p[len(root) + 1:].split("/", 1)[0] for p in files
@@ -188,6 +188,24 @@ def _languages(options: dict, root: str) -> list[Language]:
     return [first, *(lang for lang in found if lang is not first)] if first else []
 
 
+def _as_on_disk(languages: list[Language], root: str, files: set[str]) -> list[Language]:
+    """Languages with their folders spelt as in the repository: content ids are lowercased, so a `zh-CN/` folder
+    holds the pages of the `zh-cn` locale."""
+    if not languages:
+        return languages
+    folders: dict[str, str] = {}
+    for path in files:
+        if path.startswith(root + "/") and path.count("/") > root.count("/") + 1:
+            first = path[len(root) + 1:].split("/", 1)[0]
+            folders.setdefault(first.lower(), first)
+    found = []
+    for language in languages:
+        name = language.folder[len(root) + 1:] if language.folder != root else ""
+        spelt = folders.get(name.lower()) if name and name not in folders.values() else None
+        found.append(Language(language.code, f"{root}/{spelt}") if spelt else language)
+    return found
+
+
 def _autogenerates_root(sidebar: list) -> bool:
     return any(isinstance(item, dict) and isinstance(item.get("autogenerate"), dict)
                and (_value(item["autogenerate"].get("directory")) or "").strip("/") in ("", ".") for item in sidebar)
@@ -229,7 +247,7 @@ class StarlightRouter(Router):
                 return Outcome(Verdict.OK)
             first = slug.split("/", 1)[0]
             if not any(r == first or r.startswith(first + "/") for r in routes):
-                return SKIP  # another Astro page or integration serves it
+                return unknown(OTHER_ROUTES)  # another Astro page or integration serves it
             return Outcome(Verdict.BROKEN, reason=f"no page has the route /{slug}/")
         own = self._by_page.get(page) if self._routes() is not None else None
         if own is not None:
