@@ -18,7 +18,8 @@ def month_of(moment: datetime | None = None) -> str:
     return (moment or now()).astimezone(UTC).strftime("%Y-%m")
 
 
-def _account_key(account: str, month: str) -> str:
+def account_key(account: str, month: str) -> str:
+    """The hash of the account's token totals of `month`."""
     return f"cd:usage:account:{account}:{month}"
 
 
@@ -26,7 +27,8 @@ def _key_key(key_id: str, month: str) -> str:
     return f"cd:usage:key:{key_id}:{month}"
 
 
-def _cap_key(account: str) -> str:
+def cap_key(account: str) -> str:
+    """The account's monthly token cap, when it has one."""
     return f"cd:account:{account}:monthly-token-cap"
 
 
@@ -61,7 +63,7 @@ class UsageLedger:
         if not usage:
             return
         month = month_of()
-        for name in [_account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
+        for name in [account_key(account, month)] + ([_key_key(key_id, month)] if key_id else []):
             counts = add_records(None, usage)
             billable = counts.pop("billableTokens")
             counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
@@ -70,21 +72,21 @@ class UsageLedger:
             pipe.expire(name, TOTALS_TTL_SECONDS)
 
     def account(self, account: str, month: str | None = None) -> MonthUsage:
-        return self._read(_account_key(account, month or month_of()), month or month_of())
+        return self._read(account_key(account, month or month_of()), month or month_of())
 
     def key(self, key_id: str, month: str | None = None) -> MonthUsage:
         return self._read(_key_key(key_id, month or month_of()), month or month_of())
 
     def cap(self, account: str) -> int | None:
         """The account's monthly token cap, None when it has none."""
-        raw = self._redis.get(_cap_key(account))
+        raw = self._redis.get(cap_key(account))
         return int(raw) if raw is not None else None
 
     def set_cap(self, account: str, tokens: int | None) -> None:
         if tokens is None:
-            self._redis.delete(_cap_key(account))
+            self._redis.delete(cap_key(account))
         else:
-            self._redis.set(_cap_key(account), int(tokens))
+            self._redis.set(cap_key(account), int(tokens))
 
     def check(self, account: str) -> None:
         """Raise MonthlyBudgetExceeded when the account has used up its monthly cap."""
@@ -93,15 +95,20 @@ class UsageLedger:
             return
         used = self.account(account)
         if used.total >= cap:
-            raise MonthlyBudgetExceeded(
-                f"account {account!r} used {used.total:,} model tokens in {used.month}, its monthly cap is "
-                f"{cap:,}; new jobs and messages are refused until the month ends", retry_after=_seconds_to_month_end())
+            raise cap_reached(account, used.total, cap, used.month)
 
     def _read(self, name: str, month: str) -> MonthUsage:
         raw = self._redis.hgetall(name)
         counts = [int(raw.get(field, 0)) for field in
                   (b"inputTokens", b"outputTokens", b"cacheReadTokens", b"cacheWriteTokens", b"unbilledTokens")]
         return MonthUsage(month, *counts)
+
+
+def cap_reached(account: str, used: int, cap: int, month: str | None = None) -> MonthlyBudgetExceeded:
+    """The error of an account that used `used` of its `cap` tokens this month."""
+    return MonthlyBudgetExceeded(
+        f"account {account!r} used {used:,} model tokens in {month or month_of()}, its monthly cap is "
+        f"{cap:,}; new jobs and messages are refused until the month ends", retry_after=_seconds_to_month_end())
 
 
 def _seconds_to_month_end() -> int:
