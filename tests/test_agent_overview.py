@@ -54,6 +54,20 @@ class ListingOnly:
         self.listings += 1
         return self._workspace.list_files()
 
+    # What the path-policy cache keys and fills its entry by: the tree's id and listing, no file's content.
+    def tree_id(self) -> str:
+        return self._workspace.tree_id()
+
+    def start_files(self) -> list[str]:
+        return self._workspace.start_files()
+
+    def in_start_tree(self, path: str) -> bool:
+        return self._workspace.in_start_tree(path)
+
+    @property
+    def git_dir(self):
+        return self._workspace.git_dir
+
 
 def test_the_overview_of_5000_files_is_small_and_names_the_docs_and_their_configs(big):
     listing = ListingOnly(big)

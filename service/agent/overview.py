@@ -3,7 +3,7 @@
 import json
 from collections import Counter
 
-from service.agent.paths import is_allowed
+from service.agent.path_cache import allowed_files
 
 PAGE_SUFFIXES = (".md", ".mdx", ".rst")
 ROOT_NOTABLE = ("README", "AGENTS.md", "CONTRIBUTING", "CHANGELOG", "SUMMARY.md")
@@ -32,7 +32,7 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     described. One `workspace.list_files()` call and no file reads, so its cost and size do not grow with the
     repository.
     """
-    paths = [path for path in workspace.list_files() if is_allowed(path)]
+    paths = allowed_files(workspace)
     translations: list[str] = []
     if site is not None and site.framework != "markdown":
         area = site.docs_root

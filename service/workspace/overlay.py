@@ -190,6 +190,19 @@ class Workspace:
                 result[path] = EntryKind.EXECUTABLE if exec_ else EntryKind.FILE
         return dict(sorted(result.items()))
 
+    def tree_id(self) -> str:
+        """The id of the start commit's root tree (what caches of the start tree are keyed by)."""
+        return self._root_tree()
+
+    def in_start_tree(self, path: str) -> bool:
+        """Whether `path` is a non-directory entry of the start tree (changed or not by this run)."""
+        return path in self._tree_listing()
+
+    def start_files(self) -> list[str]:
+        """Every non-directory path of the start tree, sorted, without this run's changes."""
+        self._tree_listing()
+        return list(self._sorted)
+
     def list_files(self) -> list[str]:
         """Every non-directory path (files, executables, symlinks, submodules), sorted."""
         return list(self.entries())
