@@ -109,12 +109,15 @@ class Mirror:
         return Workspace(self.git, self.path, sha, max_file_bytes=self.max_file_bytes)
 
     def maintenance(self, *, loose_objects: int = 6700, pack_limit: int = 50, stale_after: float = 86400) -> None:
-        """Housekeeping under the lock: drop run refs older than `stale_after` seconds, then `git gc --auto`."""
+        """Housekeeping under the lock: drop run refs older than `stale_after` seconds, pack refs, then
+        `git gc --auto`."""
         with self.lock():
             cutoff = time.time() - stale_after
             for namespace in self._run_namespaces():
                 if int(namespace[len(RUNS_PREFIX):].split("-", 1)[0]) < cutoff:
                     self._delete_under(namespace)
+            # Loose refs cost a file read each on every fetch's ref listing; packed, they are one file.
+            self.git.run("pack-refs", "--all", git_dir=self.path)
             # gc --auto is disabled for every other command; here it runs in the foreground so it stays under the lock.
             self.git.run("-c", f"gc.auto={loose_objects}", "-c", f"gc.autoPackLimit={pack_limit}",
                          "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", git_dir=self.path)
