@@ -19,6 +19,7 @@ RUNS_PREFIX = "refs/copydesk/runs/"
 CACHE_PREFIX = "refs/copydesk/cache/"
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class MirrorStore:
@@ -105,6 +106,15 @@ class Mirror:
 
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""
+        if _OBJECT_ID.fullmatch(commit):
+            # Already an id (what runs pass): checked through the workspace's own `cat-file`, not one more process.
+            workspace = Workspace(self.git, self.path, commit, max_file_bytes=self.max_file_bytes)
+            try:
+                workspace.tree_id()
+            except BaseException:
+                workspace.close()
+                raise
+            return workspace
         sha = self.git.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}", git_dir=self.path)
         return Workspace(self.git, self.path, sha, max_file_bytes=self.max_file_bytes)
 

@@ -18,7 +18,7 @@ from service.workspace.entries import (
     SearchMatch,
     WorkspaceError,
 )
-from service.workspace.git import Git
+from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
@@ -83,6 +83,8 @@ class Workspace:
         self._root: str | None = None
         self._listing: dict[str, tuple[int, str]] | None = None  # every non-tree entry of the start tree
         self._sorted: list[str] = []
+        # commit -> (listing, sorted paths), shared with every view, so one `ls-tree` serves them all
+        self._listings: dict[str, tuple[dict[str, tuple[int, str]], list[str]]] = {}
 
     def __enter__(self) -> "Workspace":
         return self
@@ -313,8 +315,12 @@ class Workspace:
 
     def _root_tree(self) -> str:
         if self._root is None:
-            kind, data = self._cat.read(self.start_commit)
-            assert kind == "commit" and data.startswith(b"tree ")
+            try:
+                kind, data = self._cat.read(self.start_commit)
+            except KeyError:
+                kind, data = "missing", b""
+            if kind != "commit" or not data.startswith(b"tree "):
+                raise GitError(["cat-file"], 128, f"{self.start_commit} is not a commit in this repository ({kind})")
             self._root = data[5:data.index(b"\n")].decode("ascii")
         return self._root
 
@@ -348,15 +354,17 @@ class Workspace:
 
     def _tree_listing(self) -> dict[str, tuple[int, str]]:
         if self._listing is None:
-            out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit, git_dir=self.git_dir).stdout
-            listing = {}
-            for record in out.split(b"\0"):
-                if record:
-                    meta, _, path = record.partition(b"\t")
-                    mode, _, oid = meta.split(b" ")
-                    listing[_decode(path)] = (int(mode, 8), oid.decode("ascii"))
-            self._listing = listing
-            self._sorted = sorted(listing)
+            if self.start_commit not in self._listings:
+                out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit,
+                                   git_dir=self.git_dir).stdout
+                listing = {}
+                for record in out.split(b"\0"):
+                    if record:
+                        meta, _, path = record.partition(b"\t")
+                        mode, _, oid = meta.split(b" ")
+                        listing[_decode(path)] = (int(mode, 8), oid.decode("ascii"))
+                self._listings[self.start_commit] = (listing, sorted(listing))
+            self._listing, self._sorted = self._listings[self.start_commit]
         return self._listing
 
     def _tree_paths_under(self, path: str) -> list[str]:
