@@ -20,7 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from service.agent.briefing import brief  # noqa: E402
+from service.agent import paths, tree_cache  # noqa: E402
 from service.agent.path_cache import allowed_files  # noqa: E402
+from service.workspace import gitnames  # noqa: E402
 from service.workspace.git import Git, Remote  # noqa: E402
 from service.workspace.mirror import MirrorStore  # noqa: E402
 from service.workspace.publish import Identity, build_commit, push_commit  # noqa: E402
@@ -61,6 +63,14 @@ def timed(fn) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def forget_process_caches() -> None:
+    """What a work horse forked for a run does not inherit: the per-name and per-tree memories of this process
+    (the entries kept beside the mirror stay, as they do for real runs)."""
+    tree_cache.forget()
+    for cached_function in (paths._plain_name, gitnames.aliases, gitnames.canonical):
+        cached_function.cache_clear()
 
 
 def add_branches(bare: Path, count: int, env: dict[str, str]) -> None:
@@ -110,6 +120,7 @@ def measure(files: int, repeat: int, branches: int = 0) -> dict[str, float]:
             pushes.append(timed(lambda: git_plain("-C", str(work), "push", "-q", "origin", "main")))
 
             paths = [page_path((n * 1009 + k * 331) % files) for k in range(3)]
+            forget_process_caches()  # each real run is a freshly forked work horse
             start = time.perf_counter()
             with mirror.run_refs(remote, {"base": "refs/heads/main",
                                           "branch": f"refs/heads/copydesk/bench_{n}"}) as heads:
