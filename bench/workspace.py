@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.agent.briefing import brief  # noqa: E402
 from service.agent import paths, tree_cache  # noqa: E402
+from service.agent.briefing import brief  # noqa: E402
 from service.agent.path_cache import allowed_files  # noqa: E402
 from service.workspace import gitnames  # noqa: E402
 from service.workspace.git import Git, Remote  # noqa: E402
