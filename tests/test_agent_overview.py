@@ -144,3 +144,14 @@ def test_plain_markdown_shows_the_detected_docs_root_not_the_busiest_folder(open
     assert "Docs pages under docs/: 2 (.md 2)." in text
     assert "changelog/v1.0.md" not in text
     assert "Docs pages under changelog/: 5" in repository_overview(workspace)  # no site: the busiest folder
+
+
+def test_the_first_pages_by_priority_are_those_of_the_whole_order():
+    from service.agent.overview import _by_priority
+
+    pages = [f"docs/s{i % 7}/t{i % 3}/{'index' if i % 11 == 0 else f'page-{i}'}.md" for i in range(2_000)]
+    pages += [f"docs/top-{i}.md" for i in range(5)] + ["README.md"]
+    whole = _by_priority(pages, len(pages))
+    assert sorted(whole) == sorted(pages)
+    for first in (1, 10, 40, 200):
+        assert _by_priority(pages, first)[:first] == whole[:first]
