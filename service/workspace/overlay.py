@@ -2,6 +2,7 @@
 
 import bisect
 import copy
+import heapq
 import io
 import itertools
 from collections.abc import Iterator
@@ -184,13 +185,16 @@ class Workspace:
     def entries(self) -> dict[str, EntryKind]:
         """Every file, executable, symlink and submodule path with its kind, sorted by path."""
         listing = self._tree_listing()
-        result = {p: kind_of_mode(mode) for p, (mode, _) in listing.items() if p not in self._overlay}
-        for path, data in self._overlay.items():
+        overlay = self._overlay
+        # The start tree's paths come sorted already; only the run's own (few) are sorted and merged in.
+        kept = ((p, kind_of_mode(listing[p][0])) for p in self._sorted if p not in overlay)
+        written = []
+        for path, data in overlay.items():
             if data is not None:
                 tree = listing.get(path)
                 exec_ = tree is not None and kind_of_mode(tree[0]) is EntryKind.EXECUTABLE
-                result[path] = EntryKind.EXECUTABLE if exec_ else EntryKind.FILE
-        return dict(sorted(result.items()))
+                written.append((path, EntryKind.EXECUTABLE if exec_ else EntryKind.FILE))
+        return dict(heapq.merge(kept, sorted(written), key=lambda item: item[0]))
 
     def tree_id(self) -> str:
         """The id of the start commit's root tree (what caches of the start tree are keyed by)."""
