@@ -1,6 +1,8 @@
 """The sandbox policy over whole listings is worked out once per tree: a second run of the same tree checks no
 path of it again, and still hides what the policy forbids."""
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,16 @@ def test_a_torn_cache_entry_is_worked_out_again(repository):
     tree_cache.forget()
     with repository.open() as second:
         assert ".github/workflows/ci.yml" not in path_cache.allowed_files(second)
+
+
+def test_mirror_upkeep_drops_entries_written_over_a_week_ago(repository):
+    tree_cache.forget()
+    with repository.open() as workspace:
+        path_cache.allowed_files(workspace)
+        folder = Path(workspace.git_dir) / tree_cache.CACHE_FOLDER
+    entries = list(folder.iterdir())
+    assert entries
+    old = entries[0]
+    os.utime(old, (time.time() - 8 * 86400,) * 2)
+    repository.mirror.maintenance()
+    assert not old.exists() and all(e.exists() for e in entries[1:])

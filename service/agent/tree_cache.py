@@ -1,7 +1,8 @@
 """What a run works out from a whole tree (path policy, site, overview), kept by tree id: in memory and beside
 the repository, since every run is a freshly forked process. A tree id names its content, so an entry never
-goes stale; only a change to the code that computes it does, hence the version in every name."""
+goes stale; only a change to the code that computes it does, hence the code's fingerprint in every name."""
 
+import functools
 import hashlib
 import logging
 import os
@@ -12,11 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from service.workspace.mirror import TREE_CACHE_FOLDER
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-CACHE_FOLDER = "copydesk-tree-cache"  # inside the repository's git dir (a mirror's, for runs)
-VERSION = "1"  # raise when what is cached changes shape or meaning
+CACHE_FOLDER = TREE_CACHE_FOLDER  # inside the repository's git dir (a mirror's, for runs; its upkeep prunes it)
+# What computes the entries: the agent's modules (site detection, overview, path policy) and git's name rules.
+_CODE = (Path(__file__).parent, Path(__file__).parents[1] / "workspace" / "gitnames.py")
 _IN_MEMORY = 64  # entries remembered per process
 _remembered: OrderedDict[str, object] = OrderedDict()
 
@@ -27,7 +31,8 @@ def cached(workspace, name: str, compute: Callable[[], T], *, variant: str = "")
     Stored with pickle in the repository's own git dir, which only Copydesk writes (git writes objects and
     refs there, never files of this folder), so nothing a repository holds can plant an entry.
     """
-    digest = hashlib.sha256(f"{VERSION}\0{name}\0{variant}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    key = f"{code_fingerprint()}\0{name}\0{variant}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     entry = f"{name}-{digest}-{workspace.tree_id()}"
     if entry in _remembered:
         _remembered.move_to_end(entry)
@@ -41,6 +46,16 @@ def cached(workspace, name: str, compute: Callable[[], T], *, variant: str = "")
     while len(_remembered) > _IN_MEMORY:
         _remembered.popitem(last=False)
     return value  # type: ignore[return-value]
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of the code that computes the entries, so an upgrade never reads what older code stored."""
+    digest = hashlib.sha256()
+    for root in _CODE:
+        for source in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def forget() -> None:

@@ -14,6 +14,9 @@ from service.workspace.git import Git, GitError, Remote
 from service.workspace.overlay import DEFAULT_MAX_FILE_BYTES, Workspace
 
 RUNS_PREFIX = "refs/copydesk/runs/"
+# Entries runs keep by tree id inside the mirror's git dir (service.agent.tree_cache); upkeep drops old ones.
+TREE_CACHE_FOLDER = "copydesk-tree-cache"
+TREE_CACHE_DAYS = 7
 # Last fetched head of every remote ref a run asked for: the tips a later fetch negotiates from, so
 # it transfers only new objects even though every run deletes its own refs.
 CACHE_PREFIX = "refs/copydesk/cache/"
@@ -126,11 +129,23 @@ class Mirror:
             for namespace in self._run_namespaces():
                 if int(namespace[len(RUNS_PREFIX):].split("-", 1)[0]) < cutoff:
                     self._delete_under(namespace)
+            self._prune_tree_cache(time.time() - TREE_CACHE_DAYS * 86400)
             # Loose refs cost a file read each on every fetch's ref listing; packed, they are one file.
             self.git.run("pack-refs", "--all", git_dir=self.path)
             # gc --auto is disabled for every other command; here it runs in the foreground so it stays under the lock.
             self.git.run("-c", f"gc.auto={loose_objects}", "-c", f"gc.autoPackLimit={pack_limit}",
                          "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", git_dir=self.path)
+
+    def _prune_tree_cache(self, cutoff: float) -> None:
+        folder = Path(self.path) / TREE_CACHE_FOLDER
+        if not folder.is_dir():
+            return
+        for entry in folder.iterdir():
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    entry.unlink()
+            except FileNotFoundError:
+                pass  # another worker's upkeep took it
 
     def _fetch(self, remote: Remote, pairs: list[tuple[str, str]]) -> dict[str, str | None]:
         for src, dst in pairs:
