@@ -18,6 +18,7 @@ from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker, hold_pool_across_fork
 from service.agent.providers import preload
 from service.dispatch import archive_inactive
+from service.models import JobStatus
 from service.preflight import FirstContactChecks
 from service.purge import AccountPurges
 from service.replication import NotWritable
@@ -56,6 +57,29 @@ def maintain_mirrors(ctx: Context) -> None:
             log.warning("maintenance of %s failed", mirror.path, exc_info=True)
 
 
+def maintain_local_repositories(ctx: Context) -> None:
+    """Upkeep of the local code host's repositories: branches of archived jobs move under
+    refs/copydesk/archive/, then refs are packed. GitHub's branches stay as they are."""
+    services = ctx.services
+
+    def archived(job_ids: list[str]) -> set[str]:
+        return {job_id for job_id in job_ids
+                if (job := services.jobs.find(job_id)) is not None and job.status is JobStatus.ARCHIVED}
+
+    for project in services.projects.all():
+        if project.host != ctx.local.name:
+            continue
+        try:
+            retired = ctx.local.retire_archived_branches(project, archived)
+            ctx.local.pack_refs(project)
+        except GitError:
+            log.warning("upkeep of %s failed", project.repository, exc_info=True)
+            continue
+        if retired:
+            log.info("project %s: branches of %d archived job(s) kept under refs/copydesk/archive/",
+                     project.id, len(retired))
+
+
 def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
     interval = ctx.settings.sweep_interval_seconds
     last_maintenance = time.monotonic()
@@ -68,6 +92,12 @@ def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
             log.warning("sweep skipped: Redis unreachable")
         if time.monotonic() - last_maintenance > MAINTENANCE_INTERVAL_SECONDS:
             maintain_mirrors(ctx)
+            # One worker's turn at a time: the local repositories are shared by every worker of the machine.
+            try:
+                if ctx.services.redis.set("cd:local-upkeep:turn", "1", nx=True, ex=MAINTENANCE_INTERVAL_SECONDS):
+                    maintain_local_repositories(ctx)
+            except redis.RedisError:
+                log.warning("local repository upkeep skipped: Redis unreachable")
             last_maintenance = time.monotonic()
 
 

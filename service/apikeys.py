@@ -2,21 +2,15 @@
 read-write, expiring, counted and audited."""
 
 import hashlib
-import hmac
-import logging
 import re
 import secrets
 import string
 from datetime import timedelta
 
-import redis
-
 from service.clock import iso, now, now_iso
 from service.errors import InvalidRequest, RateLimited, Unauthorized
 from service.models import ApiKey, KeyAccess, KeyEvent
-from service.store.apikeys import ApiKeyStore
-
-log = logging.getLogger(__name__)
+from service.store.apikeys import ApiKeyStore, KeyCheck
 
 PREFIX = "cdk_"
 _ALPHABET = string.digits + string.ascii_letters
@@ -91,24 +85,24 @@ class ApiKeys:
 
     def authenticate(self, authorization: str | None) -> ApiKey:
         """The live key named by an `Authorization: Bearer` header, or Unauthorized."""
+        return self.authorize(authorization, [])[0]
+
+    def authorize(self, authorization: str | None, reads: list[str]) -> tuple[ApiKey, list]:
+        """The live key named by an `Authorization: Bearer` header (or Unauthorized), its use counted, and the
+        Redis string records named by `reads` (None where missing), in one round trip."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("send an API key as `Authorization: Bearer cdk_...`")
         token = token.strip()
         key_id = key_id_of(token)
-        key = self._store.find(key_id) if key_id else None
-        # Compare even when the id is unknown, so timing does not tell which ids exist.
-        expected = key.hash if key else _digest("")
-        if not hmac.compare_digest(expected, _digest(token)) or key is None or key.revoked_at:
+        if key_id is None:
             raise Unauthorized("the API key is not valid or has been revoked")
-        if key.expired(now_iso()):
+        check, key, records = self._store.authorize(key_id, _digest(token), reads)
+        if check is KeyCheck.EXPIRED:
             raise Unauthorized("the API key has expired; create a new one on the dashboard's API keys page")
-        try:
-            self._store.touch(key)
-        except redis.RedisError as exc:
-            # Bookkeeping, not the caller's write: while Redis takes no writes (a failover), reads still work.
-            log.debug("could not count a use of key %s: %s", key.id, exc)
-        return key
+        if key is None:
+            raise Unauthorized("the API key is not valid or has been revoked")
+        return key, records
 
     def live(self, key_id: str) -> bool:
         """Whether the key still works (not revoked, not expired): long-lived connections ask again."""

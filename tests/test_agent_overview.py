@@ -54,6 +54,20 @@ class ListingOnly:
         self.listings += 1
         return self._workspace.list_files()
 
+    # What the path-policy cache keys and fills its entry by: the tree's id and listing, no file's content.
+    def tree_id(self) -> str:
+        return self._workspace.tree_id()
+
+    def start_files(self) -> list[str]:
+        return self._workspace.start_files()
+
+    def in_start_tree(self, path: str) -> bool:
+        return self._workspace.in_start_tree(path)
+
+    @property
+    def git_dir(self):
+        return self._workspace.git_dir
+
 
 def test_the_overview_of_5000_files_is_small_and_names_the_docs_and_their_configs(big):
     listing = ListingOnly(big)
@@ -130,3 +144,14 @@ def test_plain_markdown_shows_the_detected_docs_root_not_the_busiest_folder(open
     assert "Docs pages under docs/: 2 (.md 2)." in text
     assert "changelog/v1.0.md" not in text
     assert "Docs pages under changelog/: 5" in repository_overview(workspace)  # no site: the busiest folder
+
+
+def test_the_first_pages_by_priority_are_those_of_the_whole_order():
+    from service.agent.overview import _by_priority
+
+    pages = [f"docs/s{i % 7}/t{i % 3}/{'index' if i % 11 == 0 else f'page-{i}'}.md" for i in range(2_000)]
+    pages += [f"docs/top-{i}.md" for i in range(5)] + ["README.md"]
+    whole = _by_priority(pages, len(pages))
+    assert sorted(whole) == sorted(pages)
+    for first in (1, 10, 40, 200):
+        assert _by_priority(pages, first)[:first] == whole[:first]

@@ -4,6 +4,7 @@ from service.agent.docsite.detect import detect_site, navigation_order
 from service.agent.instructions import load_instructions
 from service.agent.loop import AgentTask
 from service.agent.overview import repository_overview
+from service.agent.tree_cache import cached
 
 
 def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tuple[str, str]] | None = None,
@@ -15,8 +16,14 @@ def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tupl
     able to instruct the agent. Without a base commit there are no instructions.
     """
     trusted = load_instructions(workspace.view_of(base_commit)) if base_commit else None
-    site = detect_site(workspace, docs_root)
-    overview = repository_overview(workspace, docs_root=docs_root, site=site,
-                                   nav_order=navigation_order(workspace, site))
+    # Worked out from the start tree alone, so kept by tree id: a run on a tree seen before reads no file for it.
+    site, overview = cached(workspace, "site-overview", lambda: _site_and_overview(workspace.start_view(), docs_root),
+                            variant=docs_root)
     return AgentTask(prompt=prompt, history=history or [], instructions=trusted,
                      docs_root=docs_root, branch_diff=branch_diff, base_ref=base_ref, overview=overview, site=site)
+
+
+def _site_and_overview(workspace, docs_root: str):
+    site = detect_site(workspace, docs_root)
+    return site, repository_overview(workspace, docs_root=docs_root, site=site,
+                                     nav_order=navigation_order(workspace, site))

@@ -1,9 +1,10 @@
 """A compact overview of the repository for the agent's first request: counts, folders, docs pages, key files."""
 
+import heapq
 import json
 from collections import Counter
 
-from service.agent.paths import is_allowed
+from service.agent.path_cache import allowed_files
 
 PAGE_SUFFIXES = (".md", ".mdx", ".rst")
 ROOT_NOTABLE = ("README", "AGENTS.md", "CONTRIBUTING", "CHANGELOG", "SUMMARY.md")
@@ -32,7 +33,7 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     described. One `workspace.list_files()` call and no file reads, so its cost and size do not grow with the
     repository.
     """
-    paths = [path for path in workspace.list_files() if is_allowed(path)]
+    paths = allowed_files(workspace)
     translations: list[str] = []
     if site is not None and site.framework != "markdown":
         area = site.docs_root
@@ -184,7 +185,8 @@ def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] |
     label_size = len(label.format(shown=min(MAX_PAGES, len(pages)), total=len(pages))) + 1
     room = budget.room() - label_size - reserve
     listed_set = set(listed or [])
-    order = list(listed or []) + [path for path in _by_priority(pages) if path not in listed_set]
+    order = list(listed or []) + [path for path in _by_priority(pages, MAX_PAGES + len(listed_set))
+                                  if path not in listed_set]
     for path in order[:MAX_PAGES]:
         if len(_show(path)) + 1 > room:
             break
@@ -200,9 +202,9 @@ def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] |
         budget.add(hint(len(pages) - len(chosen)))
 
 
-def _by_priority(pages: list[str]) -> list[str]:
-    """Pages ordered so that any prefix is a fair sample: shallow pages first, then each folder's first pages
-    (index pages before the rest) taken across sibling folders in turn."""
+def _by_priority(pages: list[str], first: int) -> list[str]:
+    """The `first` pages (at least) of an order in which any prefix is a fair sample: shallow pages first, then
+    each folder's first pages (index pages before the rest) taken across sibling folders in turn."""
     children: dict[str, set[str]] = {}
     in_folder: dict[str, list[str]] = {}
     for path in pages:
@@ -221,6 +223,14 @@ def _by_priority(pages: list[str]) -> list[str]:
         ranks = [folder_rank["/".join(parts[:n])] for n in range(len(parts), 0, -1)]
         return (len(parts), page_rank[path], *ranks, path)
 
+    # The full key leads with (depth, rank in folder): only pages whose lead is among the `first` smallest can
+    # open the order, so the rest are never given the costlier full key.
+    def lead(path: str) -> tuple[int, int]:
+        return path.count("/"), page_rank[path]
+
+    if len(pages) > first > 0:
+        cutoff = heapq.nsmallest(first, map(lead, pages))[-1]
+        pages = [path for path in pages if lead(path) <= cutoff]
     return sorted(pages, key=key)
 
 

@@ -1,5 +1,6 @@
 """The sandbox path policy: which repository paths the agent's tools may name and write."""
 
+import functools
 import re
 
 from service.workspace.entries import EntryKind, WorkspaceError
@@ -70,6 +71,31 @@ def is_allowed(path: str) -> bool:
         return normalize(path) == path
     except PathRejected:
         return False
+
+
+def allowed_paths(paths: list[str]) -> list[str]:
+    """The paths of `paths` that pass `is_allowed`, for whole listings: each distinct name is checked once, and
+    only a path with a name that fails, a protected prefix or an odd shape goes through `normalize`."""
+    return [path for path in paths if _plainly_allowed(path) or is_allowed(path)]
+
+
+def _plainly_allowed(path: str) -> bool:
+    parts = path.split("/")
+    if not all(map(_plain_name, parts)) or _DRIVE.match(path):
+        return False
+    return not any(len(parts) >= len(protected) and all(map(aliases, parts, protected))
+                   for protected in _PROTECTED_DIRS)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _plain_name(part: str) -> bool:
+    """Whether a path component can never make `normalize` refuse a path (a conservative test)."""
+    if part in ("", ".", "..") or "\\" in part or "\0" in part or not _encodable(part):
+        return False
+    lowered = part.lower()
+    if part.isascii() and "~" not in part and "git" not in lowered and "mailmap" not in lowered:
+        return True  # names neither `.git` nor a git-read file, nor an 8.3 short name of one
+    return not is_dotgit(part) and git_file_alias(part) is None
 
 
 def check_writable(workspace, path: str, *, moving_to: str | None = None) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from service.agent.docs_check import check_docs
 from service.agent.model import ToolCall, ToolSpec
+from service.agent.path_cache import allowed_files
 from service.agent.paths import check_writable, is_allowed, normalize
 from service.errors import RunFailed
 from service.faults import STALLS, Faults
@@ -194,7 +195,7 @@ class ToolExecutor:
     # --- the tools -------------------------------------------------------------------------------
 
     def _list_files(self, pattern: str | None = None) -> ToolResult:
-        files = [path for path in self.workspace.list_files() if is_allowed(path)]
+        files = allowed_files(self.workspace)
         if pattern:
             pattern = _check_glob(pattern, "pattern")
             files = [path for path in files if glob_matches([pattern], path)]

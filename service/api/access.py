@@ -1,10 +1,24 @@
 """What every `/v2/agent` endpoint does first: the services, the calling key, and the project and job it may see."""
 
+from dataclasses import dataclass
+
 from flask import current_app, request
 
 from service.errors import Forbidden, JobNotFound, ProjectDisabled, ProjectNotFound
 from service.models import ApiKey, Job, Project
 from service.services import Services
+from service.store.codec import load
+from service.store.jobs import is_job_id, job_key
+from service.store.projects import project_key
+
+
+@dataclass(frozen=True)
+class Access:
+    """The request's key with the project (and job) it names, read together with the key check."""
+
+    key: ApiKey
+    project: Project
+    job: Job | None
 
 
 def services() -> Services:
@@ -13,27 +27,35 @@ def services() -> Services:
 
 def caller() -> ApiKey:
     """The request's API key; a read-only key may only read (GET), whatever the endpoint."""
-    key = services().keys.authenticate(request.headers.get("Authorization"))
-    if request.method not in ("GET", "HEAD") and not key.writes:
-        raise Forbidden(f"API key {key.id} is read-only: it may read jobs but not create, message or archive them")
-    return key
+    return _checked(services().keys.authenticate(request.headers.get("Authorization")))
 
 
-def project_for(project_id: str, key: ApiKey) -> Project:
-    """The project, if the key may act on it; one outside its scope answers exactly like one that does not exist."""
-    project = services().projects.find(project_id) if project_id.startswith("prj_") else None
+def access(project_id: str, job_id: str | None = None) -> Access:
+    """The key, the project it may act on and (given `job_id`) the project's job, in one Redis round trip: the
+    key check, its use count and both reads are one script. A project or job the key may not see answers
+    exactly like one that does not exist."""
+    reads = [project_key(project_id)] if project_id.startswith("prj_") else []
+    if reads and job_id is not None and is_job_id(job_id):
+        reads.append(job_key(job_id))
+    key, records = services().keys.authorize(request.headers.get("Authorization"), reads)
+    _checked(key)
+    project = load(Project, records[0]) if records else None
     if project is None or not key.allows(project):
         raise ProjectNotFound(f"no project {project_id}")
-    return project
-
-
-def job_for(project: Project, job_id: str) -> Job:
-    job = services().jobs.find(job_id)
+    if job_id is None:
+        return Access(key, project, None)
+    job = load(Job, records[1]) if len(records) > 1 else None
     if job is None or job.project_id != project.id:
         raise JobNotFound(f"no job {job_id} in project {project.id}")
-    return job
+    return Access(key, project, job)
 
 
 def writable(project: Project) -> None:
     if not project.enabled:
         raise ProjectDisabled(f"project {project.id} is disabled: its repository is no longer reachable")
+
+
+def _checked(key: ApiKey) -> ApiKey:
+    if request.method not in ("GET", "HEAD") and not key.writes:
+        raise Forbidden(f"API key {key.id} is read-only: it may read jobs but not create, message or archive them")
+    return key

@@ -8,58 +8,92 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from service.api import body as bodies
 from service.api import streams
+from service.api.access import Access
+from service.api.access import access as _access
 from service.api.access import caller as _caller
-from service.api.access import job_for as _job
-from service.api.access import project_for as _project
 from service.api.access import services as _services
 from service.api.access import writable as _writable
 from service.errors import InvalidRequest, JobArchived, ProjectNotFound, RateLimited
 from service.models import Job, JobStatus, Project
+from service.store.admission import Gate, Verdict
 from service.store.jobs import IdempotencyClaim, add_usage, remaining_budget
-from service.store.usage import hosts_of
+from service.store.ratelimit import Quota
+from service.store.usage import (
+    account_key,
+    cap_key,
+    cap_reached,
+    hosts_of,
+    legacy_account_key,
+    legacy_cap_key,
+    month_of,
+)
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
 
+def _quota_headers(quota: Quota) -> dict[str, str]:
+    return {"RateLimit-Limit": str(quota.limit), "RateLimit-Remaining": str(quota.remaining),
+            "RateLimit-Reset": str(quota.reset_seconds)}
+
+
 def _spend_quota(project: Project) -> dict[str, str]:
     quota = _services().limiter.consume(project.id)
-    headers = {"RateLimit-Limit": str(quota.limit), "RateLimit-Remaining": str(quota.remaining),
-               "RateLimit-Reset": str(quota.reset_seconds)}
+    headers = _quota_headers(quota)
     if not quota.allowed:
-        raise RateLimited(f"project {project.id} may create {quota.limit} jobs or messages per hour; "
-                          f"try again in {quota.reset_seconds} s", retry_after=quota.reset_seconds, headers=headers)
+        raise _limited(project, quota, headers)
     return headers
+
+
+def _limited(project: Project, quota: Quota, headers: dict[str, str]) -> RateLimited:
+    return RateLimited(f"project {project.id} may create {quota.limit} jobs or messages per hour; "
+                       f"try again in {quota.reset_seconds} s", retry_after=quota.reset_seconds, headers=headers)
 
 
 @bp.post("/<project_id>/job")
 def create_job(project_id: str) -> Response:
+    """Three Redis round trips at most: the key check with the project read, the create script (cap,
+    idempotency, quota, writes and the event) and the enqueue; a replay reads the earlier job instead."""
     services = _services()
-    key = _caller()
     try:
-        project = _project(project_id, key)
+        granted = _access(project_id)
     except ProjectNotFound as exc:
         # The anchor service's description of create has no 404: an unknown project is a bad request there.
         raise InvalidRequest(f"{exc.detail} (or not one this key may use)", field="projectId") from None
+    key, project = granted.key, granted.project
     _writable(project)
     body = bodies.read_object(request, services.settings.max_body_bytes)
     create = bodies.parse_create(body, services.settings)
-    services.usage.check(project.host, project.account)
     idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
     claim = None
     if idem is not None:
         scope = hashlib.sha256(f"{key.account}\0{project.id}\0{idem}".encode()).hexdigest()
         claim = IdempotencyClaim(scope=scope, body_hash=bodies.body_hash(body))
-        # A retry of a create that already happened must not use up quota.
-        earlier = services.jobs.replay(claim)
-        if earlier is not None:
-            return _created(earlier, {})
-    headers = _spend_quota(project)
-    job, created = services.jobs.create(project, prompt=create.prompt, model=create.model,
-                                        ref=create.ref or project.ref, as_draft=create.as_draft, key_id=key.id,
-                                        max_tokens=create.max_tokens or project.max_tokens, idempotency=claim)
-    if created:
-        services.dispatcher.try_kick(job.id)
+    quota_key, reset = services.limiter.window(project.id)
+    month = month_of()
+    gate = Gate(cap_key=cap_key(project.host, project.account),
+                usage_key=account_key(project.host, project.account, month),
+                legacy_cap_key=legacy_cap_key(project.account),
+                legacy_usage_key=legacy_account_key(project.account, month), quota_key=quota_key, quota_limit=services.limiter.limit, quota_ttl=services.limiter.ttl)
+    job, admission = services.jobs.admit(project, prompt=create.prompt, model=create.model,
+                                         ref=create.ref or project.ref, as_draft=create.as_draft, key_id=key.id,
+                                         max_tokens=create.max_tokens or project.max_tokens, idempotency=claim,
+                                         gate=gate)
+    if admission.verdict is Verdict.CAPPED:
+        raise cap_reached(project.host, project.account, admission.used, admission.cap)
+    quota = services.limiter.quota(admission.verdict is not Verdict.LIMITED, admission.used, reset)
+    headers = _quota_headers(quota)
+    if admission.verdict is Verdict.LIMITED:
+        raise _limited(project, quota, headers)
+    assert job is not None
+    if admission.verdict is Verdict.REPLAY:
+        return _created(job, {})
+    services.dispatcher.try_kick(job.id)
     return _created(job, headers)
+
+
+def _job_of(granted: Access) -> Job:
+    assert granted.job is not None  # access() was given a job id
+    return granted.job
 
 
 def _created(job: Job, headers: dict[str, str]) -> Response:
@@ -73,9 +107,8 @@ def _created(job: Job, headers: dict[str, str]) -> Response:
 @bp.post("/<project_id>/job/<job_id>/message")
 def send_message(project_id: str, job_id: str) -> Response:
     services = _services()
-    key = _caller()
-    project = _project(project_id, key)
-    job = _job(project, job_id)
+    granted = _access(project_id, job_id)
+    key, project, job = granted.key, granted.project, _job_of(granted)
     body = bodies.read_object(request, services.settings.max_body_bytes)
     prompt = bodies.parse_prompt(body, services.settings)
     _writable(project)
@@ -92,13 +125,12 @@ def send_message(project_id: str, job_id: str) -> Response:
 
 @bp.get("/<project_id>/job/<job_id>")
 def get_job(project_id: str, job_id: str) -> Response:
-    project = _project(project_id, _caller())
-    return jsonify(_job(project, job_id).to_api())
+    return jsonify(_job_of(_access(project_id, job_id)).to_api())
 
 
 @bp.get("/<project_id>/jobs")
 def list_jobs(project_id: str) -> Response:
-    project = _project(project_id, _caller())
+    project = _access(project_id).project
     query = bodies.parse_list_query(request.args)
     jobs, cursor = _services().jobs.page(project.id, status=query.status, limit=query.limit,
                                          cursor=query.cursor)
@@ -107,8 +139,7 @@ def list_jobs(project_id: str) -> Response:
 
 @bp.get("/<project_id>/job/<job_id>/messages")
 def conversation(project_id: str, job_id: str) -> Response:
-    project = _project(project_id, _caller())
-    job = _job(project, job_id)
+    job = _job_of(_access(project_id, job_id))
     query = bodies.parse_messages_query(request.args)
     page, cursor = _services().jobs.conversation_page(job.id, limit=query.limit, cursor=query.cursor)
     messages = [m.to_api() for m in page]
@@ -121,15 +152,13 @@ def conversation(project_id: str, job_id: str) -> Response:
 
 @bp.post("/<project_id>/job/<job_id>/archive")
 def archive_job(project_id: str, job_id: str) -> Response:
-    project = _project(project_id, _caller())
-    job = _job(project, job_id)
+    job = _job_of(_access(project_id, job_id))
     return jsonify(_services().jobs.archive(job.id).to_api())
 
 
 @bp.delete("/<project_id>/job/<job_id>")
 def delete_job(project_id: str, job_id: str) -> Response:
-    project = _project(project_id, _caller())
-    job = _services().jobs.delete(_job(project, job_id).id)
+    job = _services().jobs.delete(_job_of(_access(project_id, job_id)).id)
     # The branch and pull request are the repository's: Copydesk leaves them on the code host.
     return jsonify({"deleted": True, "id": job.id,
                     "kept": {"branch": job.branch, "prLink": job.pr_link,
@@ -138,17 +167,15 @@ def delete_job(project_id: str, job_id: str) -> Response:
 
 @bp.post("/<project_id>/job/<job_id>/cancel")
 def cancel_job(project_id: str, job_id: str) -> Response:
-    project = _project(project_id, _caller())
-    job = _job(project, job_id)
+    job = _job_of(_access(project_id, job_id))
     return jsonify(_services().jobs.cancel(job.id).to_api())
 
 
 @bp.get("/<project_id>/job/<job_id>/events")
 def job_events(project_id: str, job_id: str) -> Response:
     services = _services()
-    key = _caller()
-    project = _project(project_id, key)
-    job = _job(project, job_id)
+    granted = _access(project_id, job_id)
+    key, project, job = granted.key, granted.project, _job_of(granted)
     query = bodies.parse_events_query(request.args, request.headers.get("Last-Event-ID"))
     if query.as_json:
         events = services.events.after(job.id, query.after, count=bodies.EVENTS_PAGE)

@@ -2,6 +2,7 @@
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from service.store.replies import transaction
 from service.workspace.git import Git, GitError, Remote
 
 HOST = "local"
+ARCHIVE_PREFIX = "refs/copydesk/archive/"  # + job id: the head of an archived job's branch, kept for its diff
 
 
 def _check_usable(path: Path, *, walk: bool) -> None:
@@ -214,13 +216,53 @@ class LocalCodeHost:
         if pull.merge_commit:
             return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", f"{pull.merge_commit}^1",
                                  pull.merge_commit, git_dir=path).stdout.decode("utf-8", "replace")
-        head = self._head(path, pull.head)
+        head = self._head(path, pull.head) or self._archived_head(path, pull.job_id)
         base = self._head(path, pull.base)
         if head is None or base is None:
             return ""
         merge_base = self._git.out("merge-base", base, head, git_dir=path)
         return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", merge_base, head,
                              git_dir=path).stdout.decode("utf-8", "replace")
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    def retire_archived_branches(self, project: Project, archived: Callable[[list[str]], set[str]]) -> list[str]:
+        """Keep the head of every branch of an archived job under `refs/copydesk/archive/<job id>` and delete the
+        branch, in one ref transaction (so its pull request page still shows the diff); return those job ids.
+
+        `archived` takes job ids and answers which of them are archived. A branch that moves meanwhile is left
+        for the next upkeep: each deletion is a compare-and-swap on the head that was kept.
+        """
+        path = Path(project.repository)
+        branches = {pull.head: pull.job_id for pull in self.pulls(project.id) if pull.state != "merged"}
+        heads = self._branch_heads(path)
+        present = {branch: job_id for branch, job_id in branches.items() if branch in heads}
+        retired = archived(sorted(set(present.values())))
+        moves = [(branch, job_id, heads[branch]) for branch, job_id in sorted(present.items()) if job_id in retired]
+        if not moves:
+            return []
+        if not self._move_to_archive(path, moves):
+            # One branch moved: the others still go, one transaction each.
+            moves = [move for move in moves if self._move_to_archive(path, [move])]
+        return [job_id for _branch, job_id, _head in moves]
+
+    def pack_refs(self, project: Project) -> None:
+        """Pack the repository's refs, so listing them (`ls-remote`, every run's fetch) does not read a file each."""
+        self._git.run("pack-refs", "--all", git_dir=Path(project.repository))
+
+    def _move_to_archive(self, path: Path, moves: list[tuple[str, str, str]]) -> bool:
+        script = "start\n" + "".join(f"update {ARCHIVE_PREFIX}{job_id} {head}\ndelete refs/heads/{branch} {head}\n"
+                                     for branch, job_id, head in moves) + "prepare\ncommit\n"
+        return self._git.run("update-ref", "--stdin", git_dir=path, input=script.encode(), check=False).returncode == 0
+
+    def _branch_heads(self, path: Path) -> dict[str, str]:
+        out = self._git.out("for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", git_dir=path)
+        return {ref.removeprefix("refs/heads/"): sha for sha, _, ref in (line.partition(" ") for line in out.splitlines())}
+
+    def _archived_head(self, path: Path, job_id: str) -> str | None:
+        proc = self._git.run("rev-parse", "--verify", "-q", f"{ARCHIVE_PREFIX}{job_id}^{{commit}}", git_dir=path,
+                             check=False)
+        return proc.stdout.decode().strip() or None
 
     def _head(self, path: Path, branch: str) -> str | None:
         proc = self._git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=path,

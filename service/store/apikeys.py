@@ -1,13 +1,19 @@
 """API keys at rest: a SHA-256 hash and a public id, never the key itself; their use counts and audit list."""
 
+import enum
+import logging
+from datetime import timedelta
+
 import redis
 
-from service.clock import now, now_iso, parse_iso
+from service.clock import iso, now, now_iso
 from service.errors import KeyNotFound
 from service.models import ApiKey, KeyEvent
 from service.store.codec import dump, load
 from service.store.replies import text
 from service.store.schema import stamp_new
+
+log = logging.getLogger(__name__)
 
 _INDEX = "cd:apikeys"
 # lastUsedAt is refreshed at most this often, so a busy key does not cost a write per request.
@@ -25,6 +31,46 @@ redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return {1, ARGV[1]}
 """
+
+
+# Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
+# about keys is cached in the process, so a revocation holds from the next request on. The digests compared are
+# SHA-256 of the presented key and of the real one: a caller cannot steer a digest's bytes, so this comparison's
+# timing tells nothing about the key.
+_AUTHORIZE = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'unknown'} end
+local key = cjson.decode(raw)
+if key['hash'] ~= ARGV[1] then return {'unknown'} end
+local revoked = key['revoked_at']
+if revoked and revoked ~= cjson.null and revoked ~= '' then return {'revoked'} end
+local expires = key['expires_at']
+if expires and expires ~= cjson.null and expires <= ARGV[2] then return {'expired'} end
+local uses
+local last = redis.call('GET', KEYS[2])
+if ARGV[4] == '1' then
+  uses = redis.call('INCR', KEYS[3])
+  if not last or last < ARGV[3] then
+    last = ARGV[2]
+    redis.call('SET', KEYS[2], last)
+  end
+else
+  uses = tonumber(redis.call('GET', KEYS[3]) or '0')
+  last = last or false
+end
+local reply = {'ok', raw, last, uses}
+for i = 4, #KEYS do reply[i + 1] = redis.call('GET', KEYS[i]) or false end
+return reply
+"""
+
+
+class KeyCheck(enum.Enum):
+    """What the key check found about a presented key."""
+
+    OK = "ok"
+    UNKNOWN = "unknown"  # no such key, or the secret part does not match
+    REVOKED = "revoked"
+    EXPIRED = "expired"
 
 
 def _key(key_id: str) -> str:
@@ -52,6 +98,32 @@ class ApiKeyStore:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
         self._claim = client.register_script(_CLAIM)
+        self._authorize = client.register_script(_AUTHORIZE)
+
+    def authorize(self, key_id: str, digest: str, reads: list[str]) -> tuple[KeyCheck, ApiKey | None, list]:
+        """Check the key `key_id` against the presented key's `digest` (revocation, expiry), count one use and
+        read the string records named by `reads`, all in one round trip; the records are None unless OK."""
+        stamp = now()
+        cutoff = stamp - timedelta(seconds=_LAST_USED_RESOLUTION_SECONDS)
+        keys = [_key(key_id), _last_used_key(key_id), _uses_key(key_id), *reads]
+        try:
+            reply = self._authorize(keys=keys, args=[digest, iso(stamp), iso(cutoff), 1])
+        except (redis.ReadOnlyError, redis.ResponseError, redis.ConnectionError) as exc:
+            # A demoted primary answers READONLY, or NOREPLICAS (a ConnectionError with a Sentinel URL, which then
+            # asks the sentinels again); a real outage fails the second try too.
+            if type(exc) is redis.ResponseError and not str(exc).startswith("NOREPLICAS"):
+                raise
+            # Counting the use is bookkeeping, not the caller's write: while Redis takes no writes (a failover),
+            # the key is still checked and the request's reads still served.
+            log.debug("could not count a use of key %s: %s", key_id, exc)
+            reply = self._authorize(keys=keys, args=[digest, iso(stamp), iso(cutoff), 0])
+        check = KeyCheck(text(reply[0]))
+        if check is not KeyCheck.OK:
+            return check, None, [None] * len(reads)
+        key = load(ApiKey, reply[1])
+        key.last_used_at, key.use_count = (text(reply[2]) if reply[2] else None), int(reply[3])
+        records = list(reply[4:]) + [None] * (len(reads) - len(reply[4:]))
+        return check, key, records
 
     def claim_creation(self, account: str, key_id: str, *, limit: int, window_seconds: int) -> float:
         """Record a new key of `account` if fewer than `limit` were made in the last window; else return the
@@ -115,15 +187,6 @@ class ApiKeyStore:
     def forget_audit(self, account: str) -> None:
         """Drop the account's audit list (an account's purge, once it has no keys left)."""
         self._redis.delete(_audit_key(account))
-
-    def touch(self, key: ApiKey) -> None:
-        """Count one use of the key and record that it was just used."""
-        uses = self._redis.incr(_uses_key(key.id))
-        key.use_count = int(uses)
-        if key.last_used_at and (now() - parse_iso(key.last_used_at)).total_seconds() < _LAST_USED_RESOLUTION_SECONDS:
-            return
-        key.last_used_at = now_iso()
-        self._redis.set(_last_used_key(key.id), key.last_used_at)
 
     def audit(self, account: str, limit: int = 100) -> list[KeyEvent]:
         """The account's key events, newest first."""

@@ -2,7 +2,7 @@
 
 import json
 import re
-from typing import cast
+from typing import Any, cast
 
 import redis
 
@@ -10,6 +10,7 @@ from service.clock import now_iso
 from service.errors import InvalidRequest
 from service.events import EventType, JobEvent
 from service.models import Job, JobStatus
+from service.store.commands import CommandRecorder
 
 OUTBOX = "cd:events:outbox"  # events of projects that have webhook endpoints, for the workers' fan-out
 OUTBOX_MAXLEN = 100_000
@@ -54,10 +55,15 @@ class EventLog:
         pipe.xadd(stream_key(job.id), fields, maxlen=self._retention, approximate=True)
         if job.status is JobStatus.ARCHIVED:
             self._expire(pipe, job.id)
+        outbox = {**fields, "job": job.id, "project": job.project_id}
+        if isinstance(pipe, CommandRecorder):
+            # Recorded for a script: it checks for endpoints itself, in the same round trip as the write.
+            recorder = cast(Any, pipe)  # redis-py types its command methods for a client
+            with recorder.when_exists(endpoints_key(job.project_id)):
+                recorder.xadd(OUTBOX, outbox, maxlen=OUTBOX_MAXLEN, approximate=True)
         # Read outside the caller's transaction: an endpoint created this very moment may miss this event.
-        if self._redis.exists(endpoints_key(job.project_id)):
-            pipe.xadd(OUTBOX, {**fields, "job": job.id, "project": job.project_id}, maxlen=OUTBOX_MAXLEN,
-                      approximate=True)
+        elif self._redis.exists(endpoints_key(job.project_id)):
+            pipe.xadd(OUTBOX, outbox, maxlen=OUTBOX_MAXLEN, approximate=True)
 
     def _expire(self, pipe, job_id: str) -> None:
         # An archived job takes no more messages, so its stream only waits for readers: it goes `ttl` after its

@@ -4,7 +4,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import redis
 
@@ -23,7 +23,9 @@ from service.events import EventType
 from service.ids import UlidGenerator, new_id
 from service.lease import Fence, watched
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
+from service.store.admission import Admission, Admitter, Gate, Idempotency, Verdict
 from service.store.codec import dump, load
+from service.store.commands import CommandRecorder
 from service.store.events import EventLog
 from service.store.replies import text, transaction
 from service.store.roundend import last_round_state, settle_round
@@ -36,6 +38,11 @@ PENDING_JOBS = "cd:jobs:pending"  # jobs that have at least one message waiting 
 FINISHED_JOBS = "cd:jobs:finished"  # completed or failed jobs, scored by when they last changed
 _JOB_ID = re.compile(r"^job_[0-9A-HJKMNP-TV-Z]{26}$")
 _MESSAGE_ID = re.compile(r"^msg_[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def is_job_id(text: str) -> bool:
+    """Whether `text` has the form of a job id (anything else is never looked up)."""
+    return bool(_JOB_ID.match(text))
 
 
 def job_key(job_id: str) -> str:
@@ -121,6 +128,7 @@ class JobStore:
         self._redis = client
         self._ids = ids
         self.events = events or EventLog(client, retention=1000)
+        self._admitter = Admitter(client)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -232,32 +240,43 @@ class JobStore:
 
         With an idempotency claim seen before, returns the first job instead (created False).
         """
+        job, admission = self.admit(project, prompt=prompt, model=model, ref=ref, as_draft=as_draft, source=source,
+                                    author=author, key_id=key_id, max_tokens=max_tokens, idempotency=idempotency)
+        assert job is not None  # without a gate, nothing refuses
+        return job, admission.verdict is Verdict.CREATED
+
+    def admit(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
+              source: str = "api", author: str | None = None, key_id: str | None = None,
+              max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None,
+              gate: Gate | None = None) -> tuple[Job | None, Admission]:
+        """Check `gate` (monthly cap, hourly quota) and the idempotency claim, then store a new `active` job and
+        its first message, all in one round trip (service.store.admission).
+
+        Returns the new job, or on a replay the earlier one (IdempotencyConflict if the body differs); None when
+        the cap or the quota refused it.
+        """
         stamp = now_iso()
         job = Job(id=new_id("job", self._ids), project_id=project.id, account=project.account,
                   status=JobStatus.ACTIVE, repository_url=project.web_url, ref=ref, model=model,
                   created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens)
         message = self._user_message(job.id, 0, prompt, source, author, stamp, key_id)
-
-        def attempt(pipe: redis.client.Pipeline):
-            if idempotency is not None:
-                earlier = pipe.hgetall(idempotency.key)
-                first = self._resolve_claim(idempotency, earlier) if earlier else None
-                if first is not None:
-                    return first, False
-            pipe.multi()
-            self._write_job(pipe, job, None)
-            pipe.zadd(_index_key(project.id), {job.id: 0})
-            self._enqueue_message(pipe, message)
-            self.events.append(pipe, job, EventType.JOB_CREATED)
-            if idempotency is not None:
-                pipe.hset(idempotency.key, mapping={"hash": idempotency.body_hash, "job": job.id})
-                pipe.expire(idempotency.key, IDEMPOTENCY_TTL_SECONDS)
-                # So that deleting the job finds its entry (the key is a hash of the caller's scope).
-                pipe.set(_idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
-            return job, True
-
-        watches = [idempotency.key] if idempotency is not None else []
-        return transaction(self._redis, attempt, *watches)
+        recorder = CommandRecorder()
+        writes = cast(Any, recorder)  # redis-py types its command methods for a client; the recorder is one
+        self._write_job(writes, job, None)
+        writes.zadd(_index_key(project.id), {job.id: 0})
+        self._enqueue_message(writes, message)
+        self.events.append(writes, job, EventType.JOB_CREATED)
+        if idempotency is not None:
+            # So that deleting the job finds its entry (the key is a hash of the caller's scope).
+            writes.set(_idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
+        claim = None if idempotency is None else Idempotency(idempotency.key, idempotency.body_hash,
+                                                              IDEMPOTENCY_TTL_SECONDS)
+        admission = self._admitter.admit(job.id, recorder, gate, claim)
+        if admission.verdict is Verdict.REPLAY:
+            assert idempotency is not None
+            earlier = {b"hash": (admission.earlier_hash or "").encode(), b"job": (admission.earlier_job or "").encode()}
+            return self._resolve_claim(idempotency, earlier), admission
+        return (job if admission.verdict is Verdict.CREATED else None), admission
 
     def add_message(self, job_id: str, *, prompt: str, source: str = "api", author: str | None = None,
                     key_id: str | None = None) -> tuple[Job, Message]:

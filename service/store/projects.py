@@ -18,8 +18,12 @@ _INDEX = "cd:projects"
 _BY_REPOSITORY = "cd:projects:by-repository"
 
 
-def _key(project_id: str) -> str:
+def project_key(project_id: str) -> str:
+    """Where the project's record is kept."""
     return f"cd:project:{project_id}"
+
+
+_key = project_key
 
 
 def _repository_field(host: str, repository: str) -> str:

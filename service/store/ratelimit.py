@@ -31,13 +31,25 @@ class RateLimiter:
         self._redis = client
         self._script = client.register_script(_CONSUME)
         self.limit = limit
-        self.window = window_seconds
+        self.window_seconds = window_seconds
 
     def consume(self, subject: str) -> Quota:
         """Take one unit of the subject's quota (a project id, or a namespaced name) if any is left."""
+        key, reset = self.window(subject)
+        allowed, used = self._script(keys=[key], args=[self.limit, self.ttl])
+        return self.quota(bool(allowed), int(used), reset)
+
+    def window(self, subject: str) -> tuple[str, int]:
+        """The counter of the subject's current window and the seconds until the next one starts."""
         now = time.time()
-        window_start = int(now // self.window) * self.window
-        key = f"cd:rl:{subject}:{window_start}"
-        allowed, used = self._script(keys=[key], args=[self.limit, self.window + 60])
-        reset = max(1, int(window_start + self.window - now))
-        return Quota(bool(allowed), self.limit, max(0, self.limit - int(used)), reset)
+        window_start = int(now // self.window_seconds) * self.window_seconds
+        return f"cd:rl:{subject}:{window_start}", max(1, int(window_start + self.window_seconds - now))
+
+    @property
+    def ttl(self) -> int:
+        """How long a window's counter is kept."""
+        return self.window_seconds + 60
+
+    def quota(self, allowed: bool, used: int, reset_seconds: int) -> Quota:
+        """The quota left after a window's counter reached `used` (counted elsewhere, e.g. in a script)."""
+        return Quota(allowed, self.limit, max(0, self.limit - used), reset_seconds)

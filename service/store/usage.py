@@ -27,22 +27,24 @@ def month_of(moment: datetime | None = None) -> str:
 
 # Keyed by code host and account, as keys and projects are: the GitHub org `team` and the local account `team`
 # are two accounts.
-def _account_key(host: str, account: str, month: str) -> str:
+def account_key(host: str, account: str, month: str) -> str:
+    """The hash of the account's token totals of `month`."""
     return f"cd:usage:host:{host}:account:{account}:{month}"
 
 
-def _cap_key(host: str, account: str) -> str:
+def cap_key(host: str, account: str) -> str:
+    """The account's monthly token cap, when it has one ("" when it was removed on this host)."""
     return f"cd:cap:host:{host}:account:{account}:monthly-tokens"
 
 
 # Before totals were keyed by host, one name stood for both accounts. Such totals and caps are read for either
 # host (never split: who spent what cannot be told apart), so no cap loosens at the upgrade; totals last until
 # their month ends, a cap until one is set for the host.
-def _legacy_account_key(account: str, month: str) -> str:
+def legacy_account_key(account: str, month: str) -> str:
     return f"cd:usage:account:{account}:{month}"
 
 
-def _legacy_cap_key(account: str) -> str:
+def legacy_cap_key(account: str) -> str:
     return f"cd:account:{account}:monthly-token-cap"
 
 
@@ -88,7 +90,7 @@ class UsageLedger:
         counts = add_records(None, usage)
         billable = counts.pop("billableTokens")
         counts["unbilledTokens"] = counts["inputTokens"] + counts["outputTokens"] - billable
-        for name in [_account_key(host, account, month)] + ([_key_key(key_id, month)] if key_id else []):
+        for name in [account_key(host, account, month)] + ([_key_key(key_id, month)] if key_id else []):
             for field in _FIELDS:
                 pipe.hincrby(name, field, counts[field])
             pipe.expire(name, TOTALS_TTL_SECONDS)
@@ -96,8 +98,8 @@ class UsageLedger:
     def account(self, host: str, account: str, month: str | None = None) -> MonthUsage:
         month = month or month_of()
         pipe = self._redis.pipeline(transaction=False)
-        pipe.hgetall(_account_key(host, account, month))
-        pipe.hgetall(_legacy_account_key(account, month))
+        pipe.hgetall(account_key(host, account, month))
+        pipe.hgetall(legacy_account_key(account, month))
         current, legacy = pipe.execute()
         return MonthUsage(month, *(_count(current, f) + _count(legacy, f) for f in _FIELDS))
 
@@ -108,13 +110,13 @@ class UsageLedger:
 
     def cap(self, host: str, account: str) -> int | None:
         """The account's monthly token cap, None when it has none."""
-        raw, legacy = self._redis.mget([_cap_key(host, account), _legacy_cap_key(account)])
+        raw, legacy = self._redis.mget([cap_key(host, account), legacy_cap_key(account)])
         raw = raw if raw is not None else legacy
         return int(raw) if raw else None  # b"": removed on this host, whatever the shared cap says
 
     def set_cap(self, host: str, account: str, tokens: int | None) -> None:
         """Set the account's cap, or remove it (None)."""
-        self._redis.set(_cap_key(host, account), "" if tokens is None else int(tokens))
+        self._redis.set(cap_key(host, account), "" if tokens is None else int(tokens))
 
     def check(self, host: str, account: str) -> None:
         """Raise MonthlyBudgetExceeded when the account has used up its monthly cap."""
@@ -123,9 +125,7 @@ class UsageLedger:
             return
         used = self.account(host, account)
         if used.total >= cap:
-            raise MonthlyBudgetExceeded(
-                f"account {account!r} ({host}) used {used.total:,} model tokens in {used.month}, its monthly cap is "
-                f"{cap:,}; new work is refused until the month ends", retry_after=_seconds_to_month_end())
+            raise cap_reached(host, account, used.total, cap, used.month)
 
 
 def hosts_of(account: str, projects: Iterable[Project]) -> set[str]:
@@ -135,6 +135,13 @@ def hosts_of(account: str, projects: Iterable[Project]) -> set[str]:
 
 def _count(raw: dict, field: str) -> int:
     return int(raw.get(field.encode(), 0))
+
+
+def cap_reached(host: str, account: str, used: int, cap: int, month: str | None = None) -> MonthlyBudgetExceeded:
+    """The error of an account that used `used` of its `cap` tokens this month."""
+    return MonthlyBudgetExceeded(
+        f"account {account!r} ({host}) used {used:,} model tokens in {month or month_of()}, its monthly cap is "
+        f"{cap:,}; new work is refused until the month ends", retry_after=_seconds_to_month_end())
 
 
 def _seconds_to_month_end() -> int:

@@ -1,5 +1,6 @@
 """Git's own rules (its `verify_path`) for path components that a checkout would read as a protected name."""
 
+import functools
 import re
 import unicodedata
 
@@ -11,18 +12,24 @@ GIT_FILES = (".gitmodules", ".gitattributes", ".gitignore", ".mailmap")
 _SHORT_NAME = re.compile(r"(?P<stem>[^~]{1,6})~(?P<n>[0-9]+)")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical(component: str) -> str:
     """The name a case-insensitive checkout on HFS+ or NTFS would use for `component`.
 
     HFS+-ignored code points go, the name is case-folded (NFKC first, so full-width look-alikes fold too),
     an NTFS alternate data stream (`:$INDEX_ALLOCATION`) is cut off, and trailing dots and spaces dropped.
     """
-    name = "".join(c for c in component if ord(c) not in HFS_IGNORED)
-    name = unicodedata.normalize("NFKC", name).casefold()
+    if component.isascii():  # no HFS+-ignored code points, NFKC leaves it as it is, casefold is lower
+        name = component.lower()
+    else:
+        name = "".join(c for c in component if ord(c) not in HFS_IGNORED)
+        name = unicodedata.normalize("NFKC", name).casefold()
     name = name.split(":", 1)[0]
     return name.rstrip(". ")
 
 
+# A repository repeats its folder names across thousands of paths: each name is worked out once per process.
+@functools.lru_cache(maxsize=1 << 16)
 def aliases(component: str, protected: str) -> bool:
     """Whether `component` names `protected` (a lower-case name such as `.git`) on some file system.
 

@@ -33,10 +33,20 @@ class BranchHistory:
 
     def files(self, head: str) -> list[tuple[str, str]]:
         """(status word, path) of every file the branch changes against its base."""
-        merge_base = self.merge_base(head)
-        if merge_base is None:
+        if self.base is None or self.base == head:
             return []
-        out = self._git("diff", "--name-status", "--no-renames", merge_base, head)
+        if head in self._merge_bases:
+            out = self._git("diff", "--name-status", "--no-renames", self._merge_bases[head], head)
+        else:
+            # One process instead of `merge-base` and then `diff`; git refuses when there are several merge bases.
+            proc = self.mirror.git.run("diff", "--name-status", "--no-renames", "--merge-base", self.base, head,
+                                       git_dir=self.mirror.path, check=False)
+            if proc.returncode == 0:
+                out = proc.stdout.decode("utf-8", "replace").strip()
+            else:
+                merge_base = self.merge_base(head)
+                assert merge_base is not None  # the base exists and differs from head
+                out = self._git("diff", "--name-status", "--no-renames", merge_base, head)
         return [(_STATUS.get(line[0], line[0]), line.split("\t", 1)[1]) for line in out.splitlines() if "\t" in line]
 
     def find_trailer(self, head: str | None, trailer: str) -> str | None:

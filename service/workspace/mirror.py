@@ -14,11 +14,15 @@ from service.workspace.git import Git, GitError, Remote
 from service.workspace.overlay import DEFAULT_MAX_FILE_BYTES, Workspace
 
 RUNS_PREFIX = "refs/copydesk/runs/"
+# Entries runs keep by tree id inside the mirror's git dir (service.agent.tree_cache); upkeep drops old ones.
+TREE_CACHE_FOLDER = "copydesk-tree-cache"
+TREE_CACHE_DAYS = 7
 # Last fetched head of every remote ref a run asked for: the tips a later fetch negotiates from, so
 # it transfers only new objects even though every run deletes its own refs.
 CACHE_PREFIX = "refs/copydesk/cache/"
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class MirrorStore:
@@ -105,19 +109,43 @@ class Mirror:
 
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""
+        if _OBJECT_ID.fullmatch(commit):
+            # Already an id (what runs pass): checked through the workspace's own `cat-file`, not one more process.
+            workspace = Workspace(self.git, self.path, commit, max_file_bytes=self.max_file_bytes)
+            try:
+                workspace.tree_id()
+            except BaseException:
+                workspace.close()
+                raise
+            return workspace
         sha = self.git.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}", git_dir=self.path)
         return Workspace(self.git, self.path, sha, max_file_bytes=self.max_file_bytes)
 
     def maintenance(self, *, loose_objects: int = 6700, pack_limit: int = 50, stale_after: float = 86400) -> None:
-        """Housekeeping under the lock: drop run refs older than `stale_after` seconds, then `git gc --auto`."""
+        """Housekeeping under the lock: drop run refs older than `stale_after` seconds, pack refs, then
+        `git gc --auto`."""
         with self.lock():
             cutoff = time.time() - stale_after
             for namespace in self._run_namespaces():
                 if int(namespace[len(RUNS_PREFIX):].split("-", 1)[0]) < cutoff:
                     self._delete_under(namespace)
+            self._prune_tree_cache(time.time() - TREE_CACHE_DAYS * 86400)
+            # Loose refs cost a file read each on every fetch's ref listing; packed, they are one file.
+            self.git.run("pack-refs", "--all", git_dir=self.path)
             # gc --auto is disabled for every other command; here it runs in the foreground so it stays under the lock.
             self.git.run("-c", f"gc.auto={loose_objects}", "-c", f"gc.autoPackLimit={pack_limit}",
                          "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", git_dir=self.path)
+
+    def _prune_tree_cache(self, cutoff: float) -> None:
+        folder = Path(self.path) / TREE_CACHE_FOLDER
+        if not folder.is_dir():
+            return
+        for entry in folder.iterdir():
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    entry.unlink()
+            except FileNotFoundError:
+                pass  # another worker's upkeep took it
 
     def _fetch(self, remote: Remote, pairs: list[tuple[str, str]]) -> dict[str, str | None]:
         for src, dst in pairs:

@@ -2,6 +2,7 @@
 
 import bisect
 import copy
+import heapq
 import io
 import itertools
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from service.workspace.entries import (
     SearchMatch,
     WorkspaceError,
 )
-from service.workspace.git import Git
+from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
@@ -83,6 +84,8 @@ class Workspace:
         self._root: str | None = None
         self._listing: dict[str, tuple[int, str]] | None = None  # every non-tree entry of the start tree
         self._sorted: list[str] = []
+        # commit -> (listing, sorted paths), shared with every view, so one `ls-tree` serves them all
+        self._listings: dict[str, tuple[dict[str, tuple[int, str]], list[str]]] = {}
 
     def __enter__(self) -> "Workspace":
         return self
@@ -182,13 +185,29 @@ class Workspace:
     def entries(self) -> dict[str, EntryKind]:
         """Every file, executable, symlink and submodule path with its kind, sorted by path."""
         listing = self._tree_listing()
-        result = {p: kind_of_mode(mode) for p, (mode, _) in listing.items() if p not in self._overlay}
-        for path, data in self._overlay.items():
+        overlay = self._overlay
+        # The start tree's paths come sorted already; only the run's own (few) are sorted and merged in.
+        kept = ((p, kind_of_mode(listing[p][0])) for p in self._sorted if p not in overlay)
+        written = []
+        for path, data in overlay.items():
             if data is not None:
                 tree = listing.get(path)
                 exec_ = tree is not None and kind_of_mode(tree[0]) is EntryKind.EXECUTABLE
-                result[path] = EntryKind.EXECUTABLE if exec_ else EntryKind.FILE
-        return dict(sorted(result.items()))
+                written.append((path, EntryKind.EXECUTABLE if exec_ else EntryKind.FILE))
+        return dict(heapq.merge(kept, sorted(written), key=lambda item: item[0]))
+
+    def tree_id(self) -> str:
+        """The id of the start commit's root tree (what caches of the start tree are keyed by)."""
+        return self._root_tree()
+
+    def in_start_tree(self, path: str) -> bool:
+        """Whether `path` is a non-directory entry of the start tree (changed or not by this run)."""
+        return path in self._tree_listing()
+
+    def start_files(self) -> list[str]:
+        """Every non-directory path of the start tree, sorted, without this run's changes."""
+        self._tree_listing()
+        return list(self._sorted)
 
     def list_files(self) -> list[str]:
         """Every non-directory path (files, executables, symlinks, submodules), sorted."""
@@ -300,8 +319,12 @@ class Workspace:
 
     def _root_tree(self) -> str:
         if self._root is None:
-            kind, data = self._cat.read(self.start_commit)
-            assert kind == "commit" and data.startswith(b"tree ")
+            try:
+                kind, data = self._cat.read(self.start_commit)
+            except KeyError:
+                kind, data = "missing", b""
+            if kind != "commit" or not data.startswith(b"tree "):
+                raise GitError(["cat-file"], 128, f"{self.start_commit} is not a commit in this repository ({kind})")
             self._root = data[5:data.index(b"\n")].decode("ascii")
         return self._root
 
@@ -335,15 +358,17 @@ class Workspace:
 
     def _tree_listing(self) -> dict[str, tuple[int, str]]:
         if self._listing is None:
-            out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit, git_dir=self.git_dir).stdout
-            listing = {}
-            for record in out.split(b"\0"):
-                if record:
-                    meta, _, path = record.partition(b"\t")
-                    mode, _, oid = meta.split(b" ")
-                    listing[_decode(path)] = (int(mode, 8), oid.decode("ascii"))
-            self._listing = listing
-            self._sorted = sorted(listing)
+            if self.start_commit not in self._listings:
+                out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit,
+                                   git_dir=self.git_dir).stdout
+                listing = {}
+                for record in out.split(b"\0"):
+                    if record:
+                        meta, _, path = record.partition(b"\t")
+                        mode, _, oid = meta.split(b" ")
+                        listing[_decode(path)] = (int(mode, 8), oid.decode("ascii"))
+                self._listings[self.start_commit] = (listing, sorted(listing))
+            self._listing, self._sorted = self._listings[self.start_commit]
         return self._listing
 
     def _tree_paths_under(self, path: str) -> list[str]:

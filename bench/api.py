@@ -1,0 +1,138 @@
+"""GET job and create job of `copydesk web` against a bare Flask app doing one HGETALL, both under the same
+gunicorn + gevent settings (2 workers), measured in one run, interleaved, as ratios.
+
+Run by hand: `.venv/bin/python bench/api.py [--seconds 5] [--connections 16] [--rounds 3]`. Needs `wrk`
+(Debian: `apt-get install wrk`): a load generator in Python saturates a core of this 2-core machine before
+either server does. Each round measures the bare app, Copydesk's GET job and Copydesk's create in turn; the
+figures are the medians over the rounds. Goals (issue 20): GET ≥ 0.90× bare, create ≥ 0.45×, GET p99 ≤ 15 ms.
+"""
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bare_web import RECORD  # noqa: E402
+from bench.webstack import web_stack  # noqa: E402
+from tests.conftest import free_port  # noqa: E402
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+# wrk runs this for the create case: POST with the key and a JSON body.
+_POST = """wrk.method = "POST"
+wrk.body = '{"prompt": "Add an FAQ page"}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "%s"
+"""
+
+
+@dataclass
+class Load:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+def wrk(url: str, *, seconds: int, connections: int, headers: dict[str, str], script: Path | None = None) -> Load:
+    """One wrk run: requests per second, latency percentiles and non-2xx or socket errors."""
+    argv = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for name, value in headers.items():
+        argv += ["-H", f"{name}: {value}"]
+    if script is not None:
+        argv += ["-s", str(script)]
+    out = subprocess.run(argv + [url], capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])
+    percentiles = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
+    errors = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses: (\d+)", out))
+    errors += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    return Load(rps, _ms(percentiles["50"]), _ms(percentiles["99"]), errors)
+
+
+def _ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+    return float(number) * _UNITS[unit]
+
+
+class BareServer:
+    """bench/bare_web.py on a free port."""
+
+    def __init__(self, redis_url: str, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        with open(log, "ab") as out:
+            self._proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_web.py")),
+                                           str(self.port), redis_url], stdout=out, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{self.url}/healthz", timeout=1).ok:
+                    return
+            except requests.RequestException:
+                time.sleep(0.1)
+        self.close()
+        raise RuntimeError("the bare app did not come up")
+
+    def close(self) -> None:
+        self._proc.terminate()
+        self._proc.wait(timeout=20)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("bench/api.py needs wrk: apt-get install wrk")
+    with web_stack("gevent", 2) as web, tempfile.TemporaryDirectory() as tmp:
+        redis_url = web.env["COPYDESK_REDIS_URL"]
+        created = requests.post(f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"},
+                                headers=web.headers, timeout=30)
+        created.raise_for_status()
+        job_url = f"{web.url}/v2/agent/{web.project_id}/job/{created.json()['id']}"
+        # The bare app reads a record as large as the job Copydesk returns.
+        record = {k: json.dumps(v) for k, v in created.json().items()}
+        redis.Redis.from_url(redis_url).hset(RECORD, mapping=record)
+        post = Path(tmp) / "post.lua"
+        post.write_text(_POST % web.headers["Authorization"])
+        bare = BareServer(redis_url, web.root / "bare.log")
+        try:
+            cases = {"bare HGETALL": (f"{bare.url}/record", {}, None),
+                     "GET job": (job_url, web.headers, None),
+                     "create job": (f"{web.url}/v2/agent/{web.project_id}/job", {}, post)}
+            for url, headers, script in cases.values():  # warm-up: connections, scripts, imports
+                wrk(url, seconds=1, connections=args.connections, headers=headers, script=script)
+            results: dict[str, list[Load]] = {name: [] for name in cases}
+            for _ in range(args.rounds):
+                for name, (url, headers, script) in cases.items():
+                    results[name].append(wrk(url, seconds=args.seconds, connections=args.connections,
+                                             headers=headers, script=script))
+        finally:
+            bare.close()
+    print(f"{args.connections} connections, {args.seconds:g} s x {args.rounds} rounds, medians "
+          f"(load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())})")
+    print(f"{'case':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7}")
+    base = statistics.median(r.rps for r in results["bare HGETALL"])
+    for name, loads in results.items():
+        rps = statistics.median(r.rps for r in loads)
+        print(f"{name:<14} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
+              f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
+              f"{rps / base:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()

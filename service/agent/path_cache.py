@@ -1,0 +1,21 @@
+"""The start tree's paths the sandbox policy hides, worked out once per tree (service.agent.tree_cache)."""
+
+from service.agent.paths import allowed_paths, is_allowed
+from service.agent.tree_cache import cached
+
+
+def allowed_files(workspace) -> list[str]:
+    """`workspace.list_files()` without the paths the agent may not name; the start tree's are looked up, only
+    paths this run added are checked one by one."""
+    forbidden = forbidden_paths(workspace)
+    return [path for path in workspace.list_files()
+            if (path not in forbidden if workspace.in_start_tree(path) else is_allowed(path))]
+
+
+def forbidden_paths(workspace) -> frozenset[str]:
+    """The start tree's paths that fail the sandbox policy (usually none)."""
+    def compute() -> frozenset[str]:
+        files = workspace.start_files()
+        return frozenset(files) - frozenset(allowed_paths(files))
+
+    return cached(workspace, "forbidden-paths", compute)
