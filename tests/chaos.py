@@ -266,7 +266,10 @@ class ChaosRig:
         alive = [w for w in self.workers if w.alive()]
         if not alive:
             return
-        worker = self.random.choice(alive)
+        # A worker in the middle of a run when there is one: killing idle workers tests little, and the recovery
+        # figures need runs cut off.
+        busy = [w for w in alive if w.horse_pid() is not None]
+        worker = self.random.choice(busy or alive)
         kind = self.random.choice(["worker", "horse", "host"])
         horse = worker.horse_pid()
         if kind == "horse" and horse is None:

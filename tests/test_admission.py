@@ -9,7 +9,7 @@ from service.store.events import OUTBOX, endpoints_key
 from service.store.jobs import IdempotencyClaim, JobStore
 from service.store.projects import ProjectStore
 from service.store.ratelimit import RateLimiter
-from service.store.usage import account_key, cap_key, month_of
+from service.store.usage import cap_keys, month_of
 
 
 @pytest.fixture
@@ -22,8 +22,7 @@ def stores(redis_client):
 
 def gate(project, limiter):
     key, _reset = limiter.window(project.id)
-    return Gate(cap_key=cap_key(project.account), usage_key=account_key(project.account, month_of()),
-                quota_key=key, quota_limit=limiter.limit, quota_ttl=limiter.ttl)
+    return Gate(**cap_keys(project.host, project.account, month_of()), quota_key=key, quota_limit=limiter.limit, quota_ttl=limiter.ttl)
 
 
 def admit(jobs, project, limiter, claim=None):
@@ -42,8 +41,9 @@ def test_the_quota_refuses_past_its_limit_and_a_refusal_writes_nothing(stores, r
 
 def test_a_capped_account_is_refused_before_anything_else(stores, redis_client):
     jobs, project, limiter = stores
-    redis_client.set(cap_key(project.account), 100)
-    redis_client.hset(account_key(project.account, month_of()), mapping={"inputTokens": 90, "outputTokens": 20})
+    keys = cap_keys(project.host, project.account, month_of())
+    redis_client.set(keys["cap_key"], 100)
+    redis_client.hset(keys["usage_key"], mapping={"inputTokens": 90, "outputTokens": 20})
     job, admission = admit(jobs, project, limiter)
     assert job is None and admission.verdict is Verdict.CAPPED and (admission.used, admission.cap) == (110, 100)
     assert jobs.page(project.id, status=None, limit=10, cursor=None)[0] == []

@@ -18,15 +18,7 @@ from service.models import Job, JobStatus, Project
 from service.store.admission import Gate, Verdict
 from service.store.jobs import IdempotencyClaim, add_usage, remaining_budget
 from service.store.ratelimit import Quota
-from service.store.usage import (
-    account_key,
-    cap_key,
-    cap_reached,
-    hosts_of,
-    legacy_account_key,
-    legacy_cap_key,
-    month_of,
-)
+from service.store.usage import cap_keys, cap_reached, hosts_of, month_of
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
@@ -69,11 +61,7 @@ def create_job(project_id: str) -> Response:
         scope = hashlib.sha256(f"{key.account}\0{project.id}\0{idem}".encode()).hexdigest()
         claim = IdempotencyClaim(scope=scope, body_hash=bodies.body_hash(body))
     quota_key, reset = services.limiter.window(project.id)
-    month = month_of()
-    gate = Gate(cap_key=cap_key(project.host, project.account),
-                usage_key=account_key(project.host, project.account, month),
-                legacy_cap_key=legacy_cap_key(project.account),
-                legacy_usage_key=legacy_account_key(project.account, month), quota_key=quota_key, quota_limit=services.limiter.limit, quota_ttl=services.limiter.ttl)
+    gate = Gate(**cap_keys(project.host, project.account, month_of()), quota_key=quota_key, quota_limit=services.limiter.limit, quota_ttl=services.limiter.ttl)
     job, admission = services.jobs.admit(project, prompt=create.prompt, model=create.model,
                                          ref=create.ref or project.ref, as_draft=create.as_draft, key_id=key.id,
                                          max_tokens=create.max_tokens or project.max_tokens, idempotency=claim,

@@ -48,6 +48,12 @@ def legacy_cap_key(account: str) -> str:
     return f"cd:account:{account}:monthly-token-cap"
 
 
+def cap_keys(host: str, account: str, month: str) -> dict[str, str]:
+    """The keys a check of the account's monthly cap reads, as service.store.admission.Gate names them."""
+    return {"cap_key": cap_key(host, account), "usage_key": account_key(host, account, month),
+            "legacy_cap_key": legacy_cap_key(account), "legacy_usage_key": legacy_account_key(account, month)}
+
+
 def _key_key(key_id: str, month: str) -> str:
     return f"cd:usage:key:{key_id}:{month}"
 
