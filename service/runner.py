@@ -14,6 +14,7 @@ from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failur
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
 from service.codehost.base import CodeHost, CodeHostError
+from service.describe import RoundState
 from service.errors import RunFailed
 from service.events import EventType
 from service.faults import (
@@ -31,6 +32,7 @@ from service.monthlycap import AccountSpending
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
 from service.store.jobs import JobStore, RunOutcome, remaining_budget
+from service.tracking import RoundTracker, TrackingComments
 from service.workspace.entries import BranchConflict
 from service.workspace.git import GitError, Remote
 from service.workspace.history import BranchHistory
@@ -142,6 +144,7 @@ class Run:
         self.history: BranchHistory | None = None
         self.spending: AccountSpending | None = None
         self.instructions_from: str | None = None  # the head of the project's base branch: see _edit
+        self.tracker: RoundTracker | None = None  # the round's comment on the pull request: see _track
 
     # -- the lifecycle ---------------------------------------------------------------------------
 
@@ -190,6 +193,7 @@ class Run:
                                                    account=self.project.account, key_id=self.message.key_id)
         spending.allow_call()  # checked again as the run starts: work since it was accepted may have used the cap
         self.host = self.services.code_hosts[self.project.host]
+        self._track().start(self.job.pr_number)
         self.remote = self.host.remote(self.project)
         self.mirror = self.runner.mirrors.mirror(self.remote)
         try:
@@ -289,16 +293,19 @@ class Run:
                                                  draft=self.job.as_draft, fence=self.lease.fence)
             outcome.pr_link, outcome.pr_number = pull.url, pull.number
             self.runner.faults.reach(AFTER_PULL)
-        if self.message.seq > 0:
-            self.lease.ensure_held()
-            self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
-            number = outcome.pr_number or self.job.pr_number
-            assert number is not None  # the job had a pull request or this run opened one (see the return above)
-            self._comment(number,
-                          describe.round_comment(round_number=self.message.seq, summary=published.summary,
-                                                 changed_files=published.changed_files, commit=published.commit,
-                                                 mention=_mention(self.message)),
-                          key=f"{self.message.id}:round")
+        self.lease.ensure_held()
+        self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
+        number = outcome.pr_number or self.job.pr_number
+        assert number is not None  # the job had a pull request or this run opened one (see the return above)
+        tracker = self._track()
+        tracker.finish(number, tracker.report(RoundState.DONE, summary=published.summary, commit=published.commit,
+                                              changed_files=published.changed_files,
+                                              docs_check=published.docs_check))
+        mention = _mention(self.message)
+        if mention:
+            self._comment(number, describe.round_reply(mention=mention, round_number=tracker.round_number,
+                                                       state=RoundState.DONE, summary=published.summary),
+                          key=f"{self.message.id}:done")
         return outcome
 
     def _record(self, outcome: RunOutcome) -> None:
@@ -359,6 +366,8 @@ class Run:
         log.info("job %s message %s: cancelled; the run stopped", self.job.id, self.message.id)
         try:
             self._record(RunOutcome(cancelled=True))
+            if self.tracker is not None and self.tracker.comment_id is not None and self.job.pr_number is not None:
+                self.tracker.finish(self.job.pr_number, self.tracker.report(RoundState.CANCELLED))
         except LeaseLost:
             log.warning("job %s: the lease lapsed as the run was cancelled; its new holder records it", self.job.id)
 
@@ -380,6 +389,16 @@ class Run:
 
     def _step(self, number: int, call: ToolCall) -> None:
         self.services.events.emit(self.job, EventType.RUN_STEP, run=step_event(self.message.id, number, call))
+        if self.tracker is not None:
+            self.tracker.step(call)
+
+    def _track(self) -> RoundTracker:
+        """The round's tracker, made once the project and its code host are known."""
+        if self.tracker is None:
+            assert self.host is not None and self.project is not None  # set by _run or _reply_failure
+            self.tracker = RoundTracker(TrackingComments(self.services.redis), self.host, self.project, self.message,
+                                        fence=self.lease.fence, edit_every=self.settings.comment_edit_seconds)
+        return self.tracker
 
     def _earlier_push(self, branch_head: str | None) -> _Published | None:
         """The commit an interrupted attempt of this message already pushed, found by its trailer."""
@@ -420,9 +439,13 @@ class Run:
                 return
         assert self.job.pr_number is not None  # _record replies only on a job with a pull request
         try:
-            self._comment(self.job.pr_number, describe.failure_comment(round_number=self.message.seq, error=error,
-                                                                       mention=_mention(self.message)),
-                          key=f"{self.message.id}:failure")
+            tracker = self._track()
+            tracker.finish(self.job.pr_number, tracker.report(RoundState.FAILED, error=error))
+            mention = _mention(self.message)
+            if mention:
+                self._comment(self.job.pr_number, describe.round_reply(
+                    mention=mention, round_number=tracker.round_number, state=RoundState.FAILED, error=error),
+                    key=f"{self.message.id}:failure")
         except LeaseLost:
             log.warning("job %s: the lease lapsed right after the failure was recorded; it is not commented",
                         self.job.id)

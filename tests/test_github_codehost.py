@@ -10,6 +10,7 @@ from bot.github.apps import GitHubApp
 from bot.github.codehost import GitHubCodeHost, comment_marker
 from bot.github.settings import GitHubSettings
 from service.codehost.base import CodeHostError
+from service.describe import DESCRIPTION_END, DESCRIPTION_START
 from service.errors import RunFailed
 from service.lease import Lease, LeaseLost
 from service.models import Project, PullRequest
@@ -147,12 +148,13 @@ def test_a_ready_pull_request_when_not_draft(scene):
 
 def test_follow_up_updates_the_same_pull_request(scene):
     scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
-    first = scene.open()
+    first = scene.open(body=f"{DESCRIPTION_START}\nRound 1\n{DESCRIPTION_END}\n")
     scene.push_job_branch({"docs/intro.md": b"Even better\n"}, message="Round 2")
-    again = scene.open(title="Improve the intro (2)", body="Both rounds")
+    again = scene.open(title="Improve the intro (2)", body=f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
     assert again == first
     (shown,) = scene.github.pulls("acme/docs")
-    assert (shown["title"], shown["body"]) == ("Improve the intro (2)", "Both rounds")
+    assert (shown["title"], shown["body"]) == ("Improve the intro (2)",
+                                               f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
 
 
 def test_a_retry_finds_the_pull_request_an_earlier_attempt_opened(scene):
@@ -270,7 +272,7 @@ def test_a_run_whose_lease_is_gone_writes_nothing_to_github(scene, pull_number, 
 def test_reply_to_a_review_comment(scene, pull_number):
     asked = scene.github.review_comment("acme/docs", pull_number, "alice", "@copydesk-test reword", "docs/intro.md", 1)
     parent = asked["comment"]["id"]
-    scene.host.reply_to_review_comment(scene.project, pull_number, parent, "Reworded")
+    scene.host.reply_in_thread(scene.project, pull_number, str(parent), "Reworded")
     reply = scene.github.comments("acme/docs", pull_number)[-1]
     assert (reply["body"], reply["in_reply_to_id"]) == ("Reworded", parent)
 
@@ -301,7 +303,7 @@ def test_a_review_reply_answered_502_is_not_posted_again(scene, pull_number, sle
     asked = scene.github.review_comment("acme/docs", pull_number, "alice", "@copydesk-test reword", "docs/intro.md", 1)
     scene.github.inject("server", 1, status=502, match="POST /repos/acme/docs/pulls/")
     with pytest.raises(CodeHostError, match=r"HTTP 502\); not retried"):
-        scene.host.reply_to_review_comment(scene.project, pull_number, asked["comment"]["id"], "Reworded")
+        scene.host.reply_in_thread(scene.project, pull_number, str(asked["comment"]["id"]), "Reworded")
     assert sleeps == []
 
 

@@ -113,13 +113,15 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
     ("GET", "/repos/acme/docs/pulls", "pulls/list"),
     ("PATCH", "/repos/acme/docs/pulls/3", "pulls/update"),
     ("POST", "/repos/acme/docs/pulls/3/comments/9/replies", "pulls/create-reply-for-review-comment"),
+    ("PATCH", "/repos/acme/docs/issues/comments/9", "issues/update-comment"),
     ("POST", "/repos/acme/docs/pulls/comments/9/reactions", "reactions/create-for-pull-request-review-comment"),
     ("POST", "/repos/acme/docs/issues/comments/9/reactions", "reactions/create-for-issue-comment"),
     ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
     ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
     ("DELETE", "/repos/acme/docs/git/refs/heads/copydesk/job_1", "git/delete-ref"),
     ("GET", "/repos/acme/docs/compare/main...copydesk/job_1", "repos/compare-commits-with-basehead"),
-    ("GET", "/repos/acme/docs/contents/README.md", None),
+    ("GET", "/repos/acme/docs/contents/.copydesk/config.yml", "repos/get-content"),
+    ("GET", "/repos/acme/docs/git/trees/main", None),
 ])
 def test_concrete_paths_map_to_github_operations(method, path, operation):
     assert operation_for(method, path) == operation
@@ -331,6 +333,11 @@ def test_comments_replies_and_reactions(world):
     assert api.post(f"/repos/acme/docs/issues/{number}/comments", json={}).status_code == 422
     listed = api.get(f"/repos/acme/docs/issues/{number}/comments").json()
     assert [c["body"] for c in listed] == ["Working on it"]
+    edited = api.patch(f"/repos/acme/docs/issues/comments/{comment.json()['id']}", json={"body": "Done"})
+    assert edited.status_code == 200 and edited.json()["body"] == "Done"
+    assert api.patch(f"/repos/acme/docs/issues/comments/{comment.json()['id']}", json={}).status_code == 422
+    assert api.patch("/repos/acme/docs/issues/comments/999999", json={"body": "x"}).status_code == 404
+    assert [c["body"] for c in api.get(f"/repos/acme/docs/issues/{number}/comments").json()] == ["Done"]
 
     person = github.comment("acme/docs", number, "alice", "@copydesk-test fix it")["comment"]
     first = api.post(f"/repos/acme/docs/issues/comments/{person['id']}/reactions", json={"content": "eyes"})
@@ -340,6 +347,8 @@ def test_comments_replies_and_reactions(world):
                     json={"content": "thumbs"}).status_code == 422
     assert api.post(f"/repos/acme/docs/issues/{number}/reactions", json={"content": "rocket"}).status_code == 201
     assert github.reactions(person["id"]) == [("copydesk-test[bot]", "eyes")]
+    # An App edits its own comments, not people's.
+    assert api.patch(f"/repos/acme/docs/issues/comments/{person['id']}", json={"body": "x"}).status_code == 403
 
     line = github.review_comment("acme/docs", number, "bob", "@copydesk-test reword", "docs/index.md", 3)["comment"]
     reply = api.post(f"/repos/acme/docs/pulls/{number}/comments/{line['id']}/replies", json={"body": "Done"})
@@ -605,12 +614,17 @@ def test_the_apps_own_comments_are_delivered_too(world, receiver):
     github.deliver_to(url)
     api = as_installation(github, installation)
     number = open_pr(api, github)["number"]
-    api.post(f"/repos/acme/docs/issues/{number}/comments", json={"body": "Done."})
+    posted = api.post(f"/repos/acme/docs/issues/{number}/comments", json={"body": "Done."}).json()
+    api.patch(f"/repos/acme/docs/issues/comments/{posted['id']}", json={"body": "Done, twice."})
     github.flush_deliveries()
-    [(headers, body)] = received
+    [(headers, body), (_, edit_body)] = received
     payload = json.loads(body)
     validate_webhook("issue_comment", "created", payload)
     assert payload["sender"]["type"] == "Bot" and payload["comment"]["user"]["login"] == "copydesk-test[bot]"
+    edited = json.loads(edit_body)
+    validate_webhook("issue_comment", "edited", edited)
+    assert_like_real_examples("issue_comment", "edited", edited)
+    assert edited["changes"] == {"body": {"from": "Done."}} and edited["comment"]["body"] == "Done, twice."
 
 
 def test_merge_makes_a_real_merge_commit(world, tmp_path):

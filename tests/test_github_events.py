@@ -460,8 +460,12 @@ def test_a_stop_comment_cancels_the_jobs_waiting_work_and_says_so(github, bot, p
     after = bot.services.jobs.get(job.id)
     assert after.status is JobStatus.COMPLETED and after.pr_number == number  # back to its last round's state
     assert [m.status for m in user_messages(bot, job.id)] == [MessageStatus.PROCESSED, MessageStatus.CANCELLED]
-    replies = [c.json["body"] for c in calls(github, "issues/create-comment")]
+    tracking, *replies = [c.json["body"] for c in calls(github, "issues/create-comment")]
+    assert tracking.startswith("**Round 2** · ⏳ queued")
     assert len(replies) == 1 and replies[0].startswith("@alice stopping")
+    # The waiting round's comment says it will not run.
+    [edited] = [c.json["body"] for c in calls(github, "issues/update-comment")]
+    assert edited.startswith("**Round 2** · ⏹️ cancelled")
     types = [e.type.value for e in bot.services.events.after(job.id, "0")]
     assert types[-1] == "job.cancelled"
 

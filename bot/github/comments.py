@@ -17,8 +17,9 @@ from bot.github.codehost import HOST, ReactionTarget
 from bot.github.pulls import job_of_pull
 from service.codehost.base import CodeHostError
 from service.errors import JobArchived, JobNotActive, MonthlyBudgetExceeded
-from service.models import Job, JobStatus, Project
+from service.models import Job, JobStatus, Message, MessageStatus, Project
 from service.store.replies import text
+from service.tracking import mark_cancelled, post_queued
 
 if TYPE_CHECKING:
     from bot.github.events import GitHubBot
@@ -129,43 +130,42 @@ def _answer(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> Non
         # No message was stored and the reply failed: let RQ's retry of the delivery act on the comment.
         _release(bot, comment)
         raise
-    if added:
-        _acknowledge(bot, project, job, comment)
+    if added is not None:
+        _acknowledge(bot, project, *added, comment)
 
 
-def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> bool:
-    """Add the comment as a message, or reply why not; True when the message was added."""
+def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> tuple[Job, Message] | None:
+    """Add the comment as a message, or reply why not; the job and its new message when it was added."""
     if not may_steer:
         _reply(bot, project, comment, NO_PERMISSION.format(login=comment.login))
-        return False
+        return None
     if job.status is JobStatus.ARCHIVED:
         _reply_archived(bot, project, job, comment)
-        return False
+        return None
     if is_stop(comment.body, bot.app.slug()):
         _stop(bot, project, job, comment)
-        return False
+        return None
     text = message_text(comment)
     limit = bot.services.settings.max_prompt_chars
     if len(text) > limit:
         _reply(bot, project, comment, TOO_LONG.format(login=comment.login, length=len(text), limit=limit))
-        return False
+        return None
     # As on the API: the monthly cap is checked before the hourly quota, so a refused comment uses none of it.
     try:
         bot.services.usage.check(project.host, project.account)
     except MonthlyBudgetExceeded as exc:
         _reply(bot, project, comment, MONTHLY_CAP.format(login=comment.login, code=exc.code, detail=exc.detail))
-        return False
+        return None
     quota = bot.services.limiter.consume(project.id)
     if not quota.allowed:
         _reply(bot, project, comment, RATE_LIMITED.format(login=comment.login, limit=quota.limit,
                                                           minutes=max(1, round(quota.reset_seconds / 60))))
-        return False
+        return None
     try:
-        bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login)
+        return bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login)
     except JobArchived:
         _reply_archived(bot, project, job, comment)
-        return False
-    return True
+        return None
 
 
 def is_stop(body: str, slug: str) -> bool:
@@ -177,6 +177,7 @@ def is_stop(body: str, slug: str) -> bool:
 
 
 def _stop(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
+    waiting = [m for m in bot.services.jobs.conversation(job.id) if m.status is MessageStatus.QUEUED]
     try:
         bot.services.jobs.cancel(job.id)
     except JobNotActive:
@@ -184,6 +185,11 @@ def _stop(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
         return
     log.info("job %s: cancelled by @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
     _reply(bot, project, comment, STOPPING.format(login=comment.login))
+    for message in waiting:
+        try:
+            mark_cancelled(bot.services.redis, bot.host, project, message)
+        except CodeHostError as exc:
+            log.warning("job %s: could not mark the comment of %s cancelled: %s", job.id, message.id, exc)
 
 
 def message_text(comment: Comment) -> str:
@@ -273,9 +279,14 @@ def _release(bot: GitHubBot, comment: Comment) -> None:
         log.warning("could not release %s; %s %s will not be acted on", claim, comment.kind, comment.id)
 
 
-def _acknowledge(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
-    """Queue the stored message's run and leave 👀 on the comment; neither may fail the handler, as running
-    it again would add the message twice."""
+def _acknowledge(bot: GitHubBot, project: Project, job: Job, message: Message, comment: Comment) -> None:
+    """Post the round's tracking comment, queue the stored message's run and leave 👀 on the comment; none may fail
+    the handler, as running it again would add the message twice."""
+    try:
+        # Before the kick, so the run finds the comment to edit rather than posting its own.
+        post_queued(bot.services.redis, bot.host, project, comment.number, message)
+    except (CodeHostError, redis.RedisError) as exc:
+        log.warning("job %s: could not post the tracking comment of %s: %s", job.id, message.id, exc)
     bot.services.dispatcher.try_kick(job.id)
     log.info("job %s: follow-up message from @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
     kind: ReactionTarget = "issue" if comment.kind == "review" else cast("ReactionTarget", comment.kind)
@@ -294,6 +305,6 @@ def _reply_archived(bot: GitHubBot, project: Project, job: Job, comment: Comment
 def _reply(bot: GitHubBot, project: Project, comment: Comment, text: str) -> None:
     if comment.kind == "review_comment":
         # GitHub takes replies to a thread's first comment only, not to a reply.
-        bot.host.reply_to_review_comment(project, comment.number, comment.thread_id or comment.id, text)
+        bot.host.reply_in_thread(project, comment.number, str(comment.thread_id or comment.id), text)
     else:
         bot.host.comment(project, comment.number, text)

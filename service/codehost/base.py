@@ -26,9 +26,19 @@ class CodeHost(Protocol):
         """
 
     def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
-                key: str | None = None) -> None:
-        """Add a comment to pull request `number`, fenced by `fence` like `open_or_update_pull`.
+                key: str | None = None) -> str:
+        """Add a comment to pull request `number`, fenced by `fence` like `open_or_update_pull`; returns its id.
 
         `key` makes the comment idempotent: a comment posted earlier with the same key (by an interrupted
-        attempt of the same run) is not posted again.
+        attempt of the same run) is not posted again, and its id is returned.
         """
+
+    def edit_comment(self, project: Project, number: int, comment_id: str, body: str, *, fence: Fence | None = None,
+                     key: str | None = None) -> None:
+        """Replace the body of comment `comment_id` (one `comment` returned) on pull request `number`, fenced like
+        `comment`; `key` is the one it was posted with, kept so the comment is still found as posted once."""
+
+    def reply_in_thread(self, project: Project, number: int, thread_id: str, body: str, *,
+                        fence: Fence | None = None, key: str | None = None) -> None:
+        """Reply in the review thread whose first comment is `thread_id`, fenced and posted once per `key`
+        like `comment`."""

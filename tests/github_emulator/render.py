@@ -281,7 +281,7 @@ class Renderer:
         return {"id": comment.id, "node_id": node_id("IssueComment", comment.id), "url": url,
                 "html_url": f"{self.base}/{repo.full_name}/pull/{comment.number}#issuecomment-{comment.id}",
                 "issue_url": f"{api}/issues/{comment.number}", "body": comment.body, "user": self.user(comment.user),
-                "created_at": iso(comment.created_at), "updated_at": iso(comment.created_at),
+                "created_at": iso(comment.created_at), "updated_at": iso(comment.updated_at or comment.created_at),
                 "author_association": self.association(repo, comment.user),
                 "performed_via_github_app": self.app_json() if comment.via_app else None,
                 "reactions": self.reaction_rollup(("issue_comment", comment.id), f"{url}/reactions")}

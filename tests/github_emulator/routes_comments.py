@@ -1,9 +1,10 @@
 """Conversation comments, replies to line comments, and reactions; the App's own comments cause webhooks too."""
 
-from flask import Blueprint
+from flask import Blueprint, jsonify
 
 from tests.github_emulator import payloads
 from tests.github_emulator.calls import (
+    GitHubError,
     created,
     emulator,
     invalid,
@@ -43,6 +44,25 @@ def create_comment(owner: str, name: str, number: int):
     emu.emit("issue_comment", payloads.issue_comment(emu.render, repo, pull, comment), background=True)
     shaped = emu.render.issue_comment(comment)
     return created(shaped, shaped["url"])
+
+
+@blueprint.patch("/repos/<owner>/<name>/issues/comments/<int:comment_id>", endpoint="issues/update-comment")
+def update_comment(owner: str, name: str, comment_id: int):
+    """Edit a conversation comment; an App edits only its own (people's are theirs)."""
+    token, repo = repository(owner, name)
+    need(token, "issues", "pull_requests")
+    emu = emulator()
+    comment = emu.state.comments.get(comment_id)
+    if comment is None or comment.kind != "issue" or comment.repo_id != repo.id:
+        raise not_found()
+    if comment.user != emu.app.bot_login:
+        raise GitHubError(403, "Resource not accessible by integration")
+    text = comment_text("IssueComment")
+    with emu.state.lock:
+        old, comment.body, comment.updated_at = comment.body, text, now()
+    pull = pull_of(repo, comment.number)
+    emu.emit("issue_comment", payloads.issue_comment_edited(emu.render, repo, pull, comment, old), background=True)
+    return jsonify(emu.render.issue_comment(comment))
 
 
 @blueprint.post("/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies",

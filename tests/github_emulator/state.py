@@ -125,6 +125,8 @@ class Comment:
     commit_id: str | None = None
     review_id: int | None = None
     in_reply_to: int | None = None
+    updated_at: datetime | None = None
+    start_line: int | None = None
 
 
 @dataclass

@@ -1,0 +1,94 @@
+"""Working on a pull request through the GitHub emulator: one tracking comment per round, answers in review
+threads, a description that stays true."""
+
+from tests.github_fixtures import REPO, bot_comments, edit, finish, write
+from tests.github_schemas import validate_request
+
+
+def start_job(stack, prompt: str = "Add an FAQ") -> tuple[object, str, dict]:
+    """Install the App, create a job through the API and run it: (project, job id, its pull request)."""
+    stack.github.install("acme", [REPO])
+    stack.drain()
+    project = stack.project()
+    api = stack.api()
+    created = api.post(f"/v2/agent/{project.id}/job", json={"prompt": prompt})
+    assert created.status_code == 201, created.text
+    stack.drain()
+    [pull] = stack.github.pulls(REPO)
+    return project, created.json()["id"], pull
+
+
+def edits_of(github, comment_id: int) -> list[str]:
+    """The bodies Copydesk sent when editing one comment, in order."""
+    return [r.json["body"] for r in github.requests
+            if r.operation == "issues/update-comment" and r.path.endswith(f"/issues/comments/{comment_id}")]
+
+
+def test_one_tracking_comment_per_round_edited_in_place(gh_stack):
+    stack = gh_stack(COPYDESK_COMMENT_EDIT_SECONDS="0")
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
+                 [{"tool": "read_file", "args": {"path": "docs/faq.md"}},
+                  {"tool": "search", "args": {"pattern": "FAQ"}},
+                  edit("docs/faq.md", "Ask away.\n", "Ask away.\n\n## Billing\n\nInvoices are monthly.\n"),
+                  finish("Add billing", "Added a Billing section to the FAQ.")])
+    project, job_id, pull = start_job(stack)
+    number = pull["number"]
+
+    # The first round came from the API: its comment appears once the pull request exists, already done.
+    [first] = bot_comments(github, number)
+    assert first["body"].startswith("**Round 1** · ✅ done") and "Added docs/faq.md." in first["body"]
+
+    asked = github.comment(REPO, number, "alice", "@copydesk-test please add a billing section")["comment"]
+    stack.drain()
+    assert ("copydesk-test[bot]", "eyes") in github.reactions(asked["id"])
+    tracking, reply = bot_comments(github, number)[1:]
+    # Edited in place: queued when accepted, then working with the steps so far, then done.
+    bodies = edits_of(github, tracking["id"])
+    assert any("🛠️ working" in b and "read 1 file, searched once" in b for b in bodies), bodies
+    assert any("edited `docs/faq.md`" in b and "working" in b for b in bodies), bodies
+    assert tracking["body"] == bodies[-1]
+    head = github.branch_sha(REPO, f"copydesk/{job_id}")
+    assert tracking["body"].startswith("**Round 2** · ✅ done") and f"Pushed {head[:12]}." in tracking["body"]
+    assert "Added a Billing section to the FAQ." in tracking["body"] and "- `docs/faq.md`" in tracking["body"]
+    assert "Requested by @alice." in tracking["body"]
+    # Edits notify nobody: one short reply mentions who asked. No separate "Round n pushed" comment.
+    assert reply["body"].startswith("@alice round 2 is done: Added a Billing section")
+    assert len(bot_comments(github, number)) == 3 and not any("** pushed" in c["body"] for c in bot_comments(github, number))
+
+    # A round that fails says so in its own comment, in plain words, and tells the person.
+    stack.script_path.write_text("not a script")
+    github.comment(REPO, number, "alice", "@copydesk-test and a pricing section")
+    stack.drain()
+    failed, failure_reply = bot_comments(github, number)[3:]
+    assert failed["body"].startswith("**Round 3** · ❌ failed") and "(`invalid_script`)" in failed["body"]
+    assert "changed nothing" in failed["body"]
+    assert failure_reply["body"].startswith("@alice round 3 failed: ")
+    assert len(bot_comments(github, number)) == 5
+
+    # An API follow-up gets its comment too (nobody to mention, so no reply).
+    stack.script([], [], [], [write("docs/more.md", "# More\n"), finish("More", "Added docs/more.md.")])
+    api = stack.api()
+    assert api.post(f"/v2/agent/{project.id}/job/{job_id}/message", json={"prompt": "More"}).status_code == 200
+    stack.drain()
+    [api_round] = bot_comments(github, number)[5:]
+    assert api_round["body"].startswith("**Round 4** · ✅ done") and "Added docs/more.md." in api_round["body"]
+
+    for request in github.requests:
+        if request.json is not None and request.operation:
+            validate_request(request.operation, request.json)
+
+
+def test_edits_are_throttled(gh_stack):
+    stack = gh_stack(COPYDESK_COMMENT_EDIT_SECONDS="3600")
+    github = stack.github
+    steps = [{"tool": "read_file", "args": {"path": "docs/index.md"}} for _ in range(6)]
+    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+                 [*steps, edit("docs/faq.md", "# FAQ\n", "# FAQ\n\nMore.\n"), finish("More", "Said more.")])
+    _project, _job_id, pull = start_job(stack)
+    github.comment(REPO, pull["number"], "alice", "@copydesk-test say more")
+    stack.drain()
+    tracking = bot_comments(github, pull["number"])[1]
+    # Eight steps, yet within the throttle's window only the round's last word is an edit.
+    assert len(edits_of(github, tracking["id"])) == 1
+    assert tracking["body"].startswith("**Round 2** · ✅ done")
