@@ -302,7 +302,12 @@ class Run:
                                               changed_files=published.changed_files,
                                               docs_check=published.docs_check))
         mention = _mention(self.message)
-        if mention:
+        for thread in self.message.threads:
+            # Each line comment is answered in its own thread; those replies notify whoever asked.
+            self._comment(number, describe.thread_reply(mention=mention, commit=published.commit,
+                                                        summary=published.summary),
+                          key=f"{self.message.id}:thread:{thread}", thread=thread)
+        if mention and not self.message.threads:
             self._comment(number, describe.round_reply(mention=mention, round_number=tracker.round_number,
                                                        state=RoundState.DONE, summary=published.summary),
                           key=f"{self.message.id}:done")
@@ -450,12 +455,15 @@ class Run:
             log.warning("job %s: the lease lapsed right after the failure was recorded; it is not commented",
                         self.job.id)
 
-    def _comment(self, number: int, body: str, *, key: str) -> None:
-        """Comment on the job's pull request: fenced by the lease (LeaseLost: write nothing more) and posted once
-        per `key`, however many attempts of the run get here."""
+    def _comment(self, number: int, body: str, *, key: str, thread: str | None = None) -> None:
+        """Comment on the job's pull request (in review thread `thread` when given): fenced by the lease
+        (LeaseLost: write nothing more) and posted once per `key`, however many attempts of the run get here."""
         assert self.host is not None and self.project is not None  # set by _run or _reply_failure
         try:
-            self.host.comment(self.project, number, body, fence=self.lease.fence, key=key)
+            if thread is not None:
+                self.host.reply_in_thread(self.project, number, thread, body, fence=self.lease.fence, key=key)
+            else:
+                self.host.comment(self.project, number, body, fence=self.lease.fence, key=key)
         except LeaseLost:
             raise
         except Exception:

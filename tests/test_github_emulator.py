@@ -114,6 +114,9 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
     ("PATCH", "/repos/acme/docs/pulls/3", "pulls/update"),
     ("POST", "/repos/acme/docs/pulls/3/comments/9/replies", "pulls/create-reply-for-review-comment"),
     ("PATCH", "/repos/acme/docs/issues/comments/9", "issues/update-comment"),
+    ("GET", "/repos/acme/docs/pulls/3/comments", "pulls/list-review-comments"),
+    ("GET", "/repos/acme/docs/pulls/3/reviews/9", "pulls/get-review"),
+    ("GET", "/repos/acme/docs/pulls/3/reviews/9/comments", "pulls/list-comments-for-review"),
     ("POST", "/repos/acme/docs/pulls/comments/9/reactions", "reactions/create-for-pull-request-review-comment"),
     ("POST", "/repos/acme/docs/issues/comments/9/reactions", "reactions/create-for-issue-comment"),
     ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
@@ -358,6 +361,37 @@ def test_comments_replies_and_reactions(world):
                     json={"body": "x"}).status_code == 404
     assert api.post(f"/repos/acme/docs/pulls/comments/{line['id']}/reactions",
                     json={"content": "eyes"}).status_code == 201
+
+
+def test_a_review_with_line_comments(world, receiver):
+    github, installation = world
+    url, received = receiver
+    github.deliver_to(url)
+    api = as_installation(github, installation)
+    number = open_pr(api, github)["number"]
+    received.clear()
+    payload = github.submit_review("acme/docs", number, "alice", "@copydesk-test see below",
+                                   [("docs/index.md", 1, "Shorter"), ("README.md", 1, "Louder")], "changes_requested")
+    events = [(headers["X-Github-Event"], json.loads(body)) for headers, body in received]
+    assert [e for e, _ in events] == ["pull_request_review_comment"] * 2 + ["pull_request_review"]
+    for event, body in events:
+        validate_webhook(event, body["action"], body)
+        assert_like_real_examples(event, body["action"], body)
+    review_id = payload["review"]["id"]
+    assert {body["comment"]["pull_request_review_id"] for _, body in events[:2]} == {review_id}
+
+    review = api.get(f"/repos/acme/docs/pulls/{number}/reviews/{review_id}")
+    assert review.status_code == 200 and review.json()["state"] == "CHANGES_REQUESTED"
+    assert api.get(f"/repos/acme/docs/pulls/{number}/reviews/999999").status_code == 404
+    listed = api.get(f"/repos/acme/docs/pulls/{number}/reviews/{review_id}/comments").json()
+    assert [(c["path"], c["body"]) for c in listed] == [("docs/index.md", "Shorter"), ("README.md", "Louder")]
+    # A line comment on its own is a review of one comment, as on GitHub.
+    single = github.review_comment("acme/docs", number, "bob", "Typo", "docs/index.md", 2)["comment"]
+    alone = api.get(f"/repos/acme/docs/pulls/{number}/reviews/{single['pull_request_review_id']}/comments").json()
+    assert [c["id"] for c in alone] == [single["id"]]
+    api.post(f"/repos/acme/docs/pulls/{number}/comments/{single['id']}/replies", json={"body": "Fixed"})
+    every = api.get(f"/repos/acme/docs/pulls/{number}/comments").json()
+    assert [c["body"] for c in every] == ["Shorter", "Louder", "Typo", "Fixed"]
 
 
 def test_collaborator_permission(world):

@@ -92,3 +92,53 @@ def test_edits_are_throttled(gh_stack):
     # Eight steps, yet within the throttle's window only the round's last word is an edit.
     assert len(edits_of(github, tracking["id"])) == 1
     assert tracking["body"].startswith("**Round 2** · ✅ done")
+
+
+def thread_replies(github, number: int, thread_id: int) -> list[dict]:
+    return [c for c in github.comments(REPO, number)
+            if c.get("in_reply_to_id") == thread_id and c["user"]["type"] == "Bot"]
+
+
+def test_line_comments_are_answered_in_their_threads_and_a_review_is_one_round(gh_stack):
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n\nWe answer.\n"), finish("Add an FAQ", "Added it.")],
+                 [edit("docs/faq.md", "Ask away.", "Ask us anything."), finish("Reword", "Reworded the intro.")],
+                 [edit("docs/faq.md", "Ask us anything.", "Ask."), edit("docs/faq.md", "We answer.", "We reply."),
+                  finish("Tighten", "Shortened both lines.")])
+    project, job_id, pull = start_job(stack)
+    number = pull["number"]
+    api = stack.api()
+
+    line = github.review_comment(REPO, number, "alice", "@copydesk-test reword this", "docs/faq.md", 3)["comment"]
+    stack.drain()
+    head = github.branch_sha(REPO, f"copydesk/{job_id}")
+    [answer] = thread_replies(github, number, line["id"])
+    assert answer["body"].startswith(f"@alice Addressed in {head[:12]}: Reworded the intro.")
+    assert ("copydesk-test[bot]", "eyes") in github.reactions(line["id"])
+    # The thread reply is the notification: no second, top-level one.
+    assert not any(c["body"].startswith("@alice round") for c in bot_comments(github, number))
+
+    # A review whose body asks, with two line comments: one round, and each thread gets its answer.
+    github.submit_review(REPO, number, "alice", "@copydesk-test please tighten these",
+                         [("docs/faq.md", 3, "Too long"), ("docs/faq.md", 5, "Say reply")], "changes_requested")
+    stack.drain()
+    messages = api.get(f"/v2/agent/{project.id}/job/{job_id}/messages").json()["messages"]
+    users = [m for m in messages if m["role"] == "user"]
+    assert len(users) == 3  # the create, the line comment, and one round for the whole review
+    assert "Too long" in users[2]["content"] and "Say reply" in users[2]["content"]
+    assert "please tighten these" in users[2]["content"]
+    head = github.branch_sha(REPO, f"copydesk/{job_id}")
+    review_lines = [c for c in github.comments(REPO, number)
+                    if c.get("pull_request_review_id") and c["body"] in ("Too long", "Say reply")]
+    for asked in review_lines:
+        [reply] = thread_replies(github, number, asked["id"])
+        assert reply["body"].startswith(f"@alice Addressed in {head[:12]}: Shortened both lines.")
+        assert ("copydesk-test[bot]", "eyes") in github.reactions(asked["id"])
+    assert stack.ctx.git.out("show", f"{head}:docs/faq.md", git_dir=github.repo_path(REPO)).endswith("We reply.")
+    tracking = [c for c in bot_comments(github, number) if c["body"].startswith("**Round 3**")]
+    assert len(tracking) == 1 and "✅ done" in tracking[0]["body"]
+
+    for request in github.requests:
+        if request.json is not None and request.operation:
+            validate_request(request.operation, request.json)

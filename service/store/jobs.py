@@ -213,7 +213,7 @@ class JobStore:
         return transaction(self._redis, attempt, *watches)
 
     def add_message(self, job_id: str, *, prompt: str, source: str = "api", author: str | None = None,
-                    key_id: str | None = None) -> tuple[Job, Message]:
+                    key_id: str | None = None, threads: list[str] | None = None) -> tuple[Job, Message]:
         """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived."""
 
         def attempt(pipe: redis.client.Pipeline):
@@ -222,6 +222,7 @@ class JobStore:
                 raise JobArchived(f"job {job_id} is archived and takes no more messages")
             stamp = now_iso()
             message = self._user_message(job.id, job.messages, prompt, source, author, stamp, key_id)
+            message.threads = list(threads or [])
             old_status = job.status
             job.status, job.updated_at, job.messages = JobStatus.ACTIVE, stamp, job.messages + 1
             job.error = None

@@ -173,6 +173,21 @@ class GitHubEmulator:
         comment = self.add_comment(repo, pull, user, body, kind="review", path=path, line=line)
         return self.emit("pull_request_review_comment", payloads.review_comment(self.render, repo, pull, comment))
 
+    def submit_review(self, full_name: str, number: int, user: str, body: str | None,
+                      comments: list[tuple[str, int, str]], state: str = "commented") -> dict:
+        """A review with line comments, each (path, line, body): GitHub sends a `pull_request_review_comment`
+        for each comment, then the `pull_request_review`; returns the latter's payload."""
+        repo, pull = self._pull(full_name, number)
+        self.state.user(user)
+        review = Review(self.state.new_id(), repo.id, number, user, body, state, pull.head_sha, now())
+        with self.state.lock:
+            self.state.reviews[review.id] = review
+        for path, line, text in comments:
+            comment = self.add_comment(repo, pull, user, text, kind="review", path=path, line=line,
+                                       review_id=review.id)
+            self.emit("pull_request_review_comment", payloads.review_comment(self.render, repo, pull, comment))
+        return self.emit("pull_request_review", payloads.review(self.render, repo, pull, review))
+
     def review(self, full_name: str, number: int, user: str, body: str | None, state: str = "commented") -> dict:
         repo, pull = self._pull(full_name, number)
         self.state.user(user)
@@ -283,9 +298,15 @@ class GitHubEmulator:
         return payload
 
     def add_comment(self, repo: Repo, pull: Pull, user: str, body: str, *, kind: str, via_app: bool = False,
-                    path: str | None = None, line: int | None = None, in_reply_to: int | None = None) -> Comment:
+                    path: str | None = None, line: int | None = None, in_reply_to: int | None = None,
+                    review_id: int | None = None) -> Comment:
         self.state.user(user, "Bot" if via_app else "User")
-        review_id = self.state.new_id() if kind == "review" else None
+        if kind == "review" and review_id is None:
+            # On GitHub a line comment made on its own is a review of one comment.
+            review = Review(self.state.new_id(), repo.id, pull.number, user, "", "commented", pull.head_sha, now())
+            with self.state.lock:
+                self.state.reviews[review.id] = review
+            review_id = review.id
         comment = Comment(self.state.new_id(), repo.id, pull.number, user, body, now(), kind, via_app, path, line,
                           pull.head_sha if kind == "review" else None, review_id, in_reply_to)
         with self.state.lock:

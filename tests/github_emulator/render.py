@@ -307,13 +307,15 @@ class Renderer:
             shape["in_reply_to_id"] = comment.in_reply_to
         return shape
 
-    def review(self, review: Review) -> dict:
+    def review(self, review: Review, *, rest: bool = False) -> dict:
+        """The webhook shape; `rest` gives the REST one, whose state is upper case ("CHANGES_REQUESTED")."""
         repo = self.state.repo_by_id(review.repo_id)
         html = f"{self.base}/{repo.full_name}/pull/{review.number}#pullrequestreview-{review.id}"
         pull_url = f"{self.base}/repos/{repo.full_name}/pulls/{review.number}"
         return {"id": review.id, "node_id": node_id("PullRequestReview", review.id), "user": self.user(review.user),
                 "body": review.body, "commit_id": review.commit_id, "submitted_at": iso(review.submitted_at),
-                "updated_at": iso(review.submitted_at), "state": review.state, "html_url": html,
+                "updated_at": iso(review.submitted_at), "state": review.state.upper() if rest else review.state,
+                "html_url": html,
                 "pull_request_url": pull_url, "author_association": self.association(repo, review.user),
                 "_links": {"html": {"href": html}, "pull_request": {"href": pull_url}}}
 

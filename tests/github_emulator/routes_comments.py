@@ -15,7 +15,7 @@ from tests.github_emulator.calls import (
     pull_of,
     repository,
 )
-from tests.github_emulator.state import REACTIONS, Reaction, Repo, now
+from tests.github_emulator.state import REACTIONS, Reaction, Repo, Review, now
 
 blueprint = Blueprint("comments", __name__)
 
@@ -80,6 +80,39 @@ def reply(owner: str, name: str, number: int, comment_id: int):
     emu.emit("pull_request_review_comment", payloads.review_comment(emu.render, repo, pull, comment), background=True)
     shaped = emu.render.review_comment(comment)
     return created(shaped, shaped["url"])
+
+
+@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/comments", endpoint="pulls/list-review-comments")
+def list_review_comments(owner: str, name: str, number: int):
+    _, repo = repository(owner, name)
+    pull_of(repo, number)
+    emu = emulator()
+    return paginated([emu.render.review_comment(c) for c in emu.state.comments_on(repo.id, number, "review")])
+
+
+def review_of(repo: Repo, number: int, review_id: int) -> Review:
+    review = emulator().state.reviews.get(review_id)
+    if review is None or review.repo_id != repo.id or review.number != number:
+        raise not_found()
+    return review
+
+
+@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>", endpoint="pulls/get-review")
+def get_review(owner: str, name: str, number: int, review_id: int):
+    _, repo = repository(owner, name)
+    pull_of(repo, number)
+    return jsonify(emulator().render.review(review_of(repo, number, review_id), rest=True))
+
+
+@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments",
+               endpoint="pulls/list-comments-for-review")
+def list_comments_for_review(owner: str, name: str, number: int, review_id: int):
+    _, repo = repository(owner, name)
+    pull_of(repo, number)
+    review_of(repo, number, review_id)
+    emu = emulator()
+    return paginated([emu.render.review_comment(c) for c in emu.state.comments_on(repo.id, number, "review")
+                      if c.review_id == review_id])
 
 
 def react(owner: str, name: str, subject_of):
