@@ -31,6 +31,7 @@ from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.monthlycap import AccountSpending
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
+from service.store.docschecks import DocsChecks
 from service.store.jobs import JobStore, RunOutcome, remaining_budget
 from service.tracking import RoundTracker, TrackingComments
 from service.workspace.entries import BranchConflict
@@ -279,10 +280,13 @@ class Run:
             return outcome  # nothing changed and no pull request yet: nothing to show on the host
         outcome.branch = self.branch
         assert self.host is not None and self.project is not None  # set by _run
-        if published.commit is not None:
+        # Every round rewrites Copydesk's section of the description, a round that changed nothing too (its
+        # answer is one more round); the host keeps a person's text outside the section.
+        if published.commit is not None or self.job.pr_number is not None:
             self._ensure_still_wanted()
+            docs_check = DocsChecks(self.services.redis).latest(self.job.id, published.docs_check)
             body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary), files=files,
-                                      docs_check=published.docs_check, job_id=self.job.id)
+                                      docs_check=docs_check, job_id=self.job.id)
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.

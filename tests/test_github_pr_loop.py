@@ -1,6 +1,7 @@
 """Working on a pull request through the GitHub emulator: one tracking comment per round, answers in review
 threads, a description that stays true."""
 
+from service.describe import DESCRIPTION_START
 from tests.github_fixtures import REPO, bot_comments, edit, finish, write
 from tests.github_schemas import validate_request
 
@@ -142,3 +143,32 @@ def test_line_comments_are_answered_in_their_threads_and_a_review_is_one_round(g
     for request in github.requests:
         if request.json is not None and request.operation:
             validate_request(request.operation, request.json)
+
+
+def test_the_description_follows_the_branch_and_keeps_a_persons_text(gh_stack):
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
+                 [finish("Answer", "The FAQ already covers billing; nothing to change.")],
+                 [write("docs/billing.md", "# Billing\n"), finish("Billing", "Added docs/billing.md.")])
+    _project, _job_id, pull = start_job(stack)
+    number = pull["number"]
+    ours = github.pull(REPO, number)["body"]
+    assert ours.startswith(DESCRIPTION_START) and "(1 round so far)" in ours and "`docs/faq.md` (added)" in ours
+    github.edit_pull_body(REPO, number, f"Closes #12, please review by Friday.\n\n{ours}\nReviewers: @bob\n")
+
+    # A round that changes nothing still rewrites Copydesk's section: one more round, the same files.
+    github.comment(REPO, number, "alice", "@copydesk-test does the FAQ cover billing?")
+    stack.drain()
+    body = github.pull(REPO, number)["body"]
+    assert body.startswith("Closes #12, please review by Friday.\n\n") and body.endswith("\nReviewers: @bob\n")
+    assert body.count(DESCRIPTION_START) == 1 and "(2 rounds so far)" in body
+    assert "nothing to change" in body and "`docs/faq.md` (added)" in body
+
+    # A round that adds a file: the section lists the whole branch against the base.
+    github.comment(REPO, number, "alice", "@copydesk-test add a billing page")
+    stack.drain()
+    body = github.pull(REPO, number)["body"]
+    assert body.startswith("Closes #12") and body.endswith("Reviewers: @bob\n") and "(3 rounds so far)" in body
+    assert "`docs/faq.md` (added)" in body and "`docs/billing.md` (added)" in body
+    assert "## Docs check" in body  # the latest docs check, kept from the round that ran it

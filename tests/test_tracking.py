@@ -68,3 +68,23 @@ def test_edits_wait_for_the_throttle_and_the_last_word_waits_it_out(stack):
     comments = host.pull(project.id, job.pr_number).comments
     assert comments[-1]["body"].startswith("**Round 2** · ✅ done") and "Did it." in comments[-1]["body"]
     assert len(comments) == len(pull.comments)  # edited, never posted again
+
+
+def test_a_description_keeps_a_persons_text_around_copydesks_section():
+    from service.describe import DESCRIPTION_END, DESCRIPTION_START, merge_description
+
+    ours = f"{DESCRIPTION_START}\nNew\n{DESCRIPTION_END}\n"
+    assert merge_description(None, ours) == ours
+    mixed = f"Top\n\n{DESCRIPTION_START}\nOld\n{DESCRIPTION_END}\nBottom\n"
+    assert merge_description(mixed.replace("\n", "\r\n"), ours) == f"Top\n\n{DESCRIPTION_START}\nNew\n{DESCRIPTION_END}\nBottom\n"
+    # The markers removed by a person: their text stays on top, the section goes below.
+    assert merge_description("Only mine", ours) == f"Only mine\n\n{ours}"
+    # A description from before the markers was all Copydesk's: replaced whole.
+    assert merge_description("## Request\n\n<sub>Opened by Copydesk for job `job_1`.</sub>\n", ours) == ours
+
+
+def test_the_dashboard_hides_html_comments_as_github_does():
+    from bot.dashboard.markdown import render_markdown
+
+    assert str(render_markdown("<!-- copydesk:description:start -->\n## Hi\n<!-- end -->")) == "<h2>Hi</h2>\n"
+    assert "&lt;!-- open" in str(render_markdown("<!-- open " * 20000))  # unclosed: shown, in linear time

@@ -196,6 +196,15 @@ class GitHubEmulator:
             self.state.reviews[review.id] = review
         return self.emit("pull_request_review", payloads.review(self.render, repo, pull, review))
 
+    def edit_pull_body(self, full_name: str, number: int, body: str, user: str = "alice") -> dict:
+        """A person edits the pull request's description (`pull_request.edited`)."""
+        repo, pull = self._pull(full_name, number)
+        self.state.user(user)
+        with self.state.lock:
+            old, pull.body, pull.updated_at = pull.body, body, now()
+        payload = payloads.pull_request(self.render, repo, pull, "edited", user)
+        return self.emit("pull_request", {**payload, "changes": {"body": {"from": old or ""}}})
+
     def merge(self, full_name: str, number: int, user: str = "maintainer") -> dict:
         """Merge with a real merge commit on the base branch; the pull request ends closed and merged."""
         repo, pull = self._pull(full_name, number)
