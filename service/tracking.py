@@ -187,7 +187,9 @@ class RoundTracker:
 
 
 def _request_line(message: Message) -> str:
-    """What the round was asked, briefly: the comment itself when it came from the pull request."""
+    """What the round was asked, briefly: who asked on the pull request, or the request's words."""
+    if message.source == "ci":
+        return message.content.splitlines()[0]  # "Fix the checks that fail on this pull request: …"
     if message.source == "api" or not message.author:
         return message.content
     return f"Requested by @{message.author}."

@@ -117,6 +117,9 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
     ("GET", "/repos/acme/docs/pulls/3/comments", "pulls/list-review-comments"),
     ("GET", "/repos/acme/docs/pulls/3/reviews/9", "pulls/get-review"),
     ("GET", "/repos/acme/docs/pulls/3/reviews/9/comments", "pulls/list-comments-for-review"),
+    ("GET", "/repos/acme/docs/commits/abc123/check-runs", "checks/list-for-ref"),
+    ("GET", "/repos/acme/docs/check-runs/9/annotations", "checks/list-annotations"),
+    ("GET", "/repos/acme/docs/commits/abc123/status", "repos/get-combined-status-for-ref"),
     ("POST", "/repos/acme/docs/pulls/comments/9/reactions", "reactions/create-for-pull-request-review-comment"),
     ("POST", "/repos/acme/docs/issues/comments/9/reactions", "reactions/create-for-issue-comment"),
     ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
@@ -394,6 +397,42 @@ def test_a_review_with_line_comments(world, receiver):
     assert [c["body"] for c in every] == ["Shorter", "Louder", "Typo", "Fixed"]
 
 
+def test_check_runs_statuses_and_contents(world, receiver):
+    github, installation = world
+    url, received = receiver
+    github.deliver_to(url)
+    api = as_installation(github, installation)
+    pr = open_pr(api, github)
+    sha = pr["head"]["sha"]
+    received.clear()
+    github.check_run("acme/docs", sha, "vale", "failure", title="2 errors", summary="Vale found 2 errors",
+                     text="docs/index.md:3 Use 'e.g.'", annotations=[("docs/index.md", 3, "Use 'e.g.'")])
+    github.set_status("acme/docs", sha, "failure", "ci/build", description="The site did not build")
+    events = [(headers["X-Github-Event"], json.loads(body)) for headers, body in received]
+    assert [e for e, _ in events] == ["check_run", "check_suite", "status"]
+    for event, body in events:
+        validate_webhook(event, body.get("action"), body)
+        assert_like_real_examples(event, body.get("action"), body)
+    run = events[0][1]["check_run"]
+    assert run["conclusion"] == "failure" and run["pull_requests"][0]["number"] == pr["number"]
+    assert events[1][1]["check_suite"]["head_branch"] == "copydesk/job_1"
+    assert events[2][1]["branches"][0]["name"] == "copydesk/job_1"
+
+    runs = api.get(f"/repos/acme/docs/commits/{sha}/check-runs").json()
+    assert [r["name"] for r in runs["check_runs"]] == ["vale"] and runs["total_count"] == 1
+    notes = api.get(f"/repos/acme/docs/check-runs/{run['id']}/annotations").json()
+    assert [(n["path"], n["start_line"], n["message"]) for n in notes] == [("docs/index.md", 3, "Use 'e.g.'")]
+    combined = api.get(f"/repos/acme/docs/commits/{sha}/status").json()
+    assert combined["state"] == "failure" and combined["statuses"][0]["context"] == "ci/build"
+    assert api.get("/repos/acme/docs/check-runs/1/annotations").status_code == 404
+
+    github.push("acme/docs", {".copydesk/config.yml": "ci_fix: false\n"})
+    found = api.get("/repos/acme/docs/contents/.copydesk/config.yml", params={"ref": "main"})
+    assert base64.b64decode(found.json()["content"]) == b"ci_fix: false\n"
+    assert api.get("/repos/acme/docs/contents/nothing.yml").status_code == 404
+    assert api.get("/repos/acme/docs/contents/docs").status_code == 404  # a folder is not emulated
+
+
 def test_collaborator_permission(world):
     github, installation = world
     api = as_installation(github, installation)
@@ -572,7 +611,8 @@ def receiver(receiver_server):
 # Keys of the examples that depend on where the hook lives, not on the event: the ping examples come from
 # repository hooks (an App's hook ping names no repository or sender); `enterprise` only exists on GHE accounts.
 NOT_FOR_THIS_HOOK = {"ping": {"repository", "sender"}}
-MAIN_OBJECTS = ("comment", "issue", "pull_request", "repository", "installation", "sender", "review")
+MAIN_OBJECTS = ("comment", "issue", "pull_request", "repository", "installation", "sender", "review", "check_run",
+                "check_suite", "commit")
 
 
 def assert_like_real_examples(event: str, action: str | None, payload: dict) -> None:

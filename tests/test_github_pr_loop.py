@@ -172,3 +172,81 @@ def test_the_description_follows_the_branch_and_keeps_a_persons_text(gh_stack):
     assert body.startswith("Closes #12") and body.endswith("Reviewers: @bob\n") and "(3 rounds so far)" in body
     assert "`docs/faq.md` (added)" in body and "`docs/billing.md` (added)" in body
     assert "## Docs check" in body  # the latest docs check, kept from the round that ran it
+
+
+def user_messages(stack, project, job_id) -> list[dict]:
+    messages = stack.api().get(f"/v2/agent/{project.id}/job/{job_id}/messages").json()["messages"]
+    return [m for m in messages if m["role"] == "user"]
+
+
+def test_a_failing_check_on_copydesks_commit_is_fixed_once(gh_stack):
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away, eg by mail.\n"), finish("Add an FAQ", "Added it.")],
+                 [edit("docs/faq.md", "eg by", "e.g. by"), finish("Fix Vale", "Wrote e.g. as Vale asks.")])
+    project, job_id, pull = start_job(stack)
+    branch = f"copydesk/{job_id}"
+    first = github.branch_sha(REPO, branch)
+
+    github.check_run(REPO, first, "vale", "failure", title="1 error", summary="Vale found 1 error",
+                     text="docs/faq.md\n 3:15  error  Use 'e.g.'  Microsoft.Foreign",
+                     annotations=[("docs/faq.md", 3, "Use 'e.g.' instead of 'eg'")])
+    stack.drain()
+    users = user_messages(stack, project, job_id)
+    assert len(users) == 2 and users[1]["source"] == "ci" and users[1]["status"] == "processed"
+    asked = users[1]["content"]
+    assert asked.startswith("Fix the checks that fail on this pull request: vale.")
+    assert "docs/faq.md:3: Use 'e.g.' instead of 'eg'" in asked and "Microsoft.Foreign" in asked
+    fixed = github.branch_sha(REPO, branch)
+    assert fixed != first and "e.g. by mail" in stack.ctx.git.out("show", f"{fixed}:docs/faq.md",
+                                                                   git_dir=github.repo_path(REPO))
+    [tracking] = [c for c in bot_comments(github, pull["number"]) if c["body"].startswith("**Round 2**")]
+    assert "✅ done" in tracking["body"] and "Fix the checks that fail" in tracking["body"]
+
+    # The same failure again (a redelivery, the suite's event) and the check passing on the fix: no round.
+    github.redeliver(next(d.id for d in github.deliveries if d.event == "check_run"))
+    github.check_run(REPO, fixed, "vale", "success")
+    stack.drain()
+    assert len(user_messages(stack, project, job_id)) == 2
+
+
+def test_the_round_cap_holds_on_a_check_that_keeps_failing(gh_stack):
+    stack = gh_stack(COPYDESK_CI_FIX_ROUNDS="1")
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+                 [write("docs/faq.md", "# FAQ\n\nTried.\n"), finish("Try", "Tried a fix.")])
+    project, job_id, pull = start_job(stack)
+    branch = f"copydesk/{job_id}"
+    github.set_status(REPO, github.branch_sha(REPO, branch), "failure", "docs/build", description="Build broke")
+    stack.drain()
+    assert len(user_messages(stack, project, job_id)) == 2
+    second = github.branch_sha(REPO, branch)
+    github.set_status(REPO, second, "failure", "docs/build", description="Build still broke")
+    github.check_run(REPO, second, "vale", "failure", summary="Still")
+    stack.drain()
+    assert len(user_messages(stack, project, job_id)) == 2  # the cap: one automatic round
+    asks = [c for c in bot_comments(github, pull["number"]) if "A person needs to look" in c["body"]]
+    assert len(asks) == 1 and "`docs/build`" in asks[0]["body"] and second[:12] in asks[0]["body"]
+
+
+def test_a_persons_commit_and_an_opted_out_repository_start_nothing(gh_stack):
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")])
+    project, job_id, pull = start_job(stack)
+    branch = f"copydesk/{job_id}"
+    theirs = github.push(REPO, {"docs/faq.md": "# FAQ\n\nMine.\n"}, branch=branch, message="A person's fix")
+    github.check_run(REPO, theirs, "vale", "failure", summary="Vale found 1 error")
+    stack.drain()
+    assert len(user_messages(stack, project, job_id)) == 1
+
+    # A repository whose base branch says `ci_fix: false`.
+    github.push(REPO, {".copydesk/config.yml": "ci_fix: false\n"})
+    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+                 [write("docs/other.md", "# Other\n"), finish("Other", "Added another page.")])
+    created = stack.api().post(f"/v2/agent/{project.id}/job", json={"prompt": "Another page"}).json()
+    stack.drain()
+    head = github.branch_sha(REPO, f"copydesk/{created['id']}")
+    github.check_run(REPO, head, "vale", "failure", summary="Vale found 1 error")
+    stack.drain()
+    assert len(user_messages(stack, project, created["id"])) == 1

@@ -11,12 +11,24 @@ watch what Copydesk asked of GitHub and which webhooks went out.
 from pathlib import Path
 
 from tests.conftest import commit_files, free_port
-from tests.github_emulator import payloads
+from tests.github_emulator import payloads, routes_checks
 from tests.github_emulator.app import TestApp
 from tests.github_emulator.faults import Fault, Faults
 from tests.github_emulator.hooks import Delivery, WebhookSender
 from tests.github_emulator.render import Renderer
-from tests.github_emulator.state import ROLE_PERMISSION, Comment, Installation, Pull, Repo, Review, State, now
+from tests.github_emulator.state import (
+    ROLE_PERMISSION,
+    CheckRun,
+    CheckSuite,
+    Comment,
+    CommitStatus,
+    Installation,
+    Pull,
+    Repo,
+    Review,
+    State,
+    now,
+)
 from tests.github_emulator.web import LoggedRequest, create_app
 from tests.harness import LiveServer
 
@@ -204,6 +216,38 @@ class GitHubEmulator:
             old, pull.body, pull.updated_at = pull.body, body, now()
         payload = payloads.pull_request(self.render, repo, pull, "edited", user)
         return self.emit("pull_request", {**payload, "changes": {"body": {"from": old or ""}}})
+
+    def check_run(self, full_name: str, sha: str, name: str, conclusion: str, *, title: str | None = None,
+                  summary: str | None = None, text: str | None = None,
+                  annotations: list[tuple[str, int, str]] = (), app: str = "github-actions[bot]") -> dict:
+        """A CI app completes a check run on commit `sha`: `check_run.completed`, then `check_suite.completed`
+        (one suite per commit); returns the check run's payload."""
+        repo = self._repo(full_name)
+        self.state.user(app, "Bot")
+        with self.state.lock:
+            suite = next((s for s in self.state.check_suites.values() if s.repo_id == repo.id and s.head_sha == sha),
+                         None)
+            if suite is None:
+                branches = self.state.branches_at(repo, sha)
+                suite = CheckSuite(self.state.new_id(), repo.id, sha, branches[0] if branches else None, now())
+                self.state.check_suites[suite.id] = suite
+            run = CheckRun(self.state.new_id(), repo.id, suite.id, sha, name, conclusion, title, summary, text,
+                           list(annotations), now())
+            self.state.check_runs[run.id] = run
+        events = routes_checks.check_events(self.render, run, app)
+        for event, payload in events:
+            self.emit(event, payload)
+        return events[0][1]
+
+    def set_status(self, full_name: str, sha: str, state: str, context: str, *, description: str | None = None,
+                   target_url: str | None = None, app: str = "ci-bot") -> dict:
+        """A commit status (`error`, `failure`, `pending` or `success`) set on `sha`: the `status` event."""
+        repo = self._repo(full_name)
+        self.state.user(app)
+        status = CommitStatus(self.state.new_id(), repo.id, sha, state, context, description, target_url, now())
+        with self.state.lock:
+            self.state.statuses.append(status)
+        return self.emit("status", routes_checks.status_event(self.render, status, app))
 
     def merge(self, full_name: str, number: int, user: str = "maintainer") -> dict:
         """Merge with a real merge commit on the base branch; the pull request ends closed and merged."""
