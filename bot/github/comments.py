@@ -219,12 +219,18 @@ def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer
         _reply(bot, project, comment, RATE_LIMITED.format(login=comment.login, limit=quota.limit,
                                                           minutes=max(1, round(quota.reset_seconds / 60))))
         return None
+    interrupt = is_interrupt(comment.body, bot.app.slug())
+    waiting = _queued(bot, job) if interrupt else []
     try:
-        return bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login,
-                                             threads=comment.threads)
+        added = bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login,
+                                              threads=comment.threads, interrupt=interrupt)
     except JobArchived:
         _reply_archived(bot, project, job, comment)
         return None
+    if interrupt:
+        log.info("job %s: @%s interrupts the running round (%s %s)", job.id, comment.login, comment.kind, comment.id)
+        _mark_cancelled(bot, project, job, waiting)
+    return added
 
 
 def is_stop(body: str, slug: str) -> bool:
@@ -235,8 +241,18 @@ def is_stop(body: str, slug: str) -> bool:
     return bool(mention.search(text)) and words == ["stop"]
 
 
+def is_interrupt(body: str, slug: str) -> bool:
+    """Whether the comment says `@<app> stop and …`: stop what runs, then do this instead."""
+    text = _QUOTED_LINE.sub("", _CODE.sub("", clean(body)))
+    mention = _mention_pattern(slug).search(text)
+    if mention is None:
+        return False
+    words = re.sub(r"[^\w\s-]", " ", text[mention.end():]).lower().split()
+    return len(words) > 2 and words[:2] == ["stop", "and"]
+
+
 def _stop(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
-    waiting = [m for m in bot.services.jobs.conversation(job.id) if m.status is MessageStatus.QUEUED]
+    waiting = _queued(bot, job)
     try:
         bot.services.jobs.cancel(job.id)
     except JobNotActive:
@@ -244,6 +260,15 @@ def _stop(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
         return
     log.info("job %s: cancelled by @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
     _reply(bot, project, comment, STOPPING.format(login=comment.login))
+    _mark_cancelled(bot, project, job, waiting)
+
+
+def _queued(bot: GitHubBot, job: Job) -> list[Message]:
+    return [m for m in bot.services.jobs.conversation(job.id) if m.status is MessageStatus.QUEUED]
+
+
+def _mark_cancelled(bot: GitHubBot, project: Project, job: Job, waiting: list[Message]) -> None:
+    """The cancelled waiting rounds' comments say they will not run."""
     for message in waiting:
         try:
             mark_cancelled(bot.services.redis, bot.host, project, message)

@@ -210,8 +210,12 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
         }, description="One page of the conversation; `usage` totals every run of the job on every page."),
         **_push_schemas(),
         "CreateJobRequest": _create_body(models, max_prompt_chars),
-        "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
-                                        description="Only `prompt`; any other field is a `400`."),
+        "MessageRequest": closed_object({
+            "prompt": _prompt(max_prompt_chars),
+            "interrupt": {"type": "boolean", "default": False, "description": (
+                "Cancel the running round (as `cancel` does) and waiting messages, then run this one from the state "
+                "the last finished round left; without it the message waits its turn.")},
+        }, optional=("interrupt",), description="`prompt`, and optionally `interrupt`; any other field is a `400`."),
         "Problem": _problem_schema(),
     }
 
