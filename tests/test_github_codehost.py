@@ -74,7 +74,8 @@ def test_fetch_and_push_with_a_repository_scoped_token(scene):
     commit = scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
     assert scene.github.branch_sha("acme/docs", BRANCH) == commit
     (mint,) = scene.minted()
-    assert mint.json == {"repositories": ["docs"]}
+    # By the repository's id, which a rename does not change.
+    assert mint.json == {"repository_ids": [scene.github.state.repo("acme/docs").id]}
     git_calls = [r for r in scene.github.requests if r.path.startswith("/acme/docs.git/")]
     assert git_calls and {r.auth for r in git_calls} == {"basic"}
 

@@ -433,6 +433,28 @@ def test_check_runs_statuses_and_contents(world, receiver):
     assert api.get("/repos/acme/docs/contents/docs").status_code == 404  # a folder is not emulated
 
 
+def test_rename_and_transfer_keep_the_repository_id_and_git(world, receiver, tmp_path):
+    github, installation = world
+    url, received = receiver
+    github.deliver_to(url)
+    before = github.state.repo("acme/docs").id
+    renamed = github.rename_repo("acme/docs", "handbook")
+    other = github.add_installation("newco", [], selection="all")
+    moved = github.transfer_repo("acme/handbook", "newco")
+    for payload, action in ((renamed, "renamed"), (moved, "transferred")):
+        validate_webhook("repository", action, payload)
+        assert_like_real_examples("repository", action, payload)
+    assert renamed["changes"] == {"repository": {"name": {"from": "docs"}}}
+    assert moved["repository"]["full_name"] == "newco/handbook" and moved["repository"]["id"] == before
+    assert moved["installation"]["id"] == other and moved["changes"]["owner"]["from"]["organization"]["login"] == "acme"
+    assert as_installation(github, installation).get("/repos/acme/docs").status_code == 404
+    api = as_installation(github, other, repository_ids=[before])
+    assert api.get("/repos/newco/handbook").json()["id"] == before
+    cloned = git_cli(tmp_path, "clone", "-q", f"{github.url}/newco/handbook.git", "h",
+                     token_value=token(github, other, repository_ids=[before]))
+    assert cloned.returncode == 0 and (tmp_path / "h" / "docs" / "index.md").exists()
+
+
 def test_collaborator_permission(world):
     github, installation = world
     api = as_installation(github, installation)

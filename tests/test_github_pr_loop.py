@@ -250,3 +250,50 @@ def test_a_persons_commit_and_an_opted_out_repository_start_nothing(gh_stack):
     github.check_run(REPO, head, "vale", "failure", summary="Vale found 1 error")
     stack.drain()
     assert len(user_messages(stack, project, created["id"])) == 1
+
+
+def test_a_renamed_then_transferred_repository_keeps_its_project_and_jobs(gh_stack):
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+                 [write("docs/more.md", "# More\n"), finish("More", "Added docs/more.md.")],
+                 [write("docs/last.md", "# Last\n"), finish("Last", "Added docs/last.md.")])
+    project, job_id, pull = start_job(stack)
+    number = pull["number"]
+    # A project recorded before projects were indexed by repository id is found all the same (and indexed).
+    stack.ctx.services.redis.delete("cd:projects:by-repository-id")
+
+    github.rename_repo(REPO, "handbook")
+    stack.drain()
+    renamed = stack.ctx.services.projects.get(project.id)
+    assert renamed.repository == "acme/handbook" and renamed.web_url == f"{github.url}/acme/handbook"
+    assert stack.ctx.services.projects.find_by_repository("github", "acme/handbook").id == project.id
+    assert stack.ctx.services.projects.find_by_repository("github", REPO) is None
+    api = stack.api()
+    job = api.get(f"/v2/agent/{project.id}/job/{job_id}").json()
+    assert job["source"]["repository"] == renamed.web_url
+
+    # The job goes on under the new name: the comment is taken, the round pushes to the renamed repository.
+    github.set_permission("acme/handbook", "alice", "write")
+    github.comment("acme/handbook", number, "alice", "@copydesk-test add more")
+    stack.drain()
+    assert "docs/more.md" in stack.ctx.git.out("ls-tree", "-r", "--name-only", f"copydesk/{job_id}",
+                                               git_dir=github.repo_path("acme/handbook"))
+    # Tokens are minted by repository id, which a rename does not change.
+    mints = [r.json for r in github.requests if r.path.endswith("/access_tokens") and r.json]
+    assert mints and all("repository_ids" in body for body in mints)
+
+    # Transferred to another account where the App is installed on all repositories: the same project again.
+    github.add_installation("newco", [], selection="all")
+    github.transfer_repo("acme/handbook", "newco")
+    stack.drain()
+    moved = stack.ctx.services.projects.get(project.id)
+    assert (moved.repository, moved.account) == ("newco/handbook", "newco")
+    assert moved.host_data["installation_id"] != renamed.host_data["installation_id"]
+    assert stack.api("newco").get(f"/v2/agent/{project.id}/job/{job_id}").json()["source"]["repository"] == \
+        moved.web_url
+    github.set_permission("newco/handbook", "alice", "write")
+    github.comment("newco/handbook", number, "alice", "@copydesk-test one last page")
+    stack.drain()
+    assert "docs/last.md" in stack.ctx.git.out("ls-tree", "-r", "--name-only", f"copydesk/{job_id}",
+                                               git_dir=github.repo_path("newco/handbook"))

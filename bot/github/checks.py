@@ -96,7 +96,7 @@ def consider(bot: GitHubBot, repository: dict, sha: str, branches: list[str | No
 
 
 def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
-    client = bot.app.installation_client(project.host_data["installation_id"], project.repository)
+    client = bot.host.client(project)
     owner, _, name = project.repository.partition("/")
     assert job.pr_number is not None  # checked by consider
     pull = client.getitem("/repos/{owner}/{repo}/pulls/{number}", {"owner": owner, "repo": name,

@@ -49,7 +49,7 @@ class GitHubCodeHost:
 
         def credentials() -> dict[str, str]:
             with _as_host_error("authenticate git"):
-                token = self._app.tokens.token(installation_id, project.repository)
+                token = self._app.tokens.token(installation_id, project.repository, _repository_id(project))
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
             # Keyed by URL, so git sends the header only to this host, never to a redirect elsewhere.
             return {f"http.{self._web_url}/.extraHeader": f"Authorization: Basic {basic}"}
@@ -67,7 +67,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         guard = self._lease_check(fence)
         with _as_host_error(f"open the pull request for {branch}"):
-            client = self._client(project)
+            client = self.client(project)
             found = self._open_pull(client, owner, name, branch)
             if found is None:
                 try:
@@ -98,7 +98,7 @@ class GitHubCodeHost:
         checked right before the post."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"comment on #{number}"):
-            client = self._client(project)
+            client = self.client(project)
             if key is not None:
                 marker = comment_marker(key)
                 found = self._own_comment(client, "/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
@@ -122,7 +122,7 @@ class GitHubCodeHost:
         if key is not None:
             body = f"{body}\n\n{comment_marker(key)}"
         with _as_host_error(f"edit comment {comment_id}"):
-            self._client(project).patch("/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            self.client(project).patch("/repos/{owner}/{repo}/issues/comments/{comment_id}",
                                         {"owner": owner, "repo": name, "comment_id": int(comment_id)},
                                         data={"body": body}, guard=self._lease_check(fence))
 
@@ -131,7 +131,7 @@ class GitHubCodeHost:
         """Reply in the thread of review (line) comment `thread_id`, once per `key` like `comment`."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"reply to review comment {thread_id}"):
-            client = self._client(project)
+            client = self.client(project)
             if key is not None:
                 marker = comment_marker(key)
                 if self._own_comment(client, "/repos/{owner}/{repo}/pulls/{number}/comments{?per_page}",
@@ -151,7 +151,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"react to {kind} {id}"):
             # Idempotent: GitHub answers 200 with the existing reaction when it is already there.
-            self._client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
+            self.client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
                                        data={"content": content}, idempotent=True)
 
     def delete_branch(self, project: Project, branch: str) -> None:
@@ -159,7 +159,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"delete branch {branch}"):
             try:
-                self._client(project).delete("/repos/{owner}/{repo}/git/refs/{+ref}",
+                self.client(project).delete("/repos/{owner}/{repo}/git/refs/{+ref}",
                                              {"owner": owner, "repo": name, "ref": quote(f"heads/{branch}", safe="/")})
             except BadRequest as exc:
                 # 422 "Reference does not exist" or 404: someone (or GitHub's auto-delete) was first.
@@ -171,7 +171,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"check {username}'s permission"):
             try:
-                answer = self._client(project).getitem(
+                answer = self.client(project).getitem(
                     "/repos/{owner}/{repo}/collaborators/{username}/permission",
                     {"owner": owner, "repo": name, "username": username})
             except BadRequest as exc:
@@ -182,8 +182,9 @@ class GitHubCodeHost:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _client(self, project: Project) -> GitHubClient:
-        return self._app.installation_client(_installation_id(project), project.repository)
+    def client(self, project: Project) -> GitHubClient:
+        """A client acting as the project's installation, its token limited to the project's repository."""
+        return self._app.installation_client(_installation_id(project), project.repository, _repository_id(project))
 
     def _lease_check(self, fence: Fence | None) -> Callable[[], None] | None:
         """What a run's write to GitHub calls right before each attempt: LeaseLost once the lease is not the run's.
@@ -267,6 +268,12 @@ def _installation_id(project: Project) -> int:
         return int(project.host_data["installation_id"])
     except (KeyError, TypeError, ValueError):
         raise CodeHostError(f"project {project.id} has no GitHub installation id") from None
+
+
+def _repository_id(project: Project) -> int | None:
+    """The repository's GitHub id (recorded since the project was made); None for an older record without it."""
+    found = project.host_data.get("repository_id")
+    return int(found) if found is not None else None
 
 
 def _pull(data: dict) -> PullRequest:

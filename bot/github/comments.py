@@ -150,7 +150,7 @@ def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int) 
 
 def _fetch_review(bot: GitHubBot, project: Project, number: int, review_id: int) -> tuple[dict, list[dict]] | None:
     """The review and its line comments, as GitHub has them now; None when they cannot be read."""
-    client = bot.app.installation_client(project.host_data["installation_id"], project.repository)
+    client = bot.host.client(project)
     owner, _, name = project.repository.partition("/")
     url_vars = {"owner": owner, "repo": name, "number": number, "review_id": review_id}
     try:
@@ -325,7 +325,7 @@ def _heading(comment: Comment) -> str:
 
 def _fetch_pull(bot: GitHubBot, project: Project, number: int) -> dict | None:
     # A conversation comment's payload has the issue, not the pull request's head branch.
-    client = bot.app.installation_client(project.host_data["installation_id"], project.repository)
+    client = bot.host.client(project)
     owner, _, name = project.repository.partition("/")
     try:
         return client.getitem("/repos/{owner}/{repo}/pulls/{number}", {"owner": owner, "repo": name,

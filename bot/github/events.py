@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gidgethub.sansio import Event
 
-from bot.github import checks, comments, installations, pulls
+from bot.github import checks, comments, installations, pulls, repositories
 from bot.github.apps import GitHubApp
 from bot.github.codehost import GitHubCodeHost
 from service import logcontext
@@ -63,6 +63,8 @@ ROUTER.add(pulls.pull_closed, "pull_request", "closed")
 ROUTER.add(checks.check_run_completed, "check_run", "completed")
 ROUTER.add(checks.check_suite_completed, "check_suite", "completed")
 ROUTER.add(checks.status_changed, "status")
+ROUTER.add(repositories.repository_moved, "repository", "renamed")
+ROUTER.add(repositories.repository_moved, "repository", "transferred")
 
 HANDLED_EVENTS = ROUTER.events
 

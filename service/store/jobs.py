@@ -155,6 +155,25 @@ class JobStore:
         jobs = [load(Job, raw) for raw in raws if raw is not None]
         return jobs, (page[-1] if len(ids) > limit else None)
 
+    def move_repository(self, project_id: str, repository_url: str) -> int:
+        """Point every job of the project at its repository's new web URL (after a rename or a transfer); returns
+        how many changed. Each job is rewritten in its own transaction, so a run's concurrent write wins nothing."""
+        moved = 0
+        for raw_id in self._redis.zrangebylex(_index_key(project_id), "-", "+"):
+            job_id = text(raw_id)
+
+            def attempt(pipe: redis.client.Pipeline, job_id: str = job_id) -> bool:
+                job = load(Job, pipe.get(job_key(job_id)))
+                if job is None or job.repository_url == repository_url:
+                    return False
+                job.repository_url = repository_url
+                pipe.multi()
+                pipe.set(job_key(job_id), dump(job))
+                return True
+
+            moved += bool(transaction(self._redis, attempt, job_key(job_id)))
+        return moved
+
     def counts(self, project_id: str) -> dict[str, int]:
         """How many of the project's jobs are in each status."""
         with self._redis.pipeline(transaction=False) as pipe:

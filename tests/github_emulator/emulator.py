@@ -249,6 +249,38 @@ class GitHubEmulator:
             self.state.statuses.append(status)
         return self.emit("status", routes_checks.status_event(self.render, status, app))
 
+    def rename_repo(self, full_name: str, new_name: str, *, sender: str = "admin") -> dict:
+        """An admin renames the repository (`repository.renamed`); the old name stops answering, as it would once
+        GitHub's redirect is taken by a new repository of that name."""
+        repo = self._repo(full_name)
+        with self.state.lock:
+            old = repo.name
+            del self.state.repos[full_name.lower()]
+            repo.name = new_name
+            self.state.repos[repo.full_name.lower()] = repo
+        return self.emit("repository", payloads.repository_event(
+            self.render, repo, "renamed", sender, changes={"repository": {"name": {"from": old}}}))
+
+    def transfer_repo(self, full_name: str, new_owner: str, *, sender: str = "admin") -> dict:
+        """The repository moves to `new_owner` (`repository.transferred`); it leaves its installation, and joins
+        the App's installation on `new_owner` when there is one (as one of "all repositories" would)."""
+        repo = self._repo(full_name)
+        self.state.user(new_owner, "Organization")
+        with self.state.lock:
+            old_owner = repo.owner
+            for inst in self.state.installations.values():
+                if repo.id in inst.repo_ids:
+                    inst.repo_ids.remove(repo.id)
+                elif inst.account.lower() == new_owner.lower():
+                    inst.repo_ids.append(repo.id)
+            del self.state.repos[full_name.lower()]
+            repo.owner = new_owner
+            self.state.repos[repo.full_name.lower()] = repo
+        kind = "organization" if self.state.user(old_owner).type == "Organization" else "user"
+        was = self.render.organization(old_owner) if kind == "organization" else self.render.user(old_owner)
+        return self.emit("repository", payloads.repository_event(
+            self.render, repo, "transferred", sender, changes={"owner": {"from": {kind: was}}}))
+
     def merge(self, full_name: str, number: int, user: str = "maintainer") -> dict:
         """Merge with a real merge commit on the base branch; the pull request ends closed and merged."""
         repo, pull = self._pull(full_name, number)
