@@ -294,8 +294,10 @@ class Run:
             self.runner.faults.reach(FREEZE_BEFORE_PULL)
             pull = self.host.open_or_update_pull(self.project, job_id=self.job.id, branch=self.branch,
                                                  base=self.job.ref, title=published.title, body=body,
-                                                 draft=self.job.as_draft, fence=self.lease.fence)
-            outcome.pr_link, outcome.pr_number = pull.url, pull.number
+                                                 draft=self.job.as_draft, fence=self.lease.fence,
+                                                 may_open=published.commit is not None)
+            if pull is not None:
+                outcome.pr_link, outcome.pr_number = pull.url, pull.number
             self.runner.faults.reach(AFTER_PULL)
         self.lease.ensure_held()
         self.runner.faults.reach(FREEZE_BEFORE_COMMENT)

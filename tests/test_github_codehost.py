@@ -158,6 +158,15 @@ def test_follow_up_updates_the_same_pull_request(scene):
                                                f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
 
 
+def test_a_round_that_pushed_nothing_updates_only_an_open_pull_request(scene):
+    scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
+    first = scene.open()
+    assert scene.open(body="Answered", may_open=False) == first
+    scene.github.close("acme/docs", first.number)
+    assert scene.open(body="Answered again", may_open=False) is None  # closed meanwhile: nothing opened
+    assert [p["state"] for p in scene.github.pulls("acme/docs")] == ["closed"]
+
+
 def test_a_retry_finds_the_pull_request_an_earlier_attempt_opened(scene):
     scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
     number = scene.github.open_pull("acme/docs", BRANCH, user=scene.github.app.bot_login, title="Earlier attempt")

@@ -16,7 +16,7 @@ from bot.github.cleaning import clean, fence, strip_invisible
 from bot.github.codehost import HOST
 from bot.github.pulls import BRANCH_PREFIX
 from service.codehost.base import CodeHostError
-from service.errors import MonthlyBudgetExceeded
+from service.errors import JobArchived, MonthlyBudgetExceeded
 from service.models import Job, JobStatus, Project, Role
 from service.tracking import post_queued
 
@@ -126,8 +126,11 @@ def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
     if not bot.services.limiter.consume(project.id).allowed:
         log.info("job %s: the project's hourly quota is used up; no automatic round", job.id)
         return
-    _job, message = bot.services.jobs.add_message(job.id, prompt=fix_prompt(fresh, sha, settings.max_prompt_chars),
-                                                  source="ci")
+    try:
+        _job, message = bot.services.jobs.add_message(job.id, prompt=fix_prompt(fresh, sha, settings.max_prompt_chars),
+                                                      source="ci")
+    except JobArchived:
+        return  # its pull request was merged or closed meanwhile
     redis_client.incr(rounds_key)
     redis_client.expire(rounds_key, SEEN_TTL_SECONDS)
     log.info("job %s: automatic round %s for failing checks %s on %s", job.id, rounds + 1,

@@ -57,7 +57,8 @@ class GitHubCodeHost:
         return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
+                            body: str, draft: bool, fence: Fence | None = None,
+                            may_open: bool = True) -> PullRequest | None:
         """Update the branch's open pull request, or open one; never two open pull requests for one branch.
 
         Only an open pull request is reused: one that a person closed or merged stays as they left it,
@@ -69,6 +70,8 @@ class GitHubCodeHost:
         with _as_host_error(f"open the pull request for {branch}"):
             client = self.client(project)
             found = self._open_pull(client, owner, name, branch)
+            if found is None and not may_open:
+                return None  # closed or merged meanwhile: a round that pushed nothing opens nothing
             if found is None:
                 try:
                     return _pull(self._create_pull(client, owner, name, branch=branch, base=base, title=title,

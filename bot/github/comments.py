@@ -100,11 +100,12 @@ def review_comment_created(bot: GitHubBot, event: Event) -> None:
     to the same single round for the whole review (see `_review_round`)."""
     data = event.data
     raw, pull = data["comment"], data["pull_request"]
+    comment = _line_comment(raw, pull["number"])
     if raw.get("pull_request_review_id") is not None:
         if not is_bot(raw["user"]):
-            _review_round(bot, data["repository"], pull, raw["pull_request_review_id"])
+            _review_round(bot, data["repository"], pull, raw["pull_request_review_id"], fallback=comment)
         return
-    consider(bot, data["repository"], _line_comment(raw, pull["number"]), pull)
+    consider(bot, data["repository"], comment, pull)
 
 
 def review_submitted(bot: GitHubBot, event: Event) -> None:
@@ -121,9 +122,12 @@ def _line_comment(raw: dict, number: int) -> Comment:
                    diff_hunk=raw.get("diff_hunk"), thread_id=raw.get("in_reply_to_id") or raw["id"])
 
 
-def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int) -> None:
+def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int, *,
+                  fallback: Comment | None = None) -> None:
     """One round for a review: its body when it mentions the App (with all its line comments), else its line
-    comments that mention the App. Claimed by the review's id, so the review's several events act once."""
+    comments that mention the App. Claimed by the review's id, so the review's several events act once.
+
+    When the review cannot be read, a line comment's own event (`fallback`) still acts on that comment."""
     project = bot.services.projects.find_by_repository(HOST, repository["full_name"])
     found = job_of_pull(bot, repository, pull) if project is not None and project.enabled else None
     if found is None:
@@ -131,6 +135,8 @@ def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int) 
     project, job = found
     fetched = _fetch_review(bot, project, pull["number"], review_id)
     if fetched is None:
+        if fallback is not None:
+            consider(bot, repository, replace(fallback, claim=f"review:{review_id}"), pull)
         return
     review, raw_lines = fetched
     slug = bot.app.slug()

@@ -119,7 +119,8 @@ def _message_schemas() -> dict:
         "status": {"type": "string", "enum": [s.value for s in MessageStatus],
                    "description": "`queued` until its run starts, then `running`, then `processed` or `failed`; "
                                   "`cancelled` when the job was cancelled (or archived) before it finished."},
-        "source": string("Where the message came from: `api`, or the code host for a pull-request comment."),
+        "source": string("Where the message came from: `api`, the code host for a pull-request comment, or `ci` "
+                         "for an automatic round that fixes the pull request's failing checks."),
         "author": nullable(string("Who wrote it, when known (e.g. the commenter's login).")),
         "error": nullable(ref("schemas", "JobError")),
         "usage": nullable(ref("schemas", "Usage")),

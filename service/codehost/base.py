@@ -18,8 +18,10 @@ class CodeHost(Protocol):
         """Where git fetches and pushes the project's repository, with per-command credentials."""
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
-        """Open the job branch's pull request, or update the one that already exists for it.
+                            body: str, draft: bool, fence: Fence | None = None,
+                            may_open: bool = True) -> PullRequest | None:
+        """Open the job branch's pull request, or update the one that already exists for it; with `may_open`
+        False only an open one is updated (a round that pushed nothing), and None says there was none.
 
         With a `fence` (a run's lease) the write happens only while that lease is still the run's, and raises
         LeaseLost otherwise: atomically where the host's store allows it, else checked right before the write.

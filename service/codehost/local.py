@@ -78,17 +78,20 @@ class LocalCodeHost:
         return Remote(url=project.repository)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
+                            body: str, draft: bool, fence: Fence | None = None,
+                            may_open: bool = True) -> PullRequest | None:
         """One pull request per branch: its number is claimed and its record saved in one transaction, so a
         crash leaves both or neither, and a run whose `fence` no longer holds the lease writes nothing
         (LeaseLost) however long it was frozen before this call."""
 
-        def attempt(pipe) -> LocalPull:
+        def attempt(pipe) -> LocalPull | None:
             if fence is not None:
                 fence.ensure(pipe)
             claimed = pipe.hget(self._by_branch_key(project.id), branch)
             # A number claimed without a record is what a crash between the two left before they were one write.
             pull = self._read(pipe, project.id, int(claimed)) if claimed is not None else None
+            if not may_open and (pull is None or pull.state != "open"):
+                return None
             stamp = now_iso()
             if pull is None:
                 number = int(claimed) if claimed is not None else int(pipe.get(self._seq_key(project.id)) or 0) + 1
@@ -106,6 +109,8 @@ class LocalCodeHost:
 
         pull = transaction(self._redis, attempt, self._by_branch_key(project.id), self._seq_key(project.id),
                            self._pulls_key(project.id), *watched(fence))
+        if pull is None:
+            return None
         return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
 
     def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
