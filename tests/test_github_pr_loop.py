@@ -297,3 +297,26 @@ def test_a_renamed_then_transferred_repository_keeps_its_project_and_jobs(gh_sta
     stack.drain()
     assert "docs/last.md" in stack.ctx.git.out("ls-tree", "-r", "--name-only", f"copydesk/{job_id}",
                                                git_dir=github.repo_path("newco/handbook"))
+
+
+def test_a_failing_check_suite_alone_starts_the_round(gh_stack):
+    from tests.github_emulator import routes_checks
+
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+                 [write("docs/faq.md", "# FAQ\n\nFixed.\n"), finish("Fix", "Fixed the link.")])
+    project, job_id, _pull = start_job(stack)
+    head = github.branch_sha(REPO, f"copydesk/{job_id}")
+    url = github.hooks.url
+    github.deliver_to(None)  # the check run's own event is lost...
+    github.check_run(REPO, head, "links", "failure", summary="1 broken link",
+                     annotations=[("docs/faq.md", 1, "Broken link: ./nowhere.md")])
+    github.deliver_to(url)
+    run = next(r for r in github.state.check_runs.values() if r.head_sha == head)
+    [(_, suite_event)] = [e for e in routes_checks.check_events(github.render, run, "github-actions[bot]")
+                          if e[0] == "check_suite"]
+    github.emit("check_suite", suite_event)  # ...the suite's still says what failed
+    stack.drain()
+    users = user_messages(stack, project, job_id)
+    assert len(users) == 2 and "docs/faq.md:1: Broken link: ./nowhere.md" in users[1]["content"]
