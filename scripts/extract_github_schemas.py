@@ -50,6 +50,17 @@ OPERATIONS = (
     "pulls/create-reply-for-review-comment",
     "issues/create-comment",
     "issues/list-comments",
+    # One tracking comment per round, edited in place.
+    "issues/update-comment",
+    # Answers in review threads: a review's line comments, and the thread replies already posted.
+    "pulls/list-review-comments",
+    "pulls/get-review",
+    "pulls/list-comments-for-review",
+    # The CI feedback loop: the failing checks and statuses of a head commit, and the base branch's config.
+    "checks/list-for-ref",
+    "checks/list-annotations",
+    "repos/get-combined-status-for-ref",
+    "repos/get-content",
     "reactions/create-for-issue-comment",
     "reactions/create-for-pull-request-review-comment",
     "reactions/create-for-issue",
@@ -64,7 +75,9 @@ WEBHOOKS = (
     ("installation", "created"), ("installation", "deleted"),
     ("installation", "suspend"), ("installation", "unsuspend"),
     ("installation_repositories", "added"), ("installation_repositories", "removed"),
-    ("issue_comment", "created"),
+    ("issue_comment", "created"), ("issue_comment", "edited"),
+    ("check_run", "completed"), ("check_suite", "completed"), ("status", None),
+    ("repository", "renamed"), ("repository", "transferred"),
     ("pull_request", "closed"),
     ("pull_request_review", "submitted"),
     ("pull_request_review_comment", "created"),

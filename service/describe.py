@@ -1,10 +1,16 @@
 """The words Copydesk writes on the code host: commit messages, pull-request bodies and comments."""
 
+import enum
 import re
+from dataclasses import dataclass, field
 
 TRAILER_JOB = "Copydesk-Job"
 TRAILER_MESSAGE = "Copydesk-Message"
 _MAX_TITLE = 72
+# Copydesk's part of a pull request's description lies between these; the rest is people's and is kept.
+DESCRIPTION_START = "<!-- copydesk:description:start -->"
+DESCRIPTION_END = "<!-- copydesk:description:end -->"
+_OLD_FOOTER = "<sub>Opened by Copydesk for job `"
 
 
 def fallback_title(prompt: str) -> str:
@@ -33,7 +39,8 @@ def parse_commit_message(text: str) -> tuple[str, str]:
 
 def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], docs_check: str | None,
               job_id: str) -> str:
-    """The pull request's description: what was asked, what each round did, which files, the docs check.
+    """Copydesk's marked section of the pull request's description: what was asked, what each round did, which
+    files the branch changes against the base, and the latest docs check.
 
     `rounds` is (request, summary) per run of the job, oldest first; the first request is the job's prompt.
     """
@@ -47,27 +54,95 @@ def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], do
     parts += ["## Files changed", file_lines]
     if docs_check:
         parts += ["## Docs check", docs_check.strip()]
-    parts.append(f"<sub>Opened by Copydesk for job `{job_id}`. Comment on this pull request to ask for "
-                 "changes.</sub>")
-    return "\n\n".join(parts) + "\n"
+    rounds_so_far = f"{len(rounds)} round" + ("s" if len(rounds) != 1 else "")
+    parts.append(f"<sub>Opened by Copydesk for job `{job_id}` ({rounds_so_far} so far). Comment on this pull "
+                 "request to ask for changes; text outside this section is yours and is kept.</sub>")
+    return f"{DESCRIPTION_START}\n" + "\n\n".join(parts) + f"\n{DESCRIPTION_END}\n"
 
 
-def round_comment(*, round_number: int, summary: str, changed_files: list[str], commit: str | None,
-                  mention: str | None = None) -> str:
-    """The comment a follow-up run leaves on the pull request: what changed in that round, or the answer."""
+def merge_description(current: str | None, section: str) -> str:
+    """The description with Copydesk's marked `section` put in place of its previous one; a person's text
+    outside the markers is kept as they wrote it."""
+    current = (current or "").replace("\r\n", "\n")
+    start, end = current.find(DESCRIPTION_START), current.find(DESCRIPTION_END)
+    if start != -1 and end > start:
+        return current[:start] + section.rstrip("\n") + current[end + len(DESCRIPTION_END):]
+    if not current.strip() or _OLD_FOOTER in current:
+        return section  # empty, or all Copydesk's from before the section had markers
+    # The markers were removed: the person's text stays on top, Copydesk's section goes below it.
+    return current.rstrip() + "\n\n" + section
+
+
+class RoundState(str, enum.Enum):
+    """Where a round is, as its tracking comment says."""
+
+    QUEUED = "queued"
+    WORKING = "working"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass
+class RoundReport:
+    """What a round's tracking comment shows."""
+
+    round_number: int  # 1 for the job's first round
+    state: RoundState
+    request: str = ""
+    steps: str = ""  # "read 3 files, edited `docs/x.md`"
+    summary: str = ""
+    commit: str | None = None
+    changed_files: list[str] = field(default_factory=list)
+    docs_check: str | None = None
+    error: dict | None = None
+
+
+_STATE_WORDS = {RoundState.QUEUED: "⏳ queued", RoundState.WORKING: "🛠️ working", RoundState.DONE: "✅ done",
+                RoundState.FAILED: "❌ failed", RoundState.CANCELLED: "⏹️ cancelled"}
+
+
+def tracking_comment(report: RoundReport) -> str:
+    """The one comment of a round, as it reads in `report.state`."""
+    parts = [f"**Round {report.round_number}** · {_STATE_WORDS[report.state]}"]
+    if report.request:
+        parts.append(_quote(_clip(report.request, 300)))
+    if report.state is RoundState.QUEUED:
+        parts.append("Waiting for its turn: the job runs one round at a time.")
+    elif report.state is RoundState.WORKING:
+        parts.append(f"So far: {report.steps}." if report.steps else "Started.")
+    elif report.state is RoundState.DONE:
+        if report.commit:
+            parts.append(f"Pushed {report.commit[:12]}.")
+        parts.append(report.summary.strip() or ("No change was needed." if not report.commit else "(no summary)"))
+        if report.changed_files:
+            parts.append("Files changed in this round:\n" + "\n".join(f"- `{p}`" for p in report.changed_files))
+        if report.docs_check:
+            parts.append("Docs check:\n" + report.docs_check.strip())
+    elif report.state is RoundState.FAILED:
+        error = report.error or {}
+        parts.append(f"This round failed and changed nothing: {error.get('message', '')} "
+                     f"(`{error.get('code', 'error')}`).\n\nComment again to retry, or rephrase the request.")
+    else:
+        parts.append("Stopped on request; nothing of this round was pushed.")
+    return "\n\n".join(parts)
+
+
+def round_reply(*, mention: str, round_number: int, state: RoundState, summary: str = "",
+                error: dict | None = None) -> str:
+    """The short reply at a round's end (edits notify nobody): who asked, and how it ended in one line."""
+    if state is RoundState.FAILED:
+        return f"@{mention} round {round_number} failed: {_clip((error or {}).get('message', ''), 200)}"
+    first = summary.strip().splitlines()[0] if summary.strip() else "done"
+    return f"@{mention} round {round_number} is done: {_clip(first, 200)}"
+
+
+def thread_reply(*, mention: str | None, commit: str | None, summary: str) -> str:
+    """The answer in a line comment's own thread: the commit that addressed it, or the words that answer it."""
     greeting = f"@{mention} " if mention else ""
-    if commit is None:
-        return f"{greeting}{summary.strip() or 'No change was needed.'}"
-    files = "\n".join(f"- `{path}`" for path in changed_files)
-    return (f"{greeting}**Round {round_number + 1}** pushed {commit[:12]}.\n\n{summary.strip()}\n\n"
-            f"Files changed in this round:\n{files}\n")
-
-
-def failure_comment(*, round_number: int, error: dict, mention: str | None = None) -> str:
-    """The comment left when a run on an open pull request fails: the error in plain words, and what to do."""
-    greeting = f"@{mention} " if mention else ""
-    return (f"{greeting}Round {round_number + 1} failed and changed nothing: {error.get('message', '')} "
-            f"(`{error.get('code', 'error')}`).\n\nComment again to retry, or rephrase the request.")
+    if commit:
+        return f"{greeting}Addressed in {commit[:12]}: {_clip(summary, 600) or 'see the pull request.'}"
+    return f"{greeting}{summary.strip() or 'No change was needed.'}"
 
 
 def _quote(text: str) -> str:

@@ -127,6 +127,9 @@ class Message(Record):
     error: dict | None = None
     usage: dict | None = None  # user messages: model tokens of the run that processed it
     key_id: str | None = None  # user messages sent through the API: the key that sent it (monthly usage per key)
+    # User messages from review (line) comments: the review threads to answer when the round ends (their first
+    # comments' ids on the code host).
+    threads: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.role = Role(self.role)

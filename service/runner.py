@@ -14,6 +14,7 @@ from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failur
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
 from service.codehost.base import CodeHost, CodeHostError
+from service.describe import RoundState
 from service.errors import RunFailed, WriteNotReplicated
 from service.events import EventType
 from service.faults import (
@@ -32,7 +33,9 @@ from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
+from service.store.docschecks import DocsChecks
 from service.store.jobs import JobStore, RunOutcome, remaining_budget
+from service.tracking import RoundTracker, TrackingComments
 from service.workspace.entries import BranchConflict
 from service.workspace.git import GitError, Remote
 from service.workspace.history import BranchHistory
@@ -141,6 +144,7 @@ class Run:
         self.instructions_from: str | None = None  # the head of the project's base branch: see _edit
         self.clock = PhaseClock()
         self.recorded: RunOutcome | None = None  # the outcome once it is in the store
+        self.tracker: RoundTracker | None = None  # the round's comment on the pull request: see _track
 
     # -- the lifecycle ---------------------------------------------------------------------------
 
@@ -199,6 +203,7 @@ class Run:
                                                    account=self.project.account, key_id=self.message.key_id)
         spending.allow_call()  # checked again as the run starts: work since it was accepted may have used the cap
         self.host = self.services.code_hosts[self.project.host]
+        self._track().start(self.job.pr_number)
         self.remote = self.host.remote(self.project)
         self.mirror = self.runner.mirrors.mirror(self.remote)
         try:
@@ -289,10 +294,13 @@ class Run:
             return outcome  # nothing changed and no pull request yet: nothing to show on the host
         outcome.branch = self.branch
         assert self.host is not None and self.project is not None  # set by _run
-        if published.commit is not None:
+        # Every round rewrites Copydesk's section of the description, a round that changed nothing too (its
+        # answer is one more round); the host keeps a person's text outside the section.
+        if published.commit is not None or self.job.pr_number is not None:
             self._ensure_still_wanted()
+            docs_check = DocsChecks(self.services.redis).latest(self.job.id, published.docs_check)
             body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary), files=files,
-                                      docs_check=published.docs_check, job_id=self.job.id)
+                                      docs_check=docs_check, job_id=self.job.id)
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.
@@ -300,19 +308,29 @@ class Run:
             self.runner.faults.reach(FREEZE_BEFORE_PULL)
             pull = self.host.open_or_update_pull(self.project, job_id=self.job.id, branch=self.branch,
                                                  base=self.job.ref, title=published.title, body=body,
-                                                 draft=self.job.as_draft, fence=self.lease.fence)
-            outcome.pr_link, outcome.pr_number = pull.url, pull.number
+                                                 draft=self.job.as_draft, fence=self.lease.fence,
+                                                 may_open=published.commit is not None)
+            if pull is not None:
+                outcome.pr_link, outcome.pr_number = pull.url, pull.number
             self.runner.faults.reach(AFTER_PULL)
-        if self.message.seq > 0:
-            self.lease.ensure_held()
-            self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
-            number = outcome.pr_number or self.job.pr_number
-            assert number is not None  # the job had a pull request or this run opened one (see the return above)
-            self._comment(number,
-                          describe.round_comment(round_number=self.message.seq, summary=published.summary,
-                                                 changed_files=published.changed_files, commit=published.commit,
-                                                 mention=_mention(self.message)),
-                          key=f"{self.message.id}:round")
+        self.lease.ensure_held()
+        self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
+        number = outcome.pr_number or self.job.pr_number
+        assert number is not None  # the job had a pull request or this run opened one (see the return above)
+        tracker = self._track()
+        tracker.finish(number, tracker.report(RoundState.DONE, summary=published.summary, commit=published.commit,
+                                              changed_files=published.changed_files,
+                                              docs_check=published.docs_check))
+        mention = _mention(self.message)
+        for thread in self.message.threads:
+            # Each line comment is answered in its own thread; those replies notify whoever asked.
+            self._comment(number, describe.thread_reply(mention=mention, commit=published.commit,
+                                                        summary=published.summary),
+                          key=f"{self.message.id}:thread:{thread}", thread=thread)
+        if mention and not self.message.threads:
+            self._comment(number, describe.round_reply(mention=mention, round_number=tracker.round_number,
+                                                       state=RoundState.DONE, summary=published.summary),
+                          key=f"{self.message.id}:done")
         return outcome
 
     def _record(self, outcome: RunOutcome) -> None:
@@ -385,6 +403,8 @@ class Run:
         log.info("job %s message %s: cancelled; the run stopped", self.job.id, self.message.id)
         try:
             self._record(RunOutcome(cancelled=True))
+            if self.tracker is not None and self.tracker.comment_id is not None and self.job.pr_number is not None:
+                self.tracker.finish(self.job.pr_number, self.tracker.report(RoundState.CANCELLED))
         except LeaseLost:
             log.warning("job %s: the lease lapsed as the run was cancelled; its new holder records it", self.job.id)
 
@@ -424,6 +444,16 @@ class Run:
 
     def _step(self, number: int, call: ToolCall) -> None:
         self.services.events.emit(self.job, EventType.RUN_STEP, run=step_event(self.message.id, number, call))
+        if self.tracker is not None:
+            self.tracker.step(call)
+
+    def _track(self) -> RoundTracker:
+        """The round's tracker, made once the project and its code host are known."""
+        if self.tracker is None:
+            assert self.host is not None and self.project is not None  # set by _run or _reply_failure
+            self.tracker = RoundTracker(TrackingComments(self.services.redis), self.host, self.project, self.message,
+                                        fence=self.lease.fence, edit_every=self.settings.comment_edit_seconds)
+        return self.tracker
 
     def _earlier_push(self, branch_head: str | None) -> _Published | None:
         """The commit an interrupted attempt of this message already pushed, found by its trailer."""
@@ -464,19 +494,26 @@ class Run:
                 return
         assert self.job.pr_number is not None  # _record replies only on a job with a pull request
         try:
-            self._comment(self.job.pr_number, describe.failure_comment(round_number=self.message.seq, error=error,
-                                                                       mention=_mention(self.message)),
-                          key=f"{self.message.id}:failure")
+            tracker = self._track()
+            tracker.finish(self.job.pr_number, tracker.report(RoundState.FAILED, error=error))
+            mention = _mention(self.message)
+            if mention:
+                self._comment(self.job.pr_number, describe.round_reply(
+                    mention=mention, round_number=tracker.round_number, state=RoundState.FAILED, error=error),
+                    key=f"{self.message.id}:failure")
         except LeaseLost:
             log.warning("job %s: the lease lapsed right after the failure was recorded; it is not commented",
                         self.job.id)
 
-    def _comment(self, number: int, body: str, *, key: str) -> None:
-        """Comment on the job's pull request: fenced by the lease (LeaseLost: write nothing more) and posted once
-        per `key`, however many attempts of the run get here."""
+    def _comment(self, number: int, body: str, *, key: str, thread: str | None = None) -> None:
+        """Comment on the job's pull request (in review thread `thread` when given): fenced by the lease
+        (LeaseLost: write nothing more) and posted once per `key`, however many attempts of the run get here."""
         assert self.host is not None and self.project is not None  # set by _run or _reply_failure
         try:
-            self.host.comment(self.project, number, body, fence=self.lease.fence, key=key)
+            if thread is not None:
+                self.host.reply_in_thread(self.project, number, thread, body, fence=self.lease.fence, key=key)
+            else:
+                self.host.comment(self.project, number, body, fence=self.lease.fence, key=key)
         except LeaseLost:
             raise
         except Exception:

@@ -89,6 +89,10 @@ class Settings:
     webhook_retry_seconds: int = 10  # the first retry's delay; each next one waits 3 times longer
     webhook_timeout_seconds: int = 10  # one attempt's whole deadline: connect, request, status line and headers
     webhook_max_endpoints: int = 10  # webhook endpoints per project
+    # A round's tracking comment on its pull request is edited at most once per this many seconds.
+    comment_edit_seconds: float = 10.0
+    # Automatic rounds per job that fix the job's own failing checks, before a person is asked.
+    ci_fix_rounds: int = 2
     webhook_resends_per_endpoint: int = 10  # re-sends asked for per endpoint per minute; past it 429
     webhook_resends_per_account: int = 30  # re-sends asked for per account (code host and name) per minute
     webhook_threads: int = 8  # delivery attempts one worker process makes at once
@@ -208,6 +212,8 @@ class Settings:
             openai_prompt_cache_key=_bool(env, "COPYDESK_OPENAI_PROMPT_CACHE_KEY", defaults.openai_prompt_cache_key),
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            comment_edit_seconds=_seconds(env, "COPYDESK_COMMENT_EDIT_SECONDS", defaults.comment_edit_seconds),
+            ci_fix_rounds=_count(env, "COPYDESK_CI_FIX_ROUNDS", defaults.ci_fix_rounds),
         )
 
 
@@ -307,14 +313,31 @@ def _worker_metrics_port(env: Mapping[str, str]) -> int | None:
     return port
 
 
-def _count(env: Mapping[str, str], name: str, default: int) -> int:
-    """A whole number that may be 0."""
-    raw = env.get(name, "").strip()
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
     if not raw:
         return default
-    if not raw.isdigit():
-        raise SettingsError(f"{name} must be a whole number, 0 or more, not {raw!r}")
-    return int(raw)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise SettingsError(f"{name} must be zero or more seconds, not {raw!r}")
+    return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number that may be 0 (which turns the feature off)."""
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a whole number, not {raw!r}") from None
+    if value < 0:
+        raise SettingsError(f"{name} must be 0 or more, not {value}")
+    return value
 
 
 def _fault_points(raw: str) -> frozenset[str]:

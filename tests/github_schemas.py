@@ -29,8 +29,9 @@ URI = "urn:github:openapi-operations"
 # 5xx) with the same basic error body.
 GENERIC_ERROR = "#/components/schemas/basic-error"
 JSON = "application/json"
-# Path parameters GitHub marks `x-multi-segment`: they keep their slashes (heads/feature/x, main...feature/x).
-MULTI_SEGMENT = {"{ref}", "{basehead}"}
+# Path parameters GitHub marks `x-multi-segment`: they keep their slashes (heads/feature/x, main...feature/x,
+# .copydesk/config.yml).
+MULTI_SEGMENT = {"{ref}", "{basehead}", "{path}"}
 
 
 class GitHubSchemaError(AssertionError):

@@ -75,7 +75,9 @@ def test_follow_up_adds_a_commit_to_the_same_branch_and_pull_request(stack):
     assert branch_log(stack.repo, second["branch"])[-2:] == ["Add an FAQ", "Polite"]
     assert "politely" in show(stack.repo, second["branch"], "docs/faq.md")
     pull = stack.ctx.local.pull(stack.project_id, 1)
-    assert len(pull.comments) == 1 and "Politer." in pull.comments[0]["body"]
+    # One comment per round, each edited in place to its outcome.
+    assert [c["body"].split(" · ")[0] for c in pull.comments] == ["**Round 1**", "**Round 2**"]
+    assert "Politer." in pull.comments[1]["body"] and "✅ done" in pull.comments[1]["body"]
     assert len(stack.ctx.local.pulls(stack.project_id)) == 1
 
 

@@ -57,7 +57,7 @@ def test_a_job_and_a_follow_up_with_a_real_adapter(provider, stack_factory, stan
     pull = stack.ctx.local.pulls(stack.project_id)[0]
     assert "## Follow-ups" in pull.body and "Add a line to the section you added" in pull.body
     assert "I added a line to the section I wrote." in pull.body
-    assert "**Round 2** pushed" in pull.comments[-1]["body"]
+    assert pull.comments[-1]["body"].startswith("**Round 2** · ✅ done\n") and "Pushed " in pull.comments[-1]["body"]
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
@@ -233,7 +233,8 @@ def test_a_failed_follow_up_is_explained_on_the_pull_request(provider, stack_fac
     failed = stack.job(job["id"])
     assert failed["error"]["code"] == "model_auth_failed" and failed["prLink"]
     pull = stack.ctx.local.pulls(stack.project_id)[0]
-    assert "Round 2 failed and changed nothing" in pull.comments[-1]["body"]
+    assert pull.comments[-1]["body"].startswith("**Round 2** · ❌ failed")
+    assert "This round failed and changed nothing" in pull.comments[-1]["body"]
     assert "`model_auth_failed`" in pull.comments[-1]["body"]
 
 

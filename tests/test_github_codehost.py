@@ -10,6 +10,7 @@ from bot.github.apps import GitHubApp
 from bot.github.codehost import GitHubCodeHost, comment_marker
 from bot.github.settings import GitHubSettings
 from service.codehost.base import CodeHostError
+from service.describe import DESCRIPTION_END, DESCRIPTION_START
 from service.errors import RunFailed
 from service.lease import Lease, LeaseLost
 from service.models import Project, PullRequest
@@ -74,7 +75,8 @@ def test_fetch_and_push_with_a_repository_scoped_token(scene):
     commit = scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
     assert scene.github.branch_sha("acme/docs", BRANCH) == commit
     (mint,) = scene.minted()
-    assert mint.json == {"repositories": ["docs"]}
+    # By the repository's id, which a rename does not change.
+    assert mint.json == {"repository_ids": [scene.github.state.repo("acme/docs").id]}
     git_calls = [r for r in scene.github.requests if r.path.startswith("/acme/docs.git/")]
     assert git_calls and {r.auth for r in git_calls} == {"basic"}
 
@@ -148,12 +150,22 @@ def test_a_ready_pull_request_when_not_draft(scene):
 
 def test_follow_up_updates_the_same_pull_request(scene):
     scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
-    first = scene.open()
+    first = scene.open(body=f"{DESCRIPTION_START}\nRound 1\n{DESCRIPTION_END}\n")
     scene.push_job_branch({"docs/intro.md": b"Even better\n"}, message="Round 2")
-    again = scene.open(title="Improve the intro (2)", body="Both rounds")
+    again = scene.open(title="Improve the intro (2)", body=f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
     assert again == first
     (shown,) = scene.github.pulls("acme/docs")
-    assert (shown["title"], shown["body"]) == ("Improve the intro (2)", "Both rounds")
+    assert (shown["title"], shown["body"]) == ("Improve the intro (2)",
+                                               f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
+
+
+def test_a_round_that_pushed_nothing_updates_only_an_open_pull_request(scene):
+    scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
+    first = scene.open()
+    assert scene.open(body="Answered", may_open=False) == first
+    scene.github.close("acme/docs", first.number)
+    assert scene.open(body="Answered again", may_open=False) is None  # closed meanwhile: nothing opened
+    assert [p["state"] for p in scene.github.pulls("acme/docs")] == ["closed"]
 
 
 def test_a_retry_finds_the_pull_request_an_earlier_attempt_opened(scene):
@@ -271,7 +283,7 @@ def test_a_run_whose_lease_is_gone_writes_nothing_to_github(scene, pull_number, 
 def test_reply_to_a_review_comment(scene, pull_number):
     asked = scene.github.review_comment("acme/docs", pull_number, "alice", "@copydesk-test reword", "docs/intro.md", 1)
     parent = asked["comment"]["id"]
-    scene.host.reply_to_review_comment(scene.project, pull_number, parent, "Reworded")
+    scene.host.reply_in_thread(scene.project, pull_number, str(parent), "Reworded")
     reply = scene.github.comments("acme/docs", pull_number)[-1]
     assert (reply["body"], reply["in_reply_to_id"]) == ("Reworded", parent)
 
@@ -302,7 +314,7 @@ def test_a_review_reply_answered_502_is_not_posted_again(scene, pull_number, sle
     asked = scene.github.review_comment("acme/docs", pull_number, "alice", "@copydesk-test reword", "docs/intro.md", 1)
     scene.github.inject("server", 1, status=502, match="POST /repos/acme/docs/pulls/")
     with pytest.raises(CodeHostError, match=r"HTTP 502\); not retried"):
-        scene.host.reply_to_review_comment(scene.project, pull_number, asked["comment"]["id"], "Reworded")
+        scene.host.reply_in_thread(scene.project, pull_number, str(asked["comment"]["id"]), "Reworded")
     assert sleeps == []
 
 

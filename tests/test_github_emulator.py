@@ -113,13 +113,21 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
     ("GET", "/repos/acme/docs/pulls", "pulls/list"),
     ("PATCH", "/repos/acme/docs/pulls/3", "pulls/update"),
     ("POST", "/repos/acme/docs/pulls/3/comments/9/replies", "pulls/create-reply-for-review-comment"),
+    ("PATCH", "/repos/acme/docs/issues/comments/9", "issues/update-comment"),
+    ("GET", "/repos/acme/docs/pulls/3/comments", "pulls/list-review-comments"),
+    ("GET", "/repos/acme/docs/pulls/3/reviews/9", "pulls/get-review"),
+    ("GET", "/repos/acme/docs/pulls/3/reviews/9/comments", "pulls/list-comments-for-review"),
+    ("GET", "/repos/acme/docs/commits/abc123/check-runs", "checks/list-for-ref"),
+    ("GET", "/repos/acme/docs/check-runs/9/annotations", "checks/list-annotations"),
+    ("GET", "/repos/acme/docs/commits/abc123/status", "repos/get-combined-status-for-ref"),
     ("POST", "/repos/acme/docs/pulls/comments/9/reactions", "reactions/create-for-pull-request-review-comment"),
     ("POST", "/repos/acme/docs/issues/comments/9/reactions", "reactions/create-for-issue-comment"),
     ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
     ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
     ("DELETE", "/repos/acme/docs/git/refs/heads/copydesk/job_1", "git/delete-ref"),
     ("GET", "/repos/acme/docs/compare/main...copydesk/job_1", "repos/compare-commits-with-basehead"),
-    ("GET", "/repos/acme/docs/contents/README.md", None),
+    ("GET", "/repos/acme/docs/contents/.copydesk/config.yml", "repos/get-content"),
+    ("GET", "/repos/acme/docs/git/trees/main", None),
 ])
 def test_concrete_paths_map_to_github_operations(method, path, operation):
     assert operation_for(method, path) == operation
@@ -331,6 +339,11 @@ def test_comments_replies_and_reactions(world):
     assert api.post(f"/repos/acme/docs/issues/{number}/comments", json={}).status_code == 422
     listed = api.get(f"/repos/acme/docs/issues/{number}/comments").json()
     assert [c["body"] for c in listed] == ["Working on it"]
+    edited = api.patch(f"/repos/acme/docs/issues/comments/{comment.json()['id']}", json={"body": "Done"})
+    assert edited.status_code == 200 and edited.json()["body"] == "Done"
+    assert api.patch(f"/repos/acme/docs/issues/comments/{comment.json()['id']}", json={}).status_code == 422
+    assert api.patch("/repos/acme/docs/issues/comments/999999", json={"body": "x"}).status_code == 404
+    assert [c["body"] for c in api.get(f"/repos/acme/docs/issues/{number}/comments").json()] == ["Done"]
 
     person = github.comment("acme/docs", number, "alice", "@copydesk-test fix it")["comment"]
     first = api.post(f"/repos/acme/docs/issues/comments/{person['id']}/reactions", json={"content": "eyes"})
@@ -340,6 +353,8 @@ def test_comments_replies_and_reactions(world):
                     json={"content": "thumbs"}).status_code == 422
     assert api.post(f"/repos/acme/docs/issues/{number}/reactions", json={"content": "rocket"}).status_code == 201
     assert github.reactions(person["id"]) == [("copydesk-test[bot]", "eyes")]
+    # An App edits its own comments, not people's.
+    assert api.patch(f"/repos/acme/docs/issues/comments/{person['id']}", json={"body": "x"}).status_code == 403
 
     line = github.review_comment("acme/docs", number, "bob", "@copydesk-test reword", "docs/index.md", 3)["comment"]
     reply = api.post(f"/repos/acme/docs/pulls/{number}/comments/{line['id']}/replies", json={"body": "Done"})
@@ -349,6 +364,95 @@ def test_comments_replies_and_reactions(world):
                     json={"body": "x"}).status_code == 404
     assert api.post(f"/repos/acme/docs/pulls/comments/{line['id']}/reactions",
                     json={"content": "eyes"}).status_code == 201
+
+
+def test_a_review_with_line_comments(world, receiver):
+    github, installation = world
+    url, received = receiver
+    github.deliver_to(url)
+    api = as_installation(github, installation)
+    number = open_pr(api, github)["number"]
+    received.clear()
+    payload = github.submit_review("acme/docs", number, "alice", "@copydesk-test see below",
+                                   [("docs/index.md", 1, "Shorter"), ("README.md", 1, "Louder")], "changes_requested")
+    events = [(headers["X-Github-Event"], json.loads(body)) for headers, body in received]
+    assert [e for e, _ in events] == ["pull_request_review_comment"] * 2 + ["pull_request_review"]
+    for event, body in events:
+        validate_webhook(event, body["action"], body)
+        assert_like_real_examples(event, body["action"], body)
+    review_id = payload["review"]["id"]
+    assert {body["comment"]["pull_request_review_id"] for _, body in events[:2]} == {review_id}
+
+    review = api.get(f"/repos/acme/docs/pulls/{number}/reviews/{review_id}")
+    assert review.status_code == 200 and review.json()["state"] == "CHANGES_REQUESTED"
+    assert api.get(f"/repos/acme/docs/pulls/{number}/reviews/999999").status_code == 404
+    listed = api.get(f"/repos/acme/docs/pulls/{number}/reviews/{review_id}/comments").json()
+    assert [(c["path"], c["body"]) for c in listed] == [("docs/index.md", "Shorter"), ("README.md", "Louder")]
+    # A line comment on its own is a review of one comment, as on GitHub.
+    single = github.review_comment("acme/docs", number, "bob", "Typo", "docs/index.md", 2)["comment"]
+    alone = api.get(f"/repos/acme/docs/pulls/{number}/reviews/{single['pull_request_review_id']}/comments").json()
+    assert [c["id"] for c in alone] == [single["id"]]
+    api.post(f"/repos/acme/docs/pulls/{number}/comments/{single['id']}/replies", json={"body": "Fixed"})
+    every = api.get(f"/repos/acme/docs/pulls/{number}/comments").json()
+    assert [c["body"] for c in every] == ["Shorter", "Louder", "Typo", "Fixed"]
+
+
+def test_check_runs_statuses_and_contents(world, receiver):
+    github, installation = world
+    url, received = receiver
+    github.deliver_to(url)
+    api = as_installation(github, installation)
+    pr = open_pr(api, github)
+    sha = pr["head"]["sha"]
+    received.clear()
+    github.check_run("acme/docs", sha, "vale", "failure", title="2 errors", summary="Vale found 2 errors",
+                     text="docs/index.md:3 Use 'e.g.'", annotations=[("docs/index.md", 3, "Use 'e.g.'")])
+    github.set_status("acme/docs", sha, "failure", "ci/build", description="The site did not build")
+    events = [(headers["X-Github-Event"], json.loads(body)) for headers, body in received]
+    assert [e for e, _ in events] == ["check_run", "check_suite", "status"]
+    for event, body in events:
+        validate_webhook(event, body.get("action"), body)
+        assert_like_real_examples(event, body.get("action"), body)
+    run = events[0][1]["check_run"]
+    assert run["conclusion"] == "failure" and run["pull_requests"][0]["number"] == pr["number"]
+    assert events[1][1]["check_suite"]["head_branch"] == "copydesk/job_1"
+    assert events[2][1]["branches"][0]["name"] == "copydesk/job_1"
+
+    runs = api.get(f"/repos/acme/docs/commits/{sha}/check-runs").json()
+    assert [r["name"] for r in runs["check_runs"]] == ["vale"] and runs["total_count"] == 1
+    notes = api.get(f"/repos/acme/docs/check-runs/{run['id']}/annotations").json()
+    assert [(n["path"], n["start_line"], n["message"]) for n in notes] == [("docs/index.md", 3, "Use 'e.g.'")]
+    combined = api.get(f"/repos/acme/docs/commits/{sha}/status").json()
+    assert combined["state"] == "failure" and combined["statuses"][0]["context"] == "ci/build"
+    assert api.get("/repos/acme/docs/check-runs/1/annotations").status_code == 404
+
+    github.push("acme/docs", {".copydesk/config.yml": "ci_fix: false\n"})
+    found = api.get("/repos/acme/docs/contents/.copydesk/config.yml", params={"ref": "main"})
+    assert base64.b64decode(found.json()["content"]) == b"ci_fix: false\n"
+    assert api.get("/repos/acme/docs/contents/nothing.yml").status_code == 404
+    assert api.get("/repos/acme/docs/contents/docs").status_code == 404  # a folder is not emulated
+
+
+def test_rename_and_transfer_keep_the_repository_id_and_git(world, receiver, tmp_path):
+    github, installation = world
+    url, received = receiver
+    github.deliver_to(url)
+    before = github.state.repo("acme/docs").id
+    renamed = github.rename_repo("acme/docs", "handbook")
+    other = github.add_installation("newco", [], selection="all")
+    moved = github.transfer_repo("acme/handbook", "newco")
+    for payload, action in ((renamed, "renamed"), (moved, "transferred")):
+        validate_webhook("repository", action, payload)
+        assert_like_real_examples("repository", action, payload)
+    assert renamed["changes"] == {"repository": {"name": {"from": "docs"}}}
+    assert moved["repository"]["full_name"] == "newco/handbook" and moved["repository"]["id"] == before
+    assert moved["installation"]["id"] == other and moved["changes"]["owner"]["from"]["organization"]["login"] == "acme"
+    assert as_installation(github, installation).get("/repos/acme/docs").status_code == 404
+    api = as_installation(github, other, repository_ids=[before])
+    assert api.get("/repos/newco/handbook").json()["id"] == before
+    cloned = git_cli(tmp_path, "clone", "-q", f"{github.url}/newco/handbook.git", "h",
+                     token_value=token(github, other, repository_ids=[before]))
+    assert cloned.returncode == 0 and (tmp_path / "h" / "docs" / "index.md").exists()
 
 
 def test_collaborator_permission(world):
@@ -529,7 +633,8 @@ def receiver(receiver_server):
 # Keys of the examples that depend on where the hook lives, not on the event: the ping examples come from
 # repository hooks (an App's hook ping names no repository or sender); `enterprise` only exists on GHE accounts.
 NOT_FOR_THIS_HOOK = {"ping": {"repository", "sender"}}
-MAIN_OBJECTS = ("comment", "issue", "pull_request", "repository", "installation", "sender", "review")
+MAIN_OBJECTS = ("comment", "issue", "pull_request", "repository", "installation", "sender", "review", "check_run",
+                "check_suite", "commit")
 
 
 def assert_like_real_examples(event: str, action: str | None, payload: dict) -> None:
@@ -605,12 +710,17 @@ def test_the_apps_own_comments_are_delivered_too(world, receiver):
     github.deliver_to(url)
     api = as_installation(github, installation)
     number = open_pr(api, github)["number"]
-    api.post(f"/repos/acme/docs/issues/{number}/comments", json={"body": "Done."})
+    posted = api.post(f"/repos/acme/docs/issues/{number}/comments", json={"body": "Done."}).json()
+    api.patch(f"/repos/acme/docs/issues/comments/{posted['id']}", json={"body": "Done, twice."})
     github.flush_deliveries()
-    [(headers, body)] = received
+    [(headers, body), (_, edit_body)] = received
     payload = json.loads(body)
     validate_webhook("issue_comment", "created", payload)
     assert payload["sender"]["type"] == "Bot" and payload["comment"]["user"]["login"] == "copydesk-test[bot]"
+    edited = json.loads(edit_body)
+    validate_webhook("issue_comment", "edited", edited)
+    assert_like_real_examples("issue_comment", "edited", edited)
+    assert edited["changes"] == {"body": {"from": "Done."}} and edited["comment"]["body"] == "Done, twice."
 
 
 def test_merge_makes_a_real_merge_commit(world, tmp_path):

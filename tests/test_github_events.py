@@ -481,8 +481,12 @@ def test_a_stop_comment_cancels_the_jobs_waiting_work_and_says_so(github, bot, p
     after = bot.services.jobs.get(job.id)
     assert after.status is JobStatus.COMPLETED and after.pr_number == number  # back to its last round's state
     assert [m.status for m in user_messages(bot, job.id)] == [MessageStatus.PROCESSED, MessageStatus.CANCELLED]
-    replies = [c.json["body"] for c in calls(github, "issues/create-comment")]
+    tracking, *replies = [c.json["body"] for c in calls(github, "issues/create-comment")]
+    assert tracking.startswith("**Round 2** · ⏳ queued")
     assert len(replies) == 1 and replies[0].startswith("@alice stopping")
+    # The waiting round's comment says it will not run.
+    [edited] = [c.json["body"] for c in calls(github, "issues/update-comment")]
+    assert edited.startswith("**Round 2** · ⏹️ cancelled")
     types = [e.type.value for e in bot.services.events.after(job.id, "0")]
     assert types[-1] == "job.cancelled"
 
@@ -503,3 +507,29 @@ def test_only_a_bare_stop_is_a_stop_and_only_from_a_writer(github, bot, pull):
     deliver(bot, "issue_comment", github.comment(REPO, number, "mallory", "@copydesk-test stop"), "d2")
     assert bot.services.jobs.get(job.id).status is JobStatus.ACTIVE
     assert user_messages(bot, job.id)[-1].status is MessageStatus.QUEUED
+
+
+def test_stop_and_a_request_interrupts_the_running_round_and_queues_the_request(github, bot, pull):
+    from bot.github.comments import is_interrupt
+
+    assert is_interrupt("@copydesk-test stop and add a pricing page", "copydesk-test")
+    assert not is_interrupt("@copydesk-test stop", "copydesk-test")
+    assert not is_interrupt("please stop and think @copydesk-test", "copydesk-test")
+    job, number = pull
+    github.set_permission(REPO, "alice", "write")
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test add a FAQ"), "d1")
+    _job, running = bot.services.jobs.start_next(job.id)  # that round runs now
+    deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test tell more"), "d2")
+    deliver(bot, "issue_comment",
+            github.comment(REPO, number, "alice", "@copydesk-test stop and add a pricing page instead"), "d3")
+
+    assert bot.services.jobs.cancel_requested(job.id, running.id)  # the running round is told to stop
+    messages = user_messages(bot, job.id)
+    assert [m.status for m in messages] == [MessageStatus.PROCESSED, MessageStatus.RUNNING,
+                                            MessageStatus.CANCELLED, MessageStatus.QUEUED]
+    assert "add a pricing page instead" in messages[-1].content
+    # The cancelled waiting round's comment says so; the new one has its own, queued.
+    edited = [c.json["body"] for c in calls(github, "issues/update-comment")]
+    assert len(edited) == 1 and edited[0].startswith("**Round 3** · ⏹️ cancelled")
+    posted = [c.json["body"] for c in calls(github, "issues/create-comment")]
+    assert posted[-1].startswith("**Round 4** · ⏳ queued")

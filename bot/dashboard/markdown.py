@@ -11,4 +11,15 @@ _RENDERER = MarkdownIt("commonmark", {"html": False, "linkify": False, "typograp
 
 def render_markdown(text: str | None) -> Markup:
     """Safe HTML for `text`."""
-    return Markup(_RENDERER.render(text or ""))
+    return Markup(_RENDERER.render(_without_comments(text or "")))
+
+
+def _without_comments(text: str) -> str:
+    """`text` without its closed HTML comments, hidden as GitHub hides them (Copydesk marks its part of a
+    description with them); one pass of `find`, so no input makes it slower than linear."""
+    kept, at = [], 0
+    while (start := text.find("<!--", at)) != -1 and (end := text.find("-->", start + 4)) != -1:
+        kept.append(text[at:start])
+        at = end + 3
+    kept.append(text[at:])
+    return "".join(kept)

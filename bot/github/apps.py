@@ -33,14 +33,16 @@ class GitHubApp:
         """A client that authenticates as the App (a fresh JWT for every request)."""
         return self._client(lambda: f"bearer {app_jwt(self.settings)}")
 
-    def installation_client(self, installation_id: int, repository: str | None = None) -> GitHubClient:
-        """A client that acts as the installation, with a token limited to `repository` when given.
+    def installation_client(self, installation_id: int, repository: str | None = None,
+                            repository_id: int | None = None) -> GitHubClient:
+        """A client that acts as the installation, with a token limited to the repository when given (by its id
+        when known, as a rename keeps it).
 
         The token cache is read before every request, so a token that expires during a long job is replaced;
         a token GitHub refuses (401, e.g. revoked) is dropped from the cache and the request tried once more.
         """
-        return self._client(lambda: f"token {self.tokens.token(installation_id, repository)}",
-                            on_unauthorized=lambda: self.tokens.invalidate(installation_id, repository))
+        return self._client(lambda: f"token {self.tokens.token(installation_id, repository, repository_id)}",
+                            on_unauthorized=lambda: self.tokens.invalidate(installation_id, repository, repository_id))
 
     def slug(self) -> str:
         """The App's slug (what people @mention), from GITHUB_APP_SLUG or GitHub, cached in Redis."""

@@ -56,26 +56,28 @@ class InstallationTokens:
         self._clock = clock
         self._box = SecretBox(settings.private_key)
 
-    def token(self, installation_id: int, repository: str | None = None) -> str:
-        """A valid token for the installation, limited to `repository` ("owner/name") when given."""
-        key = self._key(installation_id, repository)
+    def token(self, installation_id: int, repository: str | None = None, repository_id: int | None = None) -> str:
+        """A valid token for the installation, limited to the repository with `repository_id` when given (a
+        rename does not change it), else to `repository` ("owner/name") when given."""
+        key = self._key(installation_id, repository, repository_id)
         sealed = self._redis.get(key)
         token = self._box.unseal(sealed) if sealed else None
         if token:
             return token
-        token, expires_at = self._mint(installation_id, repository)
+        token, expires_at = self._mint(installation_id, repository, repository_id)
         ttl = _cache_seconds(expires_at - self._clock())
         if ttl > 0:
             self._redis.set(key, self._box.seal(token), px=max(1, int(ttl * 1000)))
         return token
 
-    def invalidate(self, installation_id: int, repository: str | None = None) -> None:
+    def invalidate(self, installation_id: int, repository: str | None = None, repository_id: int | None = None) -> None:
         """Forget the cached token (e.g. after GitHub refused it), so the next call mints a new one."""
-        self._redis.delete(self._key(installation_id, repository))
+        self._redis.delete(self._key(installation_id, repository, repository_id))
 
-    def _mint(self, installation_id: int, repository: str | None) -> tuple[str, float]:
+    def _mint(self, installation_id: int, repository: str | None, repository_id: int | None) -> tuple[str, float]:
         # Limited to one repository: a token that leaks from a job reaches only that job's repository.
-        body = {"repositories": [repository.rsplit("/", 1)[-1]]} if repository else {}
+        body: dict = ({"repository_ids": [int(repository_id)]} if repository_id is not None
+                      else {"repositories": [repository.rsplit("/", 1)[-1]]} if repository else {})
         try:
             # Idempotent: a second mint after a lost answer only leaves an unused token to expire.
             answer = self._app_client().post("/app/installations/{installation_id}/access_tokens",
@@ -85,17 +87,20 @@ class InstallationTokens:
                 raise InstallationGone(installation_id, "gone (the App was uninstalled)") from exc
             if exc.status_code == 403 and "suspended" in str(exc).lower():
                 raise InstallationGone(installation_id, "suspended") from exc
-            if exc.status_code == 422 and repository:
+            if exc.status_code == 422 and (repository or repository_id is not None):
                 # The repository was taken out of the installation (or deleted): no token can reach it.
                 raise InstallationGone(installation_id, f"no longer given access to {repository}") from exc
             raise
         log.info("minted a token for installation %s%s", installation_id,
-                 f" limited to {repository}" if repository else "")
+                 f" limited to {repository or f'repository {repository_id}'}" if repository or repository_id else "")
         return answer["token"], datetime.fromisoformat(answer["expires_at"]).timestamp()
 
     @staticmethod
-    def _key(installation_id: int, repository: str | None) -> str:
-        scope = repository.lower() if repository else "*"  # GitHub names are case-insensitive
+    def _key(installation_id: int, repository: str | None, repository_id: int | None = None) -> str:
+        if repository_id is not None:
+            scope = f"#{int(repository_id)}"
+        else:
+            scope = repository.lower() if repository else "*"  # GitHub names are case-insensitive
         return f"cd:gh:token:{int(installation_id)}:{scope}"
 
 

@@ -13,6 +13,7 @@ from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone
 from bot.github.client import GitHubClient, GitHubUnavailable
 from service.codehost.base import CodeHostError
+from service.describe import merge_description
 from service.errors import RunFailed
 from service.lease import Fence
 from service.models import Project, PullRequest
@@ -49,7 +50,7 @@ class GitHubCodeHost:
 
         def credentials() -> dict[str, str]:
             with _as_host_error("authenticate git"):
-                token = self._app.tokens.token(installation_id, project.repository)
+                token = self._app.tokens.token(installation_id, project.repository, _repository_id(project))
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
             # Keyed by URL, so git sends the header only to this host, never to a redirect elsewhere.
             return {f"http.{self._web_url}/.extraHeader": f"Authorization: Basic {basic}"}
@@ -57,7 +58,8 @@ class GitHubCodeHost:
         return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
+                            body: str, draft: bool, fence: Fence | None = None,
+                            may_open: bool = True) -> PullRequest | None:
         """Update the branch's open pull request, or open one; never two open pull requests for one branch.
 
         Only an open pull request is reused: one that a person closed or merged stays as they left it,
@@ -67,8 +69,10 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         guard = self._lease_check(fence)
         with _as_host_error(f"open the pull request for {branch}"):
-            client = self._client(project)
+            client = self.client(project)
             found = self._open_pull(client, owner, name, branch)
+            if found is None and not may_open:
+                return None  # closed or merged meanwhile: a round that pushed nothing opens nothing
             if found is None:
                 try:
                     return _pull(self._create_pull(client, owner, name, branch=branch, base=base, title=title,
@@ -81,41 +85,68 @@ class GitHubCodeHost:
                     if found is None:
                         raise
             log.info("job %s: updating pull request #%s of %s", job_id, found["number"], project.repository)
+            # The list answer holds the body as it is now: a person's text around Copydesk's section stays.
             updated = client.patch("/repos/{owner}/{repo}/pulls/{number}",
                                    {"owner": owner, "repo": name, "number": found["number"]},
-                                   data={"title": title, "body": body}, guard=guard)
+                                   data={"title": title, "body": merge_description(found.get("body"), body)},
+                                   guard=guard)
             return _pull(updated)
 
     def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
-                key: str | None = None) -> None:
-        """Add a comment to pull request (or issue) `number`.
+                key: str | None = None) -> str:
+        """Add a comment to pull request (or issue) `number`; returns its id.
 
         With a `key` it is posted once: its body ends with an invisible marker naming the key, and when one of
         the App's comments on `number` already carries that marker (an interrupted attempt of the same run
-        posted it) nothing is posted. With a `fence`, the run's lease is checked right before the post."""
+        posted it) nothing is posted and that comment's id is returned. With a `fence`, the run's lease is
+        checked right before the post."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"comment on #{number}"):
-            client = self._client(project)
+            client = self.client(project)
             if key is not None:
                 marker = comment_marker(key)
-                if self._has_own_comment(client, owner, name, number, marker):
+                found = self._own_comment(client, "/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
+                                          {"owner": owner, "repo": name, "number": number}, marker)
+                if found is not None:
                     log.info("#%s of %s already has the comment %s; not posting it again", number,
                              project.repository, key)
+                    return str(found["id"])
+                body = f"{body}\n\n{marker}"
+            posted = client.post("/repos/{owner}/{repo}/issues/{number}/comments",
+                                 {"owner": owner, "repo": name, "number": number}, data={"body": body},
+                                 guard=self._lease_check(fence))
+        return str(posted["id"])
+
+    def edit_comment(self, project: Project, number: int, comment_id: str, body: str, *, fence: Fence | None = None,
+                     key: str | None = None) -> None:
+        """Replace the body of one of the App's conversation comments (its marker kept), fenced like `comment`.
+
+        An edit is idempotent: sent twice, the comment reads the same."""
+        owner, name = _owner_and_name(project)
+        if key is not None:
+            body = f"{body}\n\n{comment_marker(key)}"
+        with _as_host_error(f"edit comment {comment_id}"):
+            self.client(project).patch("/repos/{owner}/{repo}/issues/comments/{comment_id}",
+                                        {"owner": owner, "repo": name, "comment_id": int(comment_id)},
+                                        data={"body": body}, guard=self._lease_check(fence))
+
+    def reply_in_thread(self, project: Project, number: int, thread_id: str, body: str, *,
+                        fence: Fence | None = None, key: str | None = None) -> None:
+        """Reply in the thread of review (line) comment `thread_id`, once per `key` like `comment`."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"reply to review comment {thread_id}"):
+            client = self.client(project)
+            if key is not None:
+                marker = comment_marker(key)
+                if self._own_comment(client, "/repos/{owner}/{repo}/pulls/{number}/comments{?per_page}",
+                                     {"owner": owner, "repo": name, "number": number}, marker) is not None:
                     return
                 body = f"{body}\n\n{marker}"
-            client.post("/repos/{owner}/{repo}/issues/{number}/comments",
-                        {"owner": owner, "repo": name, "number": number}, data={"body": body},
-                        guard=self._lease_check(fence))
+            client.post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
+                        {"owner": owner, "repo": name, "number": number, "comment_id": int(thread_id)},
+                        data={"body": body}, guard=self._lease_check(fence))
 
     # -- what the webhook handlers use -------------------------------------------------------
-
-    def reply_to_review_comment(self, project: Project, number: int, comment_id: int, body: str) -> None:
-        """Reply in the thread of review (line) comment `comment_id` on pull request `number`."""
-        owner, name = _owner_and_name(project)
-        with _as_host_error(f"reply to review comment {comment_id}"):
-            self._client(project).post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
-                                       {"owner": owner, "repo": name, "number": number, "comment_id": comment_id},
-                                       data={"body": body})
 
     def react(self, project: Project, *, kind: ReactionTarget, id: int, content: str = "eyes") -> None:
         """Add a reaction (👀 by default): `id` is a comment id, or for kind "issue" the pull request's number.
@@ -124,7 +155,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"react to {kind} {id}"):
             # Idempotent: GitHub answers 200 with the existing reaction when it is already there.
-            self._client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
+            self.client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
                                        data={"content": content}, idempotent=True)
 
     def delete_branch(self, project: Project, branch: str) -> None:
@@ -132,7 +163,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"delete branch {branch}"):
             try:
-                self._client(project).delete("/repos/{owner}/{repo}/git/refs/{+ref}",
+                self.client(project).delete("/repos/{owner}/{repo}/git/refs/{+ref}",
                                              {"owner": owner, "repo": name, "ref": quote(f"heads/{branch}", safe="/")})
             except BadRequest as exc:
                 # 422 "Reference does not exist" or 404: someone (or GitHub's auto-delete) was first.
@@ -144,7 +175,7 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"check {username}'s permission"):
             try:
-                answer = self._client(project).getitem(
+                answer = self.client(project).getitem(
                     "/repos/{owner}/{repo}/collaborators/{username}/permission",
                     {"owner": owner, "repo": name, "username": username})
             except BadRequest as exc:
@@ -155,8 +186,9 @@ class GitHubCodeHost:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _client(self, project: Project) -> GitHubClient:
-        return self._app.installation_client(_installation_id(project), project.repository)
+    def client(self, project: Project) -> GitHubClient:
+        """A client acting as the project's installation, its token limited to the project's repository."""
+        return self._app.installation_client(_installation_id(project), project.repository, _repository_id(project))
 
     def _lease_check(self, fence: Fence | None) -> Callable[[], None] | None:
         """What a run's write to GitHub calls right before each attempt: LeaseLost once the lease is not the run's.
@@ -183,11 +215,11 @@ class GitHubCodeHost:
         return next(iter(pulls), None)
 
     @staticmethod
-    def _has_own_comment(client: GitHubClient, owner: str, name: str, number: int, marker: str) -> bool:
-        """Whether one of the App's comments on `number` carries `marker` (a person's copy of it does not count)."""
-        comments = client.getiter("/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
-                                  {"owner": owner, "repo": name, "number": number, "per_page": 100})
-        return any(marker in (c.get("body") or "") and (c.get("user") or {}).get("type") == "Bot" for c in comments)
+    def _own_comment(client: GitHubClient, url: str, url_vars: dict, marker: str) -> dict | None:
+        """The first of the App's comments listed at `url` that carries `marker` (a person's copy does not count)."""
+        comments = client.getiter(url, {**url_vars, "per_page": 100})
+        return next((c for c in comments
+                     if marker in (c.get("body") or "") and (c.get("user") or {}).get("type") == "Bot"), None)
 
     @staticmethod
     def _create_pull(client: GitHubClient, owner: str, name: str, *, branch: str, base: str, title: str,
@@ -241,6 +273,12 @@ def _installation_id(project: Project) -> int:
         return int(project.host_data["installation_id"])
     except (KeyError, TypeError, ValueError):
         raise CodeHostError(f"project {project.id} has no GitHub installation id") from None
+
+
+def _repository_id(project: Project) -> int | None:
+    """The repository's GitHub id (recorded since the project was made); None for an older record without it."""
+    found = project.host_data.get("repository_id")
+    return int(found) if found is not None else None
 
 
 def _pull(data: dict) -> PullRequest:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gidgethub.sansio import Event
 
-from bot.github import comments, installations, pulls
+from bot.github import checks, comments, installations, pulls, repositories
 from bot.github.apps import GitHubApp
 from bot.github.codehost import GitHubCodeHost
 from service import logcontext
@@ -60,6 +60,11 @@ ROUTER.add(comments.issue_comment_created, "issue_comment", "created")
 ROUTER.add(comments.review_comment_created, "pull_request_review_comment", "created")
 ROUTER.add(comments.review_submitted, "pull_request_review", "submitted")
 ROUTER.add(pulls.pull_closed, "pull_request", "closed")
+ROUTER.add(checks.check_run_completed, "check_run", "completed")
+ROUTER.add(checks.check_suite_completed, "check_suite", "completed")
+ROUTER.add(checks.status_changed, "status")
+ROUTER.add(repositories.repository_moved, "repository", "renamed")
+ROUTER.add(repositories.repository_moved, "repository", "transferred")
 
 HANDLED_EVENTS = ROUTER.events
 

@@ -160,6 +160,15 @@ def parse_prompt(body: dict, settings: Settings, allowed: tuple[str, ...] = ("pr
     return check_text(prompt, "prompt")
 
 
+def parse_message(body: dict, settings: Settings) -> tuple[str, bool]:
+    """Validate a follow-up message body: its prompt, and whether it interrupts the running round."""
+    prompt = parse_prompt(body, settings, allowed=("prompt", "interrupt"))
+    interrupt = body.get("interrupt", False)
+    if not isinstance(interrupt, bool):
+        raise InvalidRequest("`interrupt` must be true or false", field="interrupt")
+    return prompt, interrupt
+
+
 def parse_create(body: dict, settings: Settings) -> CreateRequest:
     """Validate a create-job body."""
     prompt = parse_prompt(body, settings, allowed=("prompt", "model", "ref", "asDraft", "maxTokens"))

@@ -119,7 +119,8 @@ def _message_schemas() -> dict:
         "status": {"type": "string", "enum": [s.value for s in MessageStatus],
                    "description": "`queued` until its run starts, then `running`, then `processed` or `failed`; "
                                   "`cancelled` when the job was cancelled (or archived) before it finished."},
-        "source": string("Where the message came from: `api`, or the code host for a pull-request comment."),
+        "source": string("Where the message came from: `api`, the code host for a pull-request comment, or `ci` "
+                         "for an automatic round that fixes the pull request's failing checks."),
         "author": nullable(string("Who wrote it, when known (e.g. the commenter's login).")),
         "error": nullable(ref("schemas", "JobError")),
         "usage": nullable(ref("schemas", "Usage")),
@@ -210,8 +211,12 @@ def _schemas(models: tuple[str, ...], max_prompt_chars: int) -> dict:
         }, description="One page of the conversation; `usage` totals every run of the job on every page."),
         **_push_schemas(),
         "CreateJobRequest": _create_body(models, max_prompt_chars),
-        "MessageRequest": closed_object({"prompt": _prompt(max_prompt_chars)},
-                                        description="Only `prompt`; any other field is a `400`."),
+        "MessageRequest": closed_object({
+            "prompt": _prompt(max_prompt_chars),
+            "interrupt": {"type": "boolean", "default": False, "description": (
+                "Cancel the running round (as `cancel` does) and waiting messages, then run this one from the state "
+                "the last finished round left; without it the message waits its turn.")},
+        }, optional=("interrupt",), description="`prompt`, and optionally `interrupt`; any other field is a `400`."),
         "Problem": _problem_schema(),
     }
 

@@ -10,6 +10,7 @@ import redis
 
 from service.clock import now_iso
 from service.codehost.base import CodeHostError
+from service.describe import merge_description
 from service.faults import PULL_CLAIMED, Faults
 from service.lease import Fence, watched
 from service.models import Project, PullRequest, Record
@@ -103,24 +104,27 @@ class LocalCodeHost:
         return Remote(url=project.repository, trusted=True)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None) -> PullRequest:
+                            body: str, draft: bool, fence: Fence | None = None,
+                            may_open: bool = True) -> PullRequest | None:
         """One pull request per branch: its number is claimed and its record saved in one transaction, so a
         crash leaves both or neither, and a run whose `fence` no longer holds the lease writes nothing
         (LeaseLost) however long it was frozen before this call."""
 
-        def attempt(pipe) -> LocalPull:
+        def attempt(pipe) -> LocalPull | None:
             if fence is not None:
                 fence.ensure(pipe)
             claimed = pipe.hget(self._by_branch_key(project.id), branch)
             # A number claimed without a record is what a crash between the two left before they were one write.
             pull = self._read(pipe, project.id, int(claimed)) if claimed is not None else None
+            if not may_open and (pull is None or pull.state != "open"):
+                return None
             stamp = now_iso()
             if pull is None:
                 number = int(claimed) if claimed is not None else int(pipe.get(self._seq_key(project.id)) or 0) + 1
                 pull = LocalPull(project_id=project.id, number=number, job_id=job_id, title=title, body=body,
                                  base=base, head=branch, state="open", draft=draft, created_at=stamp, updated_at=stamp)
             else:
-                pull.title, pull.body, pull.updated_at = title, body, stamp
+                pull.title, pull.body, pull.updated_at = title, merge_description(pull.body, body), stamp
             self._faults.reach(PULL_CLAIMED)
             pipe.multi()
             if claimed is None:
@@ -131,24 +135,52 @@ class LocalCodeHost:
 
         pull = transaction(self._redis, attempt, self._by_branch_key(project.id), self._seq_key(project.id),
                            self._pulls_key(project.id), *watched(fence))
+        if pull is None:
+            return None
         return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
 
     def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
-                key: str | None = None) -> None:
-        """Add a comment in one transaction: fenced like `open_or_update_pull`, and once per `key`."""
+                key: str | None = None) -> str:
+        """Add a comment in one transaction: fenced like `open_or_update_pull`, and once per `key`; its id is its
+        position among the pull request's comments."""
+
+        def attempt(pipe) -> str:
+            if fence is not None:
+                fence.ensure(pipe)
+            pull = self._read(pipe, project.id, number)
+            assert pull is not None  # runs comment only on their job's own pull request
+            if key is not None:
+                found = next((i for i, c in enumerate(pull.comments) if c.get("key") == key), None)
+                if found is not None:
+                    return str(found)  # an interrupted attempt of the same run posted it already
+            pull.comments.append({"body": body, "createdAt": now_iso(), **({"key": key} if key else {})})
+            pipe.multi()
+            self._write(pipe, pull)
+            return str(len(pull.comments) - 1)
+
+        return transaction(self._redis, attempt, self._pulls_key(project.id), *watched(fence))
+
+    def edit_comment(self, project: Project, number: int, comment_id: str, body: str, *, fence: Fence | None = None,
+                     key: str | None = None) -> None:
+        """Replace a comment's body in one transaction, fenced like `comment`."""
 
         def attempt(pipe) -> None:
             if fence is not None:
                 fence.ensure(pipe)
             pull = self._read(pipe, project.id, number)
-            assert pull is not None  # runs comment only on their job's own pull request
-            if key is not None and any(c.get("key") == key for c in pull.comments):
-                return  # an interrupted attempt of the same run posted it already
-            pull.comments.append({"body": body, "createdAt": now_iso(), **({"key": key} if key else {})})
+            index = int(comment_id)
+            if pull is None or not 0 <= index < len(pull.comments):
+                raise CodeHostError(f"pull request #{number} has no comment {comment_id}")
+            pull.comments[index] = {**pull.comments[index], "body": body, "updatedAt": now_iso()}
             pipe.multi()
             self._write(pipe, pull)
 
         transaction(self._redis, attempt, self._pulls_key(project.id), *watched(fence))
+
+    def reply_in_thread(self, project: Project, number: int, thread_id: str, body: str, *,
+                        fence: Fence | None = None, key: str | None = None) -> None:
+        """Local pull requests have no review threads: the reply is a comment quoting where it belongs."""
+        self.comment(project, number, body, fence=fence, key=key)
 
     # -- what the pages show -----------------------------------------------------------------
 

@@ -195,6 +195,25 @@ class JobStore:
         jobs = [load(Job, raw) for raw in raws if raw is not None]
         return jobs, (page[-1] if len(ids) > limit else None)
 
+    def move_repository(self, project_id: str, repository_url: str) -> int:
+        """Point every job of the project at its repository's new web URL (after a rename or a transfer); returns
+        how many changed. Each job is rewritten in its own transaction, so a run's concurrent write wins nothing."""
+        moved = 0
+        for raw_id in self._redis.zrangebylex(_index_key(project_id), "-", "+"):
+            job_id = text(raw_id)
+
+            def attempt(pipe: redis.client.Pipeline, job_id: str = job_id) -> bool:
+                job = load(Job, pipe.get(job_key(job_id)))
+                if job is None or job.repository_url == repository_url:
+                    return False
+                job.repository_url = repository_url
+                pipe.multi()
+                pipe.set(job_key(job_id), dump(job))
+                return True
+
+            moved += bool(transaction(self._redis, attempt, job_key(job_id)))
+        return moved
+
     def counts(self, project_id: str) -> dict[str, int]:
         """How many of the project's jobs are in each status."""
         with self._redis.pipeline(transaction=False) as pipe:
@@ -279,24 +298,34 @@ class JobStore:
         return (job if admission.verdict is Verdict.CREATED else None), admission
 
     def add_message(self, job_id: str, *, prompt: str, source: str = "api", author: str | None = None,
-                    key_id: str | None = None) -> tuple[Job, Message]:
-        """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived."""
+                    key_id: str | None = None, threads: list[str] | None = None,
+                    interrupt: bool = False) -> tuple[Job, Message]:
+        """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived.
+
+        With `interrupt`, in the same transaction the job's waiting messages are cancelled and its running one is
+        asked to stop, as `cancel` does: the new message runs next, from the state the last finished round left."""
 
         def attempt(pipe: redis.client.Pipeline):
             job = self._load_or_raise(pipe, job_id)
             if job.status is JobStatus.ARCHIVED:
                 raise JobArchived(f"job {job_id} is archived and takes no more messages")
+            waiting = self._waiting(pipe, job_id) if interrupt else []
+            running = [m for m in waiting if m.status is MessageStatus.RUNNING]
             stamp = now_iso()
             message = self._user_message(job.id, job.messages, prompt, source, author, stamp, key_id)
+            message.threads = list(threads or [])
             old_status = job.status
             job.status, job.updated_at, job.messages = JobStatus.ACTIVE, stamp, job.messages + 1
             job.error = None
             pipe.multi()
+            self._cancel_queued(pipe, job_id, waiting)
+            if running:
+                pipe.set(cancel_key(job_id), running[0].id, ex=CANCEL_TTL_SECONDS)
             self._write_job(pipe, job, old_status)
             self._enqueue_message(pipe, message)
             return job, message
 
-        return transaction(self._redis, attempt, job_key(job_id))
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id))
 
     def archive(self, job_id: str, *, idle_since: datetime | None = None) -> Job:
         """Archive a job (idempotent): messages still waiting are cancelled; a running one finishes.

@@ -16,6 +16,8 @@ from service.store.schema import stamp_new
 _INDEX = "cd:projects"
 # host + repository -> project id, for hosts where a repository has exactly one project (GitHub).
 _BY_REPOSITORY = "cd:projects:by-repository"
+# host + the code host's id of the repository -> project id: names change (renames, transfers), ids never.
+_BY_REPOSITORY_ID = "cd:projects:by-repository-id"
 
 
 def project_key(project_id: str) -> str:
@@ -28,6 +30,10 @@ _key = project_key
 
 def _repository_field(host: str, repository: str) -> str:
     return f"{host}:{repository.lower()}"
+
+
+def _repository_id_field(host: str, repository_id: int) -> str:
+    return f"{host}:{int(repository_id)}"
 
 
 class ProjectStore:
@@ -52,32 +58,80 @@ class ProjectStore:
 
         The code host's reason to disable it is lifted (it just listed the repository); an admin's stays.
         Two deliveries about the same repository may race; the index makes the loser reuse the winner's project.
+        A `repository_id` in `host_data` finds the project first by that id, so a renamed repository keeps its
+        project (and its name is updated).
         """
         field = _repository_field(host, repository)
         stamp_new(self._redis)
+        repository_id = (host_data or {}).get("repository_id")
+        if repository_id is not None:
+            self.find_by_repository_id(host, repository_id)  # indexes a project from before the id index
 
         def attempt(pipe: redis.client.Pipeline) -> tuple[Project, bool]:
-            existing = pipe.hget(_BY_REPOSITORY, field)
+            existing = pipe.hget(_BY_REPOSITORY_ID, _repository_id_field(host, repository_id)) if repository_id \
+                else None
+            existing = existing or pipe.hget(_BY_REPOSITORY, field)
             if existing:
                 pipe.watch(_key(text(existing)))  # an admin's disable meanwhile must not be overwritten
             project = load(Project, pipe.get(_key(text(existing)))) if existing else None
             created = project is None
+            old_field = None
             if project is None:
                 project = self._new(account=account, host=host, repository=repository, web_url=web_url,
                                     ref=ref, docs_root="", host_data=host_data)
             else:
-                project.account, project.web_url, project.ref = account, web_url, ref
+                if project.repository.lower() != repository.lower():
+                    old_field = _repository_field(host, project.repository)
+                project.account, project.repository, project.web_url, project.ref = account, repository, web_url, ref
                 project.host_data = {**project.host_data, **(host_data or {})}
                 _put_state(project, state_of(project).host_gives_access())
             pipe.multi()
             if created:
                 self._write_new(pipe, project)
-                pipe.hset(_BY_REPOSITORY, field, project.id)
             else:
                 pipe.set(_key(project.id), dump(project))
+            if old_field is not None:
+                pipe.hdel(_BY_REPOSITORY, old_field)
+            pipe.hset(_BY_REPOSITORY, field, project.id)
+            if repository_id is not None:
+                pipe.hset(_BY_REPOSITORY_ID, _repository_id_field(host, repository_id), project.id)
             return project, created
 
-        return transaction(self._redis, attempt, _BY_REPOSITORY)
+        return transaction(self._redis, attempt, _BY_REPOSITORY, _BY_REPOSITORY_ID)
+
+    def move(self, project_id: str, *, repository: str, web_url: str, account: str, host_data: dict) -> Project:
+        """The project's repository was renamed or transferred: the same project (id, jobs, state) under its new
+        name, owner and `host_data`; the name index follows."""
+
+        def attempt(pipe: redis.client.Pipeline) -> Project:
+            project = load(Project, pipe.get(_key(project_id)))
+            if project is None:
+                raise ProjectNotFound(f"no project {project_id}")
+            old_field = _repository_field(project.host, project.repository)
+            project.repository, project.web_url, project.account = repository, web_url, account
+            project.host_data = {**project.host_data, **host_data}
+            pipe.multi()
+            pipe.set(_key(project.id), dump(project))
+            pipe.hdel(_BY_REPOSITORY, old_field)
+            pipe.hset(_BY_REPOSITORY, _repository_field(project.host, repository), project.id)
+            return project
+
+        return transaction(self._redis, attempt, _key(project_id), _BY_REPOSITORY)
+
+    def find_by_repository_id(self, host: str, repository_id: int) -> Project | None:
+        """The project of the repository with this code-host id, whatever its name is now.
+
+        A project recorded before this index existed is found by its `host_data` and indexed then: the existing
+        records migrate on first use."""
+        field = _repository_id_field(host, repository_id)
+        project_id = self._redis.hget(_BY_REPOSITORY_ID, field)
+        if project_id:
+            return self.find(text(project_id))
+        found = next((p for p in self.all() if p.host == host
+                      and str(p.host_data.get("repository_id")) == str(int(repository_id))), None)
+        if found is not None:
+            self._redis.hsetnx(_BY_REPOSITORY_ID, field, found.id)
+        return found
 
     def find_by_repository(self, host: str, repository: str) -> Project | None:
         """The project `ensure` made for `repository` on `host`, if any."""

@@ -9,8 +9,10 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-DEFAULT_PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "metadata": "read"}
-DEFAULT_EVENTS = ["issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"]
+DEFAULT_PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "metadata": "read",
+                       "checks": "read", "statuses": "read"}
+DEFAULT_EVENTS = ["issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment", "check_run",
+                  "check_suite", "status"]
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,24 @@ watch what Copydesk asked of GitHub and which webhooks went out.
 from pathlib import Path
 
 from tests.conftest import commit_files, free_port
-from tests.github_emulator import payloads
+from tests.github_emulator import payloads, routes_checks
 from tests.github_emulator.app import TestApp
 from tests.github_emulator.faults import Fault, Faults
 from tests.github_emulator.hooks import Delivery, WebhookSender
 from tests.github_emulator.render import Renderer
-from tests.github_emulator.state import ROLE_PERMISSION, Comment, Installation, Pull, Repo, Review, State, now
+from tests.github_emulator.state import (
+    ROLE_PERMISSION,
+    CheckRun,
+    CheckSuite,
+    Comment,
+    CommitStatus,
+    Installation,
+    Pull,
+    Repo,
+    Review,
+    State,
+    now,
+)
 from tests.github_emulator.web import LoggedRequest, create_app
 from tests.harness import LiveServer
 
@@ -173,6 +185,21 @@ class GitHubEmulator:
         comment = self.add_comment(repo, pull, user, body, kind="review", path=path, line=line)
         return self.emit("pull_request_review_comment", payloads.review_comment(self.render, repo, pull, comment))
 
+    def submit_review(self, full_name: str, number: int, user: str, body: str | None,
+                      comments: list[tuple[str, int, str]], state: str = "commented") -> dict:
+        """A review with line comments, each (path, line, body): GitHub sends a `pull_request_review_comment`
+        for each comment, then the `pull_request_review`; returns the latter's payload."""
+        repo, pull = self._pull(full_name, number)
+        self.state.user(user)
+        review = Review(self.state.new_id(), repo.id, number, user, body, state, pull.head_sha, now())
+        with self.state.lock:
+            self.state.reviews[review.id] = review
+        for path, line, text in comments:
+            comment = self.add_comment(repo, pull, user, text, kind="review", path=path, line=line,
+                                       review_id=review.id)
+            self.emit("pull_request_review_comment", payloads.review_comment(self.render, repo, pull, comment))
+        return self.emit("pull_request_review", payloads.review(self.render, repo, pull, review))
+
     def review(self, full_name: str, number: int, user: str, body: str | None, state: str = "commented") -> dict:
         repo, pull = self._pull(full_name, number)
         self.state.user(user)
@@ -180,6 +207,79 @@ class GitHubEmulator:
         with self.state.lock:
             self.state.reviews[review.id] = review
         return self.emit("pull_request_review", payloads.review(self.render, repo, pull, review))
+
+    def edit_pull_body(self, full_name: str, number: int, body: str, user: str = "alice") -> dict:
+        """A person edits the pull request's description (`pull_request.edited`)."""
+        repo, pull = self._pull(full_name, number)
+        self.state.user(user)
+        with self.state.lock:
+            old, pull.body, pull.updated_at = pull.body, body, now()
+        payload = payloads.pull_request(self.render, repo, pull, "edited", user)
+        return self.emit("pull_request", {**payload, "changes": {"body": {"from": old or ""}}})
+
+    def check_run(self, full_name: str, sha: str, name: str, conclusion: str, *, title: str | None = None,
+                  summary: str | None = None, text: str | None = None,
+                  annotations: list[tuple[str, int, str]] = (), app: str = "github-actions[bot]") -> dict:
+        """A CI app completes a check run on commit `sha`: `check_run.completed`, then `check_suite.completed`
+        (one suite per commit); returns the check run's payload."""
+        repo = self._repo(full_name)
+        self.state.user(app, "Bot")
+        with self.state.lock:
+            suite = next((s for s in self.state.check_suites.values() if s.repo_id == repo.id and s.head_sha == sha),
+                         None)
+            if suite is None:
+                branches = self.state.branches_at(repo, sha)
+                suite = CheckSuite(self.state.new_id(), repo.id, sha, branches[0] if branches else None, now())
+                self.state.check_suites[suite.id] = suite
+            run = CheckRun(self.state.new_id(), repo.id, suite.id, sha, name, conclusion, title, summary, text,
+                           list(annotations), now())
+            self.state.check_runs[run.id] = run
+        events = routes_checks.check_events(self.render, run, app)
+        for event, payload in events:
+            self.emit(event, payload)
+        return events[0][1]
+
+    def set_status(self, full_name: str, sha: str, state: str, context: str, *, description: str | None = None,
+                   target_url: str | None = None, app: str = "ci-bot") -> dict:
+        """A commit status (`error`, `failure`, `pending` or `success`) set on `sha`: the `status` event."""
+        repo = self._repo(full_name)
+        self.state.user(app)
+        status = CommitStatus(self.state.new_id(), repo.id, sha, state, context, description, target_url, now())
+        with self.state.lock:
+            self.state.statuses.append(status)
+        return self.emit("status", routes_checks.status_event(self.render, status, app))
+
+    def rename_repo(self, full_name: str, new_name: str, *, sender: str = "admin") -> dict:
+        """An admin renames the repository (`repository.renamed`); the old name stops answering, as it would once
+        GitHub's redirect is taken by a new repository of that name."""
+        repo = self._repo(full_name)
+        with self.state.lock:
+            old = repo.name
+            del self.state.repos[full_name.lower()]
+            repo.name = new_name
+            self.state.repos[repo.full_name.lower()] = repo
+        return self.emit("repository", payloads.repository_event(
+            self.render, repo, "renamed", sender, changes={"repository": {"name": {"from": old}}}))
+
+    def transfer_repo(self, full_name: str, new_owner: str, *, sender: str = "admin") -> dict:
+        """The repository moves to `new_owner` (`repository.transferred`); it leaves its installation, and joins
+        the App's installation on `new_owner` when there is one (as one of "all repositories" would)."""
+        repo = self._repo(full_name)
+        self.state.user(new_owner, "Organization")
+        with self.state.lock:
+            old_owner = repo.owner
+            for inst in self.state.installations.values():
+                if repo.id in inst.repo_ids:
+                    inst.repo_ids.remove(repo.id)
+                elif inst.account.lower() == new_owner.lower():
+                    inst.repo_ids.append(repo.id)
+            del self.state.repos[full_name.lower()]
+            repo.owner = new_owner
+            self.state.repos[repo.full_name.lower()] = repo
+        kind = "organization" if self.state.user(old_owner).type == "Organization" else "user"
+        was = self.render.organization(old_owner) if kind == "organization" else self.render.user(old_owner)
+        return self.emit("repository", payloads.repository_event(
+            self.render, repo, "transferred", sender, changes={"owner": {"from": {kind: was}}}))
 
     def merge(self, full_name: str, number: int, user: str = "maintainer") -> dict:
         """Merge with a real merge commit on the base branch; the pull request ends closed and merged."""
@@ -283,9 +383,15 @@ class GitHubEmulator:
         return payload
 
     def add_comment(self, repo: Repo, pull: Pull, user: str, body: str, *, kind: str, via_app: bool = False,
-                    path: str | None = None, line: int | None = None, in_reply_to: int | None = None) -> Comment:
+                    path: str | None = None, line: int | None = None, in_reply_to: int | None = None,
+                    review_id: int | None = None) -> Comment:
         self.state.user(user, "Bot" if via_app else "User")
-        review_id = self.state.new_id() if kind == "review" else None
+        if kind == "review" and review_id is None:
+            # On GitHub a line comment made on its own is a review of one comment.
+            review = Review(self.state.new_id(), repo.id, pull.number, user, "", "commented", pull.head_sha, now())
+            with self.state.lock:
+                self.state.reviews[review.id] = review
+            review_id = review.id
         comment = Comment(self.state.new_id(), repo.id, pull.number, user, body, now(), kind, via_app, path, line,
                           pull.head_sha if kind == "review" else None, review_id, in_reply_to)
         with self.state.lock:

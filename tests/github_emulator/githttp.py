@@ -1,6 +1,7 @@
 """Git's smart HTTP protocol for the emulated repositories, served by `git http-backend` (CGI)."""
 
 import subprocess
+from pathlib import Path
 
 from flask import Blueprint, Request, Response, request
 
@@ -60,7 +61,9 @@ def run_backend(git: Git, root: str, repo: Repo, service_path: str, incoming: Re
     body = incoming.get_data()  # werkzeug has already undone chunked transfer encoding
     env = git.env(extra={
         "GIT_PROJECT_ROOT": root, "GIT_HTTP_EXPORT_ALL": "1", "REQUEST_METHOD": incoming.method,
-        "PATH_INFO": f"/{repo.full_name}.git/{service_path}", "QUERY_STRING": incoming.query_string.decode(),
+        # The folder the repository was made in: a renamed or transferred repository keeps it.
+        "PATH_INFO": f"/{Path(repo.path).relative_to(root).as_posix()}/{service_path}",
+        "QUERY_STRING": incoming.query_string.decode(),
         "CONTENT_TYPE": incoming.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
         # http-backend inflates a gzip body itself when told the encoding (git gzips large fetch negotiations).
         "HTTP_CONTENT_ENCODING": incoming.headers.get("Content-Encoding", ""),

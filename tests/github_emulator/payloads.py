@@ -22,6 +22,11 @@ def issue_comment(render: Renderer, repo: Repo, pull: Pull, comment: Comment) ->
                             comment=render.issue_comment(comment))
 
 
+def issue_comment_edited(render: Renderer, repo: Repo, pull: Pull, comment: Comment, old_body: str) -> dict:
+    return repository_event(render, repo, "edited", comment.user, changes={"body": {"from": old_body}},
+                            issue=render.pull_as_issue(pull), comment=render.issue_comment(comment))
+
+
 def review_comment(render: Renderer, repo: Repo, pull: Pull, comment: Comment) -> dict:
     return repository_event(render, repo, "created", comment.user, comment=render.review_comment(comment),
                             pull_request=render.pull(pull))

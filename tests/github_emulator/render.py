@@ -281,7 +281,7 @@ class Renderer:
         return {"id": comment.id, "node_id": node_id("IssueComment", comment.id), "url": url,
                 "html_url": f"{self.base}/{repo.full_name}/pull/{comment.number}#issuecomment-{comment.id}",
                 "issue_url": f"{api}/issues/{comment.number}", "body": comment.body, "user": self.user(comment.user),
-                "created_at": iso(comment.created_at), "updated_at": iso(comment.created_at),
+                "created_at": iso(comment.created_at), "updated_at": iso(comment.updated_at or comment.created_at),
                 "author_association": self.association(repo, comment.user),
                 "performed_via_github_app": self.app_json() if comment.via_app else None,
                 "reactions": self.reaction_rollup(("issue_comment", comment.id), f"{url}/reactions")}
@@ -307,13 +307,15 @@ class Renderer:
             shape["in_reply_to_id"] = comment.in_reply_to
         return shape
 
-    def review(self, review: Review) -> dict:
+    def review(self, review: Review, *, rest: bool = False) -> dict:
+        """The webhook shape; `rest` gives the REST one, whose state is upper case ("CHANGES_REQUESTED")."""
         repo = self.state.repo_by_id(review.repo_id)
         html = f"{self.base}/{repo.full_name}/pull/{review.number}#pullrequestreview-{review.id}"
         pull_url = f"{self.base}/repos/{repo.full_name}/pulls/{review.number}"
         return {"id": review.id, "node_id": node_id("PullRequestReview", review.id), "user": self.user(review.user),
                 "body": review.body, "commit_id": review.commit_id, "submitted_at": iso(review.submitted_at),
-                "updated_at": iso(review.submitted_at), "state": review.state, "html_url": html,
+                "updated_at": iso(review.submitted_at), "state": review.state.upper() if rest else review.state,
+                "html_url": html,
                 "pull_request_url": pull_url, "author_association": self.association(repo, review.user),
                 "_links": {"html": {"href": html}, "pull_request": {"href": pull_url}}}
 

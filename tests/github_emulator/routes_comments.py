@@ -1,9 +1,10 @@
 """Conversation comments, replies to line comments, and reactions; the App's own comments cause webhooks too."""
 
-from flask import Blueprint
+from flask import Blueprint, jsonify
 
 from tests.github_emulator import payloads
 from tests.github_emulator.calls import (
+    GitHubError,
     created,
     emulator,
     invalid,
@@ -14,7 +15,7 @@ from tests.github_emulator.calls import (
     pull_of,
     repository,
 )
-from tests.github_emulator.state import REACTIONS, Reaction, Repo, now
+from tests.github_emulator.state import REACTIONS, Reaction, Repo, Review, now
 
 blueprint = Blueprint("comments", __name__)
 
@@ -45,6 +46,25 @@ def create_comment(owner: str, name: str, number: int):
     return created(shaped, shaped["url"])
 
 
+@blueprint.patch("/repos/<owner>/<name>/issues/comments/<int:comment_id>", endpoint="issues/update-comment")
+def update_comment(owner: str, name: str, comment_id: int):
+    """Edit a conversation comment; an App edits only its own (people's are theirs)."""
+    token, repo = repository(owner, name)
+    need(token, "issues", "pull_requests")
+    emu = emulator()
+    comment = emu.state.comments.get(comment_id)
+    if comment is None or comment.kind != "issue" or comment.repo_id != repo.id:
+        raise not_found()
+    if comment.user != emu.app.bot_login:
+        raise GitHubError(403, "Resource not accessible by integration")
+    text = comment_text("IssueComment")
+    with emu.state.lock:
+        old, comment.body, comment.updated_at = comment.body, text, now()
+    pull = pull_of(repo, comment.number)
+    emu.emit("issue_comment", payloads.issue_comment_edited(emu.render, repo, pull, comment, old), background=True)
+    return jsonify(emu.render.issue_comment(comment))
+
+
 @blueprint.post("/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies",
                 endpoint="pulls/create-reply-for-review-comment")
 def reply(owner: str, name: str, number: int, comment_id: int):
@@ -60,6 +80,39 @@ def reply(owner: str, name: str, number: int, comment_id: int):
     emu.emit("pull_request_review_comment", payloads.review_comment(emu.render, repo, pull, comment), background=True)
     shaped = emu.render.review_comment(comment)
     return created(shaped, shaped["url"])
+
+
+@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/comments", endpoint="pulls/list-review-comments")
+def list_review_comments(owner: str, name: str, number: int):
+    _, repo = repository(owner, name)
+    pull_of(repo, number)
+    emu = emulator()
+    return paginated([emu.render.review_comment(c) for c in emu.state.comments_on(repo.id, number, "review")])
+
+
+def review_of(repo: Repo, number: int, review_id: int) -> Review:
+    review = emulator().state.reviews.get(review_id)
+    if review is None or review.repo_id != repo.id or review.number != number:
+        raise not_found()
+    return review
+
+
+@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>", endpoint="pulls/get-review")
+def get_review(owner: str, name: str, number: int, review_id: int):
+    _, repo = repository(owner, name)
+    pull_of(repo, number)
+    return jsonify(emulator().render.review(review_of(repo, number, review_id), rest=True))
+
+
+@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments",
+               endpoint="pulls/list-comments-for-review")
+def list_comments_for_review(owner: str, name: str, number: int, review_id: int):
+    _, repo = repository(owner, name)
+    pull_of(repo, number)
+    review_of(repo, number, review_id)
+    emu = emulator()
+    return paginated([emu.render.review_comment(c) for c in emu.state.comments_on(repo.id, number, "review")
+                      if c.review_id == review_id])
 
 
 def react(owner: str, name: str, subject_of):

@@ -125,6 +125,8 @@ class Comment:
     commit_id: str | None = None
     review_id: int | None = None
     in_reply_to: int | None = None
+    updated_at: datetime | None = None
+    start_line: int | None = None
 
 
 @dataclass
@@ -155,6 +157,43 @@ class Review:
 
 
 @dataclass
+class CheckRun:
+    """A completed check run of a head commit, with its output and annotations ((path, line, message), failures)."""
+    id: int
+    repo_id: int
+    suite_id: int
+    head_sha: str
+    name: str
+    conclusion: str
+    title: str | None
+    summary: str | None
+    text: str | None
+    annotations: list
+    completed_at: datetime
+
+
+@dataclass
+class CheckSuite:
+    id: int
+    repo_id: int
+    head_sha: str
+    head_branch: str | None
+    created_at: datetime
+
+
+@dataclass
+class CommitStatus:
+    id: int
+    repo_id: int
+    sha: str
+    state: str  # error, failure, pending, success
+    context: str
+    description: str | None
+    target_url: str | None
+    created_at: datetime
+
+
+@dataclass
 class Reaction:
     id: int
     subject: tuple[str, int]  # ("issue_comment" | "review_comment" | "issue", id or (repo_id, number))
@@ -179,6 +218,9 @@ class State:
         self.comments: dict[int, Comment] = {}
         self.reviews: dict[int, Review] = {}
         self.reactions: list[Reaction] = []
+        self.check_suites: dict[int, CheckSuite] = {}
+        self.check_runs: dict[int, CheckRun] = {}
+        self.statuses: list[CommitStatus] = []
         self.manifest_codes: set[str] = set()
         self.memberships: dict[tuple[str, str], str] = {}  # (org, login), lower case -> "admin" or "member"
         self.user_tokens: dict[str, UserToken] = {}
@@ -251,6 +293,12 @@ class State:
         proc = self.git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=repo.path,
                             check=False)
         return proc.stdout.decode().strip() or None
+
+    def branches_at(self, repo: Repo, sha: str) -> list[str]:
+        """The branches whose head is `sha`."""
+        out = self.git.out("for-each-ref", f"--points-at={sha}", "--format=%(refname:short)", "refs/heads/",
+                           git_dir=repo.path)
+        return out.split()
 
     def is_ancestor(self, repo: Repo, older: str, newer: str) -> bool:
         return self.git.run("merge-base", "--is-ancestor", older, newer, git_dir=repo.path, check=False).returncode == 0

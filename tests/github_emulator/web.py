@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from tests.github_emulator import githttp, routes_app, routes_comments, routes_compare, routes_oauth, routes_pulls
+from tests.github_emulator import (
+    githttp,
+    routes_app,
+    routes_checks,
+    routes_comments,
+    routes_compare,
+    routes_oauth,
+    routes_pulls,
+)
 from tests.github_emulator.auth import AuthError, credentials, is_jwt
 from tests.github_emulator.calls import EXTENSION, GitHubError
 
@@ -36,7 +44,7 @@ def create_app(emu) -> Flask:
     app = Flask(__name__)
     app.json.sort_keys = False
     app.extensions[EXTENSION] = emu
-    for module in (routes_app, routes_pulls, routes_comments, routes_compare, routes_oauth, githttp):
+    for module in (routes_app, routes_pulls, routes_comments, routes_compare, routes_checks, routes_oauth, githttp):
         app.register_blueprint(module.blueprint)
     windows: dict[str, list] = {}  # credential -> [reset epoch, used]
 
