@@ -4,7 +4,8 @@ goes to the webhook outbox only for a project with endpoints."""
 import pytest
 
 from service.ids import UlidGenerator
-from service.store.admission import Gate, Verdict
+from service.intake import gate
+from service.store.admission import Verdict
 from service.store.events import OUTBOX, endpoints_key
 from service.store.jobs import IdempotencyClaim, JobStore
 from service.store.projects import ProjectStore
@@ -18,12 +19,6 @@ def stores(redis_client):
     project = ProjectStore(redis_client, ids).add(account="acme", host="local", repository="/r.git",
                                                   web_url="http://x/r", ref="main")
     return JobStore(redis_client, ids), project, RateLimiter(redis_client, limit=2)
-
-
-def gate(project, limiter):
-    key, _reset = limiter.window(project.id)
-    return Gate(cap_key=cap_key(project.account), usage_key=account_key(project.account, month_of()),
-                quota_key=key, quota_limit=limiter.limit, quota_ttl=limiter.ttl)
 
 
 def admit(jobs, project, limiter, claim=None):
@@ -42,8 +37,8 @@ def test_the_quota_refuses_past_its_limit_and_a_refusal_writes_nothing(stores, r
 
 def test_a_capped_account_is_refused_before_anything_else(stores, redis_client):
     jobs, project, limiter = stores
-    redis_client.set(cap_key(project.account), 100)
-    redis_client.hset(account_key(project.account, month_of()), mapping={"inputTokens": 90, "outputTokens": 20})
+    redis_client.set(cap_key(project.host, project.account), 100)
+    redis_client.hset(account_key(project.host, project.account, month_of()), mapping={"inputTokens": 90, "outputTokens": 20})
     job, admission = admit(jobs, project, limiter)
     assert job is None and admission.verdict is Verdict.CAPPED and (admission.used, admission.cap) == (110, 100)
     assert jobs.page(project.id, status=None, limit=10, cursor=None)[0] == []
