@@ -589,4 +589,4 @@ def test_the_job_page_cancels_an_active_job_and_refuses_a_second_cancel(dash):
     [message] = dash.ctx.services.jobs.conversation(job["id"])
     assert message.status is MessageStatus.CANCELLED
     again = operator.form(f"{path}/cancel", {}, page=path)
-    assert again.status_code == 409 and "Job not running" in again.text
+    assert again.status_code == 409 and "Job not active" in again.text
