@@ -167,7 +167,7 @@ class CopydeskWorker(rq.Worker):
             if self._killed_for == "deadline" and info.message_id:
                 failure: RunFailed = time_limit_failure()
                 services.jobs.finish_message(job_id, info.message_id,
-                                             RunOutcome(error={"code": failure.code, "message": failure.message}),
+                                             RunOutcome(error={"code": failure.code.value, "message": failure.message}),
                                              fence=info.fence)
                 metrics.RUNS.labels("failed", failure.code).inc()  # the horse died before it could report
                 log.warning("run of job %s message %s failed (%s): its horse was killed past the deadline",

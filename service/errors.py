@@ -1,5 +1,7 @@
 """Exceptions raised inside the service; only the HTTP edge turns them into problem details."""
 
+from service.codes import RunFailure
+
 
 class ServiceError(Exception):
     """Base of every expected failure; `code` is the stable snake_case name clients see."""
@@ -124,10 +126,6 @@ class UnsupportedMediaType(ServiceError):
     code = "unsupported_media_type"
 
 
-# The `error.code` of a run stopped by its job's token budget (it also emits `job.budget_reached`).
-BUDGET_EXCEEDED = "budget_exceeded"
-
-
 class RunCancelled(Exception):
     """The run stopped because its job was cancelled; nothing it had not pushed yet is pushed."""
 
@@ -135,7 +133,7 @@ class RunCancelled(Exception):
 class RunFailed(Exception):
     """An unrecoverable failure of one agent run; `code` and `message` go into the job's `error`."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
+    def __init__(self, code: RunFailure, message: str) -> None:
+        super().__init__(f"{code.value}: {message}")
         self.code = code
         self.message = message

@@ -2,6 +2,7 @@
 so runs in parallel see each other's spending and together pass the cap by at most one call each."""
 
 from service.agent.model import Usage
+from service.codes import RunFailure
 from service.errors import MonthlyBudgetExceeded, RunFailed
 from service.store.usage import UsageLedger
 
@@ -21,7 +22,7 @@ class AccountSpending:
         try:
             self._ledger.check(self._host, self._account)
         except MonthlyBudgetExceeded as exc:
-            raise RunFailed(exc.code, f"the run stopped: {exc.detail}") from None
+            raise RunFailed(RunFailure.MONTHLY_BUDGET_EXCEEDED, f"the run stopped: {exc.detail}") from None
 
     def spent(self, usage: Usage) -> None:
         if not (usage.input_tokens or usage.output_tokens):

@@ -14,6 +14,7 @@ from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failur
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
 from service.codehost.base import CodeHost, CodeHostError
+from service.codes import RunFailure
 from service.describe import RoundState
 from service.errors import RunFailed, WriteNotReplicated
 from service.events import EventType
@@ -179,7 +180,7 @@ class Run:
 
     def _attempt(self) -> RunOutcome:
         if self.message.attempts > self.settings.max_attempts:
-            return _failed("run_interrupted", f"the run was interrupted {self.message.attempts - 1} times "
+            return _failed(RunFailure.RUN_INTERRUPTED, f"the run was interrupted {self.message.attempts - 1} times "
                            "(worker crash or time-out); send the message again to retry")
         try:
             outcome = self._run()
@@ -190,10 +191,10 @@ class Run:
             outcome = _failed(failure.code, failure.message)
         except CodeHostError as exc:
             log.warning("job %s message %s: the code host failed: %s", self.job.id, self.message.id, exc)
-            outcome = _failed("code_host_error", f"the code host refused or failed a request: {exc}")
+            outcome = _failed(RunFailure.CODE_HOST_ERROR, f"the code host refused or failed a request: {exc}")
         except Exception:
             log.exception("job %s message %s: unexpected error", self.job.id, self.message.id)
-            outcome = _failed("internal_error",
+            outcome = _failed(RunFailure.INTERNAL_ERROR,
                               "an unexpected error stopped the run; the operator's logs have details")
         return outcome
 
@@ -216,7 +217,7 @@ class Run:
                                           "project": f"refs/heads/{self.project.ref}"}))
                     start = heads["branch"] or heads["base"]
                     if start is None:
-                        raise RunFailed("ref_not_found", f"the repository has no branch {self.job.ref!r}")
+                        raise RunFailed(RunFailure.REF_NOT_FOUND, f"the repository has no branch {self.job.ref!r}")
                     self.history = BranchHistory(self.mirror, heads["base"])
                     self.instructions_from = heads["project"]
                     published = self._earlier_push(heads["branch"])
@@ -228,9 +229,9 @@ class Run:
                         published = self._push(start, edited)
                 files = self.history.files(published.commit or start)
         except GitError as exc:
-            raise RunFailed("repository_unreachable", f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
+            raise RunFailed(RunFailure.REPOSITORY_UNREACHABLE, f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
         except BranchConflict as exc:
-            raise RunFailed("branch_conflict", str(exc)) from exc
+            raise RunFailed(RunFailure.BRANCH_CONFLICT, str(exc)) from exc
         with self.clock.phase("pull_request"):
             return self._publish_pull(published, files)
 
@@ -471,7 +472,7 @@ class Run:
         project = self.services.projects.get(self.job.project_id)
         if not project.enabled:
             reason = reason_of(project.disabled_reason)
-            raise RunFailed(reason.value, reason.detail)
+            raise RunFailed(RunFailure(reason.value), reason.detail)
         return project
 
     def _ensure_still_wanted(self) -> None:
@@ -480,7 +481,7 @@ class Run:
         if self.services.jobs.get(self.job.id).status is JobStatus.ARCHIVED:
             # Its pull request was merged or closed (or the job archived): a push now would revive the branch
             # and open a second pull request nobody follows.
-            raise RunFailed("job_archived", "the job was archived during the run (its pull request was merged "
+            raise RunFailed(RunFailure.JOB_ARCHIVED, "the job was archived during the run (its pull request was merged "
                             "or closed, or it was archived); nothing was pushed")
 
     def _reply_failure(self, error: dict) -> None:
@@ -574,8 +575,8 @@ _UNRECORDED = {StopReason.HAND_BACK: "handed_back", StopReason.LEASE_LOST: "leas
                StopReason.DEADLINE: "lease_lost", StopReason.CANCELLED: "lease_lost"}
 
 
-def _failed(code: str, text: str) -> RunOutcome:
-    return RunOutcome(reply="", error={"code": code, "message": text})
+def _failed(code: RunFailure, text: str) -> RunOutcome:
+    return RunOutcome(reply="", error={"code": code.value, "message": text})
 
 
 def _mention(message: Message) -> str | None:

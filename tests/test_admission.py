@@ -4,7 +4,8 @@ goes to the webhook outbox only for a project with endpoints."""
 import pytest
 
 from service.ids import UlidGenerator
-from service.store.admission import Gate, Verdict
+from service.intake import gate
+from service.store.admission import Verdict
 from service.store.events import OUTBOX, endpoints_key
 from service.store.jobs import IdempotencyClaim, JobStore
 from service.store.projects import ProjectStore
@@ -18,11 +19,6 @@ def stores(redis_client):
     project = ProjectStore(redis_client, ids).add(account="acme", host="local", repository="/r.git",
                                                   web_url="http://x/r", ref="main")
     return JobStore(redis_client, ids), project, RateLimiter(redis_client, limit=2)
-
-
-def gate(project, limiter):
-    key, _reset = limiter.window(project.id)
-    return Gate(**cap_keys(project.host, project.account, month_of()), quota_key=key, quota_limit=limiter.limit, quota_ttl=limiter.ttl)
 
 
 def admit(jobs, project, limiter, claim=None):

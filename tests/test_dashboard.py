@@ -515,7 +515,7 @@ def test_a_follow_up_to_an_archived_job_is_refused_before_any_quota_is_used_and_
     before = limiter.consume(project.id).remaining
     refused = operator.form(f"{path}/message", {"prompt": "And a glossary"}, page=path)
     assert limiter.consume(project.id).remaining == before - 1  # only this check's own unit was used
-    assert refused.status_code == 409 and "Job archived" in refused.text and "no more follow-ups" in refused.text
+    assert refused.status_code == 409 and "Job archived" in refused.text and "takes no more messages" in refused.text
 
 
 def test_reloading_the_new_key_page_makes_no_second_key_and_shows_the_key_only_once(dash):
@@ -589,4 +589,4 @@ def test_the_job_page_cancels_an_active_job_and_refuses_a_second_cancel(dash):
     [message] = dash.ctx.services.jobs.conversation(job["id"])
     assert message.status is MessageStatus.CANCELLED
     again = operator.form(f"{path}/cancel", {}, page=path)
-    assert again.status_code == 409 and "Job not running" in again.text
+    assert again.status_code == 409 and "Job not active" in again.text

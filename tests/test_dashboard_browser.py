@@ -108,7 +108,7 @@ def test_a_member_cannot_make_keys_and_another_account_sees_none_of_the_projects
     text = page.content()
     assert "globex" in text and "acme" not in text
     page.goto(f"{dash.url}/dashboard/projects/{dash.projects['acme/docs'].id}/jobs")
-    assert "No such project" in page.content() and "acme/docs" not in page.content()
+    assert "Project not found" in page.content() and "acme/docs" not in page.content()
 
 
 def test_the_login_link_works_once_and_a_job_page_turns_completed_without_a_reload(dash, chromium, browser_page,

@@ -342,8 +342,7 @@ def test_a_mention_on_an_archived_job_gets_a_reply_saying_so(github, bot, pull):
     deliver(bot, "pull_request_review_comment", payload)
     assert len(user_messages(bot, job.id)) == 1
     [reply] = calls(github, "pulls/create-reply-for-review-comment")
-    assert job.id in reply.json["body"] and "archived" in reply.json["body"]
-    assert f"/v2/agent/{job.project_id}/job" in reply.json["body"]
+    assert reply.json["body"] == f"@alice I have not acted on this comment (`job_archived`): job {job.id} is archived and takes no more messages"
 
 
 def test_the_projects_rate_limit_applies_to_comments(github, bot, pull):
@@ -353,7 +352,7 @@ def test_the_projects_rate_limit_applies_to_comments(github, bot, pull):
         bot.services.limiter.consume(job.project_id)
     deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test more"))
     assert len(user_messages(bot, job.id)) == 1
-    assert "jobs and messages for this hour" in github.comments(REPO, number)[-1]["body"]
+    assert "jobs or messages per hour; try again in" in github.comments(REPO, number)[-1]["body"]
 
 
 def test_the_accounts_monthly_cap_applies_to_comments(github, bot, pull):
@@ -374,7 +373,7 @@ def test_a_comment_too_long_for_a_prompt_gets_a_reply(github, bot, pull):
     github.set_permission(REPO, "alice", "write")
     deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test " + "word " * 5000))
     assert len(user_messages(bot, job.id)) == 1
-    assert "too long" in github.comments(REPO, number)[-1]["body"]
+    assert "(`invalid_request`): `prompt` is longer than" in github.comments(REPO, number)[-1]["body"]
 
 
 def test_the_same_comment_delivered_twice_is_one_message(github, bot, pull):

@@ -9,10 +9,11 @@ from bot.dashboard.github_diff import ShownDiff
 from bot.dashboard.jobrows import job_rows
 from bot.dashboard.web import dashboard, page, signed_in
 from bot.github.pulls import pull_state as github_pull_state
+from service import intake
 from service.api import streams
-from service.api.body import parse_list_query, parse_prompt
+from service.api.body import parse_list_query
 from service.codehost.local import HOST as LOCAL_HOST
-from service.errors import InvalidRequest, JobArchived, JobNotFound, ProjectDisabled, ProjectNotFound, RateLimited
+from service.errors import InvalidRequest, JobNotFound, ProjectNotFound
 from service.events import EventType
 from service.models import Job, JobStatus, Message, Project
 from service.store.events import check_event_id
@@ -126,21 +127,9 @@ def visible_job(project_id: str, job_id: str) -> tuple[Project, Job]:
 
 
 def send_follow_up(project: Project, job: Job, text: str, *, source: str) -> None:
-    """Queue a follow-up message as the API would: the same prompt rules and refusals, before any quota is used."""
-    services = dashboard().services
-    # A form's text area adds line breaks at the ends; what is left must pass the API's own prompt rules.
-    prompt = parse_prompt({"prompt": text.strip()}, services.settings)
-    if not project.enabled:
-        raise ProjectDisabled(f"project {project.id} is disabled and takes no messages")
-    if job.status is JobStatus.ARCHIVED:  # refused before it can use up quota, as on the API; the store re-checks
-        raise JobArchived(f"Job {job.id} is archived, so it takes no more follow-ups. Start a new job instead.")
-    services.usage.check(project.host, project.account)  # the account's monthly token cap binds here as on the API
-    quota = services.limiter.consume(project.id)
-    if not quota.allowed:
-        raise RateLimited(f"project {project.id} used its {quota.limit} jobs and messages for this hour; try again "
-                          f"in {quota.reset_seconds // 60 + 1} minutes", retry_after=quota.reset_seconds)
-    services.jobs.add_message(job.id, prompt=prompt, source=source, author=signed_in().login)
-    services.dispatcher.try_kick(job.id)
+    """Queue a follow-up message through the intake, as the API does: the same rules and refusals."""
+    # A form's text area adds line breaks at the ends; what is left must pass the intake's prompt rules.
+    intake.follow_up(dashboard().services, project, job, text.strip(), source=source, author=signed_in().login)
 
 
 def pull_state(project: Project, job: Job) -> str | None:

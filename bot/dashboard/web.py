@@ -18,8 +18,9 @@ from bot.dashboard.oauth import GitHubSignIn, SignInFailed
 from bot.dashboard.sessions import Session, SessionStore
 from bot.door_limits import DoorLimits
 from bot.headers import content_security_policy
-from service.api.problems import PROBLEMS, is_outage, request_id
+from service.api.problems import is_outage, request_id
 from service.codehost.local import LocalCodeHost
+from service.codes import ERRORS
 from service.errors import RateLimited, ServiceError
 from service.services import Services
 
@@ -32,11 +33,6 @@ SIGN_OUT_ENDPOINT = "dashboard.logout"
 # Scripts and styles only from our own static files: no inline script or style can run, whatever a page shows.
 # The other security headers (nosniff, no framing, no referrer, no caching) are the app's, from bot.headers.
 CSP = content_security_policy(inline_styles=False)
-_TITLES = {"job_archived": "Job archived", "project_disabled": "Project disabled", "rate_limited": "Too many requests",
-           "invalid_request": "Not valid", "key_not_found": "No such key", "project_not_found": "No such project",
-           "job_not_found": "No such job", "job_not_active": "Job not running"}
-
-
 @dataclass
 class Dashboard:
     """What the dashboard's views work with; built once by the app factory."""
@@ -151,8 +147,8 @@ def register_handlers(bp) -> None:
 
     @bp.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
-        status = PROBLEMS.get(exc.code, (400, ""))[0] if exc.code in PROBLEMS else 404
-        body, status = problem(_TITLES.get(exc.code, "Not possible"), exc.detail, status)
+        known = ERRORS.get(exc.code)
+        body, status = problem(known.title if known else "Not possible", exc.detail, known.status if known else 404)
         return body, status, ({"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {})
 
     @bp.errorhandler(HTTPException)

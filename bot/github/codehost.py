@@ -13,6 +13,7 @@ from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone
 from bot.github.client import GitHubClient, GitHubUnavailable
 from service.codehost.base import CodeHostError
+from service.codes import RunFailure
 from service.describe import merge_description
 from service.errors import RunFailed
 from service.lease import Fence
@@ -247,7 +248,7 @@ def _as_host_error(action: str) -> Iterator[None]:
         # Not a passing failure: the run ends with the code a disabled project's runs get.
         code = (DisabledReason.INSTALLATION_SUSPENDED if exc.reason == "suspended"
                 else DisabledReason.INSTALLATION_REMOVED)
-        raise RunFailed(code.value, f"could not {action}: {exc}; reinstall the App or re-enable the installation") from exc
+        raise RunFailed(RunFailure(code.value), f"could not {action}: {exc}; reinstall the App or re-enable the installation") from exc
     except GitHubUnavailable as exc:
         raise CodeHostError(f"could not {action}: {exc}") from exc
     except GitHubException as exc:

@@ -15,9 +15,10 @@ from gidgethub.sansio import Event
 from bot.github.cleaning import clean, fence, strip_invisible
 from bot.github.codehost import HOST, ReactionTarget
 from bot.github.pulls import job_of_pull
+from service import intake
 from service.codehost.base import CodeHostError
-from service.errors import JobArchived, JobNotActive, MonthlyBudgetExceeded
-from service.models import Job, JobStatus, Message, MessageStatus, Project
+from service.errors import JobNotActive
+from service.models import Job, Message, MessageStatus, Project
 from service.store.replies import text
 from service.tracking import mark_cancelled, post_queued
 
@@ -35,14 +36,8 @@ MAX_HUNK_LINES = 30
 
 NO_PERMISSION = ("@{login} thanks for the mention. I only take requests from people with write access to "
                  "this repository, so I have not acted on this comment.")
-ARCHIVED = ("@{login} the job of this pull request (`{job_id}`) is archived, so it takes no more requests. "
-            "To continue, start a new job for this repository: `POST /v2/agent/{project_id}/job`.")
-RATE_LIMITED = ("@{login} this repository has used its {limit} jobs and messages for this hour, so I have not "
-                "acted on this comment. Please mention me again in about {minutes} min.")
-MONTHLY_CAP = ("@{login} this repository's account has used its monthly model token cap (`{code}`), so I have "
-               "not acted on this comment. {detail}")
-TOO_LONG = ("@{login} this comment is too long for me to take as a request ({length} characters with its "
-            "context; the limit is {limit}). Please shorten it and mention me again.")
+# Any refusal of the intake (service.intake), in its own words.
+REFUSED = "@{login} I have not acted on this comment (`{code}`): {detail}"
 STOPPING = ("@{login} stopping: the run in progress is abandoned (nothing of it is pushed unless it already was) "
             "and waiting requests are cancelled. Mention me again to continue.")
 NOTHING_TO_STOP = "@{login} nothing is running for this pull request, so there is nothing to stop."
@@ -203,40 +198,24 @@ def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer
     if not may_steer:
         _reply(bot, project, comment, NO_PERMISSION.format(login=comment.login))
         return None
-    if job.status is JobStatus.ARCHIVED:
-        _reply_archived(bot, project, job, comment)
-        return None
-    if is_stop(comment.body, bot.app.slug()):
-        _stop(bot, project, job, comment)
-        return None
-    text = message_text(comment)
-    limit = bot.services.settings.max_prompt_chars
-    if len(text) > limit:
-        _reply(bot, project, comment, TOO_LONG.format(login=comment.login, length=len(text), limit=limit))
-        return None
-    # As on the API: the monthly cap is checked before the hourly quota, so a refused comment uses none of it.
     try:
-        bot.services.usage.check(project.host, project.account)
-    except MonthlyBudgetExceeded as exc:
-        _reply(bot, project, comment, MONTHLY_CAP.format(login=comment.login, code=exc.code, detail=exc.detail))
-        return None
-    quota = bot.services.limiter.consume(project.id)
-    if not quota.allowed:
-        _reply(bot, project, comment, RATE_LIMITED.format(login=comment.login, limit=quota.limit,
-                                                          minutes=max(1, round(quota.reset_seconds / 60))))
-        return None
-    interrupt = is_interrupt(comment.body, bot.app.slug())
-    waiting = _queued(bot, job) if interrupt else []
-    try:
-        added = bot.services.jobs.add_message(job.id, prompt=text, source="github", author=comment.login,
-                                              threads=comment.threads, interrupt=interrupt)
-    except JobArchived:
-        _reply_archived(bot, project, job, comment)
+        if is_stop(comment.body, bot.app.slug()):
+            intake.ensure_open(project, job)
+            _stop(bot, project, job, comment)
+            return None
+        interrupt = is_interrupt(comment.body, bot.app.slug())
+        waiting = _queued(bot, job) if interrupt else []
+        # _acknowledge queues the run once the message is stored.
+        accepted = intake.follow_up(bot.services, project, job, message_text(comment), source="github",
+                                    author=comment.login, threads=comment.threads, interrupt=interrupt, kick=False)
+    except intake.REFUSALS as exc:
+        _reply(bot, project, comment, REFUSED.format(login=comment.login, code=exc.code, detail=exc.detail))
         return None
     if interrupt:
         log.info("job %s: @%s interrupts the running round (%s %s)", job.id, comment.login, comment.kind, comment.id)
         _mark_cancelled(bot, project, job, waiting)
-    return added
+    assert accepted.message is not None  # a follow-up stores its message
+    return accepted.job, accepted.message
 
 
 def is_stop(body: str, slug: str) -> bool:
@@ -395,10 +374,6 @@ def _acknowledge(bot: GitHubBot, project: Project, job: Job, message: Message, c
         except CodeHostError as exc:
             # The message is stored and queued (or found by the sweep); the 👀 is only a courtesy.
             log.warning("job %s: could not react to %s %s: %s", job.id, kind, target, exc)
-
-
-def _reply_archived(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
-    _reply(bot, project, comment, ARCHIVED.format(login=comment.login, job_id=job.id, project_id=project.id))
 
 
 def _reply(bot: GitHubBot, project: Project, comment: Comment, text: str) -> None:

@@ -10,7 +10,8 @@ from service.agent.docs_check import DocsReport, check_docs
 from service.agent.docsite.site import DocsSite
 from service.agent.model import ChatMessage, ChatRole, ModelClient, ToolCall, Usage
 from service.agent.tools import TOOL_SPECS, ToolExecutor
-from service.errors import BUDGET_EXCEEDED, RunFailed
+from service.codes import RunFailure
+from service.errors import RunFailed
 from service.faults import STALL_IN_DOCS_CHECK, Faults
 from service.runstop import RunStop, RunStopped, StopReason, ToolTimedOut
 
@@ -83,7 +84,7 @@ class RunMeter:
         self.usage += reply_usage
         spent = self.spent
         if limits.max_tokens is not None and spent > limits.max_tokens:
-            raise RunFailed("token_limit_exceeded",
+            raise RunFailed(RunFailure.TOKEN_LIMIT_EXCEEDED,
                             f"the agent used {spent:,} model tokens, more than the run's limit of "
                             f"{limits.max_tokens:,}; ask for a smaller change or raise COPYDESK_MAX_TOKENS")
         if limits.budget is not None and spent > limits.budget:
@@ -159,7 +160,7 @@ def _loop(workspace, model: ModelClient, task: AgentTask, limits: RunLimits, met
     steps = 0  # tool calls so far
     while True:
         if meter.steps >= limits.max_steps:
-            raise RunFailed("step_limit_exceeded",
+            raise RunFailed(RunFailure.STEP_LIMIT_EXCEEDED,
                             f"the agent did not finish within {limits.max_steps} model calls; ask for a smaller "
                             "change or raise COPYDESK_MAX_STEPS")
         stop.check()
@@ -232,13 +233,13 @@ def _with_branch_diff(task: AgentTask) -> str:
 
 def budget_exceeded(budget: int, spent: int) -> RunFailed:
     """How a run that reached its job's token budget fails."""
-    return RunFailed(BUDGET_EXCEEDED, f"the job reached its token budget: this run had {budget:,} of its tokens "
+    return RunFailed(RunFailure.BUDGET_EXCEEDED, f"the job reached its token budget: this run had {budget:,} of its tokens "
                      f"left and needed {spent:,}; raise `maxTokens` or the project's budget, or start a new job")
 
 
 def time_limit_failure() -> RunFailed:
     """How a run that ran past COPYDESK_RUN_TIMEOUT fails, wherever it was stopped."""
-    return RunFailed("time_limit_exceeded", "the agent run took longer than its time limit "
+    return RunFailed(RunFailure.TIME_LIMIT_EXCEEDED, "the agent run took longer than its time limit "
                      "(COPYDESK_RUN_TIMEOUT); ask for a smaller change or raise the limit")
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from service.billing import NO_CACHE, CacheRates, billable
+from service.codes import RunFailure
 from service.errors import RunFailed
 
 ChatRole = Literal["system", "user", "assistant", "tool"]
@@ -99,7 +100,7 @@ class ModelClient(Protocol):
 class ModelError(RunFailed):
     """A model call or model configuration that ends the run."""
 
-    def __init__(self, message: str, code: str = "model_error") -> None:
+    def __init__(self, message: str, code: RunFailure = RunFailure.MODEL_ERROR) -> None:
         super().__init__(code, message)
 
 
@@ -107,7 +108,7 @@ class UnknownModel(ModelError):
     """A model name whose provider Copydesk does not have, or that is not `provider:model`."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, code="unknown_model")
+        super().__init__(message, code=RunFailure.UNKNOWN_MODEL)
 
 
 # Builds a client from the part of the name after `provider:`, the run's index within its job, and a key that

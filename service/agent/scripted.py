@@ -16,13 +16,14 @@ from pathlib import Path
 
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec
 from service.agent.tools import TOOL_NAMES
+from service.codes import RunFailure
 
 
 class ScriptError(ModelError):
     """A script file that cannot be read or does not have the expected shape; the message says what is wrong."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, code="invalid_script")
+        super().__init__(message, code=RunFailure.INVALID_SCRIPT)
 
 
 @dataclass(frozen=True)

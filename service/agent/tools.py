@@ -8,6 +8,7 @@ from service.agent.docs_check import check_docs
 from service.agent.model import ToolCall, ToolSpec
 from service.agent.path_cache import allowed_files
 from service.agent.paths import check_writable, is_allowed, normalize
+from service.codes import RunFailure
 from service.errors import RunFailed
 from service.faults import STALLS, Faults
 from service.runstop import RunStop, ToolTimedOut
@@ -351,7 +352,7 @@ class ToolExecutor:
     def _count(self, size: int) -> None:
         # Checked before the write so a run that breaches the limit leaves no partial change behind.
         if self.bytes_written + size > self.max_bytes_written:
-            raise RunFailed("write_limit_exceeded",
+            raise RunFailed(RunFailure.WRITE_LIMIT_EXCEEDED,
                             f"the agent tried to write more than {self.max_bytes_written} bytes in one run")
         self.bytes_written += size
 

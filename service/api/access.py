@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from flask import current_app, request
 
-from service.errors import Forbidden, JobNotFound, ProjectDisabled, ProjectNotFound
+from service.errors import Forbidden, JobNotFound, ProjectNotFound
 from service.models import ApiKey, Job, Project
 from service.services import Services
 from service.store.codec import load
@@ -48,11 +48,6 @@ def access(project_id: str, job_id: str | None = None) -> Access:
     if job is None or job.project_id != project.id:
         raise JobNotFound(f"no job {job_id} in project {project.id}")
     return Access(key, project, job)
-
-
-def writable(project: Project) -> None:
-    if not project.enabled:
-        raise ProjectDisabled(f"project {project.id} is disabled: its repository is no longer reachable")
 
 
 def _checked(key: ApiKey) -> ApiKey:

@@ -12,6 +12,7 @@ from flask import Request
 from service.errors import InvalidJson, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
 from service.events import EventType
 from service.models import JobStatus
+from service.prompts import check_prompt, check_text
 from service.settings import Settings
 from service.store.events import check_event_id
 
@@ -19,7 +20,6 @@ EVENTS_PAGE = 500  # events per `?after=` answer
 MAX_TOKENS_CAP = 10**10
 _MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_JSON_DEPTH = 64  # nesting of arrays and objects; Python's parser would hit its recursion limit near 1,000
 # A JSON string in the unrolled form, so that no two ways of matching compete; an unterminated one runs to the
 # end. Every match succeeds where it starts and nothing is tried twice: linear, where `"(?:[^"\\]|\\.)*"` spent
@@ -90,18 +90,6 @@ def read_object(request: Request, max_bytes: int) -> dict:
     return body
 
 
-def check_text(value: str, field: str) -> str:
-    """`value`, or InvalidRequest naming `field` when it holds a lone surrogate: not Unicode text, it cannot be
-    encoded as UTF-8, so it could be neither stored nor shown."""
-    found = _SURROGATE.search(value)
-    if found is not None:
-        code = ord(found.group())
-        raise InvalidRequest(f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{code:04X} at "
-                             f"character {found.start()}), half of a UTF-16 pair such as the escape \\u{code:04x}; "
-                             "send whole characters only", field=field)
-    return value
-
-
 def check_texts(value, path: str = "") -> None:
     """check_text on every string in a parsed body, field names included; `path` names where `value` sits."""
     if isinstance(value, str):
@@ -152,12 +140,8 @@ def parse_prompt(body: dict, settings: Settings, allowed: tuple[str, ...] = ("pr
     prompt = body["prompt"]
     if not isinstance(prompt, str):
         raise InvalidRequest("`prompt` must be a string", field="prompt")
-    if len(prompt) < 1:
-        raise InvalidRequest("`prompt` must not be empty", field="prompt")
-    if len(prompt) > settings.max_prompt_chars:
-        raise InvalidRequest(f"`prompt` is longer than {settings.max_prompt_chars} characters", field="prompt")
-    # read_object checked the API's bodies whole already; the dashboard's forms come through here too.
-    return check_text(prompt, "prompt")
+    # The prompt rules are the intake's (service.prompts); checked here too so that a body's errors keep their order.
+    return check_prompt(prompt, settings.max_prompt_chars)
 
 
 def parse_message(body: dict, settings: Settings) -> tuple[str, bool]:

@@ -8,38 +8,14 @@ from flask import Flask, Response, g, json, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from service import errors, logcontext
+from service.codes import ERRORS
 
 log = logging.getLogger(__name__)
 
 PROBLEM_TYPE = "urn:copydesk:problem:{code}"
 
-# (HTTP status, title) of each error code the API can answer with.
-PROBLEMS = {
-    "invalid_json": (400, "Invalid JSON"),
-    "invalid_request": (400, "Invalid request"),
-    "unauthorized": (401, "Unauthorized"),
-    "forbidden": (403, "Forbidden"),
-    "project_not_found": (404, "Project not found"),
-    "job_not_found": (404, "Job not found"),
-    "webhook_not_found": (404, "Webhook endpoint not found"),
-    "delivery_not_found": (404, "Webhook delivery not found"),
-    "not_found": (404, "Not found"),
-    "method_not_allowed": (405, "Method not allowed"),
-    "job_archived": (409, "Job archived"),
-    "job_not_active": (409, "Job not active"),
-    "job_active": (409, "Job active"),
-    "project_disabled": (409, "Project disabled"),
-    "idempotency_conflict": (409, "Idempotency key reused"),
-    "webhook_limit_reached": (409, "Too many webhook endpoints"),
-    "payload_too_large": (413, "Payload too large"),
-    "unsupported_media_type": (415, "Unsupported media type"),
-    "rate_limited": (429, "Too many requests"),
-    "monthly_budget_exceeded": (429, "Monthly token budget used up"),
-    "internal_error": (500, "Internal error"),
-    "unavailable": (503, "Service unavailable"),
-    "redis_evicts_keys": (503, "Redis may evict keys"),
-    "schema_mismatch": (503, "Data of another schema version"),
-}
+# (HTTP status, title) of each error code the API can answer with (service.codes has them all).
+PROBLEMS = {code: (known.status, known.title) for code, known in ERRORS.items() if known.api}
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
                415: "unsupported_media_type"}

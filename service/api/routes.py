@@ -6,19 +6,19 @@ from functools import partial
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from service import intake
 from service.api import body as bodies
 from service.api import streams
 from service.api.access import Access
 from service.api.access import access as _access
 from service.api.access import caller as _caller
 from service.api.access import services as _services
-from service.api.access import writable as _writable
-from service.errors import InvalidRequest, JobArchived, ProjectNotFound, RateLimited
-from service.models import Job, JobStatus, Project
-from service.store.admission import Gate, Verdict
+from service.errors import InvalidRequest, ProjectNotFound
+from service.intake import QuotaSpent
+from service.models import Job
 from service.store.jobs import IdempotencyClaim, add_usage, remaining_budget
 from service.store.ratelimit import Quota
-from service.store.usage import cap_keys, cap_reached, hosts_of, month_of
+from service.store.usage import hosts_of
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
@@ -28,17 +28,9 @@ def _quota_headers(quota: Quota) -> dict[str, str]:
             "RateLimit-Reset": str(quota.reset_seconds)}
 
 
-def _spend_quota(project: Project) -> dict[str, str]:
-    quota = _services().limiter.consume(project.id)
-    headers = _quota_headers(quota)
-    if not quota.allowed:
-        raise _limited(project, quota, headers)
-    return headers
-
-
-def _limited(project: Project, quota: Quota, headers: dict[str, str]) -> RateLimited:
-    return RateLimited(f"project {project.id} may create {quota.limit} jobs or messages per hour; "
-                       f"try again in {quota.reset_seconds} s", retry_after=quota.reset_seconds, headers=headers)
+def _with_quota(exc: QuotaSpent) -> QuotaSpent:
+    exc.headers.update(_quota_headers(exc.quota))
+    return exc
 
 
 @bp.post("/<project_id>/job")
@@ -52,7 +44,7 @@ def create_job(project_id: str) -> Response:
         # The anchor service's description of create has no 404: an unknown project is a bad request there.
         raise InvalidRequest(f"{exc.detail} (or not one this key may use)", field="projectId") from None
     key, project = granted.key, granted.project
-    _writable(project)
+    intake.ensure_open(project)  # before the body is read, as the API always did
     body = bodies.read_object(request, services.settings.max_body_bytes)
     create = bodies.parse_create(body, services.settings)
     idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
@@ -60,23 +52,14 @@ def create_job(project_id: str) -> Response:
     if idem is not None:
         scope = hashlib.sha256(f"{key.account}\0{project.id}\0{idem}".encode()).hexdigest()
         claim = IdempotencyClaim(scope=scope, body_hash=bodies.body_hash(body))
-    quota_key, reset = services.limiter.window(project.id)
-    gate = Gate(**cap_keys(project.host, project.account, month_of()), quota_key=quota_key, quota_limit=services.limiter.limit, quota_ttl=services.limiter.ttl)
-    job, admission = services.jobs.admit(project, prompt=create.prompt, model=create.model,
-                                         ref=create.ref or project.ref, as_draft=create.as_draft, key_id=key.id,
-                                         max_tokens=create.max_tokens or project.max_tokens, idempotency=claim,
-                                         gate=gate)
-    if admission.verdict is Verdict.CAPPED:
-        raise cap_reached(project.host, project.account, admission.used, admission.cap)
-    quota = services.limiter.quota(admission.verdict is not Verdict.LIMITED, admission.used, reset)
-    headers = _quota_headers(quota)
-    if admission.verdict is Verdict.LIMITED:
-        raise _limited(project, quota, headers)
-    assert job is not None
-    if admission.verdict is Verdict.REPLAY:
-        return _created(job, {})
-    services.dispatcher.try_kick(job.id)
-    return _created(job, headers)
+    new = intake.NewJob(prompt=create.prompt, model=create.model, ref=create.ref or project.ref,
+                        as_draft=create.as_draft, max_tokens=create.max_tokens or project.max_tokens, key_id=key.id,
+                        idempotency=claim)
+    try:
+        accepted = intake.create(services, project, new)
+    except QuotaSpent as exc:
+        raise _with_quota(exc) from None
+    return _created(accepted.job, _quota_headers(accepted.quota) if accepted.quota else {})
 
 
 def _job_of(granted: Access) -> Job:
@@ -99,15 +82,12 @@ def send_message(project_id: str, job_id: str) -> Response:
     key, project, job = granted.key, granted.project, _job_of(granted)
     body = bodies.read_object(request, services.settings.max_body_bytes)
     prompt, interrupt = bodies.parse_message(body, services.settings)
-    _writable(project)
-    if job.status is JobStatus.ARCHIVED:  # refused before it can use up quota; the store re-checks
-        raise JobArchived(f"job {job.id} is archived and takes no more messages")
-    services.usage.check(project.host, project.account)
-    headers = _spend_quota(project)
-    job, _message = services.jobs.add_message(job.id, prompt=prompt, key_id=key.id, interrupt=interrupt)
-    services.dispatcher.try_kick(job.id)
-    response = jsonify(job.to_api())
-    response.headers.update(headers)
+    try:
+        accepted = intake.follow_up(services, project, job, prompt, key_id=key.id, interrupt=interrupt)
+    except QuotaSpent as exc:
+        raise _with_quota(exc) from None
+    response = jsonify(accepted.job.to_api())
+    response.headers.update(_quota_headers(accepted.quota) if accepted.quota else {})
     return response
 
 

@@ -10,8 +10,8 @@ import redis
 
 from service.billing import add_records, billable_of
 from service.clock import now_iso, parse_iso
+from service.codes import RunFailure
 from service.errors import (
-    BUDGET_EXCEEDED,
     IdempotencyConflict,
     InvalidRequest,
     JobActive,
@@ -481,7 +481,7 @@ class JobStore:
             pull = {"url": job.pr_link, "number": job.pr_number}
             self.events.append(pipe, job, EventType.PR_UPDATED if had_pull else EventType.PR_OPENED,
                                pullRequest=pull)
-        if (message.error or {}).get("code") == BUDGET_EXCEEDED:
+        if (message.error or {}).get("code") == RunFailure.BUDGET_EXCEEDED:
             self.events.append(pipe, job, EventType.JOB_BUDGET_REACHED,
                                budget={"maxTokens": job.max_tokens, "usedTokens": spent(job.usage)})
         if message.status is MessageStatus.CANCELLED:

@@ -4,6 +4,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from service.codes import RunFailure
 from service.errors import RunFailed
 from service.workspace.git import Git
 from service.workspace.proc import popen
@@ -13,7 +14,7 @@ class UnsafeCommit(RunFailed):
     """The commit's new objects fail `git fsck --strict` (e.g. a rewritten folder holds a `.git` look-alike)."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__("unsafe_commit", "the commit would not pass git fsck --strict, so nothing was pushed "
+        super().__init__(RunFailure.UNSAFE_COMMIT, "the commit would not pass git fsck --strict, so nothing was pushed "
                          f"(a folder the run changed holds an entry git refuses): {detail}")
         self.detail = detail
 

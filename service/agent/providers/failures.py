@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from service.agent.model import ModelError
 from service.agent.providers.retry import Transient
+from service.codes import RunFailure
 
 MESSAGE_MAX_CHARS = 500
 
@@ -21,18 +22,18 @@ def status_failure(status: int, body: object, headers: Mapping[str, str], *, ven
     if status == 429 and _error_field(body, "code") == "insufficient_quota":
         # OpenAI's "out of credit" is a 429 too, but waiting does not refill the account.
         return ModelError(f"{vendor} refused the request for {model!r}: {detail}; check the account's plan and "
-                          "billing", code="model_error")
+                          "billing", code=RunFailure.MODEL_ERROR)
     if status in (408, 409, 429) or status >= 500:
         return Transient(retry_after(headers), detail)
     if status == 401:
         # The vendor's 401 text may echo a masked form of the key; the status says enough.
         return ModelError(f"{vendor} rejected the API key (HTTP 401); check {key_variable}",
-                          code="model_auth_failed")
+                          code=RunFailure.MODEL_AUTH_FAILED)
     if status == 403:
         return ModelError(f"{vendor} refused access with the API key ({detail}); check {key_variable} and what "
-                          f"the key may use", code="model_auth_failed")
+                          f"the key may use", code=RunFailure.MODEL_AUTH_FAILED)
     hint = f"; the model name {model!r} may be wrong" if status == 404 else ""
-    return ModelError(f"{vendor} refused the request for {model!r}: {detail}{hint}", code="model_error")
+    return ModelError(f"{vendor} refused the request for {model!r}: {detail}{hint}", code=RunFailure.MODEL_ERROR)
 
 
 def sdk_call(sdk, send, *, vendor: str, model: str, key_variable: str, api_key: str, timeout: float):
@@ -53,12 +54,12 @@ def sdk_call(sdk, send, *, vendor: str, model: str, key_variable: str, api_key: 
         # The SDK decodes the whole reply (an Anthropic tool call's input included) recursively: a hostile or
         # broken server's deeply nested JSON must end the run as the model's fault, not an internal error.
         raise ModelError(f"{vendor} sent a reply for {model!r} nested too deeply to read",
-                         code="model_error") from None
+                         code=RunFailure.MODEL_ERROR) from None
 
 
 def missing_key(vendor: str, key_variable: str) -> ModelError:
     """The error for a provider used without its API key."""
-    return ModelError(f"no API key is configured for {vendor}; set {key_variable}", code="model_auth_failed")
+    return ModelError(f"no API key is configured for {vendor}; set {key_variable}", code=RunFailure.MODEL_AUTH_FAILED)
 
 
 def connection_detail(exc: Exception) -> str:

@@ -9,6 +9,7 @@ from service import billing
 from service.agent.model import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
 from service.agent.providers import KEY_VARIABLES
 from service.agent.providers.sdk_model import MAX_ARGUMENT_DEPTH, SdkModel, nesting_depth
+from service.codes import RunFailure
 
 ERROR_PREFIX = "ERROR: "
 
@@ -39,7 +40,7 @@ class OpenAIChatModel(SdkModel):
             request["prompt_cache_key"] = self.cache_key
         completion = self._call(lambda: self._client.chat.completions.create(**request))
         if not completion.choices:
-            raise ModelError(f"{self.name} answered with no choices", code="model_error")
+            raise ModelError(f"{self.name} answered with no choices", code=RunFailure.MODEL_ERROR)
         return to_reply(completion)
 
 

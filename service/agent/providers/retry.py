@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from service.agent.model import ModelError
+from service.codes import RunFailure
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class RetryPolicy:
     def _gave_up(self, what: str, attempt: int, failing_for: float, exc: Transient, why: str) -> ModelError:
         return ModelError(
             f"{what} kept failing for {failing_for:.0f} s ({_times(attempt)}; the retry budget is "
-            f"{self.budget:.0f} s){why}; last error: {exc.detail}", code="model_unavailable")
+            f"{self.budget:.0f} s){why}; last error: {exc.detail}", code=RunFailure.MODEL_UNAVAILABLE)
 
 
 def _times(n: int) -> str:
