@@ -97,6 +97,11 @@ class _Run:
         return sorted(p for p, data in self.changes.items() if data is not None and _is_page(self.site, p))
 
     @cached_property
+    def moved_to(self) -> dict[str, str]:
+        """Removed page -> the added page it most likely became."""
+        return {old: new for new, old in sorted(self.moved_from.items(), reverse=True)}
+
+    @cached_property
     def moved_from(self) -> dict[str, str]:
         """Added page -> the removed page it most likely was (same content, else same file name)."""
         pairs = {}
@@ -250,13 +255,15 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
                 continue
             if not by_label and not any(name in link.target.lower() for name in names):
                 continue
-            message = _newly_broken(run, other, link, affected, by_label)
-            if message:
-                problems.append(DocsProblem(other, link.line, message))
+            broken = _newly_broken(run, other, link, affected, by_label)
+            if broken:
+                problems.append(DocsProblem(other, link.line, *broken))
     return problems
 
 
-def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False) -> str | None:
+def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False
+                  ) -> tuple[str, str] | None:
+    """The message and kind (see DocsProblem) of a link the run broke, or None."""
     before = run.start.router.resolve(page, link)
     if not before.ok or (before.landing not in affected and not by_label):
         return None
@@ -264,13 +271,18 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label
         return None  # its anchor was already broken
     after = run.now.router.resolve(page, link)
     if before.landing in run.removed and not after.ok:
-        return f"link to {link.target}, which this run moved or deleted"
+        now = run.moved_to.get(before.landing)
+        fate = f"moved; now `{now}`" if now else "deleted"
+        return f"link to {link.target}, which this run moved or deleted", f"links to `{before.landing}` ({fate})"
     if not after.ok:
-        return f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})"
+        return (f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})",
+                f"links to `{before.landing}` that no longer resolve after this run")
     if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing):
         anchor = split_target(link.target)[1]
         return (f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
-                "was renamed or deleted); point the link at the new heading")
+                "was renamed or deleted); point the link at the new heading",
+                f"links to `{after.landing}#{anchor}`, an anchor this run removed (a heading was renamed or "
+                "deleted); point them at the new heading")
     return None
 
 

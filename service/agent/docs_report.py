@@ -1,6 +1,10 @@
 """What the docs check reports: problems with their place, and the report as text for the model and the PR."""
 
+from collections import defaultdict
 from dataclasses import dataclass, field
+
+LINES_SHOWN = 5  # line numbers listed for a group of problems; the rest are counted
+SUMMARY_FILES = 3  # a kind of problem in more files than this also gets one line for all of them
 
 
 @dataclass(frozen=True)
@@ -8,6 +12,9 @@ class DocsProblem:
     path: str
     line: int  # 1-based
     message: str
+    # What problems of one kind share, as a plural phrase ("links to `a.md` (moved; now `b.md`)"): the report
+    # groups them per file. Problems without one are grouped by identical message.
+    kind: str = field(default="", compare=False)
 
 
 @dataclass
@@ -38,7 +45,46 @@ class DocsReport:
             return f"docs check could not finish: {self.failure}"
         if self.ok:
             return f"docs check passed: {self.pages_checked} changed page(s), no problems found"
-        lines = [f"- `{p.path}:{p.line}` {p.message}" for p in self.problems]
+        lines = _summaries(self.problems) + _grouped_lines(self.problems)
         lines.append(f"docs check failed: {len(self.problems)} problem(s) found, {self.pages_checked} changed "
                      "page(s) checked")
         return "\n".join(lines)
+
+
+def _grouped_lines(problems: list[DocsProblem]) -> list[str]:
+    """One line per problem, except that problems of one kind in one file share a line with their count and
+    first lines (a move that breaks 2,000 links gives a line per file, not 2,000)."""
+    groups: dict[tuple[str, str], list[DocsProblem]] = defaultdict(list)
+    for problem in problems:
+        groups[(problem.path, problem.kind or problem.message)].append(problem)
+    lines = []
+    for (path, _), members in sorted(groups.items(), key=lambda item: (item[0][0], min(p.line for p in item[1]))):
+        first = members[0]
+        if len(members) == 1:
+            lines.append(f"- `{path}:{first.line}` {first.message}")
+            continue
+        numbers = _line_list(sorted({p.line for p in members}))
+        if first.kind:
+            lines.append(f"- `{path}`: {len(members)} {first.kind}, lines {numbers}")
+        else:
+            lines.append(f"- `{path}`: {first.message} ({len(members)} times, lines {numbers})")
+    return lines
+
+
+def _summaries(problems: list[DocsProblem]) -> list[str]:
+    """A line for each kind of problem found in many files, before the per-file lines, so the whole of it is
+    seen even when the report is cut."""
+    files: dict[str, set[str]] = defaultdict(set)
+    counts: dict[str, int] = defaultdict(int)
+    for problem in problems:
+        if problem.kind:
+            files[problem.kind].add(problem.path)
+            counts[problem.kind] += 1
+    return [f"- in all: {counts[kind]:,} {kind} in {len(paths):,} files; per file below"
+            for kind, paths in sorted(files.items()) if len(paths) > SUMMARY_FILES]
+
+
+def _line_list(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:LINES_SHOWN])
+    rest = len(numbers) - LINES_SHOWN
+    return f"{shown}, … (+{rest} more)" if rest > 0 else shown
