@@ -9,6 +9,7 @@ agent up.
 import difflib
 import logging
 import posixpath
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,6 +28,7 @@ __all__ = ["DocsProblem", "DocsReport", "check_docs"]
 
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown", ".rst")
 ROUTE_KEYS = ("slug", "id", "permalink")  # front matter that changes a page's route
+_WORDS = re.compile(r"[^\W_]+")  # a label's words, which any text that references it holds
 
 
 def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
@@ -239,14 +241,16 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
     for path in affected:
         names |= run.start.router.names(path)
     names.discard("")
+    label_words = [_WORDS.findall(label) for label in lost_labels]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):
             continue
-        if not run.now_tree.parsed(other, run.site.page_mode(other)) and not lost_labels:
-            # Not parsed yet: parse it only when its text names one of the pages (most pages do not).
+        if not run.now_tree.parsed(other, run.site.page_mode(other)):
+            # Not parsed yet: parse it only when its text names one of the pages or lost labels (most pages do not).
             text = (run.now_tree.text(other) or "").lower()
-            if not any(name in text for name in names):
+            if not any(name in text for name in names) and \
+                    not any(all(word in text for word in words) for words in label_words):
                 continue
         for link in run.now.page(other).links:
             # MyST's `[text](label)` names a label as :ref: does.
