@@ -252,7 +252,7 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             if not any(name in text for name in names) and \
                     not any(all(word in text for word in words) for words in label_words):
                 continue
-        for link in run.now.page(other).links:
+        for link in _links_elsewhere(run, other):
             # MyST's `[text](label)` names a label as :ref: does.
             by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL)
             if link.kind is LinkKind.REF and not by_label:
@@ -263,6 +263,17 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             if broken:
                 problems.append(DocsProblem(other, link.line, *broken))
     return problems
+
+
+def _links_elsewhere(run: _Run, page: str) -> list[Link]:
+    parsed = run.now.page(page)
+    if parsed.interpreted and run.site.framework == "sphinx":
+        # Under `default_role = "any"` a bare `name` may be a document (labels are followed through the lost
+        # labels); it is judged only if it was one at the start (see _newly_broken).
+        any_role = (run.site.routing.get("default_role") or "").removeprefix("std:") == "any"
+        return parsed.links + [Link(link.line, link.target, LinkKind.DOC) if any_role else link
+                               for link in default_role_links(run.site, parsed.interpreted, every=any_role)]
+    return parsed.links
 
 
 def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False

@@ -301,9 +301,10 @@ class SphinxRouter(Router):
 _WORDS = re.compile(r"[^\W_]+")  # a label's words: escapes and punctuation in its definition do not hide them
 
 
-def default_role_links(site: DocsSite, interpreted: list[Link]) -> list[Link]:
+def default_role_links(site: DocsSite, interpreted: list[Link], every: bool = False) -> list[Link]:
     """reST `text` written in conf.py's `default_role`, as the cross-references Sphinx resolves (and warns about):
-    `doc` and `ref`; under `any`, only targets that cannot name a Python object (they hold `-` or `/`)."""
+    `doc` and `ref`; under `any`, only targets that cannot name a Python object (they hold `-` or `/`) unless
+    `every` (for links that resolved at the start, whose loss is then known)."""
     role = (site.routing.get("default_role") or "").removeprefix("std:")
     kinds = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "any": LinkKind.REF}
     if role not in kinds:
@@ -312,7 +313,7 @@ def default_role_links(site: DocsSite, interpreted: list[Link]) -> list[Link]:
     for link in interpreted:
         titled = _TITLED.match(link.target)
         target = (titled.group(2) if titled else link.target).strip().lstrip("~!")
-        if role == "any" and (" " in target or not any(c in target for c in "-/")):
+        if role == "any" and (" " in target or not (every or any(c in target for c in "-/"))):
             continue
         found.append(Link(link.line, target, kinds[role]))
     return found
