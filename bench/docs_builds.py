@@ -47,6 +47,10 @@ _MD_LINK = re.compile(r"\]\(\s*([^)\s#]+\.md)(#[^)\s]*)?\)")
 _MD_HEADING = re.compile(r"^(#{2,4})\s+(.+?)\s*$", re.M)
 
 
+class BuildFailed(Exception):
+    """The site's own build stopped (a missing plugin, a config error); the message is its last output."""
+
+
 @dataclass(frozen=True)
 class Warning_:
     path: str  # repository path of the file the warning is about ("" when it names none)
@@ -60,6 +64,7 @@ class Outcome:
     found: list[Warning_] = field(default_factory=list)  # new build warnings
     reported: list[str] = field(default_factory=list)  # check problems, "path:line message"
     matched: int = 0
+    pairs: list[str] = field(default_factory=list)  # "warning <-> problem", for --show-matched
     missed: list[Warning_] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
 
@@ -67,15 +72,17 @@ class Outcome:
 # --- the site's own build ---------------------------------------------------------------------------------
 
 def site_requirements(root: Path) -> list[str]:
-    """The site's docs requirements where they are simple: a `docs` dependency group or extra in pyproject.toml,
-    or a docs requirements file (plain requirement lines)."""
+    """The site's docs requirements where they are simple: a `docs` (`doc`, `documentation`, `recommended`)
+    dependency group or extra in pyproject.toml, or a docs requirements file (plain requirement lines)."""
     found: list[str] = []
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         data = tomllib.loads(pyproject.read_text())
         for table in (data.get("dependency-groups", {}), data.get("project", {}).get("optional-dependencies", {})):
-            found += [r for r in table.get("docs", []) if isinstance(r, str)]
-    for name in ("docs/requirements.txt", "requirements/docs.txt", "requirements-docs.txt", "docs-requirements.txt",
+            for group in ("docs", "doc", "documentation", "recommended"):  # "recommended": Material's plugins
+                found += [r for r in table.get(group, []) if isinstance(r, str)]
+    for name in ("requirements.txt" if (root / "mkdocs.yml").is_file() else "docs/requirements.txt",
+                 "docs/requirements.txt", "requirements/docs.txt", "requirements-docs.txt", "docs-requirements.txt",
                  "docs/requirements.in"):
         path = root / name
         if path.is_file():
@@ -107,8 +114,11 @@ def build(framework: str, venv: Path, tree: Path, config: str, docs_root: str) -
                        str(tree / posixpath.dirname(config)), out]
         done = subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=BUILD_SECONDS,
                               env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tree),
-                                   "NO_COLOR": "1", "LC_ALL": "C.UTF-8"})
+                                   "NO_COLOR": "1", "NO_MKDOCS_2_WARNING": "1", "LC_ALL": "C.UTF-8"})
     output = (done.stderr + "\n" + done.stdout).replace(str(tree) + "/", "")
+    fatal = re.search(r"^.*(Aborted with a|Configuration error|Extension error|Exception occurred).*$", output, re.M)
+    if fatal:  # the build stopped before it looked at the pages: its warnings say nothing about them
+        raise BuildFailed(output[max(0, fatal.start() - 600):fatal.end()].strip())
     parse = _mkdocs_warnings if framework == "mkdocs" else _sphinx_warnings
     return Counter(parse(output, docs_root, config))
 
@@ -228,7 +238,7 @@ def _break_link(texts: dict[str, str], pages: list[str], framework: str) -> tupl
 
 # --- one site ------------------------------------------------------------------------------------------------
 
-def run_site(bare: Path, cache: Path) -> list[Outcome]:
+def run_site(bare: Path, cache: Path, extra: list[str]) -> list[Outcome]:
     git = Git()
     name = bare.parent.name if bare.name == "repo" else bare.name
     commit = git.out("rev-parse", "HEAD", git_dir=bare)
@@ -242,8 +252,12 @@ def run_site(bare: Path, cache: Path) -> list[Outcome]:
     with tempfile.TemporaryDirectory(prefix="copydesk-builds-") as tmp_s:
         pristine = Path(tmp_s) / "pristine"
         export(git, bare, commit, pristine)
-        venv = build_venv(cache, site_requirements(pristine) + _project(pristine))
-        baseline = build(site.framework, venv, pristine, site.config_path, site.docs_root)
+        venv = build_venv(cache, site_requirements(pristine) + _project(pristine) + extra)
+        try:
+            baseline = build(site.framework, venv, pristine, site.config_path, site.docs_root)
+        except BuildFailed as exc:
+            print(f"{name}: the site's own build fails before any edit, so it is skipped:\n{exc}", file=sys.stderr)
+            return []
         print(f"{name}: {site.framework}, {len(pages)} pages, {sum(baseline.values())} baseline warning(s)",
               file=sys.stderr)
         outcomes = []
@@ -324,11 +338,13 @@ def compare(site: str, edit: Edit, found: list[Warning_], report) -> Outcome:
         else:
             left.remove(pick)
             outcome.matched += 1
+            outcome.pairs.append(f"{warning.path}: {warning.text[:140]}  <->  {pick.path}:{pick.line} "
+                                 f"{pick.message[:140]}")
     outcome.extra += [f"{p.path}:{p.line} {p.message}" for p in left]
     return outcome
 
 
-def print_outcomes(outcomes: list[Outcome]) -> None:
+def print_outcomes(outcomes: list[Outcome], show_matched: bool = False) -> None:
     print("| site | edit | build problems | reported by the check | missed | check reports the build did not find |")
     print("|---|---|---|---|---|---|")
     for o in outcomes:
@@ -343,6 +359,8 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
               f"{extra} report(s) the build did not find")
     print()
     for o in outcomes:
+        for pair in o.pairs if show_matched else []:
+            print(f"matched [{o.site} / {o.edit}] {pair}")
         for warning in o.missed:
             print(f"missed  [{o.site} / {o.edit}] {warning.path}: {warning.text[:220]}")
         for extra in o.extra:
@@ -353,15 +371,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repos", nargs="+", help="bare git repositories (e.g. /work/.mirror/owner+name/repo)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/copydesk-bench/docs-builds")
+    parser.add_argument("--extra", action="append", default=[], help="another package the sites' builds need")
+    parser.add_argument("--show-matched", action="store_true", help="also print each build warning with the "
+                                                                     "check problem it was paired with")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes = []
     for repo in args.repos:
-        outcomes += run_site(Path(repo), args.cache)
-        print_outcomes([o for o in outcomes if o.site == outcomes[-1].site] if outcomes else [])
+        outcomes += run_site(Path(repo), args.cache, args.extra)
+        print_outcomes([o for o in outcomes if o.site == outcomes[-1].site] if outcomes else [], args.show_matched)
     if len(args.repos) > 1:
         print("\n## all sites\n")
-        print_outcomes(outcomes)
+        print_outcomes(outcomes, args.show_matched)
 
 
 if __name__ == "__main__":
