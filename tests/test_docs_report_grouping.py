@@ -69,3 +69,15 @@ def test_kinds_group_different_messages_and_deleted_pages_say_so(open_workspace)
     assert check_docs(workspace).to_text().splitlines() == [
         "- `docs/index.md`: 3 links to `docs/gone.md` (deleted), lines 3, 5",
         "docs check failed: 3 problem(s) found, 0 changed page(s) checked"]
+
+
+def test_the_report_text_is_bounded_for_the_pull_request_too():
+    problems = [DocsProblem(f"docs/p{i}.md", 3, f"broken link: x{i}.md (no file docs/x{i}.md)") for i in range(3000)]
+    text = DocsReport(problems, pages_checked=3000).to_text(REPORT_MAX_CHARS)
+    lines = text.splitlines()
+    assert len(text) <= REPORT_MAX_CHARS
+    assert lines[-1] == "docs check failed: 3000 problem(s) found, 3000 changed page(s) checked"
+    shown = len(lines) - 2
+    assert lines[-2] == (f"[{3000 - shown:,} more line(s) of this report not shown; fix these problems and run "
+                         "check_docs again to see the rest]")
+    assert len(DocsReport(problems).to_text()) > REPORT_MAX_CHARS  # unbounded when not asked

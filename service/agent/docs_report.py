@@ -3,6 +3,7 @@
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+REPORT_MAX_CHARS = 20_000  # the report as the model and the pull request see it
 LINES_SHOWN = 5  # line numbers listed for a group of problems; the rest are counted
 SUMMARY_FILES = 3  # a kind of problem in more files than this also gets one line for all of them
 
@@ -37,8 +38,9 @@ class DocsReport:
     def ok(self) -> bool:
         return not self.problems and self.failure is None
 
-    def to_text(self) -> str:
-        """The report as a Markdown list for the model and the pull request body, ending with a one-line verdict."""
+    def to_text(self, max_chars: int | None = None) -> str:
+        """The report as a Markdown list for the model and the pull request body, ending with a one-line verdict;
+        past `max_chars`, the last problem lines give way to a note saying how many are not shown."""
         if self.timed_out:
             return f"docs check not completed: took too long ({self.failure})"
         if self.failure is not None:
@@ -46,9 +48,24 @@ class DocsReport:
         if self.ok:
             return f"docs check passed: {self.pages_checked} changed page(s), no problems found"
         lines = _summaries(self.problems) + _grouped_lines(self.problems)
-        lines.append(f"docs check failed: {len(self.problems)} problem(s) found, {self.pages_checked} changed "
-                     "page(s) checked")
-        return "\n".join(lines)
+        verdict = f"docs check failed: {len(self.problems)} problem(s) found, {self.pages_checked} changed page(s) " \
+            "checked"
+        return _bounded(lines, verdict, max_chars)
+
+
+def _bounded(lines: list[str], verdict: str, max_chars: int | None) -> str:
+    text = "\n".join([*lines, verdict])
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    budget, shown = max_chars - len(verdict) - 200, []
+    for line in lines:
+        budget -= len(line) + 1
+        if budget < 0:
+            break
+        shown.append(line)
+    note = (f"[{len(lines) - len(shown):,} more line(s) of this report not shown; fix these problems and run "
+            "check_docs again to see the rest]")
+    return "\n".join([*shown, note, verdict])
 
 
 def _grouped_lines(problems: list[DocsProblem]) -> list[str]:
