@@ -108,7 +108,7 @@ def build(framework: str, venv: Path, tree: Path, config: str, docs_root: str) -
     """The warnings of a strict build of the site in `tree`, as a multiset."""
     with tempfile.TemporaryDirectory(prefix="copydesk-build-") as out:
         if framework == "mkdocs":
-            command = [str(venv / "bin/mkdocs"), "build", "--strict", "-q", "-f", str(tree / config), "-d", out]
+            command = [str(venv / "bin/mkdocs"), "build", "--strict", "-f", str(tree / config), "-d", out]
         else:
             command = [str(venv / "bin/sphinx-build"), "-n", "-W", "--keep-going", "-E", "-q", "-b", "html",
                        str(tree / posixpath.dirname(config)), out]
@@ -330,9 +330,11 @@ def compare(site: str, edit: Edit, found: list[Warning_], report) -> Outcome:
         outcome.extra.append(f"(check failure) {report.failure}")
     for warning in found:
         same_file = [p for p in left if p.path == warning.path]
-        quoted = [q for q in _QUOTED.findall(warning.text) if len(q) > 2]
-        naming = [p for p in same_file if any(q in p.message or posixpath.basename(q) in p.message for q in quoted)]
-        pick = (naming or same_file or [None])[0]
+        # What the warning quotes, but the file it is about (MkDocs names it first): the link target, the label.
+        quoted = [q for q in _QUOTED.findall(warning.text) if len(q) > 2 and not warning.path.endswith(q)]
+        naming = [p for p in same_file if any(q in p.message for q in quoted)]
+        near = [p for p in same_file if any(posixpath.basename(q) in p.message for q in quoted)]
+        pick = (naming or near or same_file or [None])[0]
         if pick is None:
             outcome.missed.append(warning)
         else:
