@@ -328,22 +328,32 @@ def compare(site: str, edit: Edit, found: list[Warning_], report) -> Outcome:
     left = list(report.problems)
     if report.failure:
         outcome.extra.append(f"(check failure) {report.failure}")
-    for warning in found:
-        same_file = [p for p in left if p.path == warning.path]
-        # What the warning quotes, but the file it is about (MkDocs names it first): the link target, the label.
-        quoted = [q for q in _QUOTED.findall(warning.text) if len(q) > 2 and not warning.path.endswith(q)]
-        naming = [p for p in same_file if any(q in p.message for q in quoted)]
-        near = [p for p in same_file if any(posixpath.basename(q) in p.message for q in quoted)]
-        pick = (naming or near or same_file or [None])[0]
-        if pick is None:
-            outcome.missed.append(warning)
-        else:
-            left.remove(pick)
-            outcome.matched += 1
-            outcome.pairs.append(f"{warning.path}: {warning.text[:140]}  <->  {pick.path}:{pick.line} "
-                                 f"{pick.message[:140]}")
+    # Three passes, so a problem naming a warning's exact target is not taken by a vaguer warning first.
+    unpaired = list(found)
+    for tier in range(3):
+        for warning in list(unpaired):
+            pick = _partner(warning, left, tier)
+            if pick is not None:
+                unpaired.remove(warning)
+                left.remove(pick)
+                outcome.matched += 1
+                outcome.pairs.append(f"{warning.path}: {warning.text[:140]}  <->  {pick.path}:{pick.line} "
+                                     f"{pick.message[:140]}")
+    outcome.missed = unpaired
     outcome.extra += [f"{p.path}:{p.line} {p.message}" for p in left]
     return outcome
+
+
+def _partner(warning: Warning_, problems: list, tier: int):
+    """A check problem in the warning's file: naming its quoted target exactly (tier 0), by file name (1), any (2)."""
+    same_file = [p for p in problems if p.path == warning.path]
+    # What the warning quotes, but the file it is about (MkDocs names it first): the link target, the label.
+    quoted = [q for q in _QUOTED.findall(warning.text) if len(q) > 2 and not warning.path.endswith(q)]
+    if tier == 0:
+        same_file = [p for p in same_file if any(q in p.message for q in quoted)]
+    elif tier == 1:
+        same_file = [p for p in same_file if any(posixpath.basename(q) in p.message for q in quoted)]
+    return same_file[0] if same_file else None
 
 
 def print_outcomes(outcomes: list[Outcome], show_matched: bool = False) -> None:

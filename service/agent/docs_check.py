@@ -282,8 +282,6 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label
     before = run.start.router.resolve(page, link)
     if not before.ok or (before.landing not in affected and not by_label):
         return None
-    if link.kind is LinkKind.URL and _anchor_problem(run.start, page, link, before.landing):
-        return None  # its anchor was already broken
     after = run.now.router.resolve(page, link)
     if before.landing in run.removed and not after.ok:
         now = run.moved_to.get(before.landing)
@@ -292,7 +290,10 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label
     if not after.ok:
         return (f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})",
                 f"links to `{before.landing}` that no longer resolve after this run")
-    if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing):
+    # An anchor the start already lacked (one a theme's hook adds, say) is not this run's doing; the page it is on
+    # going away is.
+    if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing) and \
+            not _anchor_problem(run.start, page, link, before.landing):
         anchor = split_target(link.target)[1]
         return (f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
                 "was renamed or deleted); point the link at the new heading",
