@@ -3,7 +3,8 @@
 Run by hand: `.venv/bin/python bench/docs_speed.py [--pages 1000] [--repeat 5]`. Each site is a bare repository
 made with fast-import: Markdown (MkDocs with a `nav:` of every page), MDX (Docusaurus) and reStructuredText
 (Sphinx, measured separately as the issue asks). Two runs per site: a one-word edit of one page, and a move of a
-page that many pages link to (the check then reads every page's links). Cold = empty parse cache; warm = a new
+page that many pages link to (every page links it twice, so at 1,000 pages the move breaks
+2,000 links and the check reads every page's links). Cold = empty parse cache; warm = a new
 workspace on the same commit with the cache kept, as the next run on that repository state sees it.
 """
 
@@ -33,7 +34,7 @@ def markdown_site(pages: int):
         yield f"docs/s{i % 20}/page-{i}.md", (
             f"---\ntitle: Page {i}\n---\n\n# Page {i}\n\n{PARAGRAPH * 4}\n\n## Details\n\n{PARAGRAPH * 3}\n\n"
             f"See [the hub](../s0/page-0.md#details), [the next page](../s{(i + 1) % 20}/page-{i + 1}.md) and "
-            f"[the index](../index.md).\n")
+            f"[the index](../index.md).\n\nMore in [the hub's details](../s0/page-0.md).\n")
 
 
 def mdx_site(pages: int):
@@ -43,7 +44,7 @@ def mdx_site(pages: int):
         yield f"docs/s{i % 20}/page-{i}.mdx", (
             f"---\ntitle: Page {i}\n---\n\n# Page {i}\n\n<Tabs>\n  <Tab title=\"One\">\n    {PARAGRAPH * 2}\n"
             f"    See [the hub](/docs/s0/page-0#details).\n  </Tab>\n</Tabs>\n\n## Details\n\n{PARAGRAPH * 3}\n\n"
-            f"<Card href=\"/docs/s{(i + 1) % 20}/page-{i + 1}\" title=\"Next\" />\n")
+            f"<Card href=\"/docs/s{(i + 1) % 20}/page-{i + 1}\" title=\"Next\" />\n\nMore in [the hub](/docs/s0/page-0).\n")
 
 
 def rst_site(pages: int):
@@ -53,7 +54,8 @@ def rst_site(pages: int):
     for i in range(pages):
         yield f"docs/s{i % 20}/page-{i}.rst", (
             f".. _page-{i}:\n\nPage {i}\n{'=' * (5 + len(str(i)))}\n\n{PARAGRAPH * 4}\n\nDetails\n-------\n\n"
-            f"{PARAGRAPH * 3}\n\nSee :doc:`/s0/page-0`, :doc:`../s{(i + 1) % 20}/page-{i + 1}` and :ref:`page-0`.\n")
+            f"{PARAGRAPH * 3}\n\nSee :doc:`/s0/page-0`, :doc:`../s{(i + 1) % 20}/page-{i + 1}` and :ref:`page-0`.\n\n"
+            f"More in :doc:`the hub </s0/page-0>`.\n")
 
 
 SITES = {"markdown (MkDocs)": (markdown_site, "docs/s5/page-5.md", "docs/s0/page-0.md"),

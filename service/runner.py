@@ -10,6 +10,7 @@ import redis
 from service import describe, logcontext
 from service.agent.briefing import brief
 from service.agent.compaction import compact_history
+from service.agent.docs_report import REPORT_MAX_CHARS
 from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failure
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
@@ -256,7 +257,7 @@ class Run:
                                on_step=self._step, spending=self.spending)
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)
-        docs_check = result.docs_report.to_text() if result.docs_report else None
+        docs_check = result.docs_report.to_text(REPORT_MAX_CHARS) if result.docs_report else None
         return _Edited(title, result.summary, changes, docs_check)
 
     def _push(self, start: str, edited: _Edited) -> _Published:

@@ -190,3 +190,16 @@ def test_the_plain_router_does_not_judge_root_relative_links(workspace):
 
 def test_empty_report_text():
     assert DocsReport().ok
+
+
+def test_links_with_an_anchor_the_source_lacks_are_still_reported_when_their_page_moves(open_workspace):
+    # Modelled on a MkDocs Material site whose option anchors (`#config.blog_dir`) a hook adds at build time.
+    workspace = open_workspace({"mkdocs.yml": "site_name: S\n",
+                                "docs/plugins/blog.md": "# Blog\n\n## Settings\n",
+                                "docs/setup.md": "# Setup\n\nSet [the folder](plugins/blog.md#config.blog_dir).\n"})
+    assert check_docs(workspace).problems == []
+    workspace.write("docs/plugins/blog.md", b"# Blog\n\n## Options\n")  # the hook's anchor was never a heading
+    assert check_docs(workspace).problems == []
+    workspace.move("docs/plugins/blog.md", "docs/reference/blog.md")
+    assert check_docs(workspace).problems == [
+        DocsProblem("docs/setup.md", 3, "link to plugins/blog.md#config.blog_dir, which this run moved or deleted")]

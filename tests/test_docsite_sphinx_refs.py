@@ -108,3 +108,15 @@ def test_myst_links_to_domain_objects_are_left_to_the_build_and_missing_files_st
                                      b"[page](setup.md)\n")
     assert [m for _, m in messages(check_docs(workspace))] == [
         "broken link: setup.md (no file docs/setup.md)", "broken link: shot.png (no file docs/shot.png)"]
+
+
+def test_a_bare_any_reference_to_a_moved_document_in_an_untouched_page_is_reported(open_workspace):
+    # Modelled on a site with `default_role = "any"` whose API page says `names` for the names page.
+    workspace = open_workspace({
+        "docs/conf.py": "project = 'P'\ndefault_role = 'any'\n",
+        "docs/index.rst": "P\n=\n\n.. toctree::\n\n   api\n   names\n",
+        "docs/api.rst": "API\n===\n\nSee `names` and `os.path` for details.\n",
+        "docs/names.rst": "Names\n=====\n\nText.\n"})
+    workspace.move("docs/names.rst", "docs/guide/names.rst")
+    assert ("docs/api.rst", "link to names, which this run moved or deleted") in messages(check_docs(workspace))
+    assert not [p for p in check_docs(workspace).problems if "os.path" in p.message]  # a Python object: not judged

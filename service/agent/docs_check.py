@@ -9,6 +9,7 @@ agent up.
 import difflib
 import logging
 import posixpath
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -28,6 +29,7 @@ __all__ = ["DocsProblem", "DocsReport", "check_docs"]
 
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown", ".rst")
 ROUTE_KEYS = ("slug", "id", "permalink")  # front matter that changes a page's route
+_WORDS = re.compile(r"[^\W_]+")  # a label's words, which any text that references it holds
 
 
 def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
@@ -110,6 +112,11 @@ class _Run:
     @cached_property
     def changed_pages(self) -> list[str]:
         return sorted(p for p, data in self.changes.items() if data is not None and _is_page(self.site, p))
+
+    @cached_property
+    def moved_to(self) -> dict[str, str]:
+        """Removed page -> the added page it most likely became."""
+        return {old: new for new, old in sorted(self.moved_from.items(), reverse=True)}
 
     @cached_property
     def moved_from(self) -> dict[str, str]:
@@ -252,48 +259,69 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
     for path in affected:
         names |= run.start.router.names(path)
     names.discard("")
+    label_words = [_WORDS.findall(label) for label in lost_labels]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):
             continue
-        if not run.now_tree.parsed(other, run.site.page_mode(other)) and not lost_labels:
-            # Not parsed yet: parse it only when its text names one of the pages (most pages do not).
+        if not run.now_tree.parsed(other, run.site.page_mode(other)):
+            # Not parsed yet: parse it only when its text names one of the pages or lost labels (most pages do not).
             text = (run.now_tree.text(other) or "").lower()
-            if not any(name in text for name in names):
+            if not any(name in text for name in names) and \
+                    not any(all(word in text for word in words) for words in label_words):
                 continue
-        for link in run.now.page(other).links:
+        for link in _links_elsewhere(run, other):
             # MyST's `[text](label)` names a label as :ref: does.
             by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL)
             if link.kind is LinkKind.REF and not by_label:
                 continue
             if not by_label and not any(name in link.target.lower() for name in names):
                 continue
-            message = _newly_broken(run, other, link, affected, by_label)
-            if message:
-                problems.append(DocsProblem(other, link.line, message))
+            broken = _newly_broken(run, other, link, affected, by_label)
+            if broken:
+                problems.append(DocsProblem(other, link.line, *broken))
     return problems
 
 
-def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False) -> str | None:
+def _links_elsewhere(run: _Run, page: str) -> list[Link]:
+    parsed = run.now.page(page)
+    if parsed.interpreted and run.site.framework == "sphinx":
+        # Under `default_role = "any"` a bare `name` may be a document (labels are followed through the lost
+        # labels); it is judged only if it was one at the start (see _newly_broken).
+        any_role = (run.site.routing.get("default_role") or "").removeprefix("std:") == "any"
+        return parsed.links + [Link(link.line, link.target, LinkKind.DOC) if any_role else link
+                               for link in default_role_links(run.site, parsed.interpreted, every=any_role)]
+    return parsed.links
+
+
+def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False
+                  ) -> tuple[str, str] | None:
+    """The message and kind (see DocsProblem) of a link the run broke, or None."""
     before = run.start.router.resolve(page, link)
     if not before.ok or (before.landing not in affected and not by_label):
         return None
-    if link.kind is LinkKind.URL and _anchor_problem(run.start, page, link, before.landing):
-        return None  # its anchor was already broken
     after = run.now.router.resolve(page, link)
     if before.landing in run.removed and not after.ok:
         # The page that served it is gone: what else might serve it now (another app's route) is not a reason
         # to stay silent.
-        return f"link to {link.target}, which this run moved or deleted"
+        now = run.moved_to.get(before.landing)
+        fate = f"moved; now `{now}`" if now else "deleted"
+        return f"link to {link.target}, which this run moved or deleted", f"links to `{before.landing}` ({fate})"
     if after.verdict is Verdict.UNKNOWN:
         run.now.unknown.add(after.reason)
         return None
     if not after.ok:
-        return f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})"
-    if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing):
+        return (f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})",
+                f"links to `{before.landing}` that no longer resolve after this run")
+    # An anchor the start already lacked (one a theme's hook adds, say) is not this run's doing; the page it is on
+    # going away is.
+    if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing) and \
+            not _anchor_problem(run.start, page, link, before.landing):
         anchor = split_target(link.target)[1]
         return (f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
-                "was renamed or deleted); point the link at the new heading")
+                "was renamed or deleted); point the link at the new heading",
+                f"links to `{after.landing}#{anchor}`, an anchor this run removed (a heading was renamed or "
+                "deleted); point them at the new heading")
     return None
 
 

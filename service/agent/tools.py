@@ -5,6 +5,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from service.agent.docs_check import check_docs
+from service.agent.docs_report import REPORT_MAX_CHARS
 from service.agent.model import ToolCall, ToolSpec
 from service.agent.path_cache import allowed_files
 from service.agent.paths import check_writable, is_allowed, normalize
@@ -30,7 +31,6 @@ LINE_MAX_CHARS = 2_000
 SEARCH_LIMIT = 200
 SEARCH_MAX_CHARS = 20_000
 MATCH_MAX_CHARS = 300
-REPORT_MAX_CHARS = 20_000
 SUGGESTIONS = 3  # narrower patterns offered in a "more not shown" note
 MAX_GLOB_CHARS = 1_000
 
@@ -323,14 +323,7 @@ class ToolExecutor:
         report = check_docs(self.workspace, self.site)
         if report.failure is not None:
             return ToolResult(report.to_text(), is_error=True)
-        lines = report.to_text().splitlines()
-        if len("\n".join(lines)) <= REPORT_MAX_CHARS:
-            return ToolResult("\n".join(lines))
-        # The last line (the verdict) is kept: the cut falls among the problem lines before it.
-        shown = _fitting(lines[:-1], REPORT_MAX_CHARS - len(lines[-1]) - 200)
-        note = (f"[{len(lines) - 1 - len(shown):,} more line(s) of this report not shown; fix these problems and "
-                "run check_docs again to see the rest]")
-        return ToolResult("\n".join([*shown, note, lines[-1]]))
+        return ToolResult(report.to_text(REPORT_MAX_CHARS))
 
     def _finish(self, title: str, summary: str) -> ToolResult:
         if not summary.strip():

@@ -59,10 +59,11 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     tree = Tree(workspace)
     result = Navigation()
     for page in sorted(p for p in files if site.is_page(p)):
-        blob_text = None if workspace.blob_id(page) else tree.text(page)
-        if blob_text is not None and "toctree" not in blob_text:
+        mode = site.page_mode(page)
+        # A page not parsed yet is parsed only when its text names a toctree (most pages do not).
+        if not tree.parsed(page, mode) and "toctree" not in (tree.text(page) or ""):
             continue
-        parsed = tree.page(page, site.page_mode(page))
+        parsed = tree.page(page, mode)
         if parsed.uncheckable:
             result.unreadable.append(NavError(page, 1, f"{page} is {parsed.uncheckable}, so its toctrees could not "
                                                        "be read"))
@@ -201,7 +202,7 @@ class SphinxRouter(Router):
             # (`attrs.frozen`), which only the build knows; names that can only be labels are judged.
             if path.lower() in BUILTIN_LABELS:
                 return SKIP
-            label = self._labels().get(path.lower())
+            label = self._label_page(path.lower())
             if label is not None:
                 return Outcome(Verdict.OK, label)
             if "-" not in path or "." in path:
@@ -225,9 +226,9 @@ class SphinxRouter(Router):
         label = link.target.lower()
         if label in BUILTIN_LABELS or self.site.routing.get("autosectionlabel"):
             return SKIP  # section titles are labels
-        labels = self._labels()
-        if label in labels:
-            return Outcome(Verdict.OK, labels[label])
+        defined_in = self._label_page(label)
+        if defined_in is not None:
+            return Outcome(Verdict.OK, defined_in)
         if inventory is not None:
             return self._external(inventory)
         return Outcome(Verdict.BROKEN, reason="no page defines it with `.. _label:` or `(label)=`")
@@ -278,18 +279,32 @@ class SphinxRouter(Router):
                 return Outcome(Verdict.OK, candidate)
         return Outcome(Verdict.BROKEN, reason=f"no document {resolved}")
 
-    def _labels(self) -> dict[str, str]:
-        if not hasattr(self, "_label_map"):
-            self._label_map: dict[str, str] = {}
-            for path in sorted(p for p in self.tree.files if self.site.is_page(p)):
-                for label in self.tree.page(path, self.site.page_mode(path)).labels:
-                    self._label_map.setdefault(label, path)
-        return self._label_map
+    def _label_page(self, label: str) -> str | None:
+        """The first page (in path order) that defines `label`. Only pages whose text holds every word of the label
+        are parsed for it: a cold check of one :ref: on a large site must not parse every page."""
+        if not hasattr(self, "_label_pages"):
+            self._label_pages: dict[str, str | None] = {}
+            self._lowered: dict[str, str] = {}
+            self._pages = sorted(p for p in self.tree.files if self.site.is_page(p))
+        if label not in self._label_pages:
+            words = _WORDS.findall(label)
+            self._label_pages[label] = next((path for path in self._pages if self._may_define(path, words) and
+                                             label in self.tree.page(path, self.site.page_mode(path)).labels), None)
+        return self._label_pages[label]
+
+    def _may_define(self, path: str, words: list[str]) -> bool:
+        if path not in self._lowered:
+            self._lowered[path] = (self.tree.text(path) or "").lower()
+        return all(word in self._lowered[path] for word in words)
 
 
-def default_role_links(site: DocsSite, interpreted: list[Link]) -> list[Link]:
+_WORDS = re.compile(r"[^\W_]+")  # a label's words: escapes and punctuation in its definition do not hide them
+
+
+def default_role_links(site: DocsSite, interpreted: list[Link], every: bool = False) -> list[Link]:
     """reST `text` written in conf.py's `default_role`, as the cross-references Sphinx resolves (and warns about):
-    `doc` and `ref`; under `any`, only targets that cannot name a Python object (they hold `-` or `/`)."""
+    `doc` and `ref`; under `any`, only targets that cannot name a Python object (they hold `-` or `/`) unless
+    `every` (for links that resolved at the start, whose loss is then known)."""
     role = (site.routing.get("default_role") or "").removeprefix("std:")
     kinds = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "any": LinkKind.REF}
     if role not in kinds:
@@ -298,7 +313,7 @@ def default_role_links(site: DocsSite, interpreted: list[Link]) -> list[Link]:
     for link in interpreted:
         titled = _TITLED.match(link.target)
         target = (titled.group(2) if titled else link.target).strip().lstrip("~!")
-        if role == "any" and (" " in target or not any(c in target for c in "-/")):
+        if role == "any" and (" " in target or not (every or any(c in target for c in "-/"))):
             continue
         found.append(Link(link.line, target, kinds[role]))
     return found
