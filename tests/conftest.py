@@ -11,8 +11,11 @@ from service.workspace.git import Git
 
 # The GitHub emulator's fixtures (`github`, `github_app`), the scripted GitHub's (`scripted_github_server`),
 # the docs-site fixtures (`sites`, `open_site`) and the dashboard's (`dash`, `chromium`, `browser_page`).
+# Fixtures shared between test modules are defined once, in these plugins: the model stand-in (`standin`), the
+# GitHub App bot (`bot`, `installed`, `pull`), worker processes (`workers`), hostile projects (`register`).
 pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures", "tests.dashboard_fixtures",
-                  "tests.process_guard"]
+                  "tests.model_fixtures", "tests.github_event_fixtures", "tests.worker_fixtures",
+                  "tests.hostile_fixtures", "tests.process_guard"]
 
 
 def free_port() -> int:
@@ -191,7 +194,7 @@ def workspace(repository):
 @pytest.fixture
 def open_workspace(tmp_path, git):
     """Factory: a real Workspace over a new bare repository (same arguments as `make_repository`)."""
-    from tests.test_agent_support import make_repository
+    from tests.repositories import make_repository
 
     opened = []
 

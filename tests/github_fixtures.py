@@ -1,6 +1,8 @@
 """Pytest fixtures for the GitHub emulator: `github_app` (the test App's keys and secrets) and `github`."""
 
+
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from tests.fsck_check import assert_copydesk_commits_pass_fsck
 from tests.github_emulator import GitHubEmulator, TestApp
@@ -20,3 +22,8 @@ def github(tmp_path, github_app):
         yield emulator
     for repo in sorted((tmp_path / "github").glob("**/*.git")):
         assert_copydesk_commits_pass_fsck(repo)
+
+
+def pem_of(key) -> str:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()

@@ -11,15 +11,9 @@ import pytest
 import requests
 
 from service.workspace.git import Git
-from tests.test_flow import FAQ, finish
+from tests.cli_process import run
+from tests.flow_scripts import FAQ, finish
 from tests.web_process import COPYDESK
-
-
-def run(env, *args, check=True):
-    proc = subprocess.run([COPYDESK, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
 
 
 @pytest.fixture

@@ -4,9 +4,10 @@ import json
 import os
 import subprocess
 
-from tests.test_cli import COPYDESK, run
-from tests.test_events import STATE_TYPES, page
-from tests.test_flow import FAQ, finish
+from tests.cli_process import run
+from tests.event_reading import STATE_TYPES, page
+from tests.flow_scripts import FAQ, finish
+from tests.web_process import COPYDESK
 
 
 def test_events_prints_a_jobs_events_and_follow_waits_until_it_leaves_active(stack):

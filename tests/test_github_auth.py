@@ -15,12 +15,8 @@ from bot.github.auth import InstallationGone, InstallationTokens, app_jwt
 from bot.github.secretbox import SecretBox
 from bot.github.settings import GitHubSettings
 from service.settings import SettingsError
+from tests.github_fixtures import pem_of
 from tests.scripted_github import Answer
-
-
-def pem_of(key) -> str:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption()).decode()
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pytest
 from bot import context
 from bot.app import create_app
 from service.settings import Settings
+from tests.cli_process import run
 from tests.conftest import DOCS, free_port
 from tests.github_schemas import validate_request
 from tests.harness import CheckedSession, LiveServer, drain_queues
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
-from tests.test_cli import run
 
 REPO = "acme/docs"
 

@@ -21,8 +21,8 @@ from service.projectstate import DisabledReason
 from service.settings import Settings
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
+from tests.github_event_fixtures import pull_of_a_completed_job
 from tests.harness import LiveServer, drain_queues
-from tests.test_github_events import pull_of_a_completed_job
 
 SECRET = "webhook-secret-for-tests"
 QUEUE = "copydesk-hooks-test"

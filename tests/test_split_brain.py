@@ -7,11 +7,9 @@ import time
 import pytest
 
 from service import faults
+from tests.flow_scripts import show, trailer_count
+from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.test_crash_points import trailer_count
-from tests.test_flow import show
-from tests.test_flow_models import PROVIDERS, standin  # noqa: F401 (a fixture)
-from tests.test_worker_faults import workers  # noqa: F401 (a fixture)
 from tests.worker_processes import wait_until
 
 

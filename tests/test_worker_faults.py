@@ -7,28 +7,13 @@ import time
 
 import pytest
 
+from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (standin is a fixture)
 from tests.worker_processes import WorkerProcess, wait_until
 
 SEARCH = Reply(tool_calls=[ToolUse("search", {"pattern": "Widgets"})])
 # A model call that never comes back (the stand-in answers a Hang with the item after it, after the wait).
 HANG = (Hang(300), Reply(text="too late"))
-
-
-@pytest.fixture
-def workers(tmp_path):
-    started: list[WorkerProcess] = []
-
-    def start(stack, **env) -> WorkerProcess:
-        worker = WorkerProcess({**stack.env(), **env}, tmp_path / f"worker{len(started)}.log")
-        started.append(worker)
-        return worker
-
-    yield start
-    for worker in started:
-        if worker.alive():
-            worker.kill()
 
 
 def _busy_in_a_model_call(stack, standin, workers) -> tuple[WorkerProcess, str]:

@@ -11,9 +11,9 @@ import requests
 from service.events import EventType
 from tests.conftest import free_port
 from tests.metrics_text import parse, value
+from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, ModelStandIn, Reply
 from tests.redis_servers import NO_PERSISTENCE, running_redis
-from tests.test_flow_models import PROVIDERS
 from tests.worker_processes import WorkerProcess, wait_until
 
 UPKEEP = "sweep, mirror upkeep, webhook fan-out and delivery lanes running in process"
