@@ -73,10 +73,10 @@ def test_the_stream_of_an_active_job_ends_when_it_leaves_active(stack_factory):
     with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as response:
         assert response.status_code == 200
         assert response.headers["Content-Type"].startswith("text/event-stream")
-        reader = threading.Thread(target=lambda: records.extend(read_sse(response, until=time.monotonic() + 60)))
+        reader = threading.Thread(target=lambda: read_sse(response, until=time.monotonic() + 60, records=records))
         reader.start()
         # The job waits for a worker: the stream idles with keep-alives, then the run's events come.
-        time.sleep(1.5)
+        wait_until(lambda: {"comment": "keep-alive"} in records, 30, "a keep-alive on the idle stream")
         stack.drain()
         reader.join(timeout=60)
         assert not reader.is_alive(), "the stream did not end when the job left active"

@@ -16,6 +16,7 @@ from bot.github.secretbox import SecretBox
 from bot.github.settings import GitHubSettings
 from service.settings import SettingsError
 from tests.github_fixtures import pem_of
+from tests.harness import wait_until
 from tests.scripted_github import Answer
 
 
@@ -332,12 +333,12 @@ def test_emulator_accepts_the_jwt_and_caches_the_token_for_every_process(github,
     assert app.slug() == github.app.slug
 
 
-def test_emulator_token_expiry_mints_a_new_one(github, emulated):  # noqa: F811
+def test_emulator_token_expiry_mints_a_new_one(github, emulated, redis_client):  # noqa: F811
     app, installation_id = emulated
     github.token_ttl = 2
     first = app.tokens.token(installation_id)
     assert app.tokens.token(installation_id) == first
-    time.sleep(2.1)
+    wait_until(lambda: not redis_client.keys("cd:gh:token:*"), 10, "the cached token to expire")
     assert app.tokens.token(installation_id) != first
     assert len(mints(github)) == 2
 

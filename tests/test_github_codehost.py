@@ -1,7 +1,6 @@
 """The `github` code host against the GitHub emulator: git with installation tokens, pull requests, comments."""
 
 import base64
-import time
 
 import pytest
 import requests
@@ -15,7 +14,7 @@ from service.lease import Lease, LeaseLost
 from service.models import Project, PullRequest
 from service.workspace.mirror import MirrorStore
 from service.workspace.publish import Identity, PushRequest, build_commit, push_commit
-from tests.harness import LiveServer
+from tests.harness import LiveServer, wait_until
 from tests.scripted_github import Answer, ScriptedGitHub
 
 DOCS = {"README.md": "# Docs\n", "docs/intro.md": "Intro\n"}
@@ -26,6 +25,7 @@ BOT = Identity("Copydesk", "bot@copydesk.example")
 class Scene:
     def __init__(self, github, redis_client, git, tmp_path, sleeps):
         self.github = github
+        self.redis = redis_client
         repo = github.add_repo("acme/docs", files=DOCS)
         github.add_repo("acme/other")
         self.installation_id = github.add_installation("acme", ["acme/docs", "acme/other"])
@@ -106,7 +106,7 @@ def test_each_git_command_gets_a_fresh_token_when_the_old_one_expired(scene):
     scene.github.token_ttl = 2  # cached for half its life
     scene.push_job_branch({"docs/intro.md": b"First\n"})
     first = len(scene.minted())
-    time.sleep(2.1)  # past the first token's expiry
+    wait_until(lambda: not scene.redis.keys("cd:gh:token:*"), 10, "the cached token to expire")
     scene.push_job_branch({"docs/intro.md": b"Second\n"}, message="Again")
     assert len(scene.minted()) > first
     assert scene.github.state.git.out("show", f"{BRANCH}:docs/intro.md",

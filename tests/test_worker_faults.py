@@ -66,7 +66,7 @@ def test_sigterm_lets_the_run_go_on_for_its_grace_then_hands_it_back_without_cou
     worker, job_id = _busy_in_a_model_call(stack, standin, workers)
     signalled = time.monotonic()
     worker.signal(signal.SIGTERM)
-    time.sleep(1)
+    wait_until(lambda: "stopping; the current run has" in worker.log(), 10, "the worker to take the signal")
     assert _first_message(stack, job_id).status.value == "running"  # within its grace, the run goes on
     assert worker.proc.wait(timeout=30) == 0, worker.log()
     assert time.monotonic() - signalled < 15
@@ -86,7 +86,7 @@ def test_a_second_signal_hands_the_run_back_at_once(stack_factory, standin, work
     worker, job_id = _busy_in_a_model_call(stack, standin, workers)
     signalled = time.monotonic()
     worker.signal(signal.SIGTERM)
-    time.sleep(0.5)
+    wait_until(lambda: "stopping; the current run has" in worker.log(), 10, "the worker to take the first signal")
     worker.signal(signal.SIGTERM)
     assert worker.proc.wait(timeout=30) == 0, worker.log()
     assert time.monotonic() - signalled < 10
