@@ -36,16 +36,23 @@ def _kill(pids) -> None:
             pass
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_processes():
-    """Fail the test if a child process it started is still running shortly after it ended (then kill it, so
-    the next test starts clean)."""
-    before = set(live_children(os.getpid()))
-    yield
-    deadline = time.monotonic() + EXIT_GRACE_SECONDS
+def leaked_children(before: set[int], grace: float = EXIT_GRACE_SECONDS) -> dict[int, str]:
+    """Children of this process not in `before` that are still running after `grace` seconds, pid -> command
+    line; they are killed, so the next test starts clean."""
+    deadline = time.monotonic() + grace
     while (leaked := {pid: cmd for pid, cmd in live_children(os.getpid()).items() if pid not in before}):
         if time.monotonic() >= deadline:
             _kill(leaked)
-            pytest.fail("the test left child processes running: "
-                        + "; ".join(f"pid {pid}: {cmd[:300]}" for pid, cmd in sorted(leaked.items())), pytrace=False)
+            return leaked
         time.sleep(0.05)
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes():
+    """Fail the test if a child process it started is still running shortly after it ended."""
+    before = set(live_children(os.getpid()))
+    yield
+    if leaked := leaked_children(before):
+        pytest.fail("the test left child processes running: "
+                    + "; ".join(f"pid {pid}: {cmd[:300]}" for pid, cmd in sorted(leaked.items())), pytrace=False)

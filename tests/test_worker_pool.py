@@ -12,17 +12,11 @@ from service.events import EventType
 from tests.conftest import free_port
 from tests.metrics_text import parse, value
 from tests.model_fixtures import PROVIDERS
-from tests.model_standin import Hang, ModelStandIn, Reply
+from tests.model_standin import Hang, Reply
 from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.worker_processes import WorkerProcess, wait_until
 
 UPKEEP = "sweep, mirror upkeep, webhook fan-out and delivery lanes running in process"
-
-
-@pytest.fixture
-def standin():
-    with ModelStandIn() as running:
-        yield running
 
 
 @pytest.fixture
