@@ -61,8 +61,8 @@ def gh_stack(github, redis_url, tmp_path, monkeypatch):
             script_path.write_text('{"runs": []}')
             port = free_port()
             env = {
-                "COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"),
-                "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}", "COPYDESK_MODEL": f"scripted:{script_path}",
+                **Settings(redis_url=redis_url, data_dir=tmp_path / "data", base_url=f"http://127.0.0.1:{port}",
+                           model=f"scripted:{script_path}").to_env(),
                 "GITHUB_APP_ID": str(github.app.id), "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
                 "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret, "GITHUB_API_URL": github.url,
                 "GITHUB_WEB_URL": github.url, **env_overrides,

@@ -9,6 +9,7 @@ import pytest
 import requests
 
 from service.events import EventType
+from service.settings import Settings
 from tests.conftest import free_port
 from tests.metrics_text import parse, value
 from tests.model_fixtures import PROVIDERS
@@ -116,8 +117,7 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
 
 def test_a_pool_whose_workers_refuse_an_evicting_redis_stops_with_2(tmp_path):
     port = free_port()
-    env = {"COPYDESK_REDIS_URL": f"redis://127.0.0.1:{port}/0", "COPYDESK_DATA_DIR": str(tmp_path / "data"),
-           "COPYDESK_MODEL": "scripted:demo", "COPYDESK_MODELS": "", "COPYDESK_ALLOW_REDIS_EVICTION": ""}
+    env = Settings(redis_url=f"redis://127.0.0.1:{port}/0", data_dir=tmp_path / "data").to_env()
     # Redis is down at start: the start-up checks cannot look at its policy; each worker checks at first contact.
     with WorkerProcess(env, tmp_path / "pool.log", "--processes", "2", "--name", "pool") as worker:
         wait_until(lambda: len(worker_children(worker.pid)) == 2, 30, "two worker processes")
