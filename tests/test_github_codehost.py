@@ -64,7 +64,7 @@ def sleeps():
 
 
 @pytest.fixture
-def scene(github, redis_client, git, tmp_path, sleeps):  # noqa: F811
+def scene(github, redis_client, git, tmp_path, sleeps):
     return Scene(github, redis_client, git, tmp_path, sleeps)
 
 
@@ -197,7 +197,7 @@ def test_a_rate_limit_too_long_to_wait_is_a_code_host_error(scene, sleeps):
     assert sleeps == []
 
 
-def test_the_create_race_reuses_the_winner(redis_client, github_app):  # noqa: F811
+def test_the_create_race_reuses_the_winner(redis_client, github_app):
     """Our look-up saw no pull request, then another attempt's create won: list again and update that one."""
     scripted = ScriptedGitHub()
     pull = {"number": 9, "html_url": "https://github.example/acme/docs/pull/9", "state": "open"}

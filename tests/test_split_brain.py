@@ -7,9 +7,9 @@ import pytest
 
 from service import faults
 from tests.flow_scripts import show, trailer_count
+from tests.harness import wait_until
 from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.worker_processes import wait_until
 
 
 def _write(text):

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
+from tests.harness import wait_until
 from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.worker_processes import WorkerProcess, wait_until
+from tests.worker_processes import WorkerProcess
 
 SEARCH = Reply(tool_calls=[ToolUse("search", {"pattern": "Widgets"})])
 # A model call that never comes back (the stand-in answers a Hang with the item after it, after the wait).

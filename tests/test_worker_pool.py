@@ -11,11 +11,12 @@ import requests
 from service.events import EventType
 from service.settings import Settings
 from tests.conftest import free_port
+from tests.harness import wait_until
 from tests.metrics_text import parse, value
 from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, Reply
 from tests.redis_servers import NO_PERSISTENCE, running_redis
-from tests.worker_processes import WorkerProcess, wait_until
+from tests.worker_processes import WorkerProcess
 
 UPKEEP = "sweep, mirror upkeep, webhook fan-out and delivery lanes running in process"
 
