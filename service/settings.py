@@ -139,6 +139,74 @@ class Settings:
         """A copy with some values replaced (tests and the demo use this)."""
         return replace(self, **changes)
 
+    def to_env(self) -> dict[str, str]:
+        """The environment variables `from_env` reads back into these settings (every one, "" for unset), e.g.
+        to start another process with them. Holds the secrets: never log it."""
+        return {
+            "COPYDESK_REDIS_URL": self.redis_url,
+            "COPYDESK_REDIS_MIN_REPLICAS": str(self.redis_min_replicas),
+            "COPYDESK_REDIS_REPLICA_WAIT_MS": str(self.redis_replica_wait_ms),
+            "COPYDESK_DATA_DIR": str(self.data_dir),
+            "COPYDESK_BASE_URL": self.base_url,
+            "COPYDESK_MODEL": self.model,
+            "COPYDESK_MODELS": ",".join(self.models),
+            "COPYDESK_QUEUE": self.queue_name,
+            "COPYDESK_RATE_LIMIT": str(self.rate_limit_per_hour),
+            "COPYDESK_MAX_PROMPT_CHARS": str(self.max_prompt_chars),
+            "COPYDESK_MAX_BODY_BYTES": str(self.max_body_bytes),
+            "COPYDESK_RETENTION_DAYS": str(self.retention_days),
+            "COPYDESK_MAX_STEPS": str(self.max_steps),
+            "COPYDESK_MAX_BYTES_WRITTEN": str(self.max_bytes_written),
+            "COPYDESK_MAX_FILE_BYTES": str(self.max_file_bytes),
+            "COPYDESK_RUN_TIMEOUT": str(self.run_timeout_seconds),
+            "COPYDESK_MAX_TOKENS": str(self.max_tokens),
+            "COPYDESK_AGENT_CONTEXT_CHARS": str(self.agent_context_chars),
+            "COPYDESK_AGENT_HISTORY_CHARS": str(self.agent_history_chars),
+            "COPYDESK_MAX_ATTEMPTS": str(self.max_attempts),
+            "COPYDESK_TOOL_TIMEOUT": str(self.tool_timeout_seconds),
+            "COPYDESK_LEASE_TTL": str(self.lease_ttl_seconds),
+            "COPYDESK_SWEEP_INTERVAL": str(self.sweep_interval_seconds),
+            "COPYDESK_STOP_GRACE": str(self.stop_grace_seconds),
+            "COPYDESK_TEST_FAULTS": ",".join(sorted(self.test_faults)),
+            "COPYDESK_MODEL_RETRY_SECONDS": str(self.model_retry_seconds),
+            "COPYDESK_ALLOW_REDIS_EVICTION": _flag(self.allow_redis_eviction),
+            "COPYDESK_WORKER_HEARTBEAT": str(self.worker_heartbeat_seconds),
+            "COPYDESK_WORKER_NAME": self.worker_name,
+            "COPYDESK_GIT_AUTHOR_NAME": self.git_author_name,
+            "COPYDESK_GIT_AUTHOR_EMAIL": self.git_author_email,
+            "COPYDESK_LOG_FORMAT": "json" if self.log_json else "text",
+            "COPYDESK_METRICS_TOKEN": self.metrics_token or "",
+            "COPYDESK_METRICS_DIR": str(self.metrics_dir_setting or ""),
+            "COPYDESK_WORKER_METRICS_PORT": str(self.worker_metrics_port or ""),
+            "COPYDESK_EVENT_RETENTION": str(self.event_retention),
+            "COPYDESK_EVENT_TTL_DAYS": str(self.event_ttl_days),
+            "COPYDESK_PURGE_DAYS": str(self.purge_days),
+            "COPYDESK_SSE_KEEPALIVE": str(self.sse_keepalive_seconds),
+            "COPYDESK_MAX_STREAMS": str(self.max_streams),
+            "COPYDESK_MAX_STREAMS_PER_KEY": str(self.max_streams_per_key),
+            "COPYDESK_MAX_STREAMS_PER_ACCOUNT": str(self.max_streams_per_account),
+            "COPYDESK_REDIS_SOCKET_TIMEOUT": str(self.redis_socket_timeout),
+            "COPYDESK_REDIS_CONNECT_TIMEOUT": str(self.redis_connect_timeout),
+            "COPYDESK_REDIS_MAX_CONNECTIONS": str(self.redis_max_connections),
+            "COPYDESK_WEBHOOK_ALLOW_PRIVATE": _flag(self.webhook_allow_private),
+            "COPYDESK_WEBHOOK_RETRY_SECONDS": str(self.webhook_retry_seconds),
+            "COPYDESK_WEBHOOK_TIMEOUT": str(self.webhook_timeout_seconds),
+            "COPYDESK_WEBHOOK_MAX_ENDPOINTS": str(self.webhook_max_endpoints),
+            "COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT": str(self.webhook_resends_per_endpoint),
+            "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT": str(self.webhook_resends_per_account),
+            "COPYDESK_WEBHOOK_THREADS": str(self.webhook_threads),
+            "COPYDESK_WEBHOOK_ACCOUNT_CONCURRENCY": str(self.webhook_account_concurrency),
+            "COPYDESK_SECRET_KEY": self.secret_key or "",
+            "COPYDESK_SESSION_IDLE_MINUTES": str(self.session_idle_seconds // 60),
+            "COPYDESK_SESSION_MAX_HOURS": str(self.session_max_seconds // 3600),
+            "COPYDESK_ANONYMOUS_PER_MINUTE": str(self.anonymous_per_minute),
+            "OPENAI_API_KEY": self.openai_api_key or "",
+            "OPENAI_BASE_URL": self.openai_base_url or "",
+            "COPYDESK_OPENAI_PROMPT_CACHE_KEY": _flag(self.openai_prompt_cache_key),
+            "ANTHROPIC_API_KEY": self.anthropic_api_key or "",
+            "ANTHROPIC_BASE_URL": self.anthropic_base_url or "",
+        }
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """Read every `COPYDESK_*` variable once; unset ones keep their defaults."""
@@ -359,6 +427,10 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise SettingsError(f"{name} must be 1 or 0 (true or false), not {raw!r}")
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
 
 
 def _names(raw: str, default_model: str) -> tuple[str, ...]:

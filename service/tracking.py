@@ -14,6 +14,7 @@ from service.codehost.base import CodeHost
 from service.describe import RoundReport, RoundState, tracking_comment
 from service.lease import Fence, LeaseLost
 from service.models import Message, Project
+from service.store.jobs import tracking_key
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class TrackingComments:
 
     @staticmethod
     def _key(message_id: str) -> str:
-        return f"cd:tracking:{message_id}"
+        return tracking_key(message_id)
 
 
 def post_queued(client: redis.Redis, host: CodeHost, project: Project, number: int, message: Message) -> None:

@@ -1,7 +1,6 @@
 """Shared fixtures: a real redis-server per test session, real git repositories in temp folders."""
 
 import contextlib
-import itertools
 import socket
 from pathlib import Path
 
@@ -12,7 +11,11 @@ from service.workspace.git import Git
 
 # The GitHub emulator's fixtures (`github`, `github_app`), the scripted GitHub's (`scripted_github_server`),
 # the docs-site fixtures (`sites`, `open_site`) and the dashboard's (`dash`, `chromium`, `browser_page`).
-pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures", "tests.dashboard_fixtures"]
+# Fixtures shared between test modules are defined once, in these plugins: the model stand-in (`standin`), the
+# GitHub App bot (`bot`, `installed`, `pull`), worker processes (`workers`), hostile projects (`register`).
+pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures", "tests.dashboard_fixtures",
+                  "tests.model_fixtures", "tests.github_event_fixtures", "tests.worker_fixtures",
+                  "tests.hostile_fixtures", "tests.process_guard"]
 
 
 def free_port() -> int:
@@ -29,24 +32,22 @@ def redis_server(tmp_path_factory):
 
     with contextlib.ExitStack() as stack:
         try:
-            url = stack.enter_context(running_redis(tmp_path_factory.mktemp("redis"), *NO_PERSISTENCE,
-                                                    "--databases", "64"))
+            url = stack.enter_context(running_redis(tmp_path_factory.mktemp("redis"), *NO_PERSISTENCE))
         except RedisStartError as exc:
             pytest.fail(str(exc))
         yield url
 
 
-# Each test takes the next of the session server's databases (9 is the start-up checks' own), so a process an
-# earlier test left behind (an orphaned RQ scheduler, a horse handing its run back) cannot touch this test's data.
-_DATABASES = itertools.cycle([n for n in range(64) if n != 9])
-
-
 @pytest.fixture
 def redis_url(redis_server):
-    """A Redis URL on an empty database of the session's server, not the one the previous test used."""
-    url = f"{redis_server}/{next(_DATABASES)}"
-    redis.Redis.from_url(url).flushdb()
-    return url
+    """The session server's database 0, emptied before and after the test (a process a test leaves behind is
+    caught by `tests.process_guard`, not hidden in a database of its own)."""
+    url = f"{redis_server}/0"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
 
 
 @pytest.fixture
@@ -193,7 +194,7 @@ def workspace(repository):
 @pytest.fixture
 def open_workspace(tmp_path, git):
     """Factory: a real Workspace over a new bare repository (same arguments as `make_repository`)."""
-    from tests.test_agent_support import make_repository
+    from tests.repositories import make_repository
 
     opened = []
 

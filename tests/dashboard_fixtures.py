@@ -106,8 +106,11 @@ def dash(github, redis_url, tmp_path, make_repo, monkeypatch):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     github.oauth_callback = f"{base}/dashboard/login/github/callback"
-    env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"), "COPYDESK_BASE_URL": base,
-           "COPYDESK_MODEL": f"scripted:{script_path}", "COPYDESK_MODELS": "scripted:demo",
+    # On top of what the test set in the environment (e.g. COPYDESK_WEBHOOK_ALLOW_PRIVATE).
+    settings = Settings.from_env().with_overrides(redis_url=redis_url, data_dir=tmp_path / "data", base_url=base,
+                                                  model=f"scripted:{script_path}",
+                                                  models=(f"scripted:{script_path}", "scripted:demo"))
+    env = {**settings.to_env(),
            "GITHUB_APP_ID": str(github.app.id),
            "GITHUB_PRIVATE_KEY": github.app.private_key_pem, "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
            "GITHUB_API_URL": github.url, "GITHUB_WEB_URL": github.url, "GITHUB_CLIENT_ID": github.app.client_id,

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from service.workspace.git import Git
-from tests.test_agent_support import Repository, make_repository
+from tests.repositories import Repository, make_repository
 
 MINTLIFY_NAV = {
     "$schema": "https://mintlify.com/docs.json",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from bot import context
 from bot.app import create_app
@@ -75,8 +76,8 @@ def gh_stack(github, redis_url, tmp_path, monkeypatch):
             script_path.write_text('{"runs": []}')
             port = free_port()
             env = {
-                "COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"),
-                "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}", "COPYDESK_MODEL": f"scripted:{script_path}",
+                **Settings(redis_url=redis_url, data_dir=tmp_path / "data", base_url=f"http://127.0.0.1:{port}",
+                           model=f"scripted:{script_path}").to_env(),
                 "GITHUB_APP_ID": str(github.app.id), "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
                 "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret, "GITHUB_API_URL": github.url,
                 "GITHUB_WEB_URL": github.url, **env_overrides,
@@ -106,3 +107,8 @@ def finish(title, summary):
 
 def bot_comments(github, number):
     return [c for c in github.comments(REPO, number) if c["user"]["type"] == "Bot"]
+
+
+def pem_of(key) -> str:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()

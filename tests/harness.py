@@ -116,30 +116,8 @@ class Stack:
         drain_queues(self.ctx.services.redis, self.settings.queue_name)
 
     def env(self) -> dict[str, str]:
-        """Environment variables that point a `copydesk` process at this stack."""
-        s = self.settings
-        env = {"COPYDESK_REDIS_URL": s.redis_url, "COPYDESK_DATA_DIR": str(s.data_dir),
-               "COPYDESK_BASE_URL": s.base_url, "COPYDESK_MODEL": s.model, "COPYDESK_MODELS": ",".join(s.models),
-               "COPYDESK_MAX_STEPS": str(s.max_steps), "COPYDESK_MAX_TOKENS": str(s.max_tokens),
-               "COPYDESK_MAX_BYTES_WRITTEN": str(s.max_bytes_written), "COPYDESK_MAX_FILE_BYTES": str(s.max_file_bytes),
-               "COPYDESK_RUN_TIMEOUT": str(s.run_timeout_seconds),
-               "COPYDESK_WEBHOOK_ALLOW_PRIVATE": str(s.webhook_allow_private).lower(),
-               "COPYDESK_WEBHOOK_RETRY_SECONDS": str(s.webhook_retry_seconds),
-               "COPYDESK_SSE_KEEPALIVE": str(s.sse_keepalive_seconds), "COPYDESK_MAX_STREAMS": str(s.max_streams),
-               "COPYDESK_MAX_STREAMS_PER_KEY": str(s.max_streams_per_key),
-               "COPYDESK_MAX_STREAMS_PER_ACCOUNT": str(s.max_streams_per_account),
-               "COPYDESK_REDIS_SOCKET_TIMEOUT": str(s.redis_socket_timeout),
-               "COPYDESK_REDIS_CONNECT_TIMEOUT": str(s.redis_connect_timeout),
-               "COPYDESK_REDIS_MAX_CONNECTIONS": str(s.redis_max_connections),
-               "COPYDESK_TOOL_TIMEOUT": str(s.tool_timeout_seconds), "COPYDESK_LEASE_TTL": str(s.lease_ttl_seconds),
-               "COPYDESK_SWEEP_INTERVAL": str(s.sweep_interval_seconds),
-               "COPYDESK_STOP_GRACE": str(s.stop_grace_seconds), "COPYDESK_MAX_ATTEMPTS": str(s.max_attempts),
-               "COPYDESK_TEST_FAULTS": ",".join(sorted(s.test_faults)),
-               "COPYDESK_MODEL_RETRY_SECONDS": str(s.model_retry_seconds)}
-        for name, value in (("OPENAI_API_KEY", s.openai_api_key), ("OPENAI_BASE_URL", s.openai_base_url),
-                            ("ANTHROPIC_API_KEY", s.anthropic_api_key), ("ANTHROPIC_BASE_URL", s.anthropic_base_url)):
-            env[name] = value or ""
-        return env
+        """Environment variables that point a `copydesk` process at this stack (all of its settings)."""
+        return self.settings.to_env()
 
 
 def drain_queues(redis_client, queue_name: str) -> None:

@@ -16,9 +16,10 @@ from service.agent.paths import is_allowed
 from service.workspace.git import Git
 from tests.conftest import DOCS, commit_files
 from tests.fsck_check import assert_copydesk_commits_pass_fsck
+from tests.hostile_fixtures import finish, run_job, step
 from tests.hostile_repos import ALIAS_BOMB, CYCLIC_NAV, DEEP_NAV, Entry, hostile_repo, write_tree
 from tests.model_standin import ModelStandIn, Reply, ToolUse
-from tests.test_cli import COPYDESK
+from tests.web_process import COPYDESK
 
 # `.git` as some checkout reads it: the issue's look-alikes, then names from git's own tests of protected
 # paths (t1014-read-tree-confusing.sh, t0060-path-utils.sh is_hfs_dotgit / is_ntfs_dotgit).
@@ -35,41 +36,9 @@ FORBIDDEN = DOTGIT + WORKFLOWS + GIT_FILES
 CAP = 64 * 1024  # the tests' COPYDESK_MAX_FILE_BYTES; the 200 MB file of the issue is in bench/ only
 
 
-def step(tool: str, **args) -> dict:
-    return {"tool": tool, "args": args}
-
-
-def finish(title="Hostile run", summary="Tried.") -> dict:
-    return step("finish", title=title, summary=summary)
-
-
 @pytest.fixture
 def adversary(stack_factory):
     return stack_factory(max_steps=200, max_file_bytes=CAP)
-
-
-@pytest.fixture
-def register(fsck_at_teardown):
-    """Factory: a local project over a hostile bare repository built from `files`; returns its id. On teardown,
-    as for the stack's own repository, every commit Copydesk made in it must pass `git fsck --strict`."""
-
-    def register_(stack, tmp_path, name: str, files: dict) -> str:
-        bare = hostile_repo(Git(), tmp_path / f"{name}.git", files)
-        fsck_at_teardown(bare)
-        return stack.ctx.local.register(stack.ctx.services.projects, path=bare, ref="main").id
-
-    return register_
-
-
-def run_job(stack, steps: list[dict], project_id: str | None = None) -> dict:
-    """Create a job whose scripted model plays `steps`, run it in this process, return the finished record."""
-    stack.script(steps)
-    project_id = project_id or stack.project_id
-    created = stack.api.post(f"/v2/agent/{project_id}/job", json={"prompt": "Do as you are told."})
-    assert created.status_code == 201, created.text
-    stack.drain()
-    response = stack.api.get(f"/v2/agent/{project_id}/job/{created.json()['id']}")
-    return response.json()
 
 
 def branch_paths(repo, branch: str) -> set[str]:

@@ -9,7 +9,7 @@ from service.agent.docsite.routing import Router, Verdict, join
 from service.agent.docsite.site import DocsSite
 from service.agent.docsite.tree import Tree
 from service.workspace.git import Git
-from tests.test_agent_support import make_repository
+from tests.repositories import make_repository
 
 FILES = {
     "README.md": "# Project\n\n[Docs](docs/index.md)\n",

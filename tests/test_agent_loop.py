@@ -10,7 +10,7 @@ from service.agent.loop import AgentTask, RunLimits, build_messages, run_agent
 from service.agent.model import ModelFactory, ModelReply, ToolCall, Usage
 from service.errors import RunFailed
 from service.workspace.git import Git
-from tests.test_agent_support import make_repository
+from tests.repositories import make_repository
 
 FILES = {
     "README.md": "# Project\n",

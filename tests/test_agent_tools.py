@@ -13,7 +13,7 @@ from service.faults import STALL_IN_TOOL, Faults
 from service.logcontext import ContextFilter
 from service.runstop import RunStop, RunStopped, StopReason
 from service.workspace.git import Git
-from tests.test_agent_support import call, make_repository
+from tests.repositories import call, make_repository
 
 FILES = {
     "README.md": "# Project\n\nSee [the docs](docs/index.md).\n",

@@ -12,9 +12,9 @@ from bot import context
 from service.settings import Settings
 from service.store import schema
 from tests.conftest import DOCS
+from tests.flow_scripts import FAQ, finish
 from tests.harness import wait_until
 from tests.redis_servers import running_redis
-from tests.test_flow import FAQ, finish
 
 
 def _snapshot(client: redis.Redis) -> dict:

@@ -5,9 +5,9 @@ import threading
 
 from service.store.jobs import RunOutcome
 from service.store.usage import month_of
+from tests.event_reading import page
+from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Reply, ToolUse
-from tests.test_events import page
-from tests.test_flow_models import PROVIDERS, standin  # noqa: F401 (fixture)
 
 
 def reads(n: int) -> list[Reply]:

@@ -8,11 +8,11 @@ from service import faults
 from service.lease import LeaseInfo
 from service.store.jobs import RunOutcome
 from service.workspace.git import Git
+from tests.event_reading import page
+from tests.flow_scripts import FAQ, branch_exists, finish
 from tests.harness import wait_until
+from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.test_events import page
-from tests.test_flow import FAQ, finish
-from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (fixture)
 
 SETTLE_BOUND_SECONDS = 20  # generous: the machine is loaded; bench/events.py measures the real figure
 
@@ -37,11 +37,6 @@ def cancel_once(stack, job_id: str, ready, what: str, timing: dict, interval: fl
     thread = threading.Thread(target=run)
     thread.start()
     return thread
-
-
-def branch_exists(stack, branch: str) -> bool:
-    return bool(Git().run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=stack.repo,
-                          check=False).stdout.strip())
 
 
 def test_cancelling_a_job_whose_first_message_waits_leaves_it_completed_without_a_pull_request(stack):

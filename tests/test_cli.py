@@ -11,15 +11,9 @@ import pytest
 import requests
 
 from service.workspace.git import Git
-from tests.test_flow import FAQ, finish
+from tests.cli_process import run_in_process
+from tests.flow_scripts import FAQ, finish
 from tests.web_process import COPYDESK
-
-
-def run(env, *args, check=True):
-    proc = subprocess.run([COPYDESK, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
 
 
 @pytest.fixture
@@ -29,21 +23,22 @@ def env(redis_url, tmp_path):
 
 def test_projects_and_keys(env, make_repo, tmp_path):
     repo = make_repo({"a.md": "# A\n"})
-    project = json.loads(run(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout)
+    project = json.loads(run_in_process(env, "project", "add", "--repository", str(repo), "--ref", "main",
+                                        "--json").stdout)
     assert project["id"].startswith("prj_") and project["ref"] == "main" and project["account"] == "local"
-    listed = json.loads(run(env, "project", "list", "--json").stdout)["projects"]
+    listed = json.loads(run_in_process(env, "project", "list", "--json").stdout)["projects"]
     assert [p["id"] for p in listed] == [project["id"]]
-    assert project["id"] in run(env, "project", "list").stdout
+    assert project["id"] in run_in_process(env, "project", "list").stdout
 
-    created = json.loads(run(env, "key", "create", "--account", "local", "--project", project["id"],
+    created = json.loads(run_in_process(env, "key", "create", "--account", "local", "--project", project["id"],
                              "--name", "ci", "--json").stdout)
     assert created["key"].startswith("cdk_") and created["prefix"] == created["key"][:16]
     assert created["access"] == "read_write" and created["createdBy"] == "operator" and created["expiresAt"]
     assert created["host"] == "local"  # the key works on local projects only, whatever GitHub account shares the name
-    keys = run(env, "key", "list", "--json").stdout
+    keys = run_in_process(env, "key", "list", "--json").stdout
     assert created["key"] not in keys and json.loads(keys)["keys"][0]["projects"] == [project["id"]]
-    run(env, "key", "revoke", created["id"])
-    assert json.loads(run(env, "key", "list", "--json").stdout)["keys"][0]["revokedAt"]
+    run_in_process(env, "key", "revoke", created["id"])
+    assert json.loads(run_in_process(env, "key", "list", "--json").stdout)["keys"][0]["revokedAt"]
 
 
 def test_bad_input_gets_a_clear_error_and_changes_nothing(env, make_repo, tmp_path):
@@ -59,14 +54,14 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(env, make_repo, tmp_pa
         (["key", "revoke", "key_nope"], "no API key key_nope"),
     ]
     for args, message in cases:
-        proc = run(env, *args, check=False)
+        proc = run_in_process(env, *args, check=False)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
-    assert json.loads(run(env, "project", "list", "--json").stdout)["projects"] == []
-    assert json.loads(run(env, "key", "list", "--json").stdout)["keys"] == []
+    assert json.loads(run_in_process(env, "project", "list", "--json").stdout)["projects"] == []
+    assert json.loads(run_in_process(env, "key", "list", "--json").stdout)["keys"] == []
 
 
 def test_unreachable_redis_is_a_clear_error(tmp_path):
-    proc = run({"COPYDESK_REDIS_URL": "redis://127.0.0.1:1/0"}, "project", "list", check=False)
+    proc = run_in_process({"COPYDESK_REDIS_URL": "redis://127.0.0.1:1/0"}, "project", "list", check=False)
     assert proc.returncode == 2 and "cannot reach Redis" in proc.stderr
 
 
@@ -75,7 +70,7 @@ def test_merging_a_local_pull_request_merges_it_and_archives_the_job(stack):
     job = stack.create().json()
     stack.drain()
     env = stack.env()
-    out = json.loads(run(env, "pull", "merge", stack.project_id, "1", "--json").stdout)
+    out = json.loads(run_in_process(env, "pull", "merge", stack.project_id, "1", "--json").stdout)
     assert out["state"] == "merged" and out["job"]["status"] == "archived"
     git = Git()
     assert git.out("show", "main:docs/faq.md", git_dir=stack.repo) == "# FAQ\n\nAsk away."
@@ -84,7 +79,7 @@ def test_merging_a_local_pull_request_merges_it_and_archives_the_job(stack):
     assert stack.job(job["id"])["status"] == "archived"
     page = stack.operator().get(stack.job(job["id"])["prLink"], timeout=10).text
     assert "+# FAQ" in page and ">merged<" in page and "job archived" in page  # the page still shows the diff
-    again = run(env, "pull", "merge", stack.project_id, "1", check=False)
+    again = run_in_process(env, "pull", "merge", stack.project_id, "1", check=False)
     assert again.returncode == 2 and "already merged" in again.stderr
 
 
@@ -92,7 +87,7 @@ def test_closing_a_local_pull_request_archives_the_job(stack):
     stack.script([FAQ, finish()])
     job = stack.create().json()
     stack.drain()
-    run(stack.env(), "pull", "close", stack.project_id, "1")
+    run_in_process(stack.env(), "pull", "close", stack.project_id, "1")
     assert stack.job(job["id"])["status"] == "archived"
     assert Git().out("ls-tree", "--name-only", "-r", "main", git_dir=stack.repo).count("faq") == 0
 
@@ -106,7 +101,7 @@ def test_recover_queues_stranded_messages(stack):
     services.dispatcher = Dispatcher(redis_lib.Redis(port=1, retry=None), services.jobs,
                                      queue_name="copydesk", task="bot.tasks.process_job", job_timeout=60)
     job_id = stack.create().json()["id"]
-    out = json.loads(run(stack.env(), "recover", "--json").stdout)
+    out = json.loads(run_in_process(stack.env(), "recover", "--json").stdout)
     assert out == {"queued": [job_id]}
 
 
@@ -143,33 +138,34 @@ def test_demo_runs_a_job_end_to_end_shows_the_diff_and_a_dashboard_link(redis_ur
 
 
 def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
-    created = json.loads(run(env, "key", "create", "--account", "acme", "--name", "reader", "--access", "read-only",
-                             "--expires", "never", "--json").stdout)
+    created = json.loads(run_in_process(env, "key", "create", "--account", "acme", "--name", "reader",
+                                        "--access", "read-only", "--expires", "never", "--json").stdout)
     assert created["access"] == "read_only" and created["expiresAt"] is None
     assert created["host"] == "github"  # no local project and not `local`: an account of the GitHub App
-    week = json.loads(run(env, "key", "create", "--account", "acme", "--expires", "7", "--json").stdout)
+    week = json.loads(run_in_process(env, "key", "create", "--account", "acme", "--expires", "7", "--json").stdout)
     assert week["expiresAt"] > week["createdAt"]
-    bad = run(env, "key", "create", "--account", "acme", "--expires", "365", check=False)
+    bad = run_in_process(env, "key", "create", "--account", "acme", "--expires", "365", check=False)
     assert bad.returncode == 2 and "7, 30, 60, 90" in bad.stderr
-    run(env, "key", "revoke", created["id"])
-    listing = run(env, "key", "list", "--account", "acme").stdout
+    run_in_process(env, "key", "revoke", created["id"])
+    listing = run_in_process(env, "key", "list", "--account", "acme").stdout
     assert created["prefix"] in listing and "read_only" in listing and "revoked" in listing and "uses 0" in listing
-    audit = json.loads(run(env, "key", "audit", "--account", "acme", "--json").stdout)["events"]
+    audit = json.loads(run_in_process(env, "key", "audit", "--account", "acme", "--json").stdout)["events"]
     assert [(e["action"], e["keyId"]) for e in audit] == [
         ("revoked", created["id"]), ("created", week["id"]), ("created", created["id"])]
-    chosen = json.loads(run(env, "key", "create", "--account", "acme", "--host", "local", "--json").stdout)
+    chosen = json.loads(run_in_process(env, "key", "create", "--account", "acme", "--host", "local", "--json").stdout)
     assert chosen["host"] == "local"
-    link = json.loads(run(env, "dashboard", "login-link", "--json").stdout)
+    link = json.loads(run_in_process(env, "dashboard", "login-link", "--json").stdout)
     assert "/dashboard/login/link?token=" in link["url"] and link["expiresIn"] == 900
 
 
 def test_disable_and_enable_a_project(env, make_repo):
     repo = make_repo({"a.md": "# A\n"})
-    project = json.loads(run(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout)
-    assert json.loads(run(env, "project", "disable", project["id"], "--json").stdout)["enabled"] is False
-    assert "[disabled]" in run(env, "project", "list").stdout
-    assert json.loads(run(env, "project", "enable", project["id"], "--json").stdout)["enabled"] is True
-    missing = run(env, "project", "disable", "prj_01JD0000000000000000000000", check=False)
+    project = json.loads(run_in_process(env, "project", "add", "--repository", str(repo), "--ref", "main",
+                                        "--json").stdout)
+    assert json.loads(run_in_process(env, "project", "disable", project["id"], "--json").stdout)["enabled"] is False
+    assert "[disabled]" in run_in_process(env, "project", "list").stdout
+    assert json.loads(run_in_process(env, "project", "enable", project["id"], "--json").stdout)["enabled"] is True
+    missing = run_in_process(env, "project", "disable", "prj_01JD0000000000000000000000", check=False)
     assert missing.returncode == 2 and "no project" in missing.stderr
 
 
@@ -202,11 +198,11 @@ def test_a_github_register_link_opens_the_registration_page_until_used(stack):
     import requests
 
     env = stack.env()
-    out = json.loads(run(env, "github", "register-link", "--json").stdout)
+    out = json.loads(run_in_process(env, "github", "register-link", "--json").stdout)
     assert out["url"].startswith(f"{env['COPYDESK_BASE_URL']}/github/register?token=")
     page = requests.get(out["url"], timeout=30)
     assert page.status_code == 200 and 'name="manifest"' in page.text
     forged = requests.get(out["url"].replace("token=", "token=x"), timeout=30)
     assert forged.status_code == 403 and "copydesk github register-link" in forged.text
-    human = run(env, "github", "register-link").stdout
+    human = run_in_process(env, "github", "register-link").stdout
     assert "/github/register?token=" in human and "works once, within an hour" in human

@@ -107,7 +107,7 @@ def test_unset_placeholders_start_with_the_defaults_and_keep_a_saved_registratio
 
     from bot.context import github_settings
     from bot.github.registration import registration_path
-    from tests.test_github_auth import pem_of
+    from tests.github_fixtures import pem_of
 
     pem = pem_of(rsa.generate_private_key(public_exponent=65537, key_size=2048))
     env = placeholder_defaults(services["web"]["environment"])

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 
 from service.store.jobs import RunOutcome
-from tests.test_flow import FAQ, finish
+from tests.flow_scripts import FAQ, finish
 
 
 def _post(url, key, body, headers=None):

@@ -9,18 +9,10 @@ import pytest
 import rq
 
 from bot.worker import sweep_once
-from service import describe, faults
+from service import faults
 from service.lease import is_leased
-from service.workspace.git import Git
+from tests.flow_scripts import FAQ, branch_log, edit, finish, trailer_count
 from tests.harness import wait_until
-from tests.test_flow import FAQ, branch_log, edit, finish
-
-
-def trailer_count(repo, branch: str, message_id: str) -> int:
-    """How many commits on the branch carry this message's trailer."""
-    out = Git().out("log", "--format=%H", "--fixed-strings", f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
-                    f"refs/heads/{branch}", git_dir=repo)
-    return len(out.splitlines())
 
 
 def run_in_a_process_that_crashes_at(stack, job_id: str, point: str) -> None:

@@ -15,8 +15,8 @@ from service.models import JobStatus, MessageStatus
 from service.projectstate import DisabledReason
 from service.store.jobs import RunOutcome
 from tests.dashboard_fixtures import Browserless
-from tests.test_dashboard_webhooks import stored_values
-from tests.test_flow import FAQ, finish
+from tests.flow_scripts import FAQ, finish
+from tests.webhook_receivers import stored_values
 
 
 def create_job(dash, project, prompt: str = "Add an FAQ") -> dict:

@@ -12,7 +12,7 @@ from bot.github.apps import GitHubApp
 from bot.github.diffs import pull_diff
 from bot.github.settings import GitHubSettings
 from tests.conftest import DOCS
-from tests.test_flow import FAQ, finish
+from tests.flow_scripts import FAQ, finish
 
 COMPARE = "repos/compare-commits-with-basehead"
 DIFF_CACHE = "cd:dash:gh-diff:*"

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.harness import LiveServer, deliver_webhooks
-from tests.test_webhooks import Receiver
+from tests.webhook_receivers import Receiver, stored_values
 
 TEST_SECONDS = 60  # each test's bound; the dashboard fixture alone takes a few seconds
 SECRET = re.compile(r'value="(whsec_[A-Za-z0-9+/=]+)"')
@@ -66,18 +66,6 @@ def secret_on(page) -> str:
     found = SECRET.search(page.text)
     assert found, page.text
     return found.group(1)
-
-
-def stored_values(store) -> bytes:
-    """Every string and hash value in Redis, run together: what a copy of the store would give away."""
-    values = []
-    for key in store.keys("*"):
-        kind = store.type(key)
-        if kind == b"string":
-            values.append(store.get(key) or b"")
-        elif kind == b"hash":
-            values += store.hvals(key)
-    return b"".join(values)
 
 
 def wait_for(check, seconds: float, what: str):

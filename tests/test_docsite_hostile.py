@@ -13,9 +13,9 @@ from service.agent.docsite.detect import detect_site
 from service.agent.docsite.limits import MAX_PAGE_BYTES
 from service.agent.tools import ToolExecutor
 from service.logcontext import ContextFilter
+from tests.hostile_fixtures import finish, run_job, step
 from tests.hostile_repos import ALIAS_BOMB, CYCLIC_NAV, DEEP, DEEP_NAV
-from tests.test_adversarial import finish, register, run_job, step  # noqa: F401 (register is a fixture)
-from tests.test_agent_support import call
+from tests.repositories import call
 
 
 def _mkdocs(config: str) -> dict:

@@ -11,40 +11,10 @@ from service.events import EventType
 from service.store.events import stream_key
 from service.store.jobs import RunOutcome
 from tests.conftest import free_port
+from tests.event_reading import STATE_TYPES, events_url, page, read_sse
+from tests.flow_scripts import FAQ, edit, finish
 from tests.harness import wait_until
-from tests.test_flow import FAQ, edit, finish
 from tests.web_process import WebServer
-
-STATE_TYPES = ["job.created", "run.started", "run.step", "run.step", "run.pushed", "run.finished", "pr.opened",
-               "job.completed"]
-
-
-def events_url(stack, job_id: str) -> str:
-    return f"{stack.url}/v2/agent/{stack.project_id}/job/{job_id}/events"
-
-
-def page(stack, job_id: str, after: str = "0") -> list[dict]:
-    response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job_id}/events", params={"after": after})
-    assert response.status_code == 200, response.text
-    return response.json()["events"]
-
-
-def read_sse(response, until: float, records: list[dict] | None = None) -> list[dict]:
-    """Parse an SSE response into {"id", "event", "data", "comment"} records until it ends; each is appended to
-    `records` (when given) as it arrives, for a test that watches the stream from another thread."""
-    records, current = [] if records is None else records, {}
-    for raw in response.iter_lines(decode_unicode=True):
-        assert time.monotonic() < until, "the stream did not end in time"
-        if raw == "":
-            if current:
-                records.append(current)
-            current = {}
-        elif raw.startswith(":"):
-            records.append({"comment": raw[1:].strip()})
-        else:
-            name, _, value = raw.partition(":")
-            current[name] = value.lstrip(" ")
-    return records
 
 
 def test_a_job_run_leaves_its_events_in_order_with_monotonic_ids(stack):
@@ -103,10 +73,10 @@ def test_the_stream_of_an_active_job_ends_when_it_leaves_active(stack_factory):
     with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as response:
         assert response.status_code == 200
         assert response.headers["Content-Type"].startswith("text/event-stream")
-        reader = threading.Thread(target=lambda: records.extend(read_sse(response, until=time.monotonic() + 60)))
+        reader = threading.Thread(target=lambda: read_sse(response, until=time.monotonic() + 60, records=records))
         reader.start()
         # The job waits for a worker: the stream idles with keep-alives, then the run's events come.
-        time.sleep(1.5)
+        wait_until(lambda: {"comment": "keep-alive"} in records, 30, "a keep-alive on the idle stream")
         stack.drain()
         reader.join(timeout=60)
         assert not reader.is_alive(), "the stream did not end when the job left active"

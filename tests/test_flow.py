@@ -9,26 +9,7 @@ import requests
 from service.projectstate import DisabledReason
 from service.workspace.git import Git
 from tests.conftest import commit_files
-
-FAQ = {"tool": "write_file", "args": {"path": "docs/faq.md", "content": "# FAQ\n\nAsk away.\n"}}
-
-
-def finish(title="Add an FAQ", summary="Added docs/faq.md."):
-    return {"tool": "finish", "args": {"title": title, "summary": summary}}
-
-
-def edit(path, old, new):
-    return {"tool": "edit_file", "args": {"path": path, "old": old, "new": new}}
-
-
-def branch_log(repo, branch):
-    """Subjects of the branch's commits, oldest first."""
-    out = Git().out("log", "--reverse", "--format=%s", f"refs/heads/{branch}", git_dir=repo)
-    return out.splitlines()
-
-
-def show(repo, rev, path):
-    return Git().out("show", f"{rev}:{path}", git_dir=repo)
+from tests.flow_scripts import FAQ, branch_log, edit, finish, show
 
 
 def test_create_runs_to_completed_with_a_pull_request(stack):

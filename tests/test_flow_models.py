@@ -6,26 +6,9 @@ import time
 
 import pytest
 
-from tests.model_standin import Failure, Hang, ModelStandIn, Outage, Reply, ToolUse
-from tests.test_flow import show
-
-PROVIDERS = {
-    "openai": lambda standin: dict(model="openai:gpt-test", openai_api_key="sk-test",
-                                   openai_base_url=standin.openai_base_url),
-    "anthropic": lambda standin: dict(model="anthropic:claude-test", anthropic_api_key="sk-ant-test",
-                                      anthropic_base_url=standin.anthropic_base_url),
-}
-
-
-@pytest.fixture
-def standin():
-    with ModelStandIn() as running:
-        yield running
-
-
-def write_then_finish(path="docs/faq.md", content="# FAQ\n", title="Add an FAQ", summary="Added the FAQ."):
-    return (Reply(tool_calls=[ToolUse("write_file", {"path": path, "content": content})]),
-            Reply(tool_calls=[ToolUse("finish", {"title": title, "summary": summary})]))
+from tests.flow_scripts import show
+from tests.model_fixtures import PROVIDERS, write_then_finish
+from tests.model_standin import Failure, Hang, Outage, Reply, ToolUse
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
@@ -71,7 +54,6 @@ def test_model_failures_fail_the_job_with_their_code(provider, stack_factory, st
     assert "sk-test" not in failed["error"]["message"] and "sk-ant-test" not in failed["error"]["message"]
 
 
-
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_a_model_outage_within_the_retry_budget_is_ridden_out(provider, stack_factory, standin):
     stack = stack_factory(**PROVIDERS[provider](standin), model_retry_seconds=4)
@@ -113,7 +95,7 @@ def test_create_may_choose_among_the_configured_models(stack_factory, standin):
 
 
 def test_the_demo_uses_the_model_whose_key_is_set(redis_url, tmp_path, standin):
-    from tests.test_cli import COPYDESK
+    from tests.web_process import COPYDESK
 
     # The demo's prompt; the stand-in plays the model that answers it.
     standin.script(*write_then_finish("docs/troubleshooting.md", "# Troubleshooting\n", "Add troubleshooting",

@@ -15,12 +15,9 @@ from bot.github.auth import InstallationGone, InstallationTokens, app_jwt
 from bot.github.secretbox import SecretBox
 from bot.github.settings import GitHubSettings
 from service.settings import SettingsError
+from tests.github_fixtures import pem_of
+from tests.harness import wait_until
 from tests.scripted_github import Answer
-
-
-def pem_of(key) -> str:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption()).decode()
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +310,7 @@ def test_slug_from_settings_github_then_cache(scripted, app, settings, redis_cli
 # -- installation tokens against the GitHub emulator ----------------------------------------------
 
 @pytest.fixture
-def emulated(github, redis_client):  # noqa: F811
+def emulated(github, redis_client):
     github.add_repo("acme/docs")
     github.add_repo("acme/other")
     installation_id = github.add_installation("acme", ["acme/docs", "acme/other"])
@@ -322,11 +319,11 @@ def emulated(github, redis_client):  # noqa: F811
     return GitHubApp(settings, redis_client, requests.Session()), installation_id
 
 
-def mints(github) -> list:  # noqa: F811
+def mints(github) -> list:
     return [r for r in github.requests if r.operation == "apps/create-installation-access-token"]
 
 
-def test_emulator_accepts_the_jwt_and_caches_the_token_for_every_process(github, emulated, redis_client):  # noqa: F811
+def test_emulator_accepts_the_jwt_and_caches_the_token_for_every_process(github, emulated, redis_client):
     app, installation_id = emulated
     token = app.tokens.token(installation_id)
     assert token in github.state.tokens
@@ -336,17 +333,17 @@ def test_emulator_accepts_the_jwt_and_caches_the_token_for_every_process(github,
     assert app.slug() == github.app.slug
 
 
-def test_emulator_token_expiry_mints_a_new_one(github, emulated):  # noqa: F811
+def test_emulator_token_expiry_mints_a_new_one(github, emulated, redis_client):
     app, installation_id = emulated
     github.token_ttl = 2
     first = app.tokens.token(installation_id)
     assert app.tokens.token(installation_id) == first
-    time.sleep(2.1)
+    wait_until(lambda: not redis_client.keys("cd:gh:token:*"), 10, "the cached token to expire")
     assert app.tokens.token(installation_id) != first
     assert len(mints(github)) == 2
 
 
-def test_emulator_scoped_token_reaches_only_its_repository(github, emulated):  # noqa: F811
+def test_emulator_scoped_token_reaches_only_its_repository(github, emulated):
     from gidgethub import BadRequest
 
     app, installation_id = emulated
@@ -361,7 +358,7 @@ def test_emulator_scoped_token_reaches_only_its_repository(github, emulated):  #
     assert names == ["acme/docs", "acme/other"]  # two pages, followed
 
 
-def test_emulator_uninstalled_and_suspended_installations_are_gone(github, emulated):  # noqa: F811
+def test_emulator_uninstalled_and_suspended_installations_are_gone(github, emulated):
     app, installation_id = emulated
     github.suspend(installation_id)
     with pytest.raises(InstallationGone, match="suspended"):
@@ -371,7 +368,7 @@ def test_emulator_uninstalled_and_suspended_installations_are_gone(github, emula
         app.tokens.token(installation_id, "acme/docs")
 
 
-def test_emulator_revoked_token_is_invalidated_and_replaced(github, emulated):  # noqa: F811
+def test_emulator_revoked_token_is_invalidated_and_replaced(github, emulated):
     app, installation_id = emulated
     client = app.installation_client(installation_id, "acme/docs")
     assert client.getitem("/repos/acme/docs")["full_name"] == "acme/docs"

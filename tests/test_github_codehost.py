@@ -1,7 +1,6 @@
 """The `github` code host against the GitHub emulator: git with installation tokens, pull requests, comments."""
 
 import base64
-import time
 
 import pytest
 import requests
@@ -16,7 +15,7 @@ from service.lease import Lease, LeaseLost
 from service.models import Project, PullRequest
 from service.workspace.mirror import MirrorStore
 from service.workspace.publish import Identity, PushRequest, build_commit, push_commit
-from tests.harness import LiveServer
+from tests.harness import LiveServer, wait_until
 from tests.scripted_github import Answer, ScriptedGitHub
 
 DOCS = {"README.md": "# Docs\n", "docs/intro.md": "Intro\n"}
@@ -27,6 +26,7 @@ BOT = Identity("Copydesk", "bot@copydesk.example")
 class Scene:
     def __init__(self, github, redis_client, git, tmp_path, sleeps):
         self.github = github
+        self.redis = redis_client
         repo = github.add_repo("acme/docs", files=DOCS)
         github.add_repo("acme/other")
         self.installation_id = github.add_installation("acme", ["acme/docs", "acme/other"])
@@ -65,7 +65,7 @@ def sleeps():
 
 
 @pytest.fixture
-def scene(github, redis_client, git, tmp_path, sleeps):  # noqa: F811
+def scene(github, redis_client, git, tmp_path, sleeps):
     return Scene(github, redis_client, git, tmp_path, sleeps)
 
 
@@ -108,7 +108,7 @@ def test_each_git_command_gets_a_fresh_token_when_the_old_one_expired(scene):
     scene.github.token_ttl = 2  # cached for half its life
     scene.push_job_branch({"docs/intro.md": b"First\n"})
     first = len(scene.minted())
-    time.sleep(2.1)  # past the first token's expiry
+    wait_until(lambda: not scene.redis.keys("cd:gh:token:*"), 10, "the cached token to expire")
     scene.push_job_branch({"docs/intro.md": b"Second\n"}, message="Again")
     assert len(scene.minted()) > first
     assert scene.github.state.git.out("show", f"{BRANCH}:docs/intro.md",
@@ -209,7 +209,7 @@ def test_a_rate_limit_too_long_to_wait_is_a_code_host_error(scene, sleeps):
     assert sleeps == []
 
 
-def test_the_create_race_reuses_the_winner(redis_client, github_app):  # noqa: F811
+def test_the_create_race_reuses_the_winner(redis_client, github_app):
     """Our look-up saw no pull request, then another attempt's create won: list again and update that one."""
     scripted = ScriptedGitHub()
     pull = {"number": 9, "html_url": "https://github.example/acme/docs/pull/9", "state": "open"}

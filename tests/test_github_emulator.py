@@ -231,7 +231,7 @@ def test_bad_or_expired_tokens_get_bad_credentials(world):
     github.token_ttl = 0.3
     api = as_installation(github, installation)
     assert api.get("/repos/acme/docs").status_code == 200
-    time.sleep(0.4)
+    github.state.pass_time(0.4)
     expired = api.get("/repos/acme/docs")
     assert expired.status_code == 401
     assert expired.json()["message"] == "Bad credentials" and expired.json()["documentation_url"]
@@ -601,7 +601,7 @@ def test_git_refuses_missing_bad_expired_and_out_of_scope_credentials(world, tmp
 
     github.token_ttl = 0.3
     short = token(github, installation)
-    time.sleep(0.4)
+    github.state.pass_time(0.4)
     assert git_cli(tmp_path, "clone", "-q", url, "e", token_value=short, check=False).returncode != 0
 
 

@@ -3,10 +3,10 @@ Copydesk runs as in production (web app on a real HTTP server, RQ worker, Redis)
 
 import time
 
+from tests.cli_process import run
 from tests.github_fixtures import REPO, bot_comments, edit, finish, write
 from tests.github_schemas import validate_request
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
-from tests.test_cli import run
 
 
 def test_installation_to_merged_pull_request(gh_stack):

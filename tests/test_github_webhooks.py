@@ -21,8 +21,8 @@ from service.projectstate import DisabledReason
 from service.settings import Settings
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
+from tests.github_event_fixtures import pull_of_a_completed_job
 from tests.harness import LiveServer, drain_queues
-from tests.test_github_events import pull_of_a_completed_job
 
 SECRET = "webhook-secret-for-tests"
 QUEUE = "copydesk-hooks-test"
@@ -217,8 +217,8 @@ def test_redis_down_answers_503():
 def live(github, redis_client, redis_url, tmp_path, monkeypatch):
     """The endpoint on a real HTTP server that the emulated GitHub delivers to, acme/docs on GitHub, and the
     worker's environment (its task builds its own context from it, as in production)."""
-    for name, value in {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"),
-                        "COPYDESK_QUEUE": QUEUE, "GITHUB_APP_ID": str(github.app.id),
+    settings = Settings(redis_url=redis_url, data_dir=tmp_path / "data", queue_name=QUEUE)
+    for name, value in {**settings.to_env(), "GITHUB_APP_ID": str(github.app.id),
                         "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
                         "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
                         "GITHUB_API_URL": github.url, "GITHUB_WEB_URL": github.url}.items():

@@ -5,8 +5,8 @@ import threading
 
 from service.workspace.git import Git
 from tests.harness import wait_until
+from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (fixture)
 
 
 def test_an_interrupting_follow_up_cancels_the_running_round(stack_factory, standin):  # noqa: F811

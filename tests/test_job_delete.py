@@ -2,27 +2,12 @@
 entries, list entries); the account's monthly totals, the branch and the pull request stay."""
 
 from service.store.usage import UsageLedger
-from tests.test_cancel import branch_exists
-from tests.test_flow import FAQ, finish
+from tests.flow_scripts import FAQ, branch_exists, finish, job_keys_left
 
 
 def delete(stack, job_id: str, key: str | None = None):
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return stack.api.delete(f"/v2/agent/{stack.project_id}/job/{job_id}", headers=headers)
-
-
-def job_keys_left(redis_client, job_id: str, message_ids: list[str]) -> list[bytes]:
-    """Every key that names the job or one of its messages, and every list, set or hash that still holds its id."""
-    left = [key for key in redis_client.scan_iter(count=1000)
-            if job_id.encode() in key or any(m.encode() in key for m in message_ids)]
-    for key in redis_client.scan_iter(count=1000):
-        kind = redis_client.type(key)
-        members = (redis_client.zrange(key, 0, -1) if kind == b"zset" else
-                   redis_client.smembers(key) if kind == b"set" else
-                   redis_client.hvals(key) if kind == b"hash" and key.startswith(b"cd:idem:") else [])
-        if job_id.encode() in members:
-            left.append(key)
-    return left
 
 
 def test_deleting_a_finished_job_removes_all_it_kept_but_its_branch_pull_request_and_monthly_totals(stack):

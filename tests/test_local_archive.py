@@ -3,7 +3,7 @@ request page still shows the diff), other branches stay, and refs end up packed.
 
 from bot.worker import maintain_local_repositories
 from service.workspace.git import Git
-from tests.test_flow import FAQ, finish
+from tests.flow_scripts import FAQ, finish
 
 
 def ref(repo, name):

@@ -13,7 +13,7 @@ from anthropic.types.shared import ErrorResponse
 from openai.types.chat import ChatCompletion
 from openai.types.shared import ErrorObject
 
-from tests.model_standin import Failure, Hang, ModelStandIn, Outage, Reply, ToolUse
+from tests.model_standin import Failure, Hang, Outage, Reply, ToolUse
 
 KEY = "sk-test-key"
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
@@ -22,12 +22,6 @@ CLAUDE = "claude-haiku-4-5"
 # Each SDK's own default HTTP client, built once: building one loads the CA bundle (~30 ms a client).
 OPENAI_HTTP = openai.DefaultHttpxClient()
 ANTHROPIC_HTTP = anthropic.DefaultHttpxClient()
-
-
-@pytest.fixture
-def standin():
-    with ModelStandIn() as server:
-        yield server
 
 
 def openai_client(standin, **options):

@@ -14,7 +14,7 @@ import pytest
 from bot.cli import main
 from service.workspace.git import Git, GitError, Remote
 from tests.conftest import DOCS, commit_files
-from tests.test_flow import FAQ, finish, show
+from tests.flow_scripts import FAQ, finish, show
 
 OWNER = 12345  # owns the mounted repositories
 STRANGER = 12346  # another user, neither owner nor root

@@ -11,17 +11,11 @@ import requests
 from tests.conftest import free_port
 from tests.harness import wait_until
 from tests.metrics_text import parse, recorded, value
-from tests.model_standin import ModelStandIn, Reply, ToolUse
+from tests.model_standin import Reply, ToolUse
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
 
 TOKEN = "metrics-token-for-tests"
-
-
-@pytest.fixture
-def standin():
-    with ModelStandIn() as running:
-        yield running
 
 
 @contextmanager

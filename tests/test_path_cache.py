@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.agent import path_cache, paths, tree_cache
-from tests.test_agent_support import make_repository
+from tests.repositories import make_repository
 
 FILES = {"docs/index.md": "# Docs\n", "docs/guide/setup.md": "# Setup\n", ".github/workflows/ci.yml": "on: push\n",
          "README.md": "# Readme\n", ".GITMODULES.": "x\n"}

@@ -6,8 +6,8 @@ import time
 from service.ids import UlidGenerator
 from service.projectstate import DisabledReason
 from service.store.projects import ProjectStore
+from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
-from tests.test_flow_models import PROVIDERS
 
 REPO = dict(account="acme", host="github", repository="acme/docs", web_url="https://github.com/acme/docs",
             ref="main", host_data={"installation_id": 7, "repository_id": 70})

@@ -182,12 +182,6 @@ def test_other_client_errors_carry_the_vendor_message():
 
 
 @pytest.fixture
-def standin():
-    with ModelStandIn() as server:
-        yield server
-
-
-@pytest.fixture
 def sleeps():
     return Sleeps()
 

@@ -9,14 +9,8 @@ from service.models import KeyAccess
 from service.purge import PURGES, AccountPurges
 from service.store.usage import UsageLedger
 from tests.conftest import DOCS
-from tests.test_github_events import (  # noqa: F401 (fixtures)
-    REPO,
-    bot,
-    deliver,
-    installed,
-    pull,
-)
-from tests.test_job_delete import job_keys_left
+from tests.flow_scripts import job_keys_left
+from tests.github_event_fixtures import REPO, deliver
 
 DAY = 86400
 

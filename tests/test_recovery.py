@@ -12,8 +12,9 @@ from service.dispatch import Dispatcher
 from service.faults import FREEZE_AFTER_DEQUEUE
 from service.store.jobs import job_key, pending_key
 from tests.chaos import RECOVERY_WINDOW
-from tests.test_flow import FAQ, branch_log, finish
-from tests.worker_processes import WorkerProcess, wait_until
+from tests.flow_scripts import FAQ, branch_log, finish
+from tests.harness import wait_until
+from tests.worker_processes import WorkerProcess
 
 
 def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):

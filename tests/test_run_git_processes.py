@@ -5,7 +5,7 @@ ref shows."""
 import pytest
 
 from service.workspace.git import Git
-from tests.test_flow import FAQ, finish
+from tests.flow_scripts import FAQ, finish
 
 MAX_GIT_PROCESSES_PER_RUN = 16  # 21 before the listing was shared and merge-base folded into the diff
 

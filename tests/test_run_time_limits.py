@@ -4,8 +4,8 @@ own budget is a tool error the model sees, not the end of the run."""
 import subprocess
 import time
 
+from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (standin is a fixture)
 
 SEARCH = Reply(tool_calls=[ToolUse("search", {"pattern": "Widgets"})])
 

@@ -6,7 +6,6 @@ import os
 import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from service.preflight import Status, data_dir_check, git_check
 from service.settings import Settings
 from service.workspace.git import Git
 from tests.conftest import free_port
+from tests.harness import wait_until
 from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.web_process import COPYDESK
 
@@ -41,9 +41,7 @@ def redis_with(tmp_path):
 
 
 def env_for(redis_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data"),
-            "COPYDESK_MODEL": "scripted:demo", "COPYDESK_MODELS": "", "OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": "",
-            "COPYDESK_ALLOW_REDIS_EVICTION": "", **extra}
+    return {**Settings(redis_url=redis_url, data_dir=tmp_path / "data").to_env(), **extra}
 
 
 def doctor_json(env: dict) -> tuple[int, dict]:
@@ -116,8 +114,8 @@ def test_a_sound_setup_passes_every_check(redis_with, tmp_path):
     ({"COPYDESK_MODEL": "anthropic:claude-x"}, "set ANTHROPIC_API_KEY"),
     ({"COPYDESK_MODEL": "scripted:/nonexistent/script.json"}, "cannot read model script"),
 ])
-def test_an_unusable_model_stops_web_and_worker_before_any_job(models, words, redis_server, tmp_path):
-    env = env_for(redis_server + "/9", tmp_path, **models)
+def test_an_unusable_model_stops_web_and_worker_before_any_job(models, words, redis_url, tmp_path):
+    env = env_for(redis_url, tmp_path, **models)
     processes = [["worker", "--burst"]] + ([["web", "--port", str(free_port())]] if "bogus" in str(models) else [])
     for process in processes:
         proc = copydesk(env, *process)
@@ -127,8 +125,8 @@ def test_an_unusable_model_stops_web_and_worker_before_any_job(models, words, re
                              for c in report["checks"])
 
 
-def test_models_with_their_keys_pass(redis_server, tmp_path):
-    env = env_for(redis_server + "/9", tmp_path, COPYDESK_MODELS="openai:gpt-x,anthropic:claude-x",
+def test_models_with_their_keys_pass(redis_url, tmp_path):
+    env = env_for(redis_url, tmp_path, COPYDESK_MODELS="openai:gpt-x,anthropic:claude-x",
                   OPENAI_API_KEY="sk-one", ANTHROPIC_API_KEY="sk-two")
     code, report = doctor_json(env)
     assert code == 0
@@ -137,10 +135,10 @@ def test_models_with_their_keys_pass(redis_server, tmp_path):
     assert "sk-one" not in json.dumps(report) and "sk-two" not in json.dumps(report)
 
 
-def test_a_data_folder_that_cannot_be_written_stops_the_worker(redis_server, tmp_path):
+def test_a_data_folder_that_cannot_be_written_stops_the_worker(redis_url, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    env = env_for(redis_server + "/9", tmp_path, COPYDESK_DATA_DIR=str(blocker / "data"))
+    env = env_for(redis_url, tmp_path, COPYDESK_DATA_DIR=str(blocker / "data"))
     proc = copydesk(env, "worker", "--burst")
     assert proc.returncode == 2 and f"data folder: {blocker / 'data'} is not writable" in proc.stderr
     assert "COPYDESK_DATA_DIR" in proc.stderr
@@ -172,8 +170,7 @@ def test_an_unreachable_redis_does_not_stop_web_or_worker_but_fails_the_doctor(t
     assert startup_checks(ctx, "worker") is True
     err = capsys.readouterr().err
     assert "warning: redis: cannot reach Redis at 127.0.0.1:" in err and "hunter2" not in err
-    proc = copydesk({"COPYDESK_REDIS_URL": settings.redis_url, "COPYDESK_DATA_DIR": str(settings.data_dir),
-                     "COPYDESK_MODEL": "scripted:demo"}, "doctor")
+    proc = copydesk(settings.to_env(), "doctor")
     assert proc.returncode == 2 and "error    redis" in proc.stdout and "hunter2" not in proc.stdout
     assert "Workers: unknown (Redis is unreachable)" in proc.stdout
 
@@ -210,14 +207,17 @@ def test_a_full_redis_with_noeviction_refuses_writes_with_503_and_keeps_every_ke
 def test_a_worker_started_while_redis_was_down_refuses_an_evicting_redis_at_first_contact(tmp_path):
     port = free_port()
     env = {**os.environ, **env_for(f"redis://127.0.0.1:{port}/0", tmp_path)}
-    worker = subprocess.Popen([COPYDESK, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True)
+    log = tmp_path / "worker.log"
+    with log.open("w") as err:
+        worker = subprocess.Popen([COPYDESK, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                  start_new_session=True)
     try:
-        time.sleep(1.5)
+        wait_until(lambda: "warning: redis: cannot reach Redis" in log.read_text() or worker.poll() is not None,
+                   30, "the worker's warning that Redis is down")
         assert worker.poll() is None, "the worker should wait for Redis, not exit"
         with running_redis(tmp_path / "redis", "--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE, port=port):
             code = worker.wait(timeout=30)
-            stderr = worker.stderr.read() if worker.stderr else ""
+            stderr = log.read_text()
             client = redis.Redis(port=port)
             registered = client.smembers("rq:workers")
             client.close()

@@ -15,7 +15,7 @@ from service.models import KeyEvent
 from service.store.apikeys import ApiKeyStore
 from tests.conftest import DOCS, free_port
 from tests.dashboard_fixtures import Browserless
-from tests.test_events import events_url, read_sse
+from tests.event_reading import events_url, read_sse
 from tests.web_process import WebServer
 
 KEEPALIVE = 1

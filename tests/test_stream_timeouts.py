@@ -13,10 +13,10 @@ from bot import context
 from bot.rqworker import CopydeskWorker
 from service.settings import Settings, SettingsError
 from tests.conftest import free_port
+from tests.event_reading import STATE_TYPES, page, read_sse
+from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang
 from tests.redis_servers import NO_PERSISTENCE, running_redis
-from tests.test_events import STATE_TYPES, page, read_sse
-from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (standin is a fixture)
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
 

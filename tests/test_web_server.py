@@ -2,13 +2,13 @@
 
 import subprocess
 import sys
-import time
 
 import pytest
 
 from bot.github.registration import issue_registration_token
 from tests.conftest import free_port
-from tests.web_process import SlowClients, WebServer, latency
+from tests.harness import wait_until
+from tests.web_process import SlowClients, WebServer, latency, unread_connections
 
 # The issue's target is 1 s; the bound is generous because two cores are shared with the rest of the suite. A
 # server that lets slow bodies take its workers misses it by far: such requests wait for minutes.
@@ -31,7 +31,7 @@ def test_health_and_get_job_answer_while_50_slow_bodies_are_held_open(stack, web
     job_url = f"{web.url}/v2/agent/{stack.project_id}/job/{created.json()['id']}"
     paths = ["/github/webhooks", f"/v2/agent/{stack.project_id}/job"]  # anonymous: no signature, no key
     with SlowClients(web.port, paths, 50):
-        time.sleep(1.5)  # every slow body is being read by now
+        wait_until(lambda: unread_connections(web.port) == 0, 30, "the server to read every slow client's headers")
         timings = [(latency(f"{web.url}/healthz"), latency(job_url, auth)) for _ in range(5)]
     worst = max(max(pair) for pair in timings)
     assert worst < BOUND_SECONDS, f"worst latency {worst:.2f} s under 50 slow clients: {timings}"
@@ -55,7 +55,7 @@ def test_secrets_stay_out_of_the_log_and_pages_carry_a_content_security_policy(s
         assert response.headers["Cache-Control"] == "no-store"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert "Content-Security-Policy" not in response.headers
-    time.sleep(0.5)
+    wait_until(lambda: "GET /github/register/done?" in web.log(), 10, "the access log lines of the requests")
     log = web.log()
     assert "GET /github/register?token=[redacted]" in log
     for secret in (token, "one-time-code-1234", "state-5678"):

@@ -11,10 +11,10 @@ import requests
 
 from service.webhooks.addresses import vet_url
 from service.webhooks.transport import post
+from tests.flow_scripts import FAQ, finish
 from tests.harness import LiveServer, wait_until
 from tests.slow_receivers import SlowReceiver
-from tests.test_flow import FAQ, finish
-from tests.test_webhooks import RebindingResolver, Receiver, register, self_signed
+from tests.webhook_receivers import RebindingResolver, Receiver, register, self_signed
 from tests.worker_processes import WorkerProcess
 
 
@@ -73,7 +73,7 @@ def test_resends_are_rate_limited_per_endpoint_and_per_account(stack_factory):
     stack = stack_factory(webhook_allow_private=True, webhook_resends_per_endpoint=3, webhook_resends_per_account=5)
     endpoints = [register(stack, f"http://127.0.0.1:9/{n}", events=["job.created"]) for n in range(2)]
     stack.create()
-    from tests.test_webhooks import _fan_out, deliveries
+    from tests.webhook_receivers import _fan_out, deliveries
 
     _fan_out(stack)
 

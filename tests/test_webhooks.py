@@ -1,20 +1,12 @@
 """Webhooks to API callers: endpoints, Standard Webhooks signatures checked by the reference library, retries
 through RQ's scheduler in a real worker, the delivery log, re-send, rotation, disabling, and the address guard."""
 
-import json
-import socket
-import ssl
 import threading
 import time
 from datetime import timedelta
 
 import pytest
 import requests
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from service import metrics
 from service.clock import iso, now
@@ -23,39 +15,11 @@ from service.services import webhook_sender
 from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
 from service.webhooks.transport import post
 from tests.conftest import free_port
+from tests.flow_scripts import FAQ, finish
 from tests.harness import LiveServer, deliver_webhooks, wait_until
 from tests.metrics_text import recorded
-from tests.test_flow import FAQ, finish
+from tests.webhook_receivers import RebindingResolver, Receiver, _fan_out, deliveries, register, self_signed
 from tests.worker_processes import WorkerProcess
-
-
-class Receiver:
-    """A webhook receiver on 127.0.0.1 that verifies every delivery with the `standardwebhooks` reference library
-    and answers 500 to the first `fail_first` deliveries."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.secrets: list[str] = []
-        self.fail_first = fail_first
-        self.received: list[dict] = []  # {"headers", "body", "verified", "status"}
-        self._lock = threading.Lock()
-
-    def __call__(self, environ, start_response):
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
-        headers["content-type"] = environ.get("CONTENT_TYPE", "")
-        verified = []
-        for secret in self.secrets:
-            try:
-                Webhook(secret).verify(body, headers)
-                verified.append(secret)
-            except WebhookVerificationError:
-                pass
-        with self._lock:
-            status = 500 if len(self.received) < self.fail_first else 200
-            self.received.append({"headers": headers, "body": json.loads(body), "verified": verified,
-                                  "status": status, "at": time.monotonic()})
-        start_response(f"{status} {'OK' if status == 200 else 'Failing on purpose'}", [("Content-Type", "text/plain")])
-        return [b"ok"]
 
 
 @pytest.fixture
@@ -77,18 +41,6 @@ def receiver():
 @pytest.fixture
 def hooked_stack(stack_factory):
     return stack_factory(webhook_allow_private=True, webhook_retry_seconds=1)
-
-
-def register(stack, url: str, **fields):
-    response = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks", json={"url": url, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def deliveries(stack, webhook_id: str) -> list[dict]:
-    response = stack.api.get(f"/v2/agent/{stack.project_id}/webhooks/{webhook_id}/deliveries")
-    assert response.status_code == 200, response.text
-    return response.json()["deliveries"]
 
 
 def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again(hooked_stack, receiver, tmp_path):
@@ -190,16 +142,6 @@ def test_a_first_attempt_its_taker_never_made_is_made_by_another(hooked_stack, r
     assert services.deliveries.lanes() == []  # nothing left waiting
 
 
-def _fan_out(stack) -> int:
-    """Run the worker's fan-out once in this process, then make the attempts due now (first attempts included);
-    returns how many events it fanned out."""
-    from bot.worker import fanout
-
-    fanned = fanout(stack.ctx).run_once(block_ms=100)
-    deliver_webhooks(stack.ctx)
-    return fanned
-
-
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost/x", "http://10.1.2.3/x",
                                  "http://169.254.169.254/latest/meta-data", "http://[::1]/x",
                                  "http://[::ffff:127.0.0.1]/x", "http://0.0.0.0/x", "http://192.168.0.1/x",
@@ -218,22 +160,6 @@ def test_addresses_that_are_not_public_are_refused_unless_the_operator_allows_th
                                  "http://[64:ff9b::5db8:d70e]/x"])
 def test_public_addresses_pass(url):
     check_url(url, allow_private=False)
-
-
-class RebindingResolver:
-    """The name service of a DNS rebinding attack on one name: `first` to the first question, `then` to every
-    later one. Other names do not resolve."""
-
-    def __init__(self, name: str, first: str, then: str | None = None) -> None:
-        self.name, self.first, self.then = name, first, then or first
-        self.questions = 0
-
-    def __call__(self, host: str, port: int, *_args, **_kwargs) -> list[tuple]:
-        if host != self.name:
-            raise socket.gaierror(socket.EAI_NONAME, f"{host} is not {self.name}")
-        address = self.first if self.questions == 0 else self.then
-        self.questions += 1
-        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
 
 
 def use_resolver(stack, resolver: RebindingResolver, **overrides) -> None:
@@ -273,30 +199,6 @@ def test_a_delivery_to_a_name_that_resolves_to_a_shared_cgnat_address_is_refused
     assert delivery["status"] == DeliveryStatus.PENDING.value and delivery["error"].startswith("refused")
     assert recorded(metrics.WEBHOOK_DELIVERIES, "copydesk_webhook_deliveries_total", result="refused") == refused + 1
     assert "100.64.0.1" in delivery["error"] and hook.received == []
-
-
-def self_signed(tmp_path, name: str) -> tuple[ssl.SSLContext, str]:
-    """A TLS server context whose certificate names `name` only, and the certificate's path (the CA bundle to
-    trust); the context records the SNI names clients send in `.sni_names`."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    start = now() - timedelta(minutes=5)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(start)
-            .not_valid_after(start + timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
-    sni_names: list[str | None] = []
-    context.sni_callback = lambda _sock, server_name, _context: sni_names.append(server_name)
-    context.sni_names = sni_names  # type: ignore[attr-defined]
-    return context, str(cert_path)
 
 
 def test_an_https_delivery_to_the_vetted_address_names_and_verifies_the_host(tmp_path, receiver):

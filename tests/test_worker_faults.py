@@ -7,28 +7,14 @@ import time
 
 import pytest
 
+from tests.harness import wait_until
+from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
-from tests.test_flow_models import PROVIDERS, standin, write_then_finish  # noqa: F401 (standin is a fixture)
-from tests.worker_processes import WorkerProcess, wait_until
+from tests.worker_processes import WorkerProcess
 
 SEARCH = Reply(tool_calls=[ToolUse("search", {"pattern": "Widgets"})])
 # A model call that never comes back (the stand-in answers a Hang with the item after it, after the wait).
 HANG = (Hang(300), Reply(text="too late"))
-
-
-@pytest.fixture
-def workers(tmp_path):
-    started: list[WorkerProcess] = []
-
-    def start(stack, **env) -> WorkerProcess:
-        worker = WorkerProcess({**stack.env(), **env}, tmp_path / f"worker{len(started)}.log")
-        started.append(worker)
-        return worker
-
-    yield start
-    for worker in started:
-        if worker.alive():
-            worker.kill()
 
 
 def _busy_in_a_model_call(stack, standin, workers) -> tuple[WorkerProcess, str]:
@@ -81,7 +67,7 @@ def test_sigterm_lets_the_run_go_on_for_its_grace_then_hands_it_back_without_cou
     worker, job_id = _busy_in_a_model_call(stack, standin, workers)
     signalled = time.monotonic()
     worker.signal(signal.SIGTERM)
-    time.sleep(1)
+    wait_until(lambda: "stopping; the current run has" in worker.log(), 10, "the worker to take the signal")
     assert _first_message(stack, job_id).status.value == "running"  # within its grace, the run goes on
     assert worker.proc.wait(timeout=30) == 0, worker.log()
     assert time.monotonic() - signalled < 15
@@ -101,7 +87,7 @@ def test_a_second_signal_hands_the_run_back_at_once(stack_factory, standin, work
     worker, job_id = _busy_in_a_model_call(stack, standin, workers)
     signalled = time.monotonic()
     worker.signal(signal.SIGTERM)
-    time.sleep(0.5)
+    wait_until(lambda: "stopping; the current run has" in worker.log(), 10, "the worker to take the first signal")
     worker.signal(signal.SIGTERM)
     assert worker.proc.wait(timeout=30) == 0, worker.log()
     assert time.monotonic() - signalled < 10

@@ -9,20 +9,16 @@ import pytest
 import requests
 
 from service.events import EventType
+from service.settings import Settings
 from tests.conftest import free_port
+from tests.harness import wait_until
 from tests.metrics_text import parse, value
-from tests.model_standin import Hang, ModelStandIn, Reply
+from tests.model_fixtures import PROVIDERS
+from tests.model_standin import Hang, Reply
 from tests.redis_servers import NO_PERSISTENCE, running_redis
-from tests.test_flow_models import PROVIDERS
-from tests.worker_processes import WorkerProcess, wait_until
+from tests.worker_processes import WorkerProcess
 
 UPKEEP = "sweep, mirror upkeep, webhook fan-out and delivery lanes running in process"
-
-
-@pytest.fixture
-def standin():
-    with ModelStandIn() as running:
-        yield running
 
 
 @pytest.fixture
@@ -122,8 +118,7 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
 
 def test_a_pool_whose_workers_refuse_an_evicting_redis_stops_with_2(tmp_path):
     port = free_port()
-    env = {"COPYDESK_REDIS_URL": f"redis://127.0.0.1:{port}/0", "COPYDESK_DATA_DIR": str(tmp_path / "data"),
-           "COPYDESK_MODEL": "scripted:demo", "COPYDESK_MODELS": "", "COPYDESK_ALLOW_REDIS_EVICTION": ""}
+    env = Settings(redis_url=f"redis://127.0.0.1:{port}/0", data_dir=tmp_path / "data").to_env()
     # Redis is down at start: the start-up checks cannot look at its policy; each worker checks at first contact.
     with WorkerProcess(env, tmp_path / "pool.log", "--processes", "2", "--name", "pool") as worker:
         wait_until(lambda: len(worker_children(worker.pid)) == 2, 30, "two worker processes")

@@ -1,7 +1,6 @@
 """The in-memory overlay over a commit's tree: reads, kinds, listings, searches, writes, moves, deletes."""
 
 import os
-import tempfile
 import time
 
 import pytest
@@ -18,24 +17,7 @@ from service.workspace.git import Git, Remote
 from service.workspace.mirror import MirrorStore
 from service.workspace.textsearch import InvalidPattern
 from tests.conftest import commit_files
-
-
-def add_entries(git, bare, entries: dict[str, tuple[str, bytes | str]], branch: str = "main") -> str:
-    """Commit entries with explicit modes (`path -> (mode, blob content or commit id)`) onto `branch`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x",
-               "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x"}
-        head = git.out("rev-parse", f"refs/heads/{branch}", git_dir=bare)
-        git.run("read-tree", head, git_dir=bare, env=env)
-        for path, (mode, content) in entries.items():
-            data = content if isinstance(content, bytes) else content.encode()
-            oid = content if mode == "160000" else git.out("hash-object", "-w", "--stdin", git_dir=bare, input=data)
-            git.run("update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}", git_dir=bare, env=env)
-        tree = git.out("write-tree", git_dir=bare, env=env)
-        sha = git.out("commit-tree", tree, "-p", head, "-m", "Special entries", git_dir=bare, env=env)
-        git.run("update-ref", f"refs/heads/{branch}", sha, git_dir=bare)
-        return sha
-
+from tests.repositories import add_entries
 
 FILES = {
     "README.md": "# Docs\nWelcome\n",

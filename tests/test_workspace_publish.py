@@ -9,7 +9,7 @@ from service.workspace.mirror import MirrorStore
 from service.workspace.publish import Identity, PushRequest, PushResult, build_commit, push_commit
 from tests.conftest import commit_files
 from tests.hostile_repos import hostile_repo
-from tests.test_workspace_overlay import add_entries
+from tests.repositories import add_entries
 
 BOT = Identity("Copydesk", "bot@copydesk.example")
 PERSON = Identity("Ada Writer", "ada@example.com")

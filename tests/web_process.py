@@ -102,6 +102,22 @@ class SlowClients:
                     pass  # the server closed it: that is its right
 
 
+def unread_connections(port: int) -> int:
+    """Connections to `port` on this machine whose bytes the server has not read yet (from /proc/net/tcp)."""
+    unread = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if int(local.rsplit(":", 1)[1], 16) == port and state == "01" and int(queues.split(":")[1], 16) > 0:
+                unread += 1
+    return unread
+
+
 def latency(url: str, headers: dict[str, str] | None = None, *, timeout: float = 30) -> float:
     """Seconds one GET of `url` takes on a new connection (`timeout` when it does not answer in time)."""
     started = time.monotonic()

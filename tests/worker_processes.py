@@ -7,8 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-from tests.harness import wait_until  # noqa: F401 (re-exported: tests import it from here)
-
 
 class WorkerProcess:
     """One `python -m bot.cli worker *args` (e.g. `--name w1`) with its own environment; its output goes to a log

@@ -2,6 +2,7 @@
 
 import redis
 
+from service.store.jobs import docs_check_key
 from service.store.replies import text
 
 TTL_SECONDS = 90 * 24 * 3600
@@ -23,4 +24,4 @@ class DocsChecks:
 
     @staticmethod
     def _key(job_id: str) -> str:
-        return f"cd:job-docs-check:{job_id}"
+        return docs_check_key(job_id)

@@ -65,7 +65,18 @@ def cancel_key(job_id: str) -> str:
 # Keys named `cd:job:<id>:<suffix>`, each the job's alone: waiting messages, conversation, cancel mark, the name of
 # its idempotency entry, event stream (store.events), queued run (dispatch), lease and its fence (lease), the run
 # lock of schema version 1.
-_JOB_KEY_SUFFIXES = ("pending", "conversation", "cancel", "idem", "events", "rq", "lease", "fence", "lock")
+_JOB_KEY_SUFFIXES = ("pending", "conversation", "cancel", "idem", "events", "rq", "lease", "fence", "lock",
+                     "docs-check")
+
+
+def docs_check_key(job_id: str) -> str:
+    """The job's latest docs check (service.store.docschecks)."""
+    return f"cd:job:{job_id}:docs-check"
+
+
+def tracking_key(message_id: str) -> str:
+    """The pull-request comment that tracks a message's round (service.tracking)."""
+    return f"cd:message:{message_id}:tracking"
 
 
 def _idem_key(job_id: str) -> str:
@@ -381,7 +392,7 @@ class JobStore:
         """Every key that belongs to the job alone: its record, its `cd:job:<id>:*` keys and its messages."""
         ids = [text(i) for i in (client or self._redis).lrange(_conversation_key(job_id), 0, -1)]
         return [job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _JOB_KEY_SUFFIXES),
-                *(_message_key(i) for i in ids)]
+                *(_message_key(i) for i in ids), *(tracking_key(i) for i in ids)]
 
     # -- the worker's writes -----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import time
 import jwt
 
 from tests.github_emulator.app import TestApp
-from tests.github_emulator.state import Repo, State, Token, now
+from tests.github_emulator.state import Repo, State, Token
 
 MAX_JWT_LIFETIME = 600  # GitHub refuses an App JWT whose exp is more than 10 minutes after iat
 CLOCK_SKEW = 60
@@ -64,7 +64,7 @@ def verify_app_jwt(token: str, app: TestApp) -> None:
 def installation_token(state: State, secret: str) -> Token:
     """The live token `secret` names, or AuthError 401 Bad credentials (unknown, expired or revoked)."""
     token = state.tokens.get(secret)
-    if token is None or token.expires_at <= now():
+    if token is None or token.expires_at <= state.token_now():
         raise AuthError(401, "Bad credentials")
     return token
 

@@ -214,6 +214,9 @@ class State:
         self.repos: dict[str, Repo] = {}
         self.installations: dict[int, Installation] = {}
         self.tokens: dict[str, Token] = {}
+        # Installation tokens are minted and checked against this clock, which a test moves on (`pass_time`)
+        # to expire them instead of sleeping.
+        self._token_clock_offset = timedelta(0)
         self.pulls: dict[tuple[int, int], Pull] = {}
         self.comments: dict[int, Comment] = {}
         self.reviews: dict[int, Review] = {}
@@ -271,10 +274,19 @@ class State:
     def mint_token(self, installation: Installation, ttl: float, repo_ids: list[int] | None,
                    permissions: dict) -> Token:
         token = Token("ghs_" + secrets.token_hex(18), installation.id,
-                      now() + timedelta(seconds=ttl), repo_ids, permissions)
+                      self.token_now() + timedelta(seconds=ttl), repo_ids, permissions)
         with self.lock:
             self.tokens[token.value] = token
         return token
+
+    def token_now(self) -> datetime:
+        """The time installation tokens are minted and checked at."""
+        return now() + self._token_clock_offset
+
+    def pass_time(self, seconds: float) -> None:
+        """Move the installation tokens' clock on by `seconds`: tokens expire as if that much time had passed."""
+        with self.lock:
+            self._token_clock_offset += timedelta(seconds=seconds)
 
     def user_installations(self, login: str) -> list[Installation]:
         """The installations a user can reach: on their own account, or on an org they belong to."""

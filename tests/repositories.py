@@ -1,4 +1,4 @@
-"""Fixtures for the agent tests: real workspaces over real bare repositories (no tests here)."""
+"""Real bare repositories with workspaces over them, for the agent and workspace tests."""
 
 import os
 import tempfile
@@ -43,6 +43,28 @@ def make_repository(git: Git, root: Path, files: dict[str, str | bytes], *, syml
     return Repository(bare, mirror, sha)
 
 
+def call(executor: ToolExecutor, name: str, **arguments):
+    """Run one tool call through the executor, as the loop does."""
+    return executor.execute(ToolCall(f"call_{name}", name, arguments))
+
+
+def add_entries(git, bare, entries: dict[str, tuple[str, bytes | str]], branch: str = "main") -> str:
+    """Commit entries with explicit modes (`path -> (mode, blob content or commit id)`) onto `branch`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x",
+               "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x"}
+        head = git.out("rev-parse", f"refs/heads/{branch}", git_dir=bare)
+        git.run("read-tree", head, git_dir=bare, env=env)
+        for path, (mode, content) in entries.items():
+            data = content if isinstance(content, bytes) else content.encode()
+            oid = content if mode == "160000" else git.out("hash-object", "-w", "--stdin", git_dir=bare, input=data)
+            git.run("update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}", git_dir=bare, env=env)
+        tree = git.out("write-tree", git_dir=bare, env=env)
+        sha = git.out("commit-tree", tree, "-p", head, "-m", "Special entries", git_dir=bare, env=env)
+        git.run("update-ref", f"refs/heads/{branch}", sha, git_dir=bare)
+        return sha
+
+
 def _add_special_entries(git: Git, bare: Path, symlinks: dict[str, str], submodules: list[str]) -> None:
     # commit_files only writes regular files; symlinks (120000) and gitlinks (160000) need their own modes.
     with tempfile.TemporaryDirectory() as tmp:
@@ -59,8 +81,3 @@ def _add_special_entries(git: Git, bare: Path, symlinks: dict[str, str], submodu
         tree = git.out("write-tree", git_dir=bare, env=env)
         sha = git.out("commit-tree", tree, "-p", head, "-m", "Links", git_dir=bare, env=env)
         git.run("update-ref", "refs/heads/main", sha, git_dir=bare)
-
-
-def call(executor: ToolExecutor, name: str, **arguments):
-    """Run one tool call through the executor, as the loop does."""
-    return executor.execute(ToolCall(f"call_{name}", name, arguments))
