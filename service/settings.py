@@ -200,6 +200,8 @@ class Settings:
             "COPYDESK_SESSION_IDLE_MINUTES": str(self.session_idle_seconds // 60),
             "COPYDESK_SESSION_MAX_HOURS": str(self.session_max_seconds // 3600),
             "COPYDESK_ANONYMOUS_PER_MINUTE": str(self.anonymous_per_minute),
+            "COPYDESK_COMMENT_EDIT_SECONDS": repr(self.comment_edit_seconds),
+            "COPYDESK_CI_FIX_ROUNDS": str(self.ci_fix_rounds),
             "OPENAI_API_KEY": self.openai_api_key or "",
             "OPENAI_BASE_URL": self.openai_base_url or "",
             "COPYDESK_OPENAI_PROMPT_CACHE_KEY": _flag(self.openai_prompt_cache_key),

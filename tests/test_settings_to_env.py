@@ -24,7 +24,7 @@ CHANGED = dict(
     webhook_allow_private=True, webhook_retry_seconds=1, webhook_timeout_seconds=3, webhook_max_endpoints=2,
     webhook_resends_per_endpoint=3, webhook_resends_per_account=4, webhook_threads=2,
     webhook_account_concurrency=1, secret_key="sealing-key", session_idle_seconds=600, session_max_seconds=7200,
-    anonymous_per_minute=5, openai_api_key="sk-test", openai_base_url="http://127.0.0.1:9/v1",
+    anonymous_per_minute=5, comment_edit_seconds=2.5, ci_fix_rounds=0, openai_api_key="sk-test", openai_base_url="http://127.0.0.1:9/v1",
     openai_prompt_cache_key=False, anthropic_api_key="ak-test", anthropic_base_url="http://127.0.0.1:9",
 )
 
