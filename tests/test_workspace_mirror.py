@@ -53,7 +53,8 @@ def test_run_refs_yield_shas_by_name_and_are_deleted_afterwards(git, store, make
         run_refs = [r for r in refs(git, mirror) if r.startswith(RUNS_PREFIX)]
         assert len(run_refs) == 1 and run_refs[0].endswith("/base")
     assert not any(r.startswith(RUNS_PREFIX) for r in refs(git, mirror))
-    assert mirror.open(heads["base"]).read("a.md") == b"a\n"  # objects stay in the mirror
+    with mirror.open(heads["base"]) as ws:
+        assert ws.read("a.md") == b"a\n"  # objects stay in the mirror
 
 
 def test_incremental_fetch_sees_new_commits(git, store, make_repo):
@@ -136,7 +137,8 @@ def test_maintenance_packs_and_drops_stale_run_refs(git, store, make_repo):
     mirror.maintenance(loose_objects=1, stale_after=3600)
     assert stale not in refs(git, mirror) and fresh in refs(git, mirror)
     assert list((mirror.path / "objects" / "pack").glob("*.pack"))
-    assert mirror.open(sha).read("b.md") == b"b\n"
+    with mirror.open(sha) as ws:
+        assert ws.read("b.md") == b"b\n"
 
 
 def test_open_an_unknown_commit_fails(store, make_repo):
@@ -155,5 +157,6 @@ def test_existing_lists_made_mirrors_and_maintenance_keeps_live_refs(tmp_path, g
     mirror = store.mirror(remote)
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
         mirror.maintenance()  # a live run's refs are not stale
-        assert mirror.open(heads["base"]).read("a.md") == b"a"
+        with mirror.open(heads["base"]) as ws:
+            assert ws.read("a.md") == b"a"
     assert [m.path for m in store.existing()] == [mirror.path]
