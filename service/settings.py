@@ -217,7 +217,7 @@ class Settings:
         model = env.get("COPYDESK_MODEL") or default_model(env)
         return cls(
             redis_url=_redis_url(env.get("COPYDESK_REDIS_URL") or defaults.redis_url),
-            redis_min_replicas=_count(env, "COPYDESK_REDIS_MIN_REPLICAS", defaults.redis_min_replicas),
+            redis_min_replicas=_int(env, "COPYDESK_REDIS_MIN_REPLICAS", defaults.redis_min_replicas, minimum=0),
             redis_replica_wait_ms=_int(env, "COPYDESK_REDIS_REPLICA_WAIT_MS", defaults.redis_replica_wait_ms),
             data_dir=Path(env["COPYDESK_DATA_DIR"]).expanduser() if env.get("COPYDESK_DATA_DIR") else defaults.data_dir,
             base_url=_http_url("COPYDESK_BASE_URL", env.get("COPYDESK_BASE_URL") or defaults.base_url).rstrip("/"),
@@ -283,7 +283,7 @@ class Settings:
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
             comment_edit_seconds=_seconds(env, "COPYDESK_COMMENT_EDIT_SECONDS", defaults.comment_edit_seconds),
-            ci_fix_rounds=_count(env, "COPYDESK_CI_FIX_ROUNDS", defaults.ci_fix_rounds),
+            ci_fix_rounds=_int(env, "COPYDESK_CI_FIX_ROUNDS", defaults.ci_fix_rounds, minimum=0),
         )
 
 
@@ -358,7 +358,8 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default
     return raw
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+    """A whole number of at least `minimum` (0 where zero turns the feature off)."""
     raw = env.get(name)
     if not raw:
         return default
@@ -366,8 +367,9 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise SettingsError(f"{name} must be a whole number, not {raw!r}") from None
-    if value <= 0:
-        raise SettingsError(f"{name} must be positive, not {value}")
+    if value < minimum:
+        raise SettingsError(f"{name} must be positive, not {value}" if minimum == 1
+                            else f"{name} must be {minimum} or more, not {value}")
     return value
 
 
@@ -393,20 +395,6 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise SettingsError(f"{name} must be a number of seconds, not {raw!r}") from None
     if not 0 <= value < float("inf"):
         raise SettingsError(f"{name} must be zero or more seconds, not {raw!r}")
-    return value
-
-
-def _count(env: Mapping[str, str], name: str, default: int) -> int:
-    """A whole number that may be 0 (which turns the feature off)."""
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a whole number, not {raw!r}") from None
-    if value < 0:
-        raise SettingsError(f"{name} must be 0 or more, not {value}")
     return value
 
 
