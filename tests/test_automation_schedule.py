@@ -69,6 +69,12 @@ def test_next_and_latest_slot_in_a_zone():
     assert latest_slot("0 9 * * 1", BERLIN, at(2026, 1, 12, 8, 0)) == at(2026, 1, 12, 8, 0)
     assert next_slot("0 9 * * 1", BERLIN, at(2026, 1, 12, 8, 0)) == at(2026, 1, 19, 8, 0)
     assert next_slot("0 9 * * 1", BERLIN, now).tzinfo is UTC
+    # Fractions of a second: a slot is latest only once it has come.
+    just_before, just_after = at(2026, 1, 12, 7, 59, 59) + timedelta(microseconds=999_999), at(2026, 1, 12, 8, 0, 0, 1)
+    assert latest_slot("0 9 * * 1", BERLIN, just_before) == at(2026, 1, 5, 8, 0)
+    assert next_slot("0 9 * * 1", BERLIN, just_before) == at(2026, 1, 12, 8, 0)
+    assert latest_slot("0 9 * * 1", BERLIN, just_after) == at(2026, 1, 12, 8, 0)
+    assert next_slot("0 9 * * 1", BERLIN, just_after) == at(2026, 1, 19, 8, 0)
 
 
 def test_naive_times_are_refused():

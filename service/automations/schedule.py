@@ -64,7 +64,8 @@ def latest_slot(cron: str, time_zone: str, now: datetime) -> datetime:
     """The last slot at or before `now`, in UTC."""
     zone, now = _zone(time_zone), _utc(now)
     wall = _wall(now, zone)
-    walk = croniter(_standard(cron), wall + timedelta(seconds=1))
+    # croniter's previous is strictly before its start: the next whole second after `wall` lets `wall` itself count.
+    walk = croniter(_standard(cron), wall.replace(microsecond=0) + timedelta(seconds=1))
     slot = _instant(walk.get_prev(datetime), zone)  # at or before `wall`, so at or before `now`
     forward = croniter(_standard(cron), wall)
     while (later := _instant(forward.get_next(datetime), zone)) <= now:
