@@ -7,8 +7,9 @@ their published sha512 integrity) and writes two small JSON files under `tests/d
 
 - `openapi-operations.json`: for each operation the GitHub emulator serves, its method, path, request
   body schema and response schemas (`application/json`; an operation that also documents other media types,
-  such as a diff, gets their schemas under `otherMediaTypes`, by status and media type); the webhook payload schemas of the events Copydesk routes; and only
-  the `components.schemas` those reach. OpenAPI 3.0 `nullable` is rewritten to JSON Schema 2020-12
+  such as a diff, gets their schemas under `otherMediaTypes`, by status and media type; a diff or a patch that
+  only the operation's description lists, as `pulls/get` does, is added there as text); the webhook payload
+  schemas of the events Copydesk routes; and only the `components.schemas` those reach. OpenAPI 3.0 `nullable` is rewritten to JSON Schema 2020-12
   (`type: [..., "null"]` or `anyOf [..., null]`); descriptions, examples and `x-*` keys are dropped.
 - `webhook-examples.json`: a few real example payloads per event and action.
 
