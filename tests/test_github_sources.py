@@ -12,7 +12,13 @@ from service.codehost.base import SourceUnreachable
 from service.models import JobStatus
 from tests import test_github_emulator
 from tests.github_event_fixtures import REPO, deliver
-from tests.github_schemas import validate_request, validate_webhook
+from tests.github_schemas import (
+    GitHubSchemaError,
+    operation_for,
+    validate_request,
+    validate_response,
+    validate_webhook,
+)
 from tests.test_github_emulator import DIFF, GitHubSession, as_installation, assert_like_real_examples, git_cli
 
 SOURCE = "acme/widgets"
@@ -58,6 +64,21 @@ def three_dot_diff(github, tmp_path, payload: dict, repo: str = SOURCE) -> str:
 
 
 # -- the emulator, against GitHub's schemas -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method, path, operation", [
+    ("GET", "/repos/acme/docs/collaborators/alice", "repos/check-collaborator"),
+    ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
+    ("POST", "/repos/acme/docs/pulls/3/requested_reviewers", "pulls/request-reviewers"),
+])
+def test_the_new_paths_map_to_githubs_operations(method, path, operation):
+    assert operation_for(method, path) == operation
+
+
+def test_a_pull_requests_diff_is_documented_as_text():
+    validate_response("GET", "/repos/acme/widgets/pulls/3", 200, "diff --git a/x b/x\n", media_type=DIFF)
+    with pytest.raises(GitHubSchemaError):
+        validate_response("GET", "/repos/acme/widgets/pulls/3", 200, {"diff": "x"}, media_type=DIFF)
 
 
 def test_a_merge_in_a_source_repository_is_a_signed_closed_merged_delivery_like_githubs(github, sourced, receiver):
@@ -186,6 +207,8 @@ def test_closed_unmerged_and_copydesks_own_pull_requests_fire_nothing(github, bo
     github.push(SOURCE, {"src/x.py": "x\n"}, branch="feature/abandoned")
     closed = github.close(SOURCE, github.open_pull(SOURCE, "feature/abandoned", user="dev"))
     deliver(bot, "pull_request", closed, "closed-unmerged")
+    with pytest.raises(ValueError, match="not merged"):
+        sources.source_change_of(bot.app, sourced, closed)
     deliver(bot, "pull_request", github.merge(REPO, number), "docs-merged")
     assert fired == []
     # Copydesk's own pull request still ends its job.
