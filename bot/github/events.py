@@ -2,11 +2,11 @@
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gidgethub.sansio import Event
 
-from bot.github import checks, comments, installations, pulls, repositories
+from bot.github import checks, comments, installations, pulls, repositories, sources
 from bot.github.apps import GitHubApp
 from bot.github.codehost import GitHubCodeHost
 from service import logcontext
@@ -22,6 +22,8 @@ class GitHubBot:
     services: Services
     app: GitHubApp
     host: GitHubCodeHost
+    # What a pull request merged in a source repository starts (the automations); by default it is only logged.
+    on_source_change: sources.SourceChangeHook = field(default=sources.log_source_change)
 
 
 Handler = Callable[[GitHubBot, Event], None]
@@ -60,6 +62,7 @@ ROUTER.add(comments.issue_comment_created, "issue_comment", "created")
 ROUTER.add(comments.review_comment_created, "pull_request_review_comment", "created")
 ROUTER.add(comments.review_submitted, "pull_request_review", "submitted")
 ROUTER.add(pulls.pull_closed, "pull_request", "closed")
+ROUTER.add(sources.source_pull_merged, "pull_request", "closed")
 ROUTER.add(checks.check_run_completed, "check_run", "completed")
 ROUTER.add(checks.check_suite_completed, "check_suite", "completed")
 ROUTER.add(checks.status_changed, "status")

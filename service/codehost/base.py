@@ -11,6 +11,11 @@ class CodeHostError(Exception):
     """The code host refused or failed an operation."""
 
 
+class SourceUnreachable(CodeHostError):
+    """A round's source repository cannot be read (missing, not a repository, not the installation's); the
+    message says which, for the job's `error`."""
+
+
 class CodeHost(Protocol):
     name: str
 
