@@ -1,0 +1,1 @@
+"""Automations (issue 21): work that starts by itself on a code change, a schedule or a webhook."""
