@@ -100,7 +100,7 @@ def automation_schemas() -> dict:
         "jobId": nullable(string()),
         "messageId": nullable(string("The job's round it made (a follow-up round when grouped).")),
         "prLink": nullable(string()),
-        "pullRequestState": nullable({"type": "string", "enum": ["open", "merged", "closed"]}),
+        "pullRequestState": {"type": ["string", "null"], "enum": ["open", "merged", "closed", None]},
         "changes": {"type": "array", "description": "The source changes it covers.", "items": {"type": "object"}},
     })
     return {
