@@ -101,6 +101,16 @@ def test_the_open_pull_request_cap_skips_until_one_is_merged(stack):
     _settle(stack, first.job_id, "merge")
     assert run_state(services, first) is RunState.ACCEPTED and open_pull_jobs(services, automation) == []
     assert fire(services, automation, _event(3)).job_id not in (None, first.job_id)
+    assert merge_rate(services, services.automations.all_runs(automation.id)) == \
+        {"accepted": 1, "withPullRequest": 1, "rate": 1.0}
+
+
+def test_a_round_that_fails_is_a_failed_run(stack):
+    services, automation = stack.ctx.services, _automation(stack)
+    stack.script_path.write_text("not a script")
+    run = fire(services, automation, _event(1))
+    stack.drain()
+    assert run_state(services, run) is RunState.FAILED
 
 
 def test_grouping_adds_a_round_to_the_open_pull_request_and_a_new_job_once_it_ended(stack):
