@@ -43,6 +43,7 @@ class NewJob:
     author: str | None = None
     key_id: str | None = None
     idempotency: IdempotencyClaim | None = None
+    automation: dict | None = None  # the automation run it is: {"id", "runId", "trigger"} (service.automations)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ def create(services: Services, project: Project, new: NewJob) -> Accepted:
     job, admission = services.jobs.admit(project, prompt=prompt, model=new.model, ref=new.ref,
                                          as_draft=new.as_draft, source=new.source, author=new.author,
                                          key_id=new.key_id, max_tokens=new.max_tokens,
-                                         idempotency=new.idempotency, gate=_gate(project, limiter, quota_key))
+                                         idempotency=new.idempotency, gate=_gate(project, limiter, quota_key),
+                                         automation=new.automation)
     if admission.verdict is Verdict.CAPPED:
         raise cap_reached(project.host, project.account, admission.used, admission.cap)
     quota = limiter.quota(admission.verdict is not Verdict.LIMITED, admission.used, reset)

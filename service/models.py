@@ -87,6 +87,7 @@ class Job(Record):
     messages: int = 0  # how many user messages the job has had; the next one's sequence number
     usage: dict = field(default_factory=dict)  # model tokens of all the job's runs (service.billing.USAGE_FIELDS)
     max_tokens: int | None = None  # the job's budget over all its rounds, in billable tokens; None: no cap
+    automation: dict | None = None  # the automation run that started it: {"id", "runId", "trigger"}
 
     def __post_init__(self) -> None:
         self.status = JobStatus(self.status)
@@ -106,6 +107,7 @@ class Job(Record):
             "branch": self.branch,
             "updatedAt": self.updated_at,
             "error": self.error,
+            **({"automation": self.automation} if self.automation is not None else {}),
         }
 
 

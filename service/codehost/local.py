@@ -15,6 +15,7 @@ from service.faults import PULL_CLAIMED, Faults
 from service.lease import Fence, watched
 from service.models import Project, PullRequest, Record
 from service.store.projects import ProjectStore
+from service.store.pullstates import record_pull_state
 from service.store.replies import transaction
 from service.workspace.git import Git, GitError, Remote
 
@@ -240,6 +241,7 @@ class LocalCodeHost:
     def _settle(self, pull: LocalPull, state: str) -> LocalPull:
         pull.state, pull.updated_at = state, now_iso()
         self._save(pull)
+        record_pull_state(self._redis, pull.job_id, state)  # as on GitHub, for the automations' run history
         return pull
 
     def diff(self, project: Project, pull: LocalPull) -> str:

@@ -278,7 +278,7 @@ class JobStore:
     def admit(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
               source: str = "api", author: str | None = None, key_id: str | None = None,
               max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None,
-              gate: Gate | None = None) -> tuple[Job | None, Admission]:
+              gate: Gate | None = None, automation: dict | None = None) -> tuple[Job | None, Admission]:
         """Check `gate` (monthly cap, hourly quota) and the idempotency claim, then store a new `active` job and
         its first message, all in one round trip (service.store.admission).
 
@@ -288,7 +288,8 @@ class JobStore:
         stamp = now_iso()
         job = Job(id=new_id("job", self._ids), project_id=project.id, account=project.account,
                   status=JobStatus.ACTIVE, repository_url=project.web_url, ref=ref, model=model,
-                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens)
+                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens,
+                  automation=automation)
         message = self._user_message(job.id, 0, prompt, source, author, stamp, key_id)
         recorder = CommandRecorder()
         writes = cast(Any, recorder)  # redis-py types its command methods for a client; the recorder is one
