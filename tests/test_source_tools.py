@@ -324,3 +324,23 @@ def test_github_a_commit_missing_from_the_source_fails_the_round(gh_stack):
     job = stack.ctx.services.jobs.get(job_id)
     assert job.status.value == "failed" and job.error["code"] == "source_unreachable", job.error
     assert f"has no commit {'f' * 40}" in job.error["message"], job.error["message"]
+
+
+def test_github_a_source_taken_out_of_the_installation_fails_the_next_round(gh_stack):
+    stack, project, model, runner = github_rig(gh_stack)
+    model.script([tool("source_list_files", pattern="src/*")], [tool("source_list_files", pattern="src/*")])
+    job_id = run_github_job(stack, project, runner, source_repository=CODE_REPO)
+    assert model.results() == [("src/cli.py\nsrc/util.py", False)]
+
+    # Its token is still cached, but GitHub answers the fetch with 404 now: the round fails, nothing is read.
+    stack.github.remove_repos_from_installation(int(project.host_data["installation_id"]), [CODE_REPO])
+    stack.drain()
+    services = stack.ctx.services
+    intake.follow_up(services, project, services.jobs.get(job_id), "Again", source_repository=CODE_REPO, kick=False)
+    turns = len(model.turns)
+    runner.process(job_id)
+    last = services.jobs.conversation(job_id)[-1]
+    assert last.role is Role.USER and last.status is MessageStatus.FAILED
+    assert last.error["code"] == "source_unreachable" and "git could not read the source repository acme/code" \
+        in last.error["message"], last.error
+    assert len(model.turns) == turns

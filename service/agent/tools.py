@@ -124,7 +124,7 @@ TOOL_SPECS: list[ToolSpec] = [
 ]
 
 _SOURCE_PATH = {"type": "string", "description": "Path relative to the source repository's root, e.g. src/cli.py."}
-_READ_SPECS = {spec.name: spec for spec in TOOL_SPECS[:3]}
+_READ_SPECS = {spec.name: spec for spec in TOOL_SPECS}
 
 # Offered only to a round that names a source repository (service.sources): reading it, never changing it.
 SOURCE_TOOL_SPECS: list[ToolSpec] = [
@@ -174,88 +174,6 @@ class ToolResult:
 
 class InvalidArguments(Exception):
     """Tool arguments that do not fit the tool's schema; the message is shown to the model."""
-
-
-class TreeReader:
-    """The reading tools over one tree: the run's workspace (its pending changes included), or a round's read-only
-    source repository. `prefix` is what its tools' names start with, for the notes that say how to read on."""
-
-    def __init__(self, tree, prefix: str = "") -> None:
-        self.tree = tree
-        self.prefix = prefix
-
-    def list_files(self, pattern: str | None = None) -> ToolResult:
-        files = allowed_files(self.tree)
-        if pattern:
-            pattern = _check_glob(pattern, "pattern")
-            files = [path for path in files if glob_matches([pattern], path)]
-        if not files:
-            return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
-        shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
-        text = "\n".join(shown)
-        if len(shown) < len(files):
-            rest = files[len(shown):]
-            hints = ", ".join(f"{self.prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
-            text += (f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
-                     f"pattern: {hints}]")
-        return ToolResult(text)
-
-    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
-        path = normalize(path)
-        size = self.tree.size(path)
-        if size == 0:
-            return ToolResult(f"{path} is empty")
-        first = start_line or 1
-        if end_line is not None and end_line < first:
-            raise InvalidArguments(f"end_line {end_line} is before start_line {first}")
-        # Streamed: a line range near the end of a huge file costs a pass over it, never its size in memory.
-        with self.tree.open(path) as stream:
-            reader = LineReader(stream, max_line=LINE_MAX_CHARS * 4)
-            if is_binary(reader.head(BINARY_PROBE_BYTES)):
-                return ToolResult(f"{path} is a binary file ({size:,} bytes); its content is not shown")
-            out: list[str] = []
-            chars, shown_last = 0, first - 1
-            consumed = reader.skip_lines(first - 1)
-            for number, (raw, length) in enumerate(reader.lines(), first):
-                consumed = number
-                if number > (end_line or number) or number >= first + READ_MAX_LINES:
-                    break
-                line = raw.decode("utf-8", "replace")
-                if len(line) > LINE_MAX_CHARS or length > len(raw):
-                    line = line[:LINE_MAX_CHARS] + f" [... {length - len(line[:LINE_MAX_CHARS].encode())} more bytes]"
-                entry = f"{number:6}\t{line}"
-                if out and chars + len(entry) > READ_MAX_CHARS:
-                    break
-                out.append(entry)
-                chars += len(entry) + 1
-                shown_last = number
-            total = consumed + reader.count_lines()
-        if first > total:
-            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {total} lines")
-        header = f"{path} (lines {first}-{shown_last} of {total})"
-        text = header + "\n" + "\n".join(out)
-        if shown_last < min(end_line or total, total):
-            text += f"\n[more lines follow; call {self.prefix}read_file with start_line={shown_last + 1} to read on]"
-        return ToolResult(text)
-
-    def search(self, pattern: str, path_glob: str | None = None, ignore_case: bool = False) -> ToolResult:
-        if not pattern or "\0" in pattern:
-            raise InvalidArguments("pattern must be a non-empty regular expression without NUL characters")
-        globs = [_check_glob(path_glob, "path_glob")] if path_glob else None
-        # One match past the cap tells "there are more" apart from "exactly the cap".
-        found = self.tree.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT + 1)
-        capped = len(found) > SEARCH_LIMIT
-        matches = [match for match in found[:SEARCH_LIMIT] if is_allowed(match.path)]
-        lines = []
-        for match in matches:
-            text = match.text if len(match.text) <= MATCH_MAX_CHARS else match.text[:MATCH_MAX_CHARS] + " [...]"
-            lines.append(f"{match.path}:{match.line}: {text}")
-        if not lines:
-            return ToolResult("no matches")
-        shown = _fitting(lines, SEARCH_MAX_CHARS)
-        if capped or len(shown) < len(lines):
-            shown.append(f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches, self.prefix)}]")
-        return ToolResult("\n".join(shown))
 
 
 class ToolExecutor:
@@ -415,6 +333,88 @@ class ToolExecutor:
             raise RunFailed(RunFailure.WRITE_LIMIT_EXCEEDED,
                             f"the agent tried to write more than {self.max_bytes_written} bytes in one run")
         self.bytes_written += size
+
+
+class TreeReader:
+    """The reading tools over one tree: the run's workspace (its pending changes included), or a round's read-only
+    source repository. `prefix` is what its tools' names start with, for the notes that say how to read on."""
+
+    def __init__(self, tree, prefix: str = "") -> None:
+        self.tree = tree
+        self.prefix = prefix
+
+    def list_files(self, pattern: str | None = None) -> ToolResult:
+        files = allowed_files(self.tree)
+        if pattern:
+            pattern = _check_glob(pattern, "pattern")
+            files = [path for path in files if glob_matches([pattern], path)]
+        if not files:
+            return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
+        shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
+        text = "\n".join(shown)
+        if len(shown) < len(files):
+            rest = files[len(shown):]
+            hints = ", ".join(f"{self.prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
+            text += (f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
+                     f"pattern: {hints}]")
+        return ToolResult(text)
+
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
+        path = normalize(path)
+        size = self.tree.size(path)
+        if size == 0:
+            return ToolResult(f"{path} is empty")
+        first = start_line or 1
+        if end_line is not None and end_line < first:
+            raise InvalidArguments(f"end_line {end_line} is before start_line {first}")
+        # Streamed: a line range near the end of a huge file costs a pass over it, never its size in memory.
+        with self.tree.open(path) as stream:
+            reader = LineReader(stream, max_line=LINE_MAX_CHARS * 4)
+            if is_binary(reader.head(BINARY_PROBE_BYTES)):
+                return ToolResult(f"{path} is a binary file ({size:,} bytes); its content is not shown")
+            out: list[str] = []
+            chars, shown_last = 0, first - 1
+            consumed = reader.skip_lines(first - 1)
+            for number, (raw, length) in enumerate(reader.lines(), first):
+                consumed = number
+                if number > (end_line or number) or number >= first + READ_MAX_LINES:
+                    break
+                line = raw.decode("utf-8", "replace")
+                if len(line) > LINE_MAX_CHARS or length > len(raw):
+                    line = line[:LINE_MAX_CHARS] + f" [... {length - len(line[:LINE_MAX_CHARS].encode())} more bytes]"
+                entry = f"{number:6}\t{line}"
+                if out and chars + len(entry) > READ_MAX_CHARS:
+                    break
+                out.append(entry)
+                chars += len(entry) + 1
+                shown_last = number
+            total = consumed + reader.count_lines()
+        if first > total:
+            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {total} lines")
+        header = f"{path} (lines {first}-{shown_last} of {total})"
+        text = header + "\n" + "\n".join(out)
+        if shown_last < min(end_line or total, total):
+            text += f"\n[more lines follow; call {self.prefix}read_file with start_line={shown_last + 1} to read on]"
+        return ToolResult(text)
+
+    def search(self, pattern: str, path_glob: str | None = None, ignore_case: bool = False) -> ToolResult:
+        if not pattern or "\0" in pattern:
+            raise InvalidArguments("pattern must be a non-empty regular expression without NUL characters")
+        globs = [_check_glob(path_glob, "path_glob")] if path_glob else None
+        # One match past the cap tells "there are more" apart from "exactly the cap".
+        found = self.tree.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT + 1)
+        capped = len(found) > SEARCH_LIMIT
+        matches = [match for match in found[:SEARCH_LIMIT] if is_allowed(match.path)]
+        lines = []
+        for match in matches:
+            text = match.text if len(match.text) <= MATCH_MAX_CHARS else match.text[:MATCH_MAX_CHARS] + " [...]"
+            lines.append(f"{match.path}:{match.line}: {text}")
+        if not lines:
+            return ToolResult("no matches")
+        shown = _fitting(lines, SEARCH_MAX_CHARS)
+        if capped or len(shown) < len(lines):
+            shown.append(f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches, self.prefix)}]")
+        return ToolResult("\n".join(shown))
 
 
 def validate_arguments(spec: ToolSpec, arguments) -> dict:
