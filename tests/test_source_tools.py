@@ -5,6 +5,7 @@ Runs go through the real runner (workspace mirrors, code hosts, store) with the 
 sees what the model was sent: the tools offered, the system prompt and every tool result."""
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,12 @@ from service.agent.scripted import ScriptedModel, parse_script
 from service.agent.tools import ToolExecutor
 from service.errors import InvalidRequest
 from service.intake import NewJob
-from service.models import MessageStatus, Role
+from service.models import MessageStatus, Project, Role
 from service.runner import JobRunner
 from service.workspace.mirror import MirrorStore
 from tests.conftest import commit_files
 from tests.github_fixtures import REPO
+from tests.harness import Stack
 
 CODE = {
     "README.md": "# widgets\n",
@@ -81,26 +83,29 @@ def digest(folder: Path) -> str:
     return sha.hexdigest()
 
 
+@dataclass
+class Rig:
+    stack: Stack
+    model: Recorded
+    source: Path  # the source repository: `first` holds CODE, `later` (its head) adds LATER
+    first: str
+    later: str
+    runner: JobRunner
+    project: Project
+
+
 @pytest.fixture
-def rig(stack, make_repo, git):
+def rig(stack, make_repo, git) -> Rig:
     """The local stack, a source repository with two commits, and a runner whose model is recorded."""
     model = Recorded()
     source = make_repo(CODE, name="code")
     first = git.out("rev-parse", "refs/heads/main", git_dir=source)
     later = commit_files(git, source, LATER, message="Rename --dry-run to --plan")
     runner = JobRunner(stack.ctx.services, MirrorStore(stack.settings.mirrors_dir, stack.ctx.git), model.factory())
-    project = stack.ctx.services.projects.get(stack.project_id)
-
-    class Rig:
-        pass
-
-    built = Rig()
-    built.stack, built.model, built.source, built.first, built.later = stack, model, source, first, later
-    built.runner, built.project = runner, project
-    return built
+    return Rig(stack, model, source, first, later, runner, stack.ctx.services.projects.get(stack.project_id))
 
 
-def run_job(rig, prompt: str = "Document the CLI flags", **source) -> str:
+def run_job(rig: Rig, prompt: str = "Document the CLI flags", **source) -> str:
     """Create a job through the intake (as an automation does) and run its round in this process."""
     accepted = intake.create(rig.stack.ctx.services, rig.project,
                              NewJob(prompt=prompt, model="recorded:x", ref="main", **source))
