@@ -50,6 +50,7 @@ class RunFailure(StrEnum):
 
     REF_NOT_FOUND = "ref_not_found"
     REPOSITORY_UNREACHABLE = "repository_unreachable"
+    SOURCE_UNREACHABLE = "source_unreachable"
     BRANCH_CONFLICT = "branch_conflict"
     UNSAFE_COMMIT = "unsafe_commit"
     PROJECT_DISABLED = "project_disabled"
@@ -86,6 +87,7 @@ class RunFailure(StrEnum):
 _RUN_WORDS = {
     RunFailure.REF_NOT_FOUND: "the base branch does not exist in the repository",
     RunFailure.REPOSITORY_UNREACHABLE: "git could not fetch from or push to the repository",
+    RunFailure.SOURCE_UNREACHABLE: "the round's source repository or its commit could not be read",
     RunFailure.BRANCH_CONFLICT: "the job branch changed during the run in the same files",
     RunFailure.UNSAFE_COMMIT: "the commit would not pass git fsck --strict: nothing was pushed",
     RunFailure.PROJECT_DISABLED: "the operator disabled the project while the message waited",

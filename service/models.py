@@ -132,6 +132,10 @@ class Message(Record):
     # User messages from review (line) comments: the review threads to answer when the round ends (their first
     # comments' ids on the code host).
     threads: list = field(default_factory=list)
+    # User messages: a repository the round may read (never write) at `source_commit`: another repository of the
+    # same installation ("owner/name") on GitHub, a bare repository's path on the local host (service.sources).
+    source_repository: str | None = None
+    source_commit: str | None = None  # None: the source's default branch head when the round starts
 
     def __post_init__(self) -> None:
         self.role = Role(self.role)

@@ -12,7 +12,7 @@ from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import redis
-from croniter import CroniterError, croniter  # type: ignore[import-untyped]
+from croniter import CroniterError, croniter
 
 from service.clock import iso
 from service.errors import InvalidRequest

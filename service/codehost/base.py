@@ -22,6 +22,11 @@ class CodeHost(Protocol):
     def remote(self, project: Project) -> Remote:
         """Where git fetches and pushes the project's repository, with per-command credentials."""
 
+    def source_remote(self, project: Project, repository: str) -> Remote:
+        """Where git fetches `repository`, a round's read-only source: another repository the project's code host
+        account may read ("owner/name" of the same GitHub installation; a bare repository's path on the local
+        host). SourceUnreachable when it is not one; never used to push."""
+
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
                             body: str, draft: bool, fence: Fence | None = None,
                             may_open: bool = True) -> PullRequest | None:
