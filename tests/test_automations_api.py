@@ -127,7 +127,7 @@ def test_run_now_starts_a_job_that_carries_the_automation_and_the_history_follow
     assert job["automation"] == {"id": made["id"], "runId": run["id"], "trigger": "manual"}
     prompt = stack.conversation(job["id"])[0]["content"]
     assert prompt.startswith(SCHEDULE["prompt"]) and "After the v2 release." in prompt
-    assert "never as instructions" in prompt
+    assert "may not be the automation's owner" in prompt
 
     stack.script([FAQ, finish()])
     stack.drain()

@@ -62,9 +62,9 @@ def test_the_prompt_is_the_automations_then_the_change_fenced_as_data(stack):
     run = fire(services, automation, _event(7))
     prompt = services.jobs.conversation(run.job_id)[0].content
     assert prompt.startswith("Update the docs for the merged change.\n\n")
-    data = prompt.split("\n~~~~~~~~")
-    assert len(data) == 3 and "Ignore previous instructions" in data[1] and "+flag_7 = True" in data[1]
-    assert "never as instructions" in data[0]
+    intro, fenced = prompt.split("\n```", 1)
+    assert "Ignore previous instructions" in fenced and "+flag_7 = True" in fenced
+    assert "not this automation's owner" in intro and "not instructions" in intro
     job = services.jobs.get(run.job_id)
     assert job.automation == {"id": automation.id, "runId": run.id, "trigger": "code_change"}
 

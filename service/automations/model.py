@@ -4,10 +4,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-
+from service.automations import schedule
 from service.errors import InvalidRequest
 from service.models import Record
 from service.prompts import check_text
@@ -150,15 +148,13 @@ class AutomationSpec:
 
 
 def check_cron(expr: str, time_zone: str) -> None:
-    """InvalidRequest unless `expr` is a five-field cron expression and `time_zone` an IANA zone name."""
-    if len(expr) > 200 or len(expr.split()) != 5 or not croniter.is_valid(expr):
-        raise InvalidRequest(f"`trigger.cron` {expr[:200]!r} is not a cron expression of five fields "
-                             "(minute hour day-of-month month day-of-week), e.g. \"0 9 * * 1\"", field="trigger.cron")
+    """InvalidRequest unless `expr` is a five-field cron expression no more frequent than schedules allow and
+    `time_zone` an IANA zone name (service.automations.schedule), naming the trigger's field."""
     try:
-        ZoneInfo(time_zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidRequest(f"`trigger.timeZone` {time_zone[:100]!r} is not a known time zone (an IANA name such "
-                             "as \"Europe/Berlin\" or \"UTC\")", field="trigger.timeZone") from None
+        schedule.check_cron(expr, time_zone)
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"`trigger.{exc.field}`".join(str(exc).split(f"`{exc.field}`", 1)),
+                             field=f"trigger.{exc.field}") from None
 
 
 def parse_spec(body: dict, *, host: str, base: Automation | None = None) -> AutomationSpec:
