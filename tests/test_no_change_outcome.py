@@ -1,0 +1,86 @@
+"""A round's outcome end to end: "no change needed" with its reason is recorded, shown and emitted, not taken for
+an empty success; a change and an answer keep theirs."""
+
+from service.workspace.git import Git
+from tests.event_reading import page
+from tests.flow_scripts import FAQ, branch_log, finish, no_change
+
+REASON = "docs/index.md already says how to install with pipx; nothing needs to change."
+
+
+def finished_runs(stack, job_id: str) -> list[dict]:
+    return [e["data"]["run"] for e in page(stack, job_id) if e["type"] == "run.finished"]
+
+
+def test_a_run_that_needs_no_change_records_its_reason_and_opens_nothing(stack):
+    stack.script([no_change(REASON)])
+    job = stack.create("Document installing with pipx").json()
+    stack.drain()
+
+    done = stack.job(job["id"])
+    assert done["status"] == "completed" and done["prLink"] is None and done["branch"] is None
+    heads = Git().out("for-each-ref", "--format=%(refname)", "refs/heads", git_dir=stack.repo).splitlines()
+    assert heads == ["refs/heads/main"] and stack.ctx.local.pulls(stack.project_id) == []
+    asked, answer = stack.conversation(job["id"])  # checked against the OpenAPI document by the session
+    assert (asked["status"], asked["outcome"], asked["reason"]) == ("processed", "no_change_needed", REASON)
+    assert (answer["content"], answer["commit"], answer["changedFiles"]) == (REASON, None, [])
+    events = page(stack, job["id"])
+    assert not [e for e in events if e["type"] in ("run.pushed", "pr.opened")]
+    [run] = finished_runs(stack, job["id"])
+    assert (run["outcome"], run["result"], run["reason"]) == ("processed", "no_change_needed", REASON)
+    assert events[-1]["type"] == "job.completed"
+    page_text = stack.operator().get(f"{stack.url}/dashboard/projects/{stack.project_id}/jobs/{job['id']}",
+                                     timeout=10).text
+    assert '<span class="outcome no_change_needed">no change needed</span>' in page_text
+
+
+def test_saying_no_change_after_writing_is_refused_and_the_run_proposes_its_change(stack):
+    stack.script([FAQ, no_change("Nothing to do."), finish()])
+    job = stack.create("Add an FAQ page").json()
+    stack.drain()
+
+    done = stack.job(job["id"])
+    assert done["status"] == "completed" and done["prLink"] is not None
+    asked, answer = stack.conversation(job["id"])
+    assert (asked["outcome"], asked["reason"]) == ("changed", None)
+    assert answer["content"] == "Added docs/faq.md." and answer["changedFiles"] == ["docs/faq.md"]
+    steps = [e["data"]["run"] for e in page(stack, job["id"]) if e["type"] == "run.step"]
+    assert [s["tool"] for s in steps] == ["write_file", "finish", "finish"]
+    assert steps[1]["summary"] == "no_change_needed=True"
+    [run] = finished_runs(stack, job["id"])
+    assert (run["result"], run["reason"]) == ("changed", None)
+
+
+def test_a_follow_up_that_needs_no_change_says_so_on_the_pull_request(stack):
+    stack.script([FAQ, finish()], [no_change("The FAQ already answers that.")])
+    job = stack.create("Add an FAQ page").json()
+    stack.drain()
+    stack.message(job["id"], "Say that questions are welcome")
+    stack.drain()
+
+    done = stack.job(job["id"])
+    assert done["status"] == "completed"
+    assert branch_log(stack.repo, done["branch"])[-1] == "Add an FAQ"  # no second commit
+    users = [m for m in stack.conversation(job["id"]) if m["role"] == "user"]
+    assert [(m["outcome"], m["reason"]) for m in users] == [("changed", None),
+                                                            ("no_change_needed", "The FAQ already answers that.")]
+    [pull] = stack.ctx.local.pulls(stack.project_id)
+    assert "**Round 2.** > Say that questions are welcome\n\n**No change was needed.** The FAQ already answers " \
+           "that." in pull.body
+    round_two = pull.comments[1]["body"]
+    assert "✅ done" in round_two and "**No change was needed.** The FAQ already answers that." in round_two
+    events = page(stack, job["id"])
+    assert [e["type"] for e in events].count("pr.updated") == 0
+    assert [r["result"] for r in finished_runs(stack, job["id"])] == ["changed", "no_change_needed"]
+
+
+def test_a_finish_without_changes_or_the_flag_stays_an_answer(stack):
+    stack.script([finish("Nothing", "Yes: docs/install.md mentions pip.")])
+    job = stack.create("Do the docs mention pip?").json()
+    stack.drain()
+
+    asked, answer = stack.conversation(job["id"])
+    assert (asked["outcome"], asked["reason"]) == ("answered", None)
+    assert answer["content"] == "Yes: docs/install.md mentions pip."
+    [run] = finished_runs(stack, job["id"])
+    assert (run["result"], run["reason"]) == ("answered", None)
