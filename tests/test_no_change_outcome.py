@@ -1,6 +1,9 @@
 """A round's outcome end to end: "no change needed" with its reason is recorded, shown and emitted, not taken for
 an empty success; a change and an answer keep theirs."""
 
+from service import describe
+from service.models import Message, RoundOutcome
+from service.store.jobs import RunOutcome, round_outcome
 from service.workspace.git import Git
 from tests.event_reading import page
 from tests.flow_scripts import FAQ, branch_log, finish, no_change
@@ -84,3 +87,33 @@ def test_a_finish_without_changes_or_the_flag_stays_an_answer(stack):
     assert answer["content"] == "Yes: docs/install.md mentions pip."
     [run] = finished_runs(stack, job["id"])
     assert (run["result"], run["reason"]) == ("answered", None)
+
+
+def test_a_recorded_run_that_says_nothing_of_its_outcome_gets_it_from_its_commit():
+    assert round_outcome(RunOutcome(reply="Done.", commit="a" * 40)) == (RoundOutcome.CHANGED, None)
+    assert round_outcome(RunOutcome(reply="Yes.")) == (RoundOutcome.ANSWERED, None)
+    said = RunOutcome(reply="Covered.", outcome=RoundOutcome.NO_CHANGE_NEEDED, reason="Covered already.")
+    assert round_outcome(said) == (RoundOutcome.NO_CHANGE_NEEDED, "Covered already.")
+    assert round_outcome(RunOutcome(reply="Covered.", outcome=RoundOutcome.NO_CHANGE_NEEDED)) == (
+        RoundOutcome.NO_CHANGE_NEEDED, "Covered.")
+
+
+def test_messages_stored_before_outcomes_existed_load_without_one_and_new_ones_round_trip():
+    old = {"id": "msg_1", "job_id": "job_1", "seq": 0, "role": "user", "content": "x", "created_at": "t",
+           "status": "processed"}
+    assert Message.from_dict(old).outcome is None and Message.from_dict(old).to_api()["outcome"] is None
+    stored = Message.from_dict({**old, "outcome": "no_change_needed", "reason": "Covered."})
+    assert stored.outcome is RoundOutcome.NO_CHANGE_NEEDED
+    assert Message.from_dict(stored.to_dict()) == stored
+    assert (stored.to_api()["outcome"], stored.to_api()["reason"]) == ("no_change_needed", "Covered.")
+
+
+def test_the_replies_on_the_pull_request_say_no_change_was_needed_and_why():
+    assert describe.round_reply(mention="ana", round_number=2, state=describe.RoundState.DONE,
+                                summary="Covered already.\nMore.", no_change_needed=True) == \
+        "@ana round 2 needed no change: Covered already."
+    assert describe.thread_reply(mention="ana", commit=None, summary="Covered already.", no_change_needed=True) == \
+        "@ana No change was needed: Covered already."
+    assert describe.thread_reply(mention=None, commit=None, summary="Yes.") == "Yes."  # an answer stays one
+    report = describe.RoundReport(2, describe.RoundState.DONE, summary="Covered already.", no_change_needed=True)
+    assert describe.tracking_comment(report).endswith("**No change was needed.** Covered already.")
