@@ -7,6 +7,8 @@ from service.store.jobs import RunOutcome, round_outcome
 from service.workspace.git import Git
 from tests.event_reading import page
 from tests.flow_scripts import FAQ, branch_log, finish, no_change
+from tests.harness import LiveServer, deliver_webhooks
+from tests.webhook_receivers import Receiver, register
 
 REASON = "docs/index.md already says how to install with pipx; nothing needs to change."
 
@@ -117,3 +119,20 @@ def test_the_replies_on_the_pull_request_say_no_change_was_needed_and_why():
     assert describe.thread_reply(mention=None, commit=None, summary="Yes.") == "Yes."  # an answer stays one
     report = describe.RoundReport(2, describe.RoundState.DONE, summary="Covered already.", no_change_needed=True)
     assert describe.tracking_comment(report).endswith("**No change was needed.** Covered already.")
+
+
+def test_webhooks_to_callers_carry_the_outcome_and_its_reason(stack_factory):
+    stack = stack_factory(webhook_allow_private=True)
+    hook = Receiver()
+    with LiveServer(hook) as server:
+        endpoint = register(stack, f"{server.url}/hooks", events=["run.finished"])
+        hook.secrets.append(endpoint["secret"])
+        stack.script([no_change(REASON)])
+        job = stack.create("Document installing with pipx").json()
+        stack.drain()
+        deliver_webhooks(stack.ctx)
+    [delivered] = hook.received
+    assert delivered["verified"] and delivered["body"]["type"] == "run.finished"
+    run = delivered["body"]["data"]["run"]
+    assert (run["result"], run["reason"]) == ("no_change_needed", REASON)
+    assert delivered["body"]["data"]["id"] == job["id"]
