@@ -238,6 +238,8 @@ class Run:
                     with self.clock.phase("push"):
                         published = self._push(start, edited)
                 files = self.history.files(published.commit or start)
+                if published.commit is None and self.job.pr_number is not None:
+                    published.title = self._kept_title(published.title)
         except GitError as exc:
             raise RunFailed(RunFailure.REPOSITORY_UNREACHABLE, f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
         except BranchConflict as exc:
@@ -469,6 +471,19 @@ class Run:
             self.tracker = RoundTracker(TrackingComments(self.services.redis), self.host, self.project, self.message,
                                         fence=self.lease.fence, edit_every=self.settings.comment_edit_seconds)
         return self.tracker
+
+    def _kept_title(self, title: str) -> str:
+        """The pull request's title for a round that commits nothing (an answer, no change needed): the title of
+        the job's last commit, so the round does not rename the pull request after the job's first prompt."""
+        assert self.history is not None  # set by _run
+        commits = [m.commit for m in self.earlier if m.role is Role.AGENT and m.commit]
+        if not commits:
+            return title
+        try:
+            kept, _ = describe.parse_commit_message(self.history.message(commits[-1]))
+        except GitError:
+            return title  # the commit is gone from the mirror (a force-push): the round's own title will do
+        return kept or title
 
     def _earlier_push(self, branch_head: str | None) -> _Published | None:
         """The commit an interrupted attempt of this message already pushed, found by its trailer."""

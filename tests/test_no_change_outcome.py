@@ -70,6 +70,7 @@ def test_a_follow_up_that_needs_no_change_says_so_on_the_pull_request(stack):
     assert [(m["outcome"], m["reason"]) for m in users] == [("changed", None),
                                                             ("no_change_needed", "The FAQ already answers that.")]
     [pull] = stack.ctx.local.pulls(stack.project_id)
+    assert pull.title == "Add an FAQ"  # kept: the round that changed nothing does not rename the pull request
     assert "**Round 2.** > Say that questions are welcome\n\n**No change was needed.** The FAQ already answers " \
            "that." in pull.body
     round_two = pull.comments[1]["body"]
