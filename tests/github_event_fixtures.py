@@ -5,6 +5,7 @@ import requests
 
 from bot.github import events
 from bot.github.apps import GitHubApp
+from bot.github.bot import GitHubBot
 from bot.github.codehost import GitHubCodeHost
 from bot.github.settings import GitHubSettings
 from service.services import build_services
@@ -24,7 +25,7 @@ def bot(github, redis_client, tmp_path):
     host = GitHubCodeHost(app)
     services = build_services(settings, redis_client, task="bot.tasks.process_job",
                               code_hosts={host.name: host})
-    return events.GitHubBot(services=services, app=app, host=host)
+    return GitHubBot(services=services, app=app, host=host)
 
 
 def deliver(bot, event: str, payload: dict, delivery: str = "delivery", *, example: bool = False) -> None:
