@@ -135,7 +135,6 @@ def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
              ", ".join(c.name for c in fresh), sha[:12])
 
 
-
 def fix_prompt(checks: list[FailingCheck], sha: str, limit: int) -> str:
     """The round's message: which checks fail and what they report, fenced as data, within `limit` characters."""
     names = ", ".join(c.name for c in checks)

@@ -132,8 +132,8 @@ def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int, 
         return
     fetched = bot.host.review(project, pull["number"], review_id)
     if fetched is None:
-        if fallback is not None:
-            consider(bot, repository, replace(fallback, claim=f"review:{review_id}"), pull)
+        if fallback is not None and mentions(clean(fallback.body), bot.app.slug()):
+            _answer(bot, project, job, replace(fallback, claim=f"review:{review_id}"))
         return
     review, raw_lines = fetched
     slug = bot.app.slug()
@@ -188,33 +188,33 @@ def _answer(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> Non
         # No message was stored and the reply failed: let RQ's retry of the delivery act on the comment.
         _release(bot, comment)
         raise
-    if added is not None:
+    if added:
         log.info("job %s: follow-up message from @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
         _react(bot, project, job, comment)
 
 
-def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> Message | None:
-    """Add the comment as a message through the intake, or reply why not; the new message when it was added."""
+def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> bool:
+    """Add the comment as a message through the intake, or reply why not; whether it was added."""
     if not may_steer:
         _reply(bot, project, comment, NO_PERMISSION.format(login=comment.login))
-        return None
+        return False
     try:
         if is_stop(comment.body, bot.app.slug()):
             intake.ensure_open(project, job)
             _stop(bot, project, job, comment)
-            return None
+            return False
         interrupt = is_interrupt(comment.body, bot.app.slug())
         waiting = _queued(bot, job) if interrupt else []
-        accepted = intake.follow_up(bot.services, project, job, message_text(comment), source="github",
-                                    author=comment.login, threads=comment.threads, interrupt=interrupt,
-                                    announce=announce_round(bot, project, comment.number))
+        intake.follow_up(bot.services, project, job, message_text(comment), source="github",
+                         author=comment.login, threads=comment.threads, interrupt=interrupt,
+                         announce=announce_round(bot, project, comment.number))
     except intake.REFUSALS as exc:
         _reply(bot, project, comment, REFUSED.format(login=comment.login, code=exc.code, detail=exc.detail))
-        return None
+        return False
     if interrupt:
         log.info("job %s: @%s interrupts the running round (%s %s)", job.id, comment.login, comment.kind, comment.id)
         _mark_cancelled(bot, project, job, waiting)
-    return accepted.message
+    return True
 
 
 def is_stop(body: str, slug: str) -> bool:
