@@ -167,6 +167,20 @@ def test_a_line_comment_carries_its_file_line_and_diff_hunk(github, bot, pull):
     assert github.reactions(payload["comment"]["id"]) == [("copydesk-test[bot]", "eyes")]
 
 
+def test_a_line_comment_whose_review_cannot_be_read_is_acted_on_by_itself(github, bot, pull):
+    job, number = pull
+    github.set_permission(REPO, "maria", "write")
+    quiet = github.review_comment(REPO, number, "maria", "typo here", "docs/install.md", 1)
+    asked = github.review_comment(REPO, number, "maria", "@copydesk-test say which version", "docs/install.md", 3)
+    for payload in (quiet, asked):
+        payload["comment"]["pull_request_review_id"] += 10**6  # a review GitHub does not show
+        deliver(bot, "pull_request_review_comment", payload)
+
+    [_first, follow_up] = user_messages(bot, job.id)
+    assert 'file "docs/install.md", line 3' in follow_up.content and "typo here" not in follow_up.content
+    assert github.reactions(asked["comment"]["id"]) == [("copydesk-test[bot]", "eyes")]
+
+
 def test_a_review_with_a_body_is_a_follow_up_and_one_without_is_not(github, bot, pull):
     job, number = pull
     github.set_permission(REPO, "alice", "admin")
