@@ -63,6 +63,7 @@ def pull_of_a_completed_job(github, bot, project, path: str, content: str):
                                           title=f"Docs: {path}", body="Opened by Copydesk", draft=False)
     _, message = bot.services.jobs.start_next(job.id)
     bot.services.jobs.finish_message(job.id, message.id, RunOutcome(reply="Done.", branch=branch,
+                                                                    commit=github.branch_sha(REPO, branch),
                                                                     pr_link=opened.url, pr_number=opened.number))
     return bot.services.jobs.get(job.id), opened.number
 

@@ -487,3 +487,26 @@ def test_stop_and_a_request_interrupts_the_running_round_and_queues_the_request(
     assert len(edited) == 1 and edited[0].startswith("**Round 3** · ⏹️ cancelled")
     posted = [c.json["body"] for c in calls(github, "issues/create-comment")]
     assert posted[-1].startswith("**Round 4** · ⏳ queued")
+
+
+# -- failing checks ------------------------------------------------------------------------------
+
+def test_a_failing_check_queues_a_round_through_the_intake_with_its_tracking_comment(github, bot, pull):
+    job, number = pull
+    deliver(bot, "check_run", github.check_run(REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"))
+
+    [_first, round_two] = user_messages(bot, job.id)
+    assert (round_two.source, round_two.status) == ("ci", MessageStatus.QUEUED)
+    assert queued_runs(bot) == 1
+    assert [c for c in github.comments(REPO, number) if c["body"].startswith("**Round 2**")]
+
+
+def test_a_failing_check_starts_no_round_when_the_hourly_quota_is_spent(github, bot, pull):
+    job, number = pull
+    while bot.services.limiter.consume(job.project_id).allowed:
+        pass
+    deliver(bot, "check_run", github.check_run(REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"))
+
+    assert len(user_messages(bot, job.id)) == 1
+    assert queued_runs(bot) == 0 and github.comments(REPO, number) == []
+    assert bot.services.redis.get(f"cd:gh:ci-rounds:{job.id}") is None
