@@ -9,6 +9,7 @@ from bot import context, dashboard, headers, metrics_route
 from bot.door_limits import DoorLimits
 from bot.github import registration, webhooks
 from service.api import durable_writes, problems
+from service.api.automation_routes import bp as automations_api
 from service.api.openapi import openapi_document
 from service.api.routes import bp as agent_api
 from service.api.streams import StreamSlots
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     headers.install(app, form_targets=(github.web_url,))
     app.register_blueprint(agent_api)
     app.register_blueprint(webhooks_api)
+    app.register_blueprint(automations_api)
     app.register_blueprint(metrics_route.create_blueprint(ctx.services))
     doors = DoorLimits(ctx.services.redis, per_minute=settings.anonymous_per_minute)
     dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings, doors))

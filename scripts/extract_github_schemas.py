@@ -7,8 +7,9 @@ their published sha512 integrity) and writes two small JSON files under `tests/d
 
 - `openapi-operations.json`: for each operation the GitHub emulator serves, its method, path, request
   body schema and response schemas (`application/json`; an operation that also documents other media types,
-  such as a diff, gets their schemas under `otherMediaTypes`, by status and media type); the webhook payload schemas of the events Copydesk routes; and only
-  the `components.schemas` those reach. OpenAPI 3.0 `nullable` is rewritten to JSON Schema 2020-12
+  such as a diff, gets their schemas under `otherMediaTypes`, by status and media type; a diff or a patch that
+  only the operation's description lists, as `pulls/get` does, is added there as text); the webhook payload
+  schemas of the events Copydesk routes; and only the `components.schemas` those reach. OpenAPI 3.0 `nullable` is rewritten to JSON Schema 2020-12
   (`type: [..., "null"]` or `anyOf [..., null]`); descriptions, examples and `x-*` keys are dropped.
 - `webhook-examples.json`: a few real example payloads per event and action.
 
@@ -44,6 +45,10 @@ OPERATIONS = (
     "pulls/list",
     "pulls/create",
     "pulls/get",
+    # Automations: review requests on the docs pull request from the source pull requests' authors, when they are
+    # collaborators of the docs repository.
+    "pulls/request-reviewers",
+    "repos/check-collaborator",
     # The dashboard's diff of a GitHub job's pull request, in the diff media type.
     "repos/compare-commits-with-basehead",
     "pulls/update",
@@ -78,12 +83,15 @@ WEBHOOKS = (
     ("issue_comment", "created"), ("issue_comment", "edited"),
     ("check_run", "completed"), ("check_suite", "completed"), ("status", None),
     ("repository", "renamed"), ("repository", "transferred"),
-    ("pull_request", "closed"),
+    ("pull_request", "closed"), ("pull_request", "review_requested"),
     ("pull_request_review", "submitted"),
     ("pull_request_review_comment", "created"),
     ("ping", None),
 )
 EXAMPLES_PER_ACTION = 2
+# Text media types some operations document only in their description's list of custom media types (a pull
+# request's diff); they are added to the operation's 200 answer as text, the schema compare gives them.
+DESCRIBED_MEDIA_TYPES = ("application/vnd.github.diff", "application/vnd.github.patch")
 # Annotations and OpenAPI-only keywords that do not constrain an instance.
 DROPPED_KEYWORDS = {"description", "example", "examples", "title", "summary", "externalDocs", "xml",
                     "discriminator", "readOnly", "writeOnly", "deprecated", "nullable"}
@@ -211,6 +219,11 @@ def other_media_schemas(content: dict | None) -> dict:
             if media != "application/json" and "schema" in body}
 
 
+def described_media_types(description: str) -> dict:
+    """The DESCRIBED_MEDIA_TYPES that an operation's description lists as custom media types, each as text."""
+    return {media: {"type": "string"} for media in DESCRIBED_MEDIA_TYPES if f"**`{media}`**" in description}
+
+
 def operations(document: dict) -> dict:
     """The listed operations: method, path, request body schema, response schema per status."""
     index = {op["operationId"]: (method, path, op)
@@ -228,6 +241,8 @@ def operations(document: dict) -> dict:
                                 "responses": responses}
         others = {status: other_media_schemas(resolve(document, response, "responses").get("content"))
                   for status, response in sorted(op["responses"].items())}
+        if "200" in others:
+            others["200"] = {**described_media_types(op.get("description") or ""), **others["200"]}
         # Only where there are some: the other operations' entries stay as they were.
         if any(others.values()):
             result[operation_id]["otherMediaTypes"] = {status: found for status, found in others.items() if found}

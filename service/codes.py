@@ -22,6 +22,7 @@ ERRORS: dict[str, ErrorCode] = {
     "job_not_found": ErrorCode(404, "Job not found"),
     "webhook_not_found": ErrorCode(404, "Webhook endpoint not found"),
     "delivery_not_found": ErrorCode(404, "Webhook delivery not found"),
+    "automation_not_found": ErrorCode(404, "Automation not found"),
     "key_not_found": ErrorCode(404, "API key not found", api=False),
     "not_found": ErrorCode(404, "Not found"),
     "method_not_allowed": ErrorCode(405, "Method not allowed"),
@@ -32,6 +33,7 @@ ERRORS: dict[str, ErrorCode] = {
     "project_disabled_by_host": ErrorCode(409, "Project disabled by its code host", api=False),
     "idempotency_conflict": ErrorCode(409, "Idempotency key reused"),
     "webhook_limit_reached": ErrorCode(409, "Too many webhook endpoints"),
+    "automation_limit_reached": ErrorCode(409, "Too many automations"),
     "payload_too_large": ErrorCode(413, "Payload too large"),
     "unsupported_media_type": ErrorCode(415, "Unsupported media type"),
     "rate_limited": ErrorCode(429, "Too many requests"),
@@ -48,6 +50,7 @@ class RunFailure(StrEnum):
 
     REF_NOT_FOUND = "ref_not_found"
     REPOSITORY_UNREACHABLE = "repository_unreachable"
+    SOURCE_UNREACHABLE = "source_unreachable"
     BRANCH_CONFLICT = "branch_conflict"
     UNSAFE_COMMIT = "unsafe_commit"
     PROJECT_DISABLED = "project_disabled"
@@ -84,6 +87,7 @@ class RunFailure(StrEnum):
 _RUN_WORDS = {
     RunFailure.REF_NOT_FOUND: "the base branch does not exist in the repository",
     RunFailure.REPOSITORY_UNREACHABLE: "git could not fetch from or push to the repository",
+    RunFailure.SOURCE_UNREACHABLE: "the round's source repository or its commit could not be read",
     RunFailure.BRANCH_CONFLICT: "the job branch changed during the run in the same files",
     RunFailure.UNSAFE_COMMIT: "the commit would not pass git fsck --strict: nothing was pushed",
     RunFailure.PROJECT_DISABLED: "the operator disabled the project while the message waited",

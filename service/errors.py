@@ -94,6 +94,16 @@ class WebhookLimitReached(ServiceError):
     code = "webhook_limit_reached"
 
 
+class AutomationNotFound(ServiceError):
+    code = "automation_not_found"
+
+
+class AutomationLimitReached(ServiceError):
+    """The project has as many automations as it may have."""
+
+    code = "automation_limit_reached"
+
+
 class DeliveryNotFound(ServiceError):
     code = "delivery_not_found"
 

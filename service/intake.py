@@ -12,6 +12,7 @@ from service.errors import InvalidRequest, JobArchived, ProjectDisabled, RateLim
 from service.models import Job, JobStatus, Message, Project
 from service.prompts import check_prompt
 from service.services import Services
+from service.sources import check_source
 from service.store.admission import Gate, Verdict
 from service.store.jobs import IdempotencyClaim
 from service.store.ratelimit import Quota, RateLimiter
@@ -44,6 +45,10 @@ class NewJob:
     author: str | None = None
     key_id: str | None = None
     idempotency: IdempotencyClaim | None = None
+    automation: dict | None = None  # the automation run it is: {"id", "runId", "trigger"} (service.automations)
+    # A repository the round may read, never write, at that commit (service.sources); None: none.
+    source_repository: str | None = None
+    source_commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,15 @@ def create(services: Services, project: Project, new: NewJob) -> Accepted:
     and the idempotency claim in one round trip (service.store.admission), then the kick."""
     ensure_open(project)
     prompt = check_prompt(new.prompt, services.settings.max_prompt_chars)
+    reference = check_source(project, new.source_repository, new.source_commit)
     limiter = services.limiter
     quota_key, reset = limiter.window(project.id)
     job, admission = services.jobs.admit(project, prompt=prompt, model=new.model, ref=new.ref,
                                          as_draft=new.as_draft, source=new.source, author=new.author,
                                          key_id=new.key_id, max_tokens=new.max_tokens,
-                                         idempotency=new.idempotency, gate=_gate(project, limiter, quota_key))
+                                         idempotency=new.idempotency, gate=_gate(project, limiter, quota_key),
+                                         automation=new.automation, source_repository=reference.repository,
+                                         source_commit=reference.commit)
     if admission.verdict is Verdict.CAPPED:
         raise cap_reached(project.host, project.account, admission.used, admission.cap)
     quota = limiter.quota(admission.verdict is not Verdict.LIMITED, admission.used, reset)
@@ -99,21 +107,26 @@ def _gate(project: Project, limiter: RateLimiter, quota_key: str) -> Gate:
 
 def follow_up(services: Services, project: Project, job: Job, prompt: str, *, source: str = "api",
               author: str | None = None, key_id: str | None = None, threads: list | None = None,
-              interrupt: bool = False, announce: Callable[[Job, Message], None] | None = None) -> Accepted:
-    """Queue a follow-up message of `job` and its run; every refusal comes before any quota is used. `interrupt`
-    cancels the running round and the waiting ones, as cancel does (issue 22).
+              interrupt: bool = False, source_repository: str | None = None, source_commit: str | None = None,
+              announce: Callable[[Job, Message], None] | None = None, kick: bool = True) -> Accepted:
+    """Queue a follow-up message of `job` and (unless `kick` is False) its run; every refusal comes before any
+    quota is used. `interrupt` cancels the running round and the waiting ones, as cancel does (issue 22).
+    `source_repository` and `source_commit`: a repository the round may read, never write (service.sources).
 
     `announce` runs between storing the message and queueing its run (a pull request's tracking comment, which
     the run then finds and edits); the message is stored by then, so it must not raise."""
     prompt = check_prompt(prompt, services.settings.max_prompt_chars)
+    reference = check_source(project, source_repository, source_commit)
     ensure_open(project, job)
     services.usage.check(project.host, project.account)
     quota = services.limiter.consume(project.id)
     if not quota.allowed:
         raise QuotaSpent(project, quota)
     job, message = services.jobs.add_message(job.id, prompt=prompt, source=source, author=author, key_id=key_id,
-                                             threads=threads, interrupt=interrupt)
+                                             threads=threads, interrupt=interrupt,
+                                             source_repository=reference.repository, source_commit=reference.commit)
     if announce is not None:
         announce(job, message)
-    services.dispatcher.try_kick(job.id)
+    if kick:
+        services.dispatcher.try_kick(job.id)
     return Accepted(job, quota, message)

@@ -87,6 +87,7 @@ class Job(Record):
     messages: int = 0  # how many user messages the job has had; the next one's sequence number
     usage: dict = field(default_factory=dict)  # model tokens of all the job's runs (service.billing.USAGE_FIELDS)
     max_tokens: int | None = None  # the job's budget over all its rounds, in billable tokens; None: no cap
+    automation: dict | None = None  # the automation run that started it: {"id", "runId", "trigger"}
 
     def __post_init__(self) -> None:
         self.status = JobStatus(self.status)
@@ -106,6 +107,7 @@ class Job(Record):
             "branch": self.branch,
             "updatedAt": self.updated_at,
             "error": self.error,
+            **({"automation": self.automation} if self.automation is not None else {}),
         }
 
 
@@ -130,6 +132,10 @@ class Message(Record):
     # User messages from review (line) comments: the review threads to answer when the round ends (their first
     # comments' ids on the code host).
     threads: list = field(default_factory=list)
+    # User messages: a repository the round may read (never write) at `source_commit`: another repository of the
+    # same installation ("owner/name") on GitHub, a bare repository's path on the local host (service.sources).
+    source_repository: str | None = None
+    source_commit: str | None = None  # None: the source's default branch head when the round starts
 
     def __post_init__(self) -> None:
         self.role = Role(self.role)

@@ -2,8 +2,8 @@
 
 Due purges are a Redis sorted set, `<host>:<account>` scored by the Unix time the purge is due; the workers' upkeep
 runs the due ones. A purge deletes the account's projects on that host with their jobs (records, prompts,
-conversations, events, per-job usage), webhook endpoints and API keys. The monthly usage totals stay (they expire
-on their own), as do branches and pull requests on the code host.
+conversations, events, per-job usage), webhook endpoints, automations and API keys. The monthly usage totals stay
+(they expire on their own), as do branches and pull requests on the code host.
 """
 
 import logging
@@ -91,6 +91,7 @@ class AccountPurges:
             jobs, left = jobs + deleted, left + kept
             for endpoint in self._s.webhooks.of_project(project.id):
                 self._s.webhooks.delete(project.id, endpoint.id)
+            self._s.automations.delete_project(project.id)
             if not kept:
                 self._s.projects.delete(project)
                 projects += 1

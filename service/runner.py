@@ -2,7 +2,7 @@
 
 import logging
 import time
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 
 import redis
@@ -35,6 +35,7 @@ from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
 from service.runstop import RunStop, RunStopped, StopReason, StopSource
 from service.services import Services
+from service.sources import SourceTree, open_source
 from service.store.docschecks import DocsChecks
 from service.store.jobs import JobStore, RunOutcome, remaining_budget
 from service.tracking import RoundTracker, TrackingComments
@@ -242,23 +243,34 @@ class Run:
         request = self.earlier[0].content if self.earlier else self.message.content  # the job's first prompt
         model = self.runner.models.client(self.job.model, run_index=self.message.seq, cache_key=self.job.id)
         assert self.mirror is not None and self.history is not None and self.project is not None  # set by _run
-        with self.mirror.open(start) as workspace:
+        with self.mirror.open(start) as workspace, self._open_source() as source:
             # The instructions come from the project's base branch, not the job's `ref`: an API caller may
             # start a job from any branch, and whoever can push there must not be able to instruct the agent.
             task = brief(workspace, _prompt_text(self.message), base_commit=self.instructions_from,
                          history=compact_history(_history(self.earlier), max_chars=settings.agent_history_chars),
                          docs_root=self.project.docs_root, base_ref=self.job.ref,
-                         branch_diff=self.history.diff(start) if self.earlier else None)
+                         branch_diff=self.history.diff(start) if self.earlier else None,
+                         source_repository=source.repository if source else None,
+                         source_commit=source.commit if source else None)
             budget = remaining_budget(self.job)
             limits = RunLimits(settings.max_steps, settings.max_bytes_written, deadline=self.stop.deadline,
                                max_tokens=settings.max_tokens, context_chars=settings.agent_context_chars,
                                tool_seconds=settings.tool_timeout_seconds, budget=budget)
             result = run_agent(workspace, model, task, limits, self.meter, stop=self.stop, faults=self.runner.faults,
-                               on_step=self._step, spending=self.spending)
+                               on_step=self._step, spending=self.spending,
+                               source=source.workspace if source else None)
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)
         docs_check = result.docs_report.to_text(REPORT_MAX_CHARS) if result.docs_report else None
         return _Edited(title, result.summary, changes, docs_check)
+
+    def _open_source(self) -> AbstractContextManager[SourceTree | None]:
+        """The round's read-only source repository at its commit, when the message names one (service.sources)."""
+        if self.message.source_repository is None:
+            return nullcontext(None)
+        assert self.host is not None and self.project is not None  # set by _run
+        return open_source(self.host, self.project, self.runner.mirrors, self.message.source_repository,
+                           self.message.source_commit)
 
     def _push(self, start: str, edited: _Edited) -> _Published:
         """Commit the agent's changes and push them: fenced by the lease, never twice for one message."""

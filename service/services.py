@@ -7,6 +7,7 @@ from functools import partial
 import redis
 
 from service.apikeys import ApiKeys
+from service.automations.store import AutomationStore
 from service.codehost.base import CodeHost
 from service.dispatch import Dispatcher
 from service.ids import UlidGenerator
@@ -41,6 +42,7 @@ class Services:
     deliveries: DeliveryQueue
     sender: WebhookSender
     durability: Durability
+    automations: AutomationStore
 
 
 def build_services(settings: Settings, client: redis.Redis, *, task: str,
@@ -72,6 +74,7 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str,
         sender=webhook_sender(settings, webhooks, deliveries),
         durability=Durability(client, min_replicas=settings.redis_min_replicas,
                               wait_ms=settings.redis_replica_wait_ms),
+        automations=AutomationStore(client, ids),
     )
 
 

@@ -89,6 +89,7 @@ class Settings:
     webhook_retry_seconds: int = 10  # the first retry's delay; each next one waits 3 times longer
     webhook_timeout_seconds: int = 10  # one attempt's whole deadline: connect, request, status line and headers
     webhook_max_endpoints: int = 10  # webhook endpoints per project
+    max_automations: int = 20  # automations per project
     # A round's tracking comment on its pull request is edited at most once per this many seconds.
     comment_edit_seconds: float = 10.0
     # Automatic rounds per job that fix the job's own failing checks, before a person is asked.
@@ -192,6 +193,7 @@ class Settings:
             "COPYDESK_WEBHOOK_RETRY_SECONDS": str(self.webhook_retry_seconds),
             "COPYDESK_WEBHOOK_TIMEOUT": str(self.webhook_timeout_seconds),
             "COPYDESK_WEBHOOK_MAX_ENDPOINTS": str(self.webhook_max_endpoints),
+            "COPYDESK_MAX_AUTOMATIONS": str(self.max_automations),
             "COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT": str(self.webhook_resends_per_endpoint),
             "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT": str(self.webhook_resends_per_account),
             "COPYDESK_WEBHOOK_THREADS": str(self.webhook_threads),
@@ -266,6 +268,7 @@ class Settings:
             webhook_retry_seconds=_int(env, "COPYDESK_WEBHOOK_RETRY_SECONDS", defaults.webhook_retry_seconds),
             webhook_timeout_seconds=_int(env, "COPYDESK_WEBHOOK_TIMEOUT", defaults.webhook_timeout_seconds),
             webhook_max_endpoints=_int(env, "COPYDESK_WEBHOOK_MAX_ENDPOINTS", defaults.webhook_max_endpoints),
+            max_automations=_int(env, "COPYDESK_MAX_AUTOMATIONS", defaults.max_automations),
             webhook_resends_per_endpoint=_int(env, "COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT",
                                               defaults.webhook_resends_per_endpoint),
             webhook_resends_per_account=_int(env, "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT",

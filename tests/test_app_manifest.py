@@ -86,3 +86,14 @@ def test_the_top_level_app_yml_is_the_packaged_one():
     top = Path(__file__).resolve().parent.parent / "app.yml"
     assert top.is_symlink() and top.resolve() == manifests.DEFAULT_PATH
 
+
+
+def test_the_code_change_trigger_has_what_it_needs(manifest):
+    """A merge in a source repository arrives (`pull_request`); its diff and the source itself are read, the docs
+    pull request asks the source PR's author for review (a collaborator check first) and may comment on it."""
+    assert "pull_request" in manifest["default_events"]
+    permissions = manifest["default_permissions"]
+    assert permissions["contents"] in ("read", "write")
+    assert permissions["pull_requests"] == "write"  # review requests
+    assert permissions["issues"] == "write"  # a comment on the source pull request
+    assert permissions["metadata"] == "read"  # GET /repos/{owner}/{repo}/collaborators/{username}

@@ -22,7 +22,7 @@ CHANGED = dict(
     event_ttl_days=2, purge_days=4, sse_keepalive_seconds=3, max_streams=20, max_streams_per_key=5,
     max_streams_per_account=6, redis_socket_timeout=4, redis_connect_timeout=2, redis_max_connections=40,
     webhook_allow_private=True, webhook_retry_seconds=1, webhook_timeout_seconds=3, webhook_max_endpoints=2,
-    webhook_resends_per_endpoint=3, webhook_resends_per_account=4, webhook_threads=2,
+    max_automations=4, webhook_resends_per_endpoint=3, webhook_resends_per_account=4, webhook_threads=2,
     webhook_account_concurrency=1, secret_key="sealing-key", session_idle_seconds=600, session_max_seconds=7200,
     anonymous_per_minute=5, comment_edit_seconds=2.5, ci_fix_rounds=0, openai_api_key="sk-test", openai_base_url="http://127.0.0.1:9/v1",
     openai_prompt_cache_key=False, anthropic_api_key="ak-test", anthropic_base_url="http://127.0.0.1:9",

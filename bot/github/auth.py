@@ -34,6 +34,11 @@ class InstallationGone(Exception):
         self.reason = reason
 
 
+class RepositoryNotGranted(InstallationGone):
+    """The installation does not give the App access to the repository a token was asked for (never given, taken
+    out of the installation, or deleted)."""
+
+
 def app_jwt(settings: GitHubSettings) -> str:
     """A fresh RS256 JWT that authenticates as the App (iat backdated 60 s, exp 9 minutes from now).
 
@@ -56,15 +61,17 @@ class InstallationTokens:
         self._clock = clock
         self._box = SecretBox(settings.private_key)
 
-    def token(self, installation_id: int, repository: str | None = None, repository_id: int | None = None) -> str:
+    def token(self, installation_id: int, repository: str | None = None, repository_id: int | None = None, *,
+              read_only: bool = False) -> str:
         """A valid token for the installation, limited to the repository with `repository_id` when given (a
-        rename does not change it), else to `repository` ("owner/name") when given."""
-        key = self._key(installation_id, repository, repository_id)
+        rename does not change it), else to `repository` ("owner/name") when given; with `read_only`, it may
+        only read the repository's contents (a round's source repository)."""
+        key = self._key(installation_id, repository, repository_id) + (":ro" if read_only else "")
         sealed = self._redis.get(key)
         token = self._box.unseal(sealed) if sealed else None
         if token:
             return token
-        token, expires_at = self._mint(installation_id, repository, repository_id)
+        token, expires_at = self._mint(installation_id, repository, repository_id, read_only)
         ttl = _cache_seconds(expires_at - self._clock())
         if ttl > 0:
             self._redis.set(key, self._box.seal(token), px=max(1, int(ttl * 1000)))
@@ -74,10 +81,13 @@ class InstallationTokens:
         """Forget the cached token (e.g. after GitHub refused it), so the next call mints a new one."""
         self._redis.delete(self._key(installation_id, repository, repository_id))
 
-    def _mint(self, installation_id: int, repository: str | None, repository_id: int | None) -> tuple[str, float]:
+    def _mint(self, installation_id: int, repository: str | None, repository_id: int | None,
+              read_only: bool = False) -> tuple[str, float]:
         # Limited to one repository: a token that leaks from a job reaches only that job's repository.
         body: dict = ({"repository_ids": [int(repository_id)]} if repository_id is not None
                       else {"repositories": [repository.rsplit("/", 1)[-1]]} if repository else {})
+        if read_only:
+            body["permissions"] = {"contents": "read", "metadata": "read"}
         try:
             # Idempotent: a second mint after a lost answer only leaves an unused token to expire.
             answer = self._app_client().post("/app/installations/{installation_id}/access_tokens",
@@ -89,7 +99,7 @@ class InstallationTokens:
                 raise InstallationGone(installation_id, "suspended") from exc
             if exc.status_code == 422 and (repository or repository_id is not None):
                 # The repository was taken out of the installation (or deleted): no token can reach it.
-                raise InstallationGone(installation_id, f"no longer given access to {repository}") from exc
+                raise RepositoryNotGranted(installation_id, f"no longer given access to {repository}") from exc
             raise
         log.info("minted a token for installation %s%s", installation_id,
                  f" limited to {repository or f'repository {repository_id}'}" if repository or repository_id else "")

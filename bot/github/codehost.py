@@ -10,9 +10,9 @@ from urllib.parse import quote
 from gidgethub import BadRequest, GitHubException, InvalidField, ValidationError
 
 from bot.github.apps import GitHubApp
-from bot.github.auth import InstallationGone
+from bot.github.auth import InstallationGone, RepositoryNotGranted
 from bot.github.client import GitHubClient, GitHubUnavailable
-from service.codehost.base import CodeHostError
+from service.codehost.base import CodeHostError, SourceUnreachable
 from service.codes import RunFailure
 from service.describe import merge_description
 from service.errors import RunFailed
@@ -56,6 +56,31 @@ class GitHubCodeHost:
             # Keyed by URL, so git sends the header only to this host, never to a redirect elsewhere.
             return {f"http.{self._web_url}/.extraHeader": f"Authorization: Basic {basic}"}
 
+        return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
+
+    def source_remote(self, project: Project, repository: str) -> Remote:
+        """Another repository of the project's installation, read with a token limited to it that may only read
+        its contents. SourceUnreachable when it is not "owner/name" of the installation's account, or the
+        installation does not give the App access to it."""
+        owner, _, name = repository.partition("/")
+        project_owner, _ = _owner_and_name(project)
+        if not (owner and name) or "/" in name or owner.lower() != project_owner.lower():
+            raise SourceUnreachable(f"the source {repository!r} is not a repository of {project_owner}, the account "
+                                    "whose installation this project belongs to (give it as owner/name)")
+        installation_id = _installation_id(project)
+
+        def credentials() -> dict[str, str]:
+            # A removed or suspended installation fails as the project's own requests do (_as_host_error).
+            with _as_host_error(f"authenticate git for the source {repository}"):
+                try:
+                    token = self._app.tokens.token(installation_id, repository, read_only=True)
+                except RepositoryNotGranted as exc:
+                    raise SourceUnreachable(f"the App's installation on {project_owner} does not give it access to "
+                                            f"the source {repository} (add the repository to the installation)") from exc
+            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            return {f"http.{self._web_url}/.extraHeader": f"Authorization: Basic {basic}"}
+
+        credentials()  # the access is checked now, so a source the installation cannot read fails here
         return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,

@@ -26,6 +26,12 @@ def pull_diff(client: GitHubClient, owner: str, name: str, number: int, *, max_b
     raw, truncated = client.getbytes("/repos/{owner}/{repo}/compare/{+basehead}",
                                      {"owner": owner, "repo": name, "basehead": basehead},
                                      accept=DIFF_MEDIA_TYPE, limit=max_bytes)
+    return PullDiff(diff_text(raw, truncated), truncated)
+
+
+def diff_text(raw: bytes, truncated: bool) -> str:
+    """A diff read up to a cap as text: when it was cut, only its whole lines (no half line, nor half a UTF-8
+    character, at the cut)."""
     if truncated:
-        raw = raw[:raw.rfind(b"\n") + 1]  # no half line (nor half a UTF-8 character) at the cut
-    return PullDiff(raw.decode("utf-8", "replace"), truncated)
+        raw = raw[:raw.rfind(b"\n") + 1]
+    return raw.decode("utf-8", "replace")

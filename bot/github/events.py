@@ -4,7 +4,7 @@ import logging
 
 from gidgethub.sansio import Event
 
-from bot.github import checks, comments, installations, pulls, repositories
+from bot.github import checks, comments, installations, pulls, repositories, sources
 from bot.github.bot import GitHubBot
 from bot.github.routing import Router
 from service import logcontext
@@ -16,6 +16,7 @@ ROUTER = Router(
     installations.router,
     comments.router,
     pulls.router,
+    sources.router,
     checks.router,
     repositories.router,
 )

@@ -13,7 +13,10 @@ from bot.github.codehost import HOST
 from bot.github.routing import Router
 from service.codehost.base import CodeHostError
 from service.models import Job, Message, Project
+from service.store.pullstates import pull_state, pull_states, record_pull_state
 from service.tracking import post_queued
+
+__all__ = ["announce_round", "job_of_pull", "pull_closed", "pull_state", "pull_states", "record_pull_state"]
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -67,30 +70,6 @@ def pull_closed(bot: GitHubBot, event: Event) -> None:
     base_repository = (pull.get("base") or {}).get("repo") or {}
     if pull.get("merged") and not base_repository.get("delete_branch_on_merge"):
         _delete_branch(bot, project, pull["head"]["ref"])
-
-
-def record_pull_state(redis_client, job_id: str, state: str) -> None:
-    """Remember how a job's GitHub pull request ended ("merged" or "closed"), for the dashboard."""
-    redis_client.set(_state_key(job_id), state)
-
-
-def pull_state(redis_client, job: Job) -> str | None:
-    """open, merged or closed for a job's GitHub pull request; None when it has none."""
-    if job.pr_number is None:
-        return None
-    ended = redis_client.get(_state_key(job.id))
-    return ended.decode() if ended else "open"
-
-
-def pull_states(redis_client, jobs: list[Job]) -> dict[str, str]:
-    """`pull_state` of every job that has a pull request, in one round trip."""
-    with_pulls = [job for job in jobs if job.pr_number is not None]
-    ended = redis_client.mget([_state_key(job.id) for job in with_pulls]) if with_pulls else []
-    return {job.id: state.decode() if state else "open" for job, state in zip(with_pulls, ended, strict=True)}
-
-
-def _state_key(job_id: str) -> str:
-    return f"cd:gh:pull-state:{job_id}"
 
 
 def _delete_branch(bot: GitHubBot, project: Project, branch: str) -> None:

@@ -8,19 +8,22 @@ from service.agent.tree_cache import cached
 
 
 def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tuple[str, str]] | None = None,
-          docs_root: str = "", branch_diff: str | None = None, base_ref: str = "") -> AgentTask:
+          docs_root: str = "", branch_diff: str | None = None, base_ref: str = "",
+          source_repository: str | None = None, source_commit: str | None = None) -> AgentTask:
     """The task for one run on `workspace`; the runner and the first-request benchmark both build it here.
 
     The repository's instructions come from `base_commit`, the head of the project's base branch, never from
     the job's branch: whoever can push to that branch (the agent's own earlier round included) must not be
-    able to instruct the agent. Without a base commit there are no instructions.
+    able to instruct the agent. Without a base commit there are no instructions. `source_repository` and
+    `source_commit` name the round's read-only source (service.sources), described to the model as reference data.
     """
     trusted = load_instructions(workspace.view_of(base_commit)) if base_commit else None
     # Worked out from the start tree alone, so kept by tree id: a run on a tree seen before reads no file for it.
     site, overview = cached(workspace, "site-overview", lambda: _site_and_overview(workspace.start_view(), docs_root),
                             variant=docs_root)
     return AgentTask(prompt=prompt, history=history or [], instructions=trusted,
-                     docs_root=docs_root, branch_diff=branch_diff, base_ref=base_ref, overview=overview, site=site)
+                     docs_root=docs_root, branch_diff=branch_diff, base_ref=base_ref, overview=overview, site=site,
+                     source_repository=source_repository, source_commit=source_commit)
 
 
 def _site_and_overview(workspace, docs_root: str):

@@ -123,7 +123,35 @@ TOOL_SPECS: list[ToolSpec] = [
     ),
 ]
 
-TOOLS_BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOL_SPECS}
+_SOURCE_PATH = {"type": "string", "description": "Path relative to the source repository's root, e.g. src/cli.py."}
+_READ_SPECS = {spec.name: spec for spec in TOOL_SPECS}
+
+# Offered only to a round that names a source repository (service.sources): reading it, never changing it.
+SOURCE_TOOL_SPECS: list[ToolSpec] = [
+    ToolSpec(
+        "source_list_files",
+        "List the files of the source repository: read-only reference material from another repository, at the "
+        "commit this round names (not the repository you edit). The pattern works as in list_files. "
+        f"At most {LIST_LIMIT} paths are returned; a note at the end says how to list the rest.",
+        _READ_SPECS["list_files"].parameters,
+    ),
+    ToolSpec(
+        "source_read_file",
+        f"Read a text file of the source repository, with line numbers, as read_file does: at most {READ_MAX_LINES} "
+        "lines per call, start_line and end_line to read further. The source cannot be changed.",
+        _schema({**_READ_SPECS["read_file"].parameters["properties"], "path": _SOURCE_PATH}, ["path"]),
+    ),
+    ToolSpec(
+        "source_search",
+        "Search the source repository's text files, line by line, with an RE2 regular expression, as search does "
+        f"(up to {SEARCH_LIMIT} matches as path:line: text).",
+        _READ_SPECS["search"].parameters,
+    ),
+]
+
+# Every tool a run may be offered (a scripted model's steps are checked against these); a run is offered
+# TOOL_SPECS, and SOURCE_TOOL_SPECS too when its round has a source (see `ToolExecutor.specs`).
+TOOLS_BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOL_SPECS + SOURCE_TOOL_SPECS}
 TOOL_NAMES: frozenset[str] = frozenset(TOOLS_BY_NAME)
 
 
@@ -149,11 +177,19 @@ class InvalidArguments(Exception):
 
 
 class ToolExecutor:
-    """Runs the model's tool calls on one workspace, enforcing the path policy and the bytes-written limit."""
+    """Runs the model's tool calls on one workspace, enforcing the path policy and the bytes-written limit.
+
+    With a `source` (a round's source repository, service.sources), its tree is offered for reading too, through
+    the same reading tools and path policy; no tool writes it."""
 
     def __init__(self, workspace, *, max_bytes_written: int, site=None, stop: RunStop | None = None,
-                 time_budget: float | None = None, faults: Faults = Faults()) -> None:
+                 time_budget: float | None = None, faults: Faults = Faults(), source=None) -> None:
         self.workspace = workspace
+        self.reader = TreeReader(workspace)
+        self.source = TreeReader(source, prefix="source_") if source is not None else None
+        # The tools this run is offered, in the order the model sees them.
+        self.specs: list[ToolSpec] = TOOL_SPECS + (SOURCE_TOOL_SPECS if source is not None else [])
+        self._offered = {spec.name: spec for spec in self.specs}
         self.faults = faults
         self.stop = stop if stop is not None else RunStop()
         self.time_budget = time_budget  # seconds one call may take; enforced by the stop's watchdog
@@ -163,13 +199,13 @@ class ToolExecutor:
 
     def execute(self, call: ToolCall) -> ToolResult:
         """Run one tool call; refusals and workspace errors become tool errors, limit breaches raise RunFailed."""
-        spec = TOOLS_BY_NAME.get(call.name)
+        spec = self._offered.get(call.name)
         if spec is None:
-            return ToolResult(f"unknown tool {call.name!r}; the tools are: {', '.join(sorted(TOOL_NAMES))}",
+            return ToolResult(f"unknown tool {call.name!r}; the tools are: {', '.join(sorted(self._offered))}",
                               is_error=True)
         try:
             with self.stop.time_box(self.time_budget):
-                if spec.name == "search":
+                if spec.name in ("search", "source_search"):
                     for stall in STALLS:
                         self.faults.reach(stall)
                 return self._run(spec, call)
@@ -196,77 +232,26 @@ class ToolExecutor:
     # --- the tools -------------------------------------------------------------------------------
 
     def _list_files(self, pattern: str | None = None) -> ToolResult:
-        files = allowed_files(self.workspace)
-        if pattern:
-            pattern = _check_glob(pattern, "pattern")
-            files = [path for path in files if glob_matches([pattern], path)]
-        if not files:
-            return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
-        shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
-        text = "\n".join(shown)
-        if len(shown) < len(files):
-            rest = files[len(shown):]
-            hints = ", ".join(f"list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
-            text += (f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
-                     f"pattern: {hints}]")
-        return ToolResult(text)
+        return self.reader.list_files(pattern)
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
-        path = normalize(path)
-        size = self.workspace.size(path)
-        if size == 0:
-            return ToolResult(f"{path} is empty")
-        first = start_line or 1
-        if end_line is not None and end_line < first:
-            raise InvalidArguments(f"end_line {end_line} is before start_line {first}")
-        # Streamed: a line range near the end of a huge file costs a pass over it, never its size in memory.
-        with self.workspace.open(path) as stream:
-            reader = LineReader(stream, max_line=LINE_MAX_CHARS * 4)
-            if is_binary(reader.head(BINARY_PROBE_BYTES)):
-                return ToolResult(f"{path} is a binary file ({size:,} bytes); its content is not shown")
-            out: list[str] = []
-            chars, shown_last = 0, first - 1
-            consumed = reader.skip_lines(first - 1)
-            for number, (raw, length) in enumerate(reader.lines(), first):
-                consumed = number
-                if number > (end_line or number) or number >= first + READ_MAX_LINES:
-                    break
-                line = raw.decode("utf-8", "replace")
-                if len(line) > LINE_MAX_CHARS or length > len(raw):
-                    line = line[:LINE_MAX_CHARS] + f" [... {length - len(line[:LINE_MAX_CHARS].encode())} more bytes]"
-                entry = f"{number:6}\t{line}"
-                if out and chars + len(entry) > READ_MAX_CHARS:
-                    break
-                out.append(entry)
-                chars += len(entry) + 1
-                shown_last = number
-            total = consumed + reader.count_lines()
-        if first > total:
-            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {total} lines")
-        header = f"{path} (lines {first}-{shown_last} of {total})"
-        text = header + "\n" + "\n".join(out)
-        if shown_last < min(end_line or total, total):
-            text += f"\n[more lines follow; call read_file with start_line={shown_last + 1} to read on]"
-        return ToolResult(text)
+        return self.reader.read_file(path, start_line, end_line)
 
     def _search(self, pattern: str, path_glob: str | None = None, ignore_case: bool = False) -> ToolResult:
-        if not pattern or "\0" in pattern:
-            raise InvalidArguments("pattern must be a non-empty regular expression without NUL characters")
-        globs = [_check_glob(path_glob, "path_glob")] if path_glob else None
-        # One match past the cap tells "there are more" apart from "exactly the cap".
-        found = self.workspace.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT + 1)
-        capped = len(found) > SEARCH_LIMIT
-        matches = [match for match in found[:SEARCH_LIMIT] if is_allowed(match.path)]
-        lines = []
-        for match in matches:
-            text = match.text if len(match.text) <= MATCH_MAX_CHARS else match.text[:MATCH_MAX_CHARS] + " [...]"
-            lines.append(f"{match.path}:{match.line}: {text}")
-        if not lines:
-            return ToolResult("no matches")
-        shown = _fitting(lines, SEARCH_MAX_CHARS)
-        if capped or len(shown) < len(lines):
-            shown.append(f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches)}]")
-        return ToolResult("\n".join(shown))
+        return self.reader.search(pattern, path_glob, ignore_case)
+
+    # Only offered (see `specs`) when the round has a source, so `self.source` is set whenever these run.
+    def _source_list_files(self, pattern: str | None = None) -> ToolResult:
+        assert self.source is not None
+        return self.source.list_files(pattern)
+
+    def _source_read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
+        assert self.source is not None
+        return self.source.read_file(path, start_line, end_line)
+
+    def _source_search(self, pattern: str, path_glob: str | None = None, ignore_case: bool = False) -> ToolResult:
+        assert self.source is not None
+        return self.source.search(pattern, path_glob, ignore_case)
 
     def _write_file(self, path: str, content: str) -> ToolResult:
         path = self._writable(path)
@@ -350,6 +335,88 @@ class ToolExecutor:
         self.bytes_written += size
 
 
+class TreeReader:
+    """The reading tools over one tree: the run's workspace (its pending changes included), or a round's read-only
+    source repository. `prefix` is what its tools' names start with, for the notes that say how to read on."""
+
+    def __init__(self, tree, prefix: str = "") -> None:
+        self.tree = tree
+        self.prefix = prefix
+
+    def list_files(self, pattern: str | None = None) -> ToolResult:
+        files = allowed_files(self.tree)
+        if pattern:
+            pattern = _check_glob(pattern, "pattern")
+            files = [path for path in files if glob_matches([pattern], path)]
+        if not files:
+            return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
+        shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
+        text = "\n".join(shown)
+        if len(shown) < len(files):
+            rest = files[len(shown):]
+            hints = ", ".join(f"{self.prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
+            text += (f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
+                     f"pattern: {hints}]")
+        return ToolResult(text)
+
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
+        path = normalize(path)
+        size = self.tree.size(path)
+        if size == 0:
+            return ToolResult(f"{path} is empty")
+        first = start_line or 1
+        if end_line is not None and end_line < first:
+            raise InvalidArguments(f"end_line {end_line} is before start_line {first}")
+        # Streamed: a line range near the end of a huge file costs a pass over it, never its size in memory.
+        with self.tree.open(path) as stream:
+            reader = LineReader(stream, max_line=LINE_MAX_CHARS * 4)
+            if is_binary(reader.head(BINARY_PROBE_BYTES)):
+                return ToolResult(f"{path} is a binary file ({size:,} bytes); its content is not shown")
+            out: list[str] = []
+            chars, shown_last = 0, first - 1
+            consumed = reader.skip_lines(first - 1)
+            for number, (raw, length) in enumerate(reader.lines(), first):
+                consumed = number
+                if number > (end_line or number) or number >= first + READ_MAX_LINES:
+                    break
+                line = raw.decode("utf-8", "replace")
+                if len(line) > LINE_MAX_CHARS or length > len(raw):
+                    line = line[:LINE_MAX_CHARS] + f" [... {length - len(line[:LINE_MAX_CHARS].encode())} more bytes]"
+                entry = f"{number:6}\t{line}"
+                if out and chars + len(entry) > READ_MAX_CHARS:
+                    break
+                out.append(entry)
+                chars += len(entry) + 1
+                shown_last = number
+            total = consumed + reader.count_lines()
+        if first > total:
+            raise InvalidArguments(f"start_line {first} is past the end of {path}, which has {total} lines")
+        header = f"{path} (lines {first}-{shown_last} of {total})"
+        text = header + "\n" + "\n".join(out)
+        if shown_last < min(end_line or total, total):
+            text += f"\n[more lines follow; call {self.prefix}read_file with start_line={shown_last + 1} to read on]"
+        return ToolResult(text)
+
+    def search(self, pattern: str, path_glob: str | None = None, ignore_case: bool = False) -> ToolResult:
+        if not pattern or "\0" in pattern:
+            raise InvalidArguments("pattern must be a non-empty regular expression without NUL characters")
+        globs = [_check_glob(path_glob, "path_glob")] if path_glob else None
+        # One match past the cap tells "there are more" apart from "exactly the cap".
+        found = self.tree.search(pattern, globs=globs, ignore_case=ignore_case, max_matches=SEARCH_LIMIT + 1)
+        capped = len(found) > SEARCH_LIMIT
+        matches = [match for match in found[:SEARCH_LIMIT] if is_allowed(match.path)]
+        lines = []
+        for match in matches:
+            text = match.text if len(match.text) <= MATCH_MAX_CHARS else match.text[:MATCH_MAX_CHARS] + " [...]"
+            lines.append(f"{match.path}:{match.line}: {text}")
+        if not lines:
+            return ToolResult("no matches")
+        shown = _fitting(lines, SEARCH_MAX_CHARS)
+        if capped or len(shown) < len(lines):
+            shown.append(f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches, self.prefix)}]")
+        return ToolResult("\n".join(shown))
+
+
 def validate_arguments(spec: ToolSpec, arguments) -> dict:
     """Check `arguments` against the shape of the tool's schema; return them with absent optionals dropped."""
     if not isinstance(arguments, dict):
@@ -419,10 +486,10 @@ def _fitting(lines: list[str], max_chars: int) -> list[str]:
     return list(lines)
 
 
-def _narrower_search(matches) -> str:
+def _narrower_search(matches, prefix: str = "") -> str:
     paths = [match.path for match in matches]
     if len(set(paths)) == 1:
-        return f"all in {paths[0]}; narrow the pattern, or read the file with read_file"
+        return f"all in {paths[0]}; narrow the pattern, or read the file with {prefix}read_file"
     hints = ", ".join(f"path_glob={glob!r} ({count:,} of these)" for glob, count in _narrower(paths))
     return f"search again with a narrower pattern or a path_glob, e.g. {hints}"
 

@@ -88,7 +88,13 @@ def _job_schema() -> dict:
         "updatedAt": timestamp("When the record last changed."),
         "error": nullable(ref("schemas", "JobError")) | {
             "description": "Why the job failed: an object when `status` is `failed`, else null."},
-    }, description="An agent job. The spec's fields (`id` … `archivedAt`) plus `branch`, `updatedAt` and `error`.")
+        "automation": closed_object({
+            "id": string("The automation's id."), "runId": string("The run that started the job."),
+            "trigger": string("What fired it: `code_change`, `schedule`, `webhook` or `manual`."),
+        }, description="Present only on a job an automation started."),
+    }, optional=("automation",),
+        description="An agent job. The spec's fields (`id` … `archivedAt`) plus `branch`, `updatedAt`, `error` and, "
+                    "on a job an automation started, `automation`.")
     job["allOf"] = [
         _when_status("failed", then={"error": ref("schemas", "JobError")}, otherwise={"error": {"type": "null"}}),
         _when_status("archived", then={"archivedAt": {"type": "string"}}, otherwise={"archivedAt": {"type": "null"}}),
@@ -328,6 +334,10 @@ ERROR_RESPONSES: dict[str, tuple[Any, ...]] = {
                   "cancel it first, then delete it once its run has stopped.", ()),
     "WebhookNotFound": (404, ("project_not_found", "webhook_not_found"),
                         "No such project, or no such webhook endpoint in it.", ()),
+    "AutomationNotFound": (404, ("project_not_found", "automation_not_found"),
+                           "No such project, or no such automation in it.", ()),
+    "AutomationLimit": (409, ("automation_limit_reached",), "The project has as many automations as it may "
+                        "(`COPYDESK_MAX_AUTOMATIONS`); delete one first.", ()),
     "DeliveryNotFound": (404, ("project_not_found", "webhook_not_found", "delivery_not_found"),
                          "No such project, webhook endpoint, or delivery in its log.", ()),
     "StreamsBusy": (503, ("unavailable",), "This server process serves as many event streams as it may "
@@ -729,6 +739,9 @@ def openapi_document(base_url: str, models: tuple[str, ...], *, rate_limit: int 
 
     The keyword arguments are the configurable limits; their defaults are the settings' defaults.
     """
+    # Imported here: that module builds on the helpers above.
+    from service.api.openapi_automations import SECURITY_SCHEME, automation_paths, automation_schemas
+
     headers = _headers(rate_limit)
     return {
         "openapi": "3.1.0",
@@ -738,14 +751,18 @@ def openapi_document(base_url: str, models: tuple[str, ...], *, rate_limit: int 
         "security": [{"bearerAuth": []}],
         "tags": [{"name": "Jobs", "description": "Agent jobs and their messages."},
                  {"name": "Events", "description": "A job's events: a stream, a page, webhooks, and token usage."},
+                 {"name": "Automations", "description": "Runs that start by themselves: on a code change, a "
+                                                         "schedule or a webhook; and the autopilot doors."},
                  {"name": "Service", "description": "The API description and health checks."}],
-        "paths": {**_job_paths(headers, rate_limit), **_push_paths(headers), **_service_paths()},
+        "paths": {**_job_paths(headers, rate_limit), **_push_paths(headers), **automation_paths(),
+                  **_service_paths()},
         "components": {
             "securitySchemes": {"bearerAuth": {
                 "type": "http", "scheme": "bearer", "bearerFormat": "cdk_ API key",
                 "description": "An admin API key: `cdk_` followed by base62 characters, created on the dashboard's "
-                               "API keys page. Send it as `Authorization: Bearer cdk_...`; keep it server-side."}},
-            "schemas": _schemas(models, max_prompt_chars),
+                               "API keys page. Send it as `Authorization: Bearer cdk_...`; keep it server-side."},
+                "automationSecret": SECURITY_SCHEME},
+            "schemas": {**_schemas(models, max_prompt_chars), **automation_schemas()},
             "parameters": _parameters(),
             "headers": headers,
             "responses": _error_responses(headers, max_body_bytes),

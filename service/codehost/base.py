@@ -11,11 +11,21 @@ class CodeHostError(Exception):
     """The code host refused or failed an operation."""
 
 
+class SourceUnreachable(CodeHostError):
+    """A round's source repository cannot be read (missing, not a repository, not the installation's); the
+    message says which, for the job's `error`."""
+
+
 class CodeHost(Protocol):
     name: str
 
     def remote(self, project: Project) -> Remote:
         """Where git fetches and pushes the project's repository, with per-command credentials."""
+
+    def source_remote(self, project: Project, repository: str) -> Remote:
+        """Where git fetches `repository`, a round's read-only source: another repository the project's code host
+        account may read ("owner/name" of the same GitHub installation; a bare repository's path on the local
+        host). SourceUnreachable when it is not one; never used to push."""
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
                             body: str, draft: bool, fence: Fence | None = None,

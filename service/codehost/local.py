@@ -9,12 +9,13 @@ from pathlib import Path
 import redis
 
 from service.clock import now_iso
-from service.codehost.base import CodeHostError
+from service.codehost.base import CodeHostError, SourceUnreachable
 from service.describe import merge_description
 from service.faults import PULL_CLAIMED, Faults
 from service.lease import Fence, watched
 from service.models import Project, PullRequest, Record
 from service.store.projects import ProjectStore
+from service.store.pullstates import record_pull_state
 from service.store.replies import transaction
 from service.workspace.git import Git, GitError, Remote
 
@@ -102,6 +103,24 @@ class LocalCodeHost:
 
     def remote(self, project: Project) -> Remote:
         return Remote(url=project.repository, trusted=True)
+
+    def source_remote(self, project: Project, repository: str) -> Remote:
+        """A bare repository on this machine, read as git's ownership rules allow (not `trusted`: a caller named
+        it, not the operator). SourceUnreachable for a relative path, a missing one, a working copy or a folder
+        that is not a bare git repository."""
+        path = Path(repository)
+        if not path.is_absolute():
+            raise SourceUnreachable(f"the source {repository!r} is not an absolute path to a bare repository")
+        path = path.resolve()
+        if not path.is_dir():
+            raise SourceUnreachable(f"the source {path} does not exist or is not a folder")
+        if (path / ".git").exists():
+            raise SourceUnreachable(f"the source {path} is a working copy, not a bare repository")
+        proc = self._git.run("rev-parse", "--is-bare-repository", git_dir=path, check=False)
+        if proc.returncode != 0 or proc.stdout.decode().strip() != "true":
+            why = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["not bare"]
+            raise SourceUnreachable(f"the source {path} is not a bare git repository this worker can read ({why[0]})")
+        return Remote(url=str(path))
 
     def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
                             body: str, draft: bool, fence: Fence | None = None,
@@ -240,6 +259,7 @@ class LocalCodeHost:
     def _settle(self, pull: LocalPull, state: str) -> LocalPull:
         pull.state, pull.updated_at = state, now_iso()
         self._save(pull)
+        record_pull_state(self._redis, pull.job_id, state)  # as on GitHub, for the automations' run history
         return pull
 
     def diff(self, project: Project, pull: LocalPull) -> str:

@@ -265,20 +265,23 @@ class JobStore:
 
     def create(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
                source: str = "api", author: str | None = None, key_id: str | None = None,
-               max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None) -> tuple[Job, bool]:
+               max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None,
+               source_repository: str | None = None, source_commit: str | None = None) -> tuple[Job, bool]:
         """Store a new `active` job and its first message; returns (job, created).
 
         With an idempotency claim seen before, returns the first job instead (created False).
         """
         job, admission = self.admit(project, prompt=prompt, model=model, ref=ref, as_draft=as_draft, source=source,
-                                    author=author, key_id=key_id, max_tokens=max_tokens, idempotency=idempotency)
+                                    author=author, key_id=key_id, max_tokens=max_tokens, idempotency=idempotency,
+                                    source_repository=source_repository, source_commit=source_commit)
         assert job is not None  # without a gate, nothing refuses
         return job, admission.verdict is Verdict.CREATED
 
     def admit(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
               source: str = "api", author: str | None = None, key_id: str | None = None,
               max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None,
-              gate: Gate | None = None) -> tuple[Job | None, Admission]:
+              gate: Gate | None = None, automation: dict | None = None, source_repository: str | None = None,
+              source_commit: str | None = None) -> tuple[Job | None, Admission]:
         """Check `gate` (monthly cap, hourly quota) and the idempotency claim, then store a new `active` job and
         its first message, all in one round trip (service.store.admission).
 
@@ -288,8 +291,10 @@ class JobStore:
         stamp = now_iso()
         job = Job(id=new_id("job", self._ids), project_id=project.id, account=project.account,
                   status=JobStatus.ACTIVE, repository_url=project.web_url, ref=ref, model=model,
-                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens)
+                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens,
+                  automation=automation)
         message = self._user_message(job.id, 0, prompt, source, author, stamp, key_id)
+        message.source_repository, message.source_commit = source_repository, source_commit
         recorder = CommandRecorder()
         writes = cast(Any, recorder)  # redis-py types its command methods for a client; the recorder is one
         self._write_job(writes, job, None)
@@ -310,7 +315,8 @@ class JobStore:
 
     def add_message(self, job_id: str, *, prompt: str, source: str = "api", author: str | None = None,
                     key_id: str | None = None, threads: list[str] | None = None,
-                    interrupt: bool = False) -> tuple[Job, Message]:
+                    interrupt: bool = False, source_repository: str | None = None,
+                    source_commit: str | None = None) -> tuple[Job, Message]:
         """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived.
 
         With `interrupt`, in the same transaction the job's waiting messages are cancelled and its running one is
@@ -325,6 +331,7 @@ class JobStore:
             stamp = now_iso()
             message = self._user_message(job.id, job.messages, prompt, source, author, stamp, key_id)
             message.threads = list(threads or [])
+            message.source_repository, message.source_commit = source_repository, source_commit
             old_status = job.status
             job.status, job.updated_at, job.messages = JobStatus.ACTIVE, stamp, job.messages + 1
             job.error = None

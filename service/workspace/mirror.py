@@ -25,6 +25,10 @@ _RUN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
+class MissingCommit(Exception):
+    """The remote does not have the commit asked for (or the id names another kind of object)."""
+
+
 class MirrorStore:
     """One bare mirror per repository URL under `root`; workspaces opened on them refuse files past
     `max_file_bytes`."""
@@ -106,6 +110,43 @@ class Mirror:
         finally:
             with self.lock():
                 self._delete(list(local.values()))
+
+    @contextmanager
+    def run_commit(self, remote: Remote, commit: str | None) -> Iterator[str]:
+        """Fetch one commit of `remote` (None: its HEAD) under a fresh run ref and yield its id; the ref keeps it
+        alive until the block exits. The remote is always asked (ls-remote), so a repository that can no longer
+        be read is never served from what the mirror kept. GitError when it cannot be reached, MissingCommit
+        when it has no such commit."""
+        ref = f"{RUNS_PREFIX}{int(time.time())}-{secrets.token_hex(6)}/commit"
+        try:
+            head = self._ls_remote(remote, ["HEAD"]).get("HEAD")
+            wanted = commit or head
+            if wanted is None:
+                raise MissingCommit("the repository has no default branch (its HEAD names no commit)")
+            with self.lock():
+                if wanted in self._present({wanted}):
+                    self.git.run("update-ref", ref, wanted, git_dir=self.path)
+                else:
+                    self._fetch_commit(remote, wanted, ref)
+            yield wanted
+        finally:
+            with self.lock():
+                self._delete([ref])
+
+    def _fetch_commit(self, remote: Remote, commit: str, ref: str) -> None:
+        # By id: GitHub and local repositories (protocol v2) serve any commit reachable from their refs.
+        proc = self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head",
+                            "--no-tags", "--no-auto-maintenance", "--no-recurse-submodules",
+                            *self.git.pack_program(remote, "upload-pack"), "--", remote.url, f"+{commit}:{ref}",
+                            git_dir=self.path, remote=remote, check=False)
+        if proc.returncode != 0:
+            stderr = proc.stderr.decode("utf-8", "replace")
+            if "not our ref" in stderr or "couldn't find remote ref" in stderr or "upload-pack: not" in stderr:
+                raise MissingCommit(f"the repository has no commit {commit}")
+            raise GitError(["fetch", remote.url, commit], proc.returncode, stderr)
+        if commit not in self._present({commit}):
+            self._delete([ref])
+            raise MissingCommit(f"{commit} is not a commit")
 
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""

@@ -57,6 +57,9 @@ class GitHubEmulator:
         self.state.user(app.owner)
         self.state.user(app.bot_login, "Bot")
         self.oauth_callback: str | None = None  # the App's registered callback URL; None accepts any
+        # The longest pull request diff GitHub shows (larger ones answer 406); tests lower them.
+        self.max_diff_lines = 20000
+        self.max_diff_files = 300
         self._server = LiveServer(create_app(self), port)
 
     def __enter__(self) -> "GitHubEmulator":

@@ -41,6 +41,12 @@ def pull_request(render: Renderer, repo: Repo, pull: Pull, action: str, sender: 
     return repository_event(render, repo, action, sender, number=pull.number, pull_request=render.pull(pull))
 
 
+def review_requested(render: Renderer, repo: Repo, pull: Pull, reviewer: str, sender: str) -> dict:
+    """`pull_request.review_requested`: GitHub sends one for each person a review is requested from."""
+    payload = pull_request(render, repo, pull, "review_requested", sender)
+    return {**payload, "requested_reviewer": render.user(reviewer)}
+
+
 def installation(render: Renderer, inst: Installation, action: str, sender: str) -> dict:
     repos = [render.state.repo_by_id(repo_id) for repo_id in inst.repo_ids]
     return {"action": action, "installation": render.installation(inst),

@@ -1,8 +1,9 @@
-"""Repositories and pull requests: get a repository, a collaborator's permission, list, open, read and update
-pull requests, delete a branch."""
+"""Repositories and pull requests: get a repository, a collaborator's permission, list, open, read (as JSON or as
+a diff) and update pull requests, delete a branch."""
 
 from flask import Blueprint, Response, jsonify, request
 
+from tests.github_emulator import routes_compare
 from tests.github_emulator.calls import (
     GitHubError,
     created,
@@ -15,7 +16,7 @@ from tests.github_emulator.calls import (
     pull_of,
     repository,
 )
-from tests.github_emulator.state import Pull, now
+from tests.github_emulator.state import Pull, Repo, Token, now
 
 blueprint = Blueprint("pulls", __name__)
 
@@ -78,7 +79,31 @@ def create_pull(owner: str, name: str):
 
 @blueprint.get("/repos/<owner>/<name>/pulls/<int:number>", endpoint="pulls/get")
 def get_pull(owner: str, name: str, number: int):
-    return jsonify(emulator().render.pull(pull_of(repository(owner, name)[1], number)))
+    token, repo = repository(owner, name)
+    pull = pull_of(repo, number)
+    if routes_compare.media_type(request.headers.get("Accept", "")) == routes_compare.DIFF:
+        return pull_diff(token, repo, pull)
+    return jsonify(emulator().render.pull(pull))
+
+
+def pull_diff(token: Token, repo: Repo, pull: Pull) -> Response:
+    """What the pull request changed, as `git diff` from where it left its base (the base it was merged into, once
+    merged); refused with 406 when longer than GitHub shows (the emulator's `max_diff_lines` or `max_diff_files`)."""
+    if token.permissions.get("pull_requests") not in ("read", "write", "admin"):
+        raise GitHubError(403, "Resource not accessible by integration")
+    emu = emulator()
+    base = pull.base_sha if pull.state == "closed" else emu.state.branch_sha(repo, pull.base) or pull.base_sha
+    merge_base = emu.state.merge_base(repo, base, pull.head_sha) or base
+    git = emu.state.git
+    files = git.out("diff", "--name-only", "-z", merge_base, pull.head_sha, git_dir=repo.path).count("\x00")
+    diff = git.run("diff", *routes_compare.PLAIN, merge_base, pull.head_sha, git_dir=repo.path).stdout
+    if files > emu.max_diff_files or diff.count(b"\n") > emu.max_diff_lines:
+        limit = (f"files ({emu.max_diff_files})" if files > emu.max_diff_files
+                 else f"lines ({emu.max_diff_lines})")
+        raise GitHubError(406, f"Sorry, the diff exceeded the maximum number of {limit}. Consider using 'List "
+                               "pull requests files' API or locally cloning the repository instead.",
+                          [{"resource": "PullRequest", "field": "diff", "code": "too_large"}])
+    return Response(diff, status=200, content_type=f"{routes_compare.DIFF}; charset=utf-8")
 
 
 @blueprint.patch("/repos/<owner>/<name>/pulls/<int:number>", endpoint="pulls/update")

@@ -108,6 +108,7 @@ class Pull:
     merged_at: datetime | None = None
     merged_by: str | None = None
     merge_commit_sha: str | None = None
+    requested_reviewers: list[str] = field(default_factory=list)  # logins whose review is requested
 
 
 @dataclass
@@ -256,6 +257,12 @@ class State:
         if pull is not None and pull.state == "open":
             pull.head_sha = self.branch_sha(repo, pull.head) or pull.head_sha
         return pull
+
+    def is_collaborator(self, repo: Repo, login: str) -> bool:
+        """Whether `login` is a collaborator of `repo`: given a role on it, its owner, or an owner of its org."""
+        login = login.lower()
+        return (repo.roles.get(login, "none") != "none" or login == repo.owner.lower()
+                or self.memberships.get((repo.owner.lower(), login)) == "admin")
 
     def installation_of(self, repo: Repo) -> Installation | None:
         return next((i for i in list(self.installations.values()) if repo.id in i.repo_ids), None)

@@ -17,6 +17,7 @@ from tests.github_emulator import (
     routes_compare,
     routes_oauth,
     routes_pulls,
+    routes_reviewers,
 )
 from tests.github_emulator.auth import AuthError, credentials, is_jwt
 from tests.github_emulator.calls import EXTENSION, GitHubError
@@ -44,7 +45,8 @@ def create_app(emu) -> Flask:
     app = Flask(__name__)
     app.json.sort_keys = False
     app.extensions[EXTENSION] = emu
-    for module in (routes_app, routes_pulls, routes_comments, routes_compare, routes_checks, routes_oauth, githttp):
+    for module in (routes_app, routes_pulls, routes_reviewers, routes_comments, routes_compare, routes_checks,
+                   routes_oauth, githttp):
         app.register_blueprint(module.blueprint)
     windows: dict[str, list] = {}  # credential -> [reset epoch, used]
 
