@@ -5,33 +5,30 @@ and may link itself in a comment on each source pull request."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
 from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone
+from bot.github.bot import GitHubBot
 from bot.github.client import GitHubClient
 from bot.github.codehost import GitHubCodeHost, _as_host_error, _owner_and_name, comment_marker
 from bot.github.diffs import DIFF_MEDIA_TYPE, diff_text
 from bot.github.pulls import BRANCH_PREFIX
+from bot.github.routing import Router
 from service.automations.events import SourceChange, TriggerEvent
 from service.codehost.base import SourceUnreachable
 from service.models import Project
 
-if TYPE_CHECKING:
-    from bot.github.events import GitHubBot
-
 log = logging.getLogger(__name__)
+router = Router()
 
 # What a run's prompt gets of one source pull request's diff at most; the agent reads the rest in the source.
 MAX_DIFF_BYTES = 64 * 1024
 CODE_CHANGE = "code_change"
-
-SourceChangeHook = Callable[["GitHubBot", int, TriggerEvent, str], None]
 
 
 def source_change_of(app: GitHubApp, installation_id: int, payload: dict, *,
@@ -107,6 +104,7 @@ def comment_on_source(app: GitHubApp, installation_id: int, repository: str, pul
     return str(posted["id"])
 
 
+@router.register("pull_request", action="closed")
 def source_pull_merged(bot: GitHubBot, event: Event) -> None:
     """A pull request was merged in a repository of an installation: unless it is one of Copydesk's own, it is a
     code change that the automations watching that repository run on."""
@@ -130,11 +128,12 @@ def fire_code_change(bot: GitHubBot, installation_id: int, repository_full_name:
     trigger = TriggerEvent(kind=CODE_CHANGE, key=f"gh:{repository_full_name.lower()}#pr{change.id}",
                            changes=(change,), source_repository=repository_full_name,
                            source_commit=change.merge_commit or None)
-    bot.on_source_change(bot, installation_id, trigger, delivery_id)
+    (bot.on_source_change or log_source_change)(bot, installation_id, trigger, delivery_id)
 
 
 def log_source_change(bot: GitHubBot, installation_id: int, event: TriggerEvent, delivery_id: str) -> None:
-    """The default of GitHubBot.on_source_change: no automation is wired in, so the change is only logged."""
+    """What a code change does when GitHubBot.on_source_change is None: no automation is wired in, so it is only
+    logged."""
     change = event.changes[0]
     log.info("delivery %s: %s#%s merged (%s); no automation handles code changes here", delivery_id,
              change.repository, change.id, event.key)
