@@ -13,7 +13,9 @@ log = logging.getLogger(__name__)
 AFTER_PUSH = "after_push"  # the commit is on the branch; no pull request opened or updated yet
 PULL_CLAIMED = "pull_claimed"  # inside the local host's pull-request transaction: a number chosen, nothing saved
 AFTER_PULL = "after_pull"  # the pull request is open; the outcome is not recorded
-CRASHES = (AFTER_PUSH, PULL_CLAIMED, AFTER_PULL)
+# In a worker's upkeep: an automation ran for a new local commit; the scan's cursor is not moved past it yet.
+AFTER_CHANGE_FIRED = "after_change_fired"
+CRASHES = (AFTER_PUSH, PULL_CLAIMED, AFTER_PULL, AFTER_CHANGE_FIRED)
 # Stall points, reached by every `search` tool call: it never returns by itself.
 STALL_IN_TOOL = "stall_in_tool"  # waits in Python code
 REGEX_IN_TOOL = "regex_in_tool"  # a catastrophic match inside Python's `re`: C code that holds the GIL
