@@ -7,7 +7,7 @@ them further to its own limit, and the agent reads the whole source at the newes
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -75,14 +75,18 @@ def run_batch(services: Services, automation: Automation, slot: datetime) -> Aut
     return run
 
 
-def scan_local(services: Services, *, max_diff_chars: int, faults: Faults = Faults(),
-               git: Git | None = None) -> list[AutomationRun]:
+def scan_local(services: Services, *, max_diff_chars: int, faults: Faults = Faults(), git: Git | None = None,
+               renew: Callable[[], bool] | None = None) -> list[AutomationRun]:
     """Look for new commits on the default branch of each local source repository an enabled code-change
-    automation watches, and hand each to it. Run by one process at a time (the cursors are read, then written)."""
+    automation watches, and hand each to it. Run by one process at a time (the cursors are read, then written):
+    `renew`, called before each automation, keeps that turn and says False when it was lost (the scan stops)."""
     runs: list[AutomationRun] = []
     for automation in services.automations.code_change_of_host(LOCAL_HOST):
         if not automation.enabled or automation.trigger.repository is None:
             continue
+        if renew is not None and not renew():
+            log.warning("local source scan stopped: its turn lapsed and another process scans now")
+            break
         try:
             runs += _scan_one(services, automation, max_diff_chars=max_diff_chars, faults=faults, git=git)
         except GitError as exc:
