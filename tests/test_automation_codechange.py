@@ -8,6 +8,7 @@ from service.automations.codechange import on_source_change, run_batch
 from service.automations.events import SourceChange, TriggerEvent
 from service.automations.model import parse_spec
 from service.automations.store import DUE_KEY
+from service.automations.ticker import tick
 from service.clock import parse_iso
 from service.projectstate import DisabledReason
 
@@ -130,3 +131,14 @@ def test_the_due_index_holds_enabled_cron_automations_from_their_creation(stack)
     assert services.redis.zscore(DUE_KEY, automation.id) is not None
     services.automations.delete(project.id, automation.id)
     assert services.redis.zcard(DUE_KEY) == 0
+
+
+def test_automations_made_before_the_indexes_are_indexed_once(stack):
+    services = stack.ctx.services
+    automation = _automation(stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
+                                     "cron": "0 16 * * 5"})
+    services.redis.delete(DUE_KEY, "cd:automations:code-change:local")  # as an older version left them
+    assert not services.automations.indexed()
+    tick(services, datetime.now(UTC), max_diff_chars=1000)
+    assert services.automations.indexed() and services.redis.zscore(DUE_KEY, automation.id) is not None
+    assert [a.id for a in services.automations.code_change_of_host("local")] == [automation.id]

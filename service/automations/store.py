@@ -15,7 +15,7 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import cast
@@ -52,6 +52,7 @@ def _own(automation_id: str, suffix: str) -> str:
 
 
 DUE_KEY = "cd:automations:due"
+INDEXED_KEY = "cd:automations:indexed"  # set once every automation is in the indexes
 
 
 def _code_change_key(host: str) -> str:
@@ -198,6 +199,23 @@ class AutomationStore:
     def code_change_of_host(self, host: str) -> list[Automation]:
         """Every code-change automation (enabled or not) of a code host, oldest first."""
         return self._load(cast(set, self._redis.smembers(_code_change_key(host))))
+
+    def index_all(self, project_ids: Iterable[str]) -> int:
+        """Put the automations of these projects in the trigger indexes (those made before the indexes existed);
+        idempotent. How many."""
+        count = 0
+        for project_id in project_ids:
+            for automation in self.of_project(project_id):
+                pipe = self._redis.pipeline(transaction=True)
+                _reindex(pipe, automation, automation)
+                pipe.execute()
+                count += 1
+        self._redis.set(INDEXED_KEY, "1")
+        return count
+
+    def indexed(self) -> bool:
+        """Whether index_all has run on this Redis."""
+        return bool(self._redis.exists(INDEXED_KEY))
 
     def _load(self, members: set) -> list[Automation]:
         ids = sorted(text(i) for i in members)

@@ -41,6 +41,9 @@ TICK_MARK_SECONDS_FACTOR = 3  # a worker's tick mark outlives three ticks
 def tick(services: Services, now: datetime, *, max_diff_chars: int, faults: Faults = Faults(),
          interval: int = 30) -> list[AutomationRun]:
     """One tick of this process: the due schedule slots, then the local scan if it is this process's turn."""
+    if not services.automations.indexed():  # automations made before the trigger indexes existed
+        count = services.automations.index_all(project.id for project in services.projects.all())
+        log.info("%d automation(s) put in the trigger indexes", count)
     runs = tick_schedules(services, now)
     runs += scan_local_turn(services, max_diff_chars=max_diff_chars, faults=faults,
                             hold_seconds=LOCAL_SCAN_HOLD_TICKS * interval)
