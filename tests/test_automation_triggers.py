@@ -146,6 +146,7 @@ def test_local_commits_run_once_each_even_when_the_worker_dies_between_a_run_and
     one = commit_files(git, source, {"src/app.py": "def run(fast=False): ...\n"}, message="Add fast")
     two = commit_files(git, source, {"src/cli.py": "def main(): ...\n"}, message="Add the CLI")
     wait_until(lambda: not dying.alive(), 60, f"the worker's death after the first run; log:\n{dying.log()}")
+    assert dying.proc.returncode == 137  # killed at the fault point, not ended by an error
     assert [r.event_key for r in _runs(stack, automation)] == [f"commit:{source}@{one}"]
     assert services.automations.find(automation.id).cursor == start
 
