@@ -20,6 +20,7 @@ from service.automations.events import TriggerEvent
 from service.automations.model import Automation, AutomationRun, ChangeMode, TriggerType
 from service.automations.runs import fire
 from service.clock import iso, parse_iso
+from service.errors import AutomationNotFound
 from service.faults import Faults
 from service.services import Services
 from service.store.replies import text, transaction
@@ -83,7 +84,10 @@ def _tick_one(services: Services, automation_id: str, now: datetime) -> Automati
     if not schedule.claim_slot(services.redis, automation.id, slot, ttl=CLAIM_TTL):
         return None  # another process runs this slot
     run = run_slot(services, automation, slot)
-    store.set_last_slot(automation.id, iso(slot))
+    try:
+        store.set_last_slot(automation.id, iso(slot))
+    except AutomationNotFound:
+        pass  # deleted while its slot ran: nothing to remember
     return run
 
 
