@@ -1,9 +1,11 @@
 """Managing a project's automations the same way through every door (API, CLI, dashboard): create from a body or
 a template with overrides, change, run now, and the API form of automations and their runs."""
 
-from service.automations import outcomes
+from datetime import datetime
+
+from service.automations import outcomes, schedule
 from service.automations.events import TriggerEvent
-from service.automations.model import Automation, AutomationRun, TriggerType, parse_spec
+from service.automations.model import Automation, AutomationRun, ChangeMode, Trigger, TriggerType, parse_spec
 from service.automations.runs import fire
 from service.automations.templates import TEMPLATES, Template
 from service.errors import InvalidRequest
@@ -114,6 +116,25 @@ def run_api(services: Services, run: AutomationRun) -> dict:
             "state": seen.state.value, "reason": seen.reason, "jobId": run.job_id, "messageId": run.message_id,
             "prLink": seen.job.pr_link if seen.job is not None else None, "pullRequestState": seen.pull_state,
             "changes": run.changes}
+
+
+def describe_trigger(trigger: Trigger) -> str:
+    """The trigger in a few words, e.g. "each merged change in acme/api" or "cron 0 9 * * 1 (Europe/Berlin)"."""
+    on_cron = f"cron {trigger.cron} ({trigger.time_zone})"
+    if trigger.type is TriggerType.SCHEDULE:
+        return f"schedule: {on_cron}"
+    if trigger.type is TriggerType.WEBHOOK:
+        return "webhook: a POST to its URL"
+    if trigger.mode is ChangeMode.BATCHED:
+        return f"code change in {trigger.repository}, batched on {on_cron}"
+    return f"code change: each merged change in {trigger.repository}"
+
+
+def next_slot(trigger: Trigger, now: datetime) -> datetime | None:
+    """When a trigger with a cron (schedule, batched code change) next fires, in UTC; None for the others."""
+    if trigger.cron is None:
+        return None
+    return schedule.next_slot(trigger.cron, trigger.time_zone, now)
 
 
 def _blank(body: dict, dotted: str) -> bool:
