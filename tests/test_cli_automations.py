@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from service.automations.events import SourceChange, TriggerEvent
+from service.automations.runs import fire
 from service.automations.templates import TEMPLATES
 from tests.cli_process import run_in_process
 from tests.flow_scripts import FAQ, finish
@@ -126,3 +128,20 @@ def test_run_now_and_the_history_with_states_and_the_merge_rate(stack):
     assert "skipped" in text and "(the automation is disabled)" in text and f"--cursor {skipped['id']}" in text
     older = as_json(stack, "runs", stack.project_id, made["id"], "--cursor", skipped["id"])
     assert [r["id"] for r in older["runs"]] == [run["id"]]
+
+
+def test_the_history_names_the_source_changes_a_run_covers(stack):
+    made = as_json(stack, "create", stack.project_id, "--template", "update-docs-from-code-changes",
+                   "--repository", "/srv/git/api.git")
+    change = SourceChange(kind="pull_request", id="42", title="Rename --out to --output", body="", author="dana",
+                          url="https://example.com/acme/api/pull/42", merge_commit="a" * 40, diff="",
+                          diff_truncated=False, repository="/srv/git/api.git")
+    automation = stack.ctx.services.automations.find(made["id"])
+    fire(stack.ctx.services, automation, TriggerEvent(kind="code_change", key="gh:acme/api#pr42", changes=(change,)))
+    history = as_json(stack, "runs", stack.project_id, made["id"])
+    assert history["runs"][0]["changes"] == [{"kind": "pull_request", "id": "42", "title": "Rename --out to --output",
+                                              "url": "https://example.com/acme/api/pull/42", "author": "dana",
+                                              "repository": "/srv/git/api.git"}]
+    text = cli(stack, "runs", stack.project_id, made["id"]).stdout
+    assert "code_change" in text and "queued" in text and "covers #42 Rename --out to --output" in text
+    assert "merge rate: no pull requests yet" in text

@@ -8,6 +8,8 @@ import signal
 import pytest
 
 from service.automations import manage
+from service.automations.events import SourceChange, TriggerEvent
+from service.automations.runs import fire
 from tests.flow_scripts import FAQ, finish
 
 TEST_SECONDS = 60
@@ -240,3 +242,18 @@ def test_automation_forms_without_the_csrf_token_are_refused(dash):
     assert dash.ctx.services.automations.all_runs(automation.id) == []
     anonymous = type(operator)(dash.url)
     assert anonymous.get(path(project), allow_redirects=False).status_code == 303  # to sign in
+
+
+def test_the_history_links_the_source_changes_a_run_covers(dash):
+    operator = dash.operator()
+    project = dash.projects["local"]
+    automation, _ = manage.create(dash.ctx.services, project, {"template": "update-docs-from-code-changes",
+                                                              "trigger": {"repository": "/srv/git/api.git"}})
+    change = SourceChange(kind="pull_request", id="42", title="Rename --out to --output", body="", author="dana",
+                          url="https://example.com/acme/api/pull/42", merge_commit="a" * 40, diff="",
+                          diff_truncated=False, repository="/srv/git/api.git")
+    fire(dash.ctx.services, automation, TriggerEvent(kind="code_change", key="gh:acme/api#pr42", changes=(change,)))
+    history = operator.get(f"{path(project, automation.id)}/runs").text
+    assert '<a href="https://example.com/acme/api/pull/42">#42</a>' in history
+    assert "Rename --out to --output" in history and "by dana" in history and "code change" in history
+    assert "no pull requests yet" in history
