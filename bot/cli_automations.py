@@ -142,7 +142,10 @@ def _update(args, settings: Settings) -> None:
     if trigger:
         kept = current.trigger.to_api() if trigger.get("type", current.trigger.type.value) == \
             current.trigger.type.value else {}
-        body["trigger"] = {**kept, **trigger}
+        merged = {**kept, **trigger}
+        if merged.get("mode") == "per_change" and "cron" not in trigger:
+            merged = {k: v for k, v in merged.items() if k not in ("cron", "timeZone")}  # back to a run per change
+        body["trigger"] = merged
     if not body:
         raise InvalidRequest("nothing to change: give a flag (--enable, --disable, --name, --prompt, a trigger or an "
                              "option)")

@@ -59,6 +59,8 @@ def test_templates_create_show_update_rotate_and_delete(stack):
     moved = as_json(stack, "update", stack.project_id, code["id"], "--mode", "batched", "--cron", "0 16 * * 5")
     assert moved["trigger"] == {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
                                 "cron": "0 16 * * 5", "timeZone": "UTC"}
+    back = as_json(stack, "update", stack.project_id, code["id"], "--mode", "per_change")
+    assert back["trigger"] == code["trigger"]
     assert "disabled" in cli(stack, "list", stack.project_id).stdout
 
     rotated = as_json(stack, "rotate-secret", stack.project_id, hook.id)
