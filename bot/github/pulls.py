@@ -10,6 +10,7 @@ from gidgethub.sansio import Event
 from bot.github.codehost import HOST
 from service.codehost.base import CodeHostError
 from service.models import Job, Project
+from service.store.jobkeys import pull_state_key
 
 if TYPE_CHECKING:
     from bot.github.events import GitHubBot
@@ -57,26 +58,22 @@ def pull_closed(bot: GitHubBot, event: Event) -> None:
 
 def record_pull_state(redis_client, job_id: str, state: str) -> None:
     """Remember how a job's GitHub pull request ended ("merged" or "closed"), for the dashboard."""
-    redis_client.set(_state_key(job_id), state)
+    redis_client.set(pull_state_key(job_id), state)
 
 
 def pull_state(redis_client, job: Job) -> str | None:
     """open, merged or closed for a job's GitHub pull request; None when it has none."""
     if job.pr_number is None:
         return None
-    ended = redis_client.get(_state_key(job.id))
+    ended = redis_client.get(pull_state_key(job.id))
     return ended.decode() if ended else "open"
 
 
 def pull_states(redis_client, jobs: list[Job]) -> dict[str, str]:
     """`pull_state` of every job that has a pull request, in one round trip."""
     with_pulls = [job for job in jobs if job.pr_number is not None]
-    ended = redis_client.mget([_state_key(job.id) for job in with_pulls]) if with_pulls else []
+    ended = redis_client.mget([pull_state_key(job.id) for job in with_pulls]) if with_pulls else []
     return {job.id: state.decode() if state else "open" for job, state in zip(with_pulls, ended, strict=True)}
-
-
-def _state_key(job_id: str) -> str:
-    return f"cd:gh:pull-state:{job_id}"
 
 
 def _delete_branch(bot: GitHubBot, project: Project, branch: str) -> None:
