@@ -6,6 +6,7 @@ import redis
 import rq
 from rq.job import Job as RQJob
 
+from service.queues import worker_queues
 from service.services import Services
 from service.store.jobs import FINISHED_JOBS, PENDING_JOBS
 from service.store.replies import text
@@ -26,7 +27,7 @@ class DemoRun:
     @property
     def queue_names(self) -> tuple[str, ...]:
         """Its runs queue and the queues named after it (GitHub events, webhook deliveries)."""
-        return self.queue_name, f"{self.queue_name}-events", f"{self.queue_name}-webhooks"
+        return tuple(worker_queues(self.queue_name))
 
 
 def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:

@@ -18,6 +18,7 @@ from bot.worker import run_worker
 from service.api import problems
 from service.ids import UlidGenerator
 from service.projectstate import DisabledReason
+from service.queues import GITHUB_EVENT_TASK, github_events_queue
 from service.settings import Settings
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
@@ -42,7 +43,7 @@ def client(redis_client):
 
 @pytest.fixture
 def queue(redis_client):
-    return rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client)
+    return rq.Queue(github_events_queue(QUEUE), connection=redis_client)
 
 
 def deliver(client, event: str, payload, *, delivery: str | None = None, secret: str = SECRET,
@@ -64,7 +65,7 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
     assert response.status_code == 202
     assert response.get_json() == {"status": "queued"}
     [job] = queue.get_jobs()
-    assert job.func_name == webhooks.TASK
+    assert job.func_name == GITHUB_EVENT_TASK
     assert job.args == ("issue_comment", "d-1", COMMENT)
     assert job.timeout == webhooks.JOB_TIMEOUT_SECONDS
     assert job.retries_left == 3 and job.retry_intervals == [0]  # at once: the worker runs no RQ scheduler
@@ -235,7 +236,7 @@ def live(github, redis_client, redis_url, tmp_path, monkeypatch):
 
 def work_on_events(redis_client) -> None:
     """A burst worker on the events queue only: the runs a comment queues are not this file's subject."""
-    events = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client)
+    events = rq.Queue(github_events_queue(QUEUE), connection=redis_client)
     rq.SimpleWorker([events], connection=redis_client).work(burst=True, logging_level="WARNING")
 
 
@@ -251,7 +252,7 @@ def test_deliveries_from_github_run_their_handlers_in_the_worker_once(live, redi
 
     projects.disable(project.id, DisabledReason.ADMIN)
     assert github.redeliver(delivery.id).status == 200
-    assert rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).count == 0
+    assert rq.Queue(github_events_queue(QUEUE), connection=redis_client).count == 0
     assert not projects.get(project.id).enabled  # the redelivery did not run the handler again
 
 
@@ -267,7 +268,7 @@ def test_a_delivery_whose_handler_fails_is_retried_and_acted_on_once(live, redis
     github.inject("secondary", count=4, retry_after=0, match="collaborators")
     comment = github.comment(REPO, number, "alice", "@copydesk-test add a FAQ link")
     github.flush_deliveries()
-    [rq_job] = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).get_jobs()
+    [rq_job] = rq.Queue(github_events_queue(QUEUE), connection=redis_client).get_jobs()
     work_on_events(redis_client)
 
     rq_job.refresh()
@@ -283,7 +284,7 @@ def test_the_worker_serves_github_events_before_queued_runs(live, redis_client):
     run = runs.enqueue("time.sleep", 0)  # queued first, as a run waiting when a delivery comes in
     github.install("acme", [REPO])
     github.flush_deliveries()
-    [event] = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).get_jobs()
+    [event] = rq.Queue(github_events_queue(QUEUE), connection=redis_client).get_jobs()
     run_worker(context.build(Settings.from_env()), burst=True)
 
     run.refresh()

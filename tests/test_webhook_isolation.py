@@ -204,7 +204,8 @@ def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_fac
     import rq
 
     from bot.worker import fanout
-    from service.webhooks.queue import LEGACY_UNSENT, webhooks_queue_name
+    from service.queues import legacy_webhooks_queue
+    from service.webhooks.queue import LEGACY_UNSENT
     from tests.harness import drain_queues
 
     stack = stack_factory(webhook_allow_private=True)
@@ -214,7 +215,7 @@ def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_fac
     services = stack.ctx.services
     [(first, _due)] = services.deliveries.waiting("local:local")
     services.deliveries.done("local:local", first)
-    legacy = rq.Queue(webhooks_queue_name(stack.settings.queue_name), connection=services.redis)
+    legacy = rq.Queue(legacy_webhooks_queue(stack.settings.queue_name), connection=services.redis)
     legacy.enqueue("bot.tasks.deliver_webhook", first.delivery_id, 2, False)
     drain_queues(services.redis, stack.settings.queue_name)
     [(moved, _due)] = services.deliveries.waiting("local:local")

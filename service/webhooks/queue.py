@@ -35,11 +35,6 @@ return items
 """
 
 
-def webhooks_queue_name(queue_name: str) -> str:
-    """The RQ queue where versions before the lanes queued attempts; workers still empty it onto the lanes."""
-    return f"{queue_name}-webhooks"
-
-
 def account_lane(webhooks: WebhookStore, projects: ProjectStore) -> Callable[[str], str]:
     """Names a delivery's lane: its project's account (code host and name)."""
 
