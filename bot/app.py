@@ -10,9 +10,9 @@ from bot.door_limits import DoorLimits
 from bot.github import registration, webhooks
 from service.api import durable_writes, problems
 from service.api.openapi import openapi_document
+from service.api.outbound_webhook_routes import bp as webhooks_api
 from service.api.routes import bp as agent_api
 from service.api.streams import StreamSlots
-from service.api.webhook_routes import bp as webhooks_api
 from service.preflight import FirstContactChecks, RedisRefused, Status
 from service.replication import NotWritable
 from service.settings import Settings

@@ -18,14 +18,14 @@ from bot.rqworker import CopydeskWorker, hold_pool_across_fork
 from service.agent.providers import preload
 from service.dispatch import archive_inactive
 from service.models import JobStatus
+from service.outbound.fanout import Fanout
+from service.outbound.lanes import DeliveryLanes
+from service.outbound.queue import Attempt
 from service.preflight import FirstContactChecks
 from service.purge import AccountPurges
 from service.queues import LOCAL_UPKEEP_TURN, SWEEP_TURN, worker_queues
 from service.replication import NotWritable
 from service.store import schema
-from service.webhooks.fanout import Fanout
-from service.webhooks.lanes import DeliveryLanes
-from service.webhooks.queue import Attempt
 from service.workspace.git import GitError
 from service.workspace.mirror import MirrorStore
 

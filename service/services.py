@@ -10,19 +10,19 @@ from service.apikeys import ApiKeys
 from service.codehost.base import CodeHost
 from service.dispatch import Dispatcher
 from service.ids import UlidGenerator
+from service.outbound.addresses import Resolver
+from service.outbound.queue import DeliveryQueue, account_lane
+from service.outbound.sender import WebhookSender
 from service.replication import Durability
 from service.sealing import operator_key
 from service.settings import Settings
 from service.store.apikeys import ApiKeyStore
 from service.store.events import EventLog
 from service.store.jobs import JobStore
+from service.store.outbound_webhooks import WebhookStore
 from service.store.projects import ProjectStore
 from service.store.ratelimit import RateLimiter
 from service.store.usage import UsageLedger
-from service.store.webhooks import WebhookStore
-from service.webhooks.addresses import Resolver
-from service.webhooks.queue import DeliveryQueue, account_lane
-from service.webhooks.sender import WebhookSender
 
 
 @dataclass

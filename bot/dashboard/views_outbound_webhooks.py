@@ -11,7 +11,7 @@ from service.api.body import parse_webhook
 from service.errors import InvalidRequest, WebhookLimitReached
 from service.events import EventType
 from service.models import DeliveryStatus, Project
-from service.webhooks import endpoints
+from service.outbound import endpoints
 
 # The new secret waits this long for the page that shows it; after that it is gone, and only a rotation helps.
 SECRET_TTL_SECONDS = 600
