@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from bot import context
-from bot.github import webhooks
+from bot.github import inbound
 from bot.worker import run_worker
 from service.api import problems
 from service.ids import UlidGenerator
@@ -37,7 +37,7 @@ def client(redis_client):
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024 + 1  # the API's limit, as the real app sets it
     problems.register(app)
-    app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
+    app.register_blueprint(inbound.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
     return app.test_client()
 
 
@@ -57,7 +57,7 @@ def deliver(client, event: str, payload, *, delivery: str | None = None, secret:
         headers["X-Hub-Signature-256"] = signature
     else:
         headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return client.post(webhooks.HOOK_PATH, data=body, headers=headers)
+    return client.post(inbound.HOOK_PATH, data=body, headers=headers)
 
 
 def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue):
@@ -67,7 +67,7 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
     [job] = queue.get_jobs()
     assert job.func_name == GITHUB_EVENT_TASK
     assert job.args == ("issue_comment", "d-1", COMMENT)
-    assert job.timeout == webhooks.JOB_TIMEOUT_SECONDS
+    assert job.timeout == inbound.JOB_TIMEOUT_SECONDS
     assert job.retries_left == 3 and job.retry_intervals == [0]  # at once: the worker runs no RQ scheduler
     assert rq.Queue(QUEUE, connection=queue.connection).count == 0  # not behind the runs
 
@@ -75,7 +75,7 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "sha256=nothex", "md5=abc"])
 def test_a_wrong_or_missing_signature_is_refused_and_nothing_is_stored(client, queue, redis_client, signature):
     if signature is None:
-        response = client.post(webhooks.HOOK_PATH, data=json.dumps(COMMENT),
+        response = client.post(inbound.HOOK_PATH, data=json.dumps(COMMENT),
                                headers={"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-2",
                                         "Content-Type": "application/json"})
     else:
@@ -134,7 +134,7 @@ def test_a_signed_body_nested_too_deep_is_invalid_json_not_a_crash(client, queue
     if depth >= 900:  # json.dumps itself cannot nest this deep: build the text directly
         body = body.replace(b'"x": null', b'"x": ' + b"[" * depth + b"]" * depth)
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+    response = client.post(inbound.HOOK_PATH, data=body, headers={
         "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"deep-{depth}", "X-Hub-Signature-256": signature,
         "Content-Type": "application/json"})
     assert response.status_code == 400
@@ -147,7 +147,7 @@ def test_a_signed_form_encoded_payload_nested_too_deep_is_invalid_json(client, q
 
     body = urllib.parse.urlencode({"payload": '{"action": "created", "x": ' + "[" * 5000 + "]" * 5000 + "}"}).encode()
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+    response = client.post(inbound.HOOK_PATH, data=body, headers={
         "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "deep-form", "X-Hub-Signature-256": signature,
         "Content-Type": "application/x-www-form-urlencoded"})
     assert response.status_code == 400 and response.get_json()["code"] == "invalid_json"
@@ -194,7 +194,7 @@ def test_a_delivery_that_cannot_be_queued_answers_503_and_can_be_redelivered(cli
 def test_a_body_that_is_not_json_is_refused(client, queue):
     body = b"payload=not-json"
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+    response = client.post(inbound.HOOK_PATH, data=body, headers={
         "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-5", "X-Hub-Signature-256": signature,
         "Content-Type": "text/plain"})
     assert response.status_code == 415
@@ -203,14 +203,14 @@ def test_a_body_that_is_not_json_is_refused(client, queue):
 
 def test_the_endpoint_refuses_to_exist_without_a_secret(redis_client):
     with pytest.raises(ValueError, match="GITHUB_WEBHOOK_SECRET"):
-        webhooks.create_blueprint(secret="", redis_client=redis_client, queue_name=QUEUE)
+        inbound.create_blueprint(secret="", redis_client=redis_client, queue_name=QUEUE)
 
 
 def test_redis_down_answers_503():
     app = Flask(__name__)
     problems.register(app)
     down = redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0))  # nothing listens there
-    app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=down, queue_name=QUEUE))
+    app.register_blueprint(inbound.create_blueprint(secret=SECRET, redis_client=down, queue_name=QUEUE))
     assert deliver(app.test_client(), "issue_comment", COMMENT).status_code == 503
 
 
@@ -226,11 +226,11 @@ def live(github, redis_client, redis_url, tmp_path, monkeypatch):
         monkeypatch.setenv(name, value)
     app = Flask(__name__)
     problems.register(app)
-    app.register_blueprint(webhooks.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
+    app.register_blueprint(inbound.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
                                                      queue_name=QUEUE))
     github.add_repo(REPO, {"README.md": "# Docs\n"})
     with LiveServer(app) as server:
-        github.deliver_to(server.url + webhooks.HOOK_PATH)
+        github.deliver_to(server.url + inbound.HOOK_PATH)
         yield github
 
 
