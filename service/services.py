@@ -17,7 +17,7 @@ from service.replication import Durability
 from service.sealing import operator_key
 from service.settings import Settings
 from service.store.apikeys import ApiKeyStore
-from service.store.events import EventLog
+from service.store.job_events import EventLog
 from service.store.jobs import JobStore
 from service.store.outbound_webhooks import WebhookStore
 from service.store.projects import ProjectStore

@@ -9,7 +9,7 @@ from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.api.body import parse_webhook
 from service.errors import InvalidRequest, WebhookLimitReached
-from service.events import EventType
+from service.job_events import EventType
 from service.models import DeliveryStatus, Project
 from service.outbound import endpoints
 

@@ -9,7 +9,7 @@ import redis
 from service.clock import now_iso
 from service.models import Delivery, WebhookEndpoint
 from service.outbound.queue import DeliveryQueue
-from service.store.events import OUTBOX
+from service.store.job_events import OUTBOX
 from service.store.outbound_webhooks import WebhookStore, delivery_id_for
 
 GROUP = "fanout"

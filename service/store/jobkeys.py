@@ -34,7 +34,7 @@ def idem_key(job_id: str) -> str:
 
 
 def stream_key(job_id: str) -> str:
-    """The job's event stream (service.store.events)."""
+    """The job's event stream (service.store.job_events)."""
     return f"cd:job:{job_id}:events"
 
 

@@ -19,14 +19,14 @@ from service.errors import (
     JobNotActive,
     JobNotFound,
 )
-from service.events import EventType
 from service.ids import UlidGenerator, new_id
+from service.job_events import EventType
 from service.lease import Fence, watched
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.admission import Admission, Admitter, Gate, Idempotency, Verdict
 from service.store.codec import dump, load
 from service.store.commands import CommandRecorder
-from service.store.events import EventLog
+from service.store.job_events import EventLog
 from service.store.jobkeys import (
     cancel_key,
     ci_seen_index_key,

@@ -16,7 +16,7 @@ import redis
 from redis.lock import Lock
 
 from service.clock import now, parse_iso
-from service.events import EventType
+from service.job_events import EventType
 from service.models import ApiKey, Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
 from service.store.jobkeys import conversation_key, job_key, message_key, run_lock_key, stream_key

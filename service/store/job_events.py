@@ -8,7 +8,7 @@ import redis
 
 from service.clock import now_iso
 from service.errors import InvalidRequest
-from service.events import EventType, JobEvent
+from service.job_events import EventType, JobEvent
 from service.models import Job, JobStatus
 from service.store.commands import CommandRecorder
 from service.store.jobkeys import stream_key
