@@ -353,8 +353,9 @@ class JobStore:
             pipe.zrem(FINISHED_JOBS, job_id)
             return job
 
+        # The seen-check index too: a CI delivery deciding meanwhile adds to it, and its new key must go as well.
         return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), conversation_key(job_id),
-                           idem_key(job_id))
+                           idem_key(job_id), ci_seen_index_key(job_id))
 
     def keys_of(self, job: Job, client=None) -> list[str]:
         """Every key that belongs to the job alone (service.store.jobkeys): its own, its messages' and the
