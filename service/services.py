@@ -13,6 +13,7 @@ from service.ids import UlidGenerator
 from service.outbound.addresses import Resolver
 from service.outbound.queue import DeliveryQueue, account_lane
 from service.outbound.sender import WebhookSender
+from service.queues import runs_queue
 from service.replication import Durability
 from service.sealing import operator_key
 from service.settings import Settings
@@ -62,7 +63,7 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str,
         jobs=jobs,
         keys=ApiKeys(ApiKeyStore(client)),
         limiter=RateLimiter(client, limit=settings.rate_limit_per_hour),
-        dispatcher=Dispatcher(client, jobs, queue_name=settings.queue_name, task=task,
+        dispatcher=Dispatcher(client, jobs, queue_name=runs_queue(settings.queue_name), task=task,
                               job_timeout=settings.run_timeout_seconds + 120),
         code_hosts=code_hosts,
         events=events,
