@@ -18,7 +18,6 @@ from service.codehost.base import CodeHost, CodeHostError
 from service.codes import RunFailure
 from service.describe import RoundState
 from service.errors import RunFailed, WriteNotReplicated
-from service.events import EventType
 from service.faults import (
     AFTER_PULL,
     AFTER_PUSH,
@@ -28,6 +27,7 @@ from service.faults import (
     PAUSE_BEFORE_PUSH,
     Faults,
 )
+from service.job_events import EventType
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role, RoundOutcome
 from service.monthlycap import AccountSpending

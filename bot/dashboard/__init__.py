@@ -13,9 +13,9 @@ from bot.dashboard import (
     views_automations,
     views_jobs,
     views_keys,
+    views_outbound_webhooks,
     views_projects,
     views_pulls,
-    views_webhooks,
 )
 from bot.dashboard.access import SESSION_BOX_INFO, Gate
 from bot.dashboard.markdown import render_markdown
@@ -52,7 +52,7 @@ def register(app: Flask, deps: Dashboard) -> None:
     bp = Blueprint("dashboard", __name__, url_prefix="/dashboard", template_folder="templates",
                    static_folder="static", static_url_path="/static")
     register_handlers(bp)
-    for module in (views_auth, views_keys, views_projects, views_jobs, views_webhooks, views_automations):
+    for module in (views_auth, views_keys, views_projects, views_jobs, views_outbound_webhooks, views_automations):
         module.register(bp)
     app.register_blueprint(bp)
     app.register_blueprint(views_pulls.create_blueprint())

@@ -10,7 +10,7 @@ from flask import Blueprint, redirect, request
 from werkzeug.datastructures import MultiDict
 
 from bot.dashboard.views_jobs import visible_project
-from bot.dashboard.views_webhooks import administered_project
+from bot.dashboard.views_outbound_webhooks import administered_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.automations import manage, outcomes
 from service.automations.model import Automation, ChangeMode, Options, RunState, TriggerType
