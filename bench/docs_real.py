@@ -27,7 +27,7 @@ from bench.first_request import request_chars  # noqa: E402
 from service.agent.briefing import brief  # noqa: E402
 from service.agent.docs_check import check_docs  # noqa: E402
 from service.agent.docsite.detect import detect_site, read_navigation  # noqa: E402
-from service.agent.docsite.tree import PAGE_CACHE  # noqa: E402
+from service.agent.docsite.tree import PAGE_CACHE, Tree  # noqa: E402
 from service.agent.loop import build_messages  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
@@ -295,7 +295,7 @@ def list_in_navigation(workspace, site, path: str) -> bool:
 def delete_listed(workspace, site, row: Row) -> None:
     if not site.explicit_nav:
         return
-    navigation = read_navigation(workspace, site, set(workspace.list_files()))
+    navigation = read_navigation(Tree(workspace), site)
     listed = [e for e in navigation.entries if e.found and e.targets and e.targets[0] not in site.nav_files]
     entry = next((e for e in reversed(listed) if next((t for t in e.targets if workspace.kind(t)), None)), None)
     if entry is None:

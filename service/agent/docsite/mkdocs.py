@@ -5,6 +5,7 @@ import posixpath
 import yaml
 
 from service.agent.docsite import mkdocs_i18n
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Mode, parse_page
 from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
@@ -19,9 +20,11 @@ from service.agent.docsite.site import (
     page_targets,
     read_text,
 )
+from service.agent.docsite.tree import Tree
 from service.agent.docsite.yamltext import YAMLError, compose_yaml, error_line, error_text, mapping_value
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
+CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
 _STR = "tag:yaml.org,2002:str"
 MAX_AWESOME_FOLDERS = 20_000  # folders walked for awesome-pages `.pages` files; beyond, navigation is incomplete
@@ -74,8 +77,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                              "redirects": _redirect_maps(plugins) if "redirects" in names else None})
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The page paths the navigation lists (`nav:`, literate-nav files, awesome-pages `.pages`), with lines."""
+    workspace, files = tree.workspace, tree.files
     path = site.config_path
     assert path is not None  # a site of this kind is only detected from its config file
     literate = site.routing.get("literate")
@@ -98,6 +102,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     if site.routing.get("awesome"):
         _awesome_pages(workspace, site, files, result)
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 def _walk(workspace, node, site: DocsSite, files: set[str], result: Navigation, literate: str | None) -> None:
@@ -322,7 +329,7 @@ class MkDocsRouter(Router):
         return found | {mkdocs_i18n.unsuffixed_stem(self.site.routing.get("i18n"), stem).lower()}
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this MkDocs site."""
     return MkDocsRouter(site, tree)
 
@@ -362,8 +369,9 @@ def _globs(root: str, node) -> tuple[str, ...]:
     return ignore_globs(_scalar(node) or "", root)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the navigation: the nearest literate-nav file above it, else `nav:`."""
+    files = tree.files
     literate = site.routing.get("literate")
     folder = posixpath.dirname(page)
     while literate and in_folder(folder, site.docs_root):

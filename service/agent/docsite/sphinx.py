@@ -8,9 +8,11 @@ from service.agent.docsite.pages import Link, LinkKind
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
 from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
 from service.agent.docsite.sphinx_conf import read_conf
+from service.agent.docsite.tree import Tree
 from service.workspace.globs import compile_glob
 
 CONFIG_NAMES = ("conf.py",)
+CONFIG_TAILS: tuple[str, ...] = ()
 # Suffixes a toctree entry may stand for (nbsphinx and myst-nb add notebooks).
 DOCUMENT_SUFFIXES = (".rst", ".md", ".txt", ".ipynb")
 _ROOT_DOC = re.compile(r"^(?:root_doc|master_doc)\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
@@ -52,11 +54,10 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                     routing=routing)
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """Every toctree entry of the site's pages (parsed with docutils or markdown-it), with the documents they
     stand for."""
-    from service.agent.docsite.tree import Tree
-    tree = Tree(workspace)
+    files = tree.files
     result = Navigation()
     for page in sorted(p for p in files if site.is_page(p)):
         mode = site.page_mode(page)
@@ -99,14 +100,14 @@ def _entry_name(site: DocsSite, page: str, raw: str, glob: bool) -> tuple[str | 
     return (stem if suffix in DOCUMENT_SUFFIXES else name), glob and any(c in target for c in "*?[")
 
 
-def navigation_order(workspace, site: DocsSite) -> list[str]:
+def navigation_order(tree: Tree, site: DocsSite) -> list[str]:
     """The site's documents in the order Sphinx's table of contents shows them: the root document, then each
     toctree entry depth-first (a glob entry's matches sorted by name), each document once. Bounded: at most
     MAX_ORDERED documents and MAX_ORDER_STEPS steps, and only pages that mention a toctree are parsed; past a
     bound the order found so far is returned."""
     if not site.nav_files:
         return []
-    walk = _TocWalk(workspace, site)
+    walk = _TocWalk(tree, site)
     order: list[str] = []
     seen: set[str] = set()
     pending = [site.nav_files[0]]
@@ -124,9 +125,8 @@ def navigation_order(workspace, site: DocsSite) -> list[str]:
 class _TocWalk:
     """The toctree entries of pages as pages, counting the steps they take (glob matches tried, entries read)."""
 
-    def __init__(self, workspace, site: DocsSite) -> None:
-        from service.agent.docsite.tree import Tree
-        self.tree = Tree(workspace)
+    def __init__(self, tree: Tree, site: DocsSite) -> None:
+        self.tree = tree
         self.site = site
         self.steps = 0
         # By name, as Sphinx sorts a glob's matches; of two files with one name, the alphabetically first.
@@ -154,8 +154,9 @@ class _TocWalk:
         return children
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the navigation."""
+    files = tree.files
     folder = posixpath.dirname(page)
     indexes = [f"{folder}/index{s}" if folder else f"index{s}" for s in site.page_suffixes]
     holder = next((p for p in indexes if p in files and p != page), site.nav_files[0] if site.nav_files else None)
@@ -319,6 +320,6 @@ def default_role_links(site: DocsSite, interpreted: list[Link], every: bool = Fa
     return found
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Sphinx site."""
     return SphinxRouter(site, tree)
