@@ -212,6 +212,8 @@ def _broken_message(link: Link, outcome: Outcome) -> str:
         return f"broken document reference: {link.target} ({outcome.reason})"
     if link.kind is LinkKind.REF:
         return f"unknown label: {link.target} ({outcome.reason})"
+    if link.kind is LinkKind.OPTION:
+        return f"unknown option: {link.target} ({outcome.reason})"
     return f"broken link: {link.target} ({outcome.reason})"
 
 
@@ -250,16 +252,17 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
         lost_labels |= run.start.page(page).labels - run.now.page(page).labels
     for page in run.removed:
         lost_labels |= run.start.page(page).labels
+    lost_options = _lost_options(run, existing_changed)
     route_changed = {p for p in existing_changed if any(run.start.page(p).front_matter.get(key) !=
                                                         run.now.page(p).front_matter.get(key) for key in ROUTE_KEYS)}
     affected = run.removed | {p for p, lost in lost_anchors.items() if lost} | route_changed
-    if not affected and not lost_labels:
+    if not affected and not lost_labels and not lost_options:
         return []
     names = set()
     for path in affected:
         names |= run.start.router.names(path)
     names.discard("")
-    label_words = [_WORDS.findall(label) for label in lost_labels]
+    label_words = [_WORDS.findall(label) for label in lost_labels] + [[name.lower()] for name in lost_options]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):
@@ -272,8 +275,9 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
                 continue
         for link in _links_elsewhere(run, other):
             # MyST's `[text](label)` names a label as :ref: does.
-            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL)
-            if link.kind is LinkKind.REF and not by_label:
+            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL) or \
+                link.kind is LinkKind.OPTION and any(name in link.target for name in lost_options)
+            if link.kind in (LinkKind.REF, LinkKind.OPTION) and not by_label:
                 continue
             if not by_label and not any(name in link.target.lower() for name in names):
                 continue
@@ -281,6 +285,16 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             if broken:
                 problems.append(DocsProblem(other, link.line, *broken))
     return problems
+
+
+def _lost_options(run: _Run, existing_changed: list[str]) -> set[str]:
+    """Option strings whose `.. option::` the run removed (from a page it changed, moved or deleted)."""
+    lost: set[tuple[str, str]] = set()
+    for page in existing_changed:
+        lost |= run.start.page(page).options - run.now.page(page).options
+    for page in run.removed:
+        lost |= run.start.page(page).options
+    return {name for _, name in lost}
 
 
 def _links_elsewhere(run: _Run, page: str) -> list[Link]:
