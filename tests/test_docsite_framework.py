@@ -6,7 +6,7 @@ import pytest
 from service.agent.docs_check import check_docs
 from service.agent.docsite import detect
 from service.agent.docsite.docusaurus_routes import doc_id
-from service.agent.docsite.framework import AddsToPages
+from service.agent.docsite.framework import AddsToPages, ChecksPages
 from service.agent.docsite.tree import Tree
 
 CONFIG = "module.exports = {presets: [['classic', {docs: {sidebarPath: './sidebars.js'}}]]};\n"
@@ -74,3 +74,5 @@ def test_every_framework_reads_the_tree_it_is_handed(open_workspace):
 def test_only_frameworks_that_add_to_pages_are_asked_for_extras():
     adds = {name for name, module in detect.FRAMEWORKS.items() if isinstance(module, AddsToPages)}
     assert adds == {"hugo"}
+    checks = {name for name, module in detect.FRAMEWORKS.items() if isinstance(module, ChecksPages)}
+    assert checks == {"mkdocs"}

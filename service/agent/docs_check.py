@@ -17,7 +17,14 @@ from functools import cached_property
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
 from service.agent.docs_translations import translation_problems
-from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, has_extras, make_router
+from service.agent.docsite.detect import (
+    detect_site,
+    extra_anchors,
+    extra_links,
+    has_extras,
+    make_router,
+    page_problems,
+)
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -177,6 +184,8 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
         error = parsed.front_matter_error
         found.append((("front matter", error.message), DocsProblem(page, error.line, error.message)))
     found += [(("tag", p.message), DocsProblem(page, p.line, p.message)) for p in parsed.tag_problems]
+    found += [(("page", message), DocsProblem(page, line, message))
+              for line, message in page_problems(state.tree, state.site, page)]
     shared = state.site.routing.get("shared_names") if state.site.framework == "sphinx" else None
     if shared is not None:  # names rst_prolog/rst_epilog define count on every page
         found += [(("name", name), DocsProblem(page, line, f"broken reference: `{name}`_ (this page has no section "

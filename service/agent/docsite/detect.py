@@ -17,7 +17,7 @@ from service.agent.docsite import (
     starlight,
     vitepress,
 )
-from service.agent.docsite.framework import AddsToPages, Framework
+from service.agent.docsite.framework import AddsToPages, ChecksPages, Framework
 from service.agent.docsite.frontmatter import front_matter_keys
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import Router
@@ -111,6 +111,12 @@ def extra_anchors(site: DocsSite, text: str) -> set[str]:
     """Anchors the framework's Markdown settings add beyond headings and ids (Hugo's definition-term ids)."""
     module = FRAMEWORKS.get(site.framework)
     return module.extra_anchors(site, text) if isinstance(module, AddsToPages) else set()
+
+
+def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]]:
+    """What the framework's own rules find wrong in a page (a blog post's metadata), as (line, message)."""
+    module = FRAMEWORKS.get(site.framework)
+    return module.page_problems(tree, site, page) if isinstance(module, ChecksPages) else []
 
 
 def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:

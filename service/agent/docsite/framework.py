@@ -54,6 +54,14 @@ class AddsToPages(Protocol):
         """Anchors the framework's Markdown settings add (Hugo's definition-term ids)."""
 
 
+@runtime_checkable
+class ChecksPages(Protocol):
+    """A framework with rules of its own for some pages (MkDocs' blog posts need a `date`)."""
+
+    def page_problems(self, tree: Tree, site: DocsSite, page: str, /) -> list[tuple[int, str]]:
+        """(line, message) for what in the page at `page` stops the framework's build."""
+
+
 def listed_order(reader: NavigationReader) -> OrderReader:
     """The navigation order of a framework whose navigation lists its pages: each found entry's first existing
     page, in the order the entries are read."""
