@@ -271,7 +271,9 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
     for path in affected:
         names |= run.start.router.names(path)
     names.discard("")
-    label_words = [_WORDS.findall(label) for label in lost_labels] + [[name.lower()] for name in lost_options]
+    label_words = [_WORDS.findall(label) for label in lost_labels]
+    # An :option: reference names the option string (`-b`, which most texts hold) after the role's name.
+    option_words = [["option:", name.lower()] for name in lost_options]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):
@@ -280,7 +282,7 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             # Not parsed yet: parse it only when its text names one of the pages or lost labels (most pages do not).
             text = (run.now_tree.text(other) or "").lower()
             if not any(name in text for name in names) and \
-                    not any(all(word in text for word in words) for words in label_words):
+                    not any(all(word in text for word in words) for words in label_words + option_words):
                 continue
         for link in _links_elsewhere(run, other):
             # MyST's `[text](label)` names a label as :ref: does.
