@@ -42,7 +42,8 @@ from service.workspace.overlay import Workspace  # noqa: E402
 
 BASE_PACKAGES = ("mkdocs", "mkdocs-material", "sphinx", "myst-parser")
 BUILD_SECONDS = 900
-_MKDOCS_FILE = re.compile(r"Doc file '([^']+)'")
+# The file a MkDocs warning is about: a page's links, or a blog post's metadata (Material's blog plugin).
+_MKDOCS_FILE = re.compile(r"(?:Doc file|of post) '([^']+)'")
 _SPHINX = re.compile(r"^(?P<file>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?:WARNING|ERROR|CRITICAL): (?P<msg>.*)$")
 _QUOTED = re.compile(r"""['"`]([^'"`]+)['"`]""")
 _MD_LINK = re.compile(r"\]\(\s*([^)\s#]+\.md)(#[^)\s]*)?\)")

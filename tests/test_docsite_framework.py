@@ -73,6 +73,6 @@ def test_every_framework_reads_the_tree_it_is_handed(open_workspace):
 
 def test_only_frameworks_that_add_to_pages_are_asked_for_extras():
     adds = {name for name, module in detect.FRAMEWORKS.items() if isinstance(module, AddsToPages)}
-    assert adds == {"hugo"}
+    assert adds == {"hugo", "mkdocs"}
     checks = {name for name, module in detect.FRAMEWORKS.items() if isinstance(module, ChecksPages)}
     assert checks == {"mkdocs"}

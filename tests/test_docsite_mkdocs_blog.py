@@ -71,3 +71,18 @@ def test_pages_outside_the_posts_still_need_a_nav_entry(open_workspace):
     assert messages == ["broken link: ../missing/ (no file docs/missing)",
                         "new page is not in the navigation, so readers cannot find it: add `- Title: blog/about.md` "
                         "to `nav:` in mkdocs.yml"]
+
+
+def test_a_posts_links_metadata_names_pages_from_the_docs_folder(open_workspace):
+    site_files = dict(SITE, **{"docs/setup.md": "# Setup\n", "docs/blog/articles/links.md": (
+        "---\ndate: 2024-03-01\nlinks:\n  - setup.md\n  - Start: index.md#tool\n  - More:\n    - setup.md\n---\n\n"
+        "# Links\n")})
+    workspace = open_workspace(site_files)
+    site = detect_site(workspace)
+    workspace.move("docs/setup.md", "docs/guides/setup.md")
+    problems = sorted((p.path, p.line, p.message) for p in check_docs(workspace, site).problems
+                      if p.path.startswith("docs/blog/"))
+    assert problems == [("docs/blog/articles/links.md", 4, "link to /setup.md, which this run moved or deleted")]
+    workspace.write("docs/blog/articles/new.md", b"---\ndate: 2024-03-02\nlinks:\n  - nope.md\n---\n\n# New\n")
+    assert any(p.path == "docs/blog/articles/new.md" and p.message.startswith("broken link: /nope.md")
+               for p in check_docs(workspace, site).problems)

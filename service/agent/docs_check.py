@@ -87,7 +87,7 @@ class _State:
             parsed = self.tree.page(path, self.site.page_mode(path))
             if self.extras and not parsed.uncheckable:  # read the text only where the framework adds to it
                 text = self.tree.text(path) or ""
-                extra, anchors = extra_links(self.site, text), extra_anchors(self.site, text)
+                extra, anchors = extra_links(self.site, path, text), extra_anchors(self.site, text)
                 parsed = replace(parsed, links=parsed.links + extra, anchors=parsed.anchors | anchors)
             self.pages[path] = parsed
         return self.pages[path]

@@ -101,10 +101,10 @@ def has_extras(site: DocsSite) -> bool:
     return isinstance(FRAMEWORKS.get(site.framework), AddsToPages)
 
 
-def extra_links(site: DocsSite, text: str) -> list:
+def extra_links(site: DocsSite, page: str, text: str) -> list:
     """Links the framework adds to a page's text beyond what the page parser sees (Hugo's `ref` shortcodes)."""
     module = FRAMEWORKS.get(site.framework)
-    return module.extra_links(text) if isinstance(module, AddsToPages) else []
+    return module.extra_links(site, page, text) if isinstance(module, AddsToPages) else []
 
 
 def extra_anchors(site: DocsSite, text: str) -> set[str]:

@@ -45,10 +45,10 @@ class Framework(Protocol):
 
 @runtime_checkable
 class AddsToPages(Protocol):
-    """A framework whose Markdown adds links or anchors beyond what the page parser finds (Hugo)."""
+    """A framework whose Markdown adds links or anchors beyond what the page parser finds (Hugo, MkDocs)."""
 
-    def extra_links(self, text: str, /) -> list[Link]:
-        """Links the framework adds to a page's text (Hugo's `ref` shortcodes)."""
+    def extra_links(self, site: DocsSite, page: str, text: str, /) -> list[Link]:
+        """Links the framework adds to a page's text (Hugo's `ref` shortcodes, a blog post's `links`)."""
 
     def extra_anchors(self, site: DocsSite, text: str, /) -> set[str]:
         """Anchors the framework's Markdown settings add (Hugo's definition-term ids)."""

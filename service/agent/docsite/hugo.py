@@ -271,7 +271,7 @@ def route_key(written: str) -> str:
     return key.strip("/")
 
 
-def extra_links(text: str) -> list[Link]:
+def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
     """The `ref`/`relref` shortcodes of a page, as document references (Markdown links around them do not parse)."""
     links = []
     for match in _REF_SHORTCODE.finditer(text):

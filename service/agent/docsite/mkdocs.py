@@ -7,7 +7,7 @@ import yaml
 from service.agent.docsite import mkdocs_blog, mkdocs_i18n
 from service.agent.docsite.framework import listed_order
 from service.agent.docsite.limits import Uncheckable
-from service.agent.docsite.pages import Mode, parse_page
+from service.agent.docsite.pages import Link, LinkKind, Mode, parse_page
 from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import (
     DocsSite,
@@ -284,6 +284,20 @@ def _plugin_option(plugins, plugin: str, option: str) -> str | None:
 
 BLOG_PAGES = ("links to the pages the blog plugin generates (archive, categories, authors, posts' URLs) are not "
               "checked")
+
+
+def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
+    """A blog post's `links` front matter: pages the blog plugin links (paths from the docs folder; it stops the
+    build when one is missing)."""
+    blog = site.routing.get("blog")
+    if blog is None or not mkdocs_blog.is_post(blog, page) or "links:" not in text:
+        return []
+    return [Link(line, "/" + path, LinkKind.FILE) for line, path in mkdocs_blog.post_links(text)]
+
+
+def extra_anchors(site: DocsSite, text: str) -> set[str]:
+    """None beyond the page parser's: MkDocs adds no anchors of its own."""
+    return set()
 
 
 def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]]:

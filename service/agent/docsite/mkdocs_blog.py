@@ -2,7 +2,8 @@
 
 Posts (under `post_dir`, `{blog}/posts` by default) are not listed in `nav:`: the plugin puts them under the
 blog's index. It generates the index's archive, category, pagination and author pages from `*_url_format`
-settings, and each post's own URL from its date and slug, none of them files in the repository. A post without a
+settings, and each post's own URL from its date and slug, none of them files in the repository. A post's `links`
+name pages from the docs folder. A post without a
 `date`, with an author `.authors.yml` does not define, or with a category outside `categories_allowed` stops the
 build.
 """
@@ -11,7 +12,9 @@ import datetime
 import re
 from dataclasses import dataclass
 
+from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
 from service.agent.docsite.limits import Uncheckable
+from service.agent.docsite.routing import is_external
 from service.agent.docsite.site import normal_join, read_text
 from service.agent.docsite.yamltext import YAMLError, load_yaml
 
@@ -88,6 +91,28 @@ def post_problems(blog: Blog, workspace, text: str, front: dict) -> list[tuple[i
                 problems.append((_key_line(text, "categories"), f"blog post category `{name}` is not in the "
                                                                 "plugin's `categories_allowed`"))
     return problems
+
+
+def post_links(text: str) -> list[tuple[int, str]]:
+    """(line, path) of each page a post's `links` front matter names, as nav entries do (`- path`, `- Title: path`,
+    sections of them), without anchors; paths are relative to the docs folder."""
+    try:
+        links = parse_front_matter(text).get("links")
+    except FrontMatterError:
+        return []
+    found: list[tuple[int, str]] = []
+    pending = [links]
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, list):
+            pending[:0] = item
+        elif isinstance(item, dict):
+            pending[:0] = list(item.values())
+        elif isinstance(item, str) and item.strip() and not is_external(item.strip()):
+            path = item.strip().split("#", 1)[0]
+            line = next((number for number, written in enumerate(text.split("\n"), 1) if path in written), 1)
+            found.append((line, path.lstrip("/")))
+    return found
 
 
 def _is_date(value) -> bool:
