@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot import context  # noqa: E402
 from service.agent.docsite.detect import detect_site  # noqa: E402
-from service.agent.site_check import check_site, site_pages  # noqa: E402
 from service.agent.docsite.tree import Tree  # noqa: E402
+from service.agent.site_check import check_site, site_pages  # noqa: E402
 from service.automations.events import TriggerEvent  # noqa: E402
 from service.automations.localchanges import new_commits  # noqa: E402
 from service.automations.model import parse_spec  # noqa: E402
