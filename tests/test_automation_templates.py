@@ -223,6 +223,24 @@ def test_the_whole_site_check_reports_every_broken_link_and_navigation_entry(mak
     assert "navigation entry `gone.md` points to no page" in text
 
 
+def test_the_whole_site_check_leaves_ids_made_by_markup_it_does_not_read_unjudged(make_repo, git):
+    from service.workspace.overlay import Workspace
+
+    bare = make_repo({"mkdocs.yml": "site_name: W\nnav:\n  - Home: index.md\n  - Blog: blog.md\n",
+                      "docs/index.md": "# Home\n\n[dir](blog.md#config.blog_dir), [note](blog.md#fn:2), "
+                                       "[gone](blog.md#config.gone), [routing](blog.md#routing)\n",
+                      "docs/blog.md": "# Blog\n\n#### <!-- md:setting config.blog_dir -->\n\nSee the routing "
+                                      "notes.[^2]\n\n[^2]: A note.\n"}, name="site")
+    with Workspace(git, bare, git.out("rev-parse", "refs/heads/main", git_dir=bare)) as workspace:
+        report = check_site(workspace)
+    reported = sorted(p.message.split(" (")[0] for p in report.problems)
+    # Not a slug and not named in the page: reported; a slug the page lacks as a heading: reported, whatever the
+    # page's prose says.
+    assert reported == ["broken anchor: blog.md#config.gone", "broken anchor: blog.md#routing"], report.to_text()
+    assert report.notes == ["2 link(s) to anchors that are not heading slugs and that their page names (ids a "
+                            "plugin, hook, attribute list or footnote may make) were not judged"]
+
+
 def test_the_report_in_the_prompt_is_fenced_longer_than_any_backticks_inside():
     from service.agent.docs_report import DocsProblem, DocsReport
 

@@ -13,6 +13,7 @@ from service.errors import RunFailed
 from service.models import Job, Message
 from service.services import Services
 
+NOTES_MAX_CHARS = 600  # what a clean check's reason says of the links it could not judge
 REPORT_MAX_CHARS = 20_000  # the report as the model sees it (docs_report cuts the problem lines past it)
 REPORT_INTRO = (
     "The docs check of the whole site ran before you and found the problems below, between the two fence lines "
@@ -33,8 +34,10 @@ class FirstCheck:
     def reason(self) -> str:
         """Why a clean site needed no change: the round's reason, as the run history shows it."""
         pages = self.report.pages_checked
-        unjudged = f"; {len(self.report.notes)} kind(s) of link it cannot judge were left alone" \
-            if self.report.notes else ""
+        notes = "; ".join(self.report.notes)
+        if len(notes) > NOTES_MAX_CHARS:
+            notes = notes[: NOTES_MAX_CHARS - 1] + "…"
+        unjudged = f" (not judged: {notes})" if notes else ""
         return (f"The docs check found no broken links, anchors or navigation entries in {pages} page(s) of the "
                 f"site{unjudged}. The model was not run.")
 
