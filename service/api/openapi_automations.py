@@ -36,7 +36,8 @@ _EXAMPLES = [
      "trigger": {"type": "code_change", "repository": "acme/api", "mode": "batched", "cron": "0 9 * * 1",
                  "timeZone": "Europe/Berlin"}},
     {"name": "Fix broken links", "prompt": "Fix the broken links the docs check found.",
-     "trigger": {"type": "schedule", "cron": "0 6 * * *", "timeZone": "UTC"}, "enabled": True},
+     "trigger": {"type": "schedule", "cron": "0 6 * * *", "timeZone": "UTC"}, "options": {"docsCheckFirst": True},
+     "enabled": True},
     {"name": "Release notes from CI", "prompt": "Document the release described in the context.",
      "trigger": {"type": "webhook"}, "options": {"grouping": False}},
     {"template": "update-docs-from-code-changes", "trigger": {"repository": "acme/api"}},
@@ -74,6 +75,9 @@ def _options(*, response: bool) -> dict:
         "commentOnSource": {"type": "boolean", "default": False},
         "maxTokens": nullable({"type": "integer", "minimum": 1, "maximum": MAX_TOKENS_CAP,
                                "description": "Each run's job budget; null: the project's."}),
+        "docsCheckFirst": {"type": "boolean", "default": False, "description": (
+            "Each run first checks the whole docs site without the model; the agent runs only when the check "
+            "finds problems, with its report. A clean site ends the run as `no_action_needed`, without tokens.")},
     }
     return closed_object(properties, optional=() if response else tuple(properties))
 
