@@ -44,7 +44,7 @@ def check_site(workspace, site: DocsSite | None = None) -> DocsReport:
                     unjudged += 1
                     continue
                 problems.append(problem)
-        problems += _navigation_problems(workspace, site, tree)
+        problems += _navigation_problems(site, tree)
     except Exception as exc:  # a bug or a hostile file must not pass for a clean site
         log.exception("the docs check of the whole site failed")
         return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__})", whole_site=True)
@@ -76,12 +76,12 @@ def _named_elsewhere(state: _State, page: str, target: str) -> bool:
     return anchor in text or (label is not None and f"[^{label}]" in text)
 
 
-def _navigation_problems(workspace, site: DocsSite, tree: Tree) -> list[DocsProblem]:
+def _navigation_problems(site: DocsSite, tree: Tree) -> list[DocsProblem]:
     """Navigation files the framework could not read, and entries that name no page."""
     if site.framework == "markdown":
         return []
     try:
-        navigation = read_navigation(workspace, site, tree.files)
+        navigation = read_navigation(tree, site)
     except Uncheckable as exc:
         where = exc.path or site.config_path or ""
         return [DocsProblem(where, 1, f"{where} is {exc}, so the navigation was not checked")]
