@@ -88,6 +88,11 @@ def test_create_from_a_template_with_its_blank_filled_and_see_it_listed(dash):
     assert "no runs yet" in row and "from the template update-docs-from-code-changes" in row
     assert "schedule: cron 0 9 * * 1 (UTC)" in listing and "next run" in listing and " UTC" in listing
 
+    links_form = operator.get(f"{path(project)}/new?template=fix-broken-links").text
+    assert re.search(r'name="docs_check_first" checked', links_form)  # the template checks the site first
+    create(operator, project, template="fix-broken-links", name="Links, checked first", docs_check_first="on")
+    assert any(a.options.docs_check_first for a in dash.ctx.services.automations.of_project(project.id))
+
     unknown = operator.get(f"{path(project)}/new?template=write-a-novel")
     assert unknown.status_code == 400 and "must be one of" in unknown.text
 

@@ -13,7 +13,7 @@ from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.views_outbound_webhooks import administered_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.automations import manage, outcomes
-from service.automations.model import Automation, ChangeMode, Options, RunState, TriggerType
+from service.automations.model import Automation, ChangeMode, Options, RunState, TriggerType, parse_options
 from service.automations.store import RUNS_KEPT
 from service.automations.templates import TEMPLATES, Template
 from service.errors import AutomationLimitReached, InvalidRequest
@@ -156,7 +156,8 @@ def form_body(form: MultiDict) -> dict:
         trigger.update(cron=form.get("cron", "").strip(), timeZone=form.get("time_zone", "").strip() or "UTC")
     reviewers = [r for r in form.get("reviewers", "").replace(",", " ").split() if r]
     options = {"grouping": "grouping" in form, "requestSourceReviews": "request_source_reviews" in form,
-               "commentOnSource": "comment_on_source" in form, "reviewers": reviewers,
+               "commentOnSource": "comment_on_source" in form, "docsCheckFirst": "docs_check_first" in form,
+               "reviewers": reviewers,
                "maxOpenPullRequests": _number(form.get("max_open_pull_requests", "")),
                "maxRunsPerDay": _number(form.get("max_runs_per_day", "")),
                "maxTokens": _number(form.get("max_tokens", "")) or None}
@@ -201,7 +202,7 @@ def _template_values(template: Template | None) -> dict:
     body = template.body if template else {"trigger": {"type": TriggerType.SCHEDULE.value}}
     trigger = body.get("trigger", {})
     return {"name": body.get("name", ""), "prompt": body.get("prompt", ""), **_trigger_values(trigger),
-            **_option_values(Options()), "enabled": "on"}
+            **_option_values(parse_options(body.get("options", {}))), "enabled": "on"}
 
 
 def _automation_values(automation: Automation) -> dict:
@@ -223,7 +224,8 @@ def _option_values(options: Options) -> dict:
               "max_runs_per_day": str(options.max_runs_per_day), "reviewers": ", ".join(options.reviewers),
               "max_tokens": "" if options.max_tokens is None else str(options.max_tokens)}
     for name, on in (("grouping", options.grouping), ("request_source_reviews", options.request_source_reviews),
-                     ("comment_on_source", options.comment_on_source)):
+                     ("comment_on_source", options.comment_on_source),
+                     ("docs_check_first", options.docs_check_first)):
         if on:
             values[name] = "on"
     return values
