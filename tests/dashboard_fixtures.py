@@ -4,6 +4,7 @@ and people with different rights; `browser`, one headless Debian chromium for th
 import json
 import os
 import re
+import signal
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,22 @@ from bot.dashboard.operator import issue_login_link
 from service.settings import Settings
 from tests.conftest import DOCS, free_port
 from tests.harness import LiveServer, drain_queues
+
+
+@pytest.fixture
+def time_bound(request):
+    """Fail a test that runs over its module's TEST_SECONDS (SIGALRM) instead of hanging the suite."""
+    seconds = getattr(request.module, "TEST_SECONDS", 60)
+
+    def over(_signum, _frame):
+        raise TimeoutError(f"test ran over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, over)
+    signal.alarm(seconds)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

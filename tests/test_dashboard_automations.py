@@ -3,7 +3,6 @@ template filling its blank, edit, enable and disable, run now, the run history w
 secret shown once and rotated, delete; members read and only admins manage; CSRF."""
 
 import re
-import signal
 
 import pytest
 
@@ -16,18 +15,7 @@ TEST_SECONDS = 60
 SECRET = re.compile(r'value="(cdah_[A-Za-z0-9_-]+)"')
 
 
-@pytest.fixture(autouse=True)
-def time_bound():
-    """Fail a test that runs over TEST_SECONDS instead of hanging the suite."""
-
-    def over(_signum, _frame):
-        raise TimeoutError(f"test ran over {TEST_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, over)
-    signal.alarm(TEST_SECONDS)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("time_bound")
 
 
 def path(project, automation_id: str = "") -> str:

@@ -3,7 +3,6 @@ delivery log after real attempts to a receiver on 127.0.0.1, send again, the add
 them, and CSRF."""
 
 import re
-import signal
 import time
 
 import pytest
@@ -15,18 +14,7 @@ TEST_SECONDS = 60  # each test's bound; the dashboard fixture alone takes a few 
 SECRET = re.compile(r'value="(whsec_[A-Za-z0-9+/=]+)"')
 
 
-@pytest.fixture(autouse=True)
-def time_bound():
-    """Fail a test that runs over TEST_SECONDS instead of hanging the suite."""
-
-    def over(_signum, _frame):
-        raise TimeoutError(f"test ran over {TEST_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, over)
-    signal.alarm(TEST_SECONDS)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("time_bound")
 
 
 @pytest.fixture
