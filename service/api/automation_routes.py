@@ -2,7 +2,6 @@
 webhook trigger, and the autopilot doors (`/v2/agent/{projectId}/autopilot`, Mintlify's
 `/v2/autopilot/{projectId}/webhook`)."""
 
-import hashlib
 
 from flask import Blueprint, Response, jsonify, request
 
@@ -19,7 +18,6 @@ from service.automations.templates import TEMPLATES
 from service.errors import InvalidRequest, PayloadTooLarge, Unauthorized
 from service.intake import QuotaSpent
 from service.services import Services
-from service.store.jobs import IdempotencyClaim
 
 bp = Blueprint("automations_api", __name__)
 
@@ -145,11 +143,8 @@ def _autopilot(project_id: str) -> Response:
     intake.ensure_open(project)
     body = bodies.read_object(request, svc.settings.max_body_bytes)
     prompt = bodies.parse_prompt(body, svc.settings)
-    idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
-    claim = None
-    if idem is not None:
-        scope = hashlib.sha256(f"{key.account}\0{project.id}\0autopilot\0{idem}".encode()).hexdigest()
-        claim = IdempotencyClaim(scope=scope, body_hash=bodies.body_hash(body))
+    claim = bodies.idempotency_claim(request.headers.get("Idempotency-Key"), body, key.account, project.id,
+                                     "autopilot")
     new = intake.NewJob(prompt=prompt, model=svc.settings.model, ref=project.ref, max_tokens=project.max_tokens,
                         source="autopilot", key_id=key.id, idempotency=claim)
     try:

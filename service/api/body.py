@@ -15,6 +15,7 @@ from service.models import JobStatus
 from service.prompts import check_prompt, check_text
 from service.settings import Settings
 from service.store.job_events import check_event_id
+from service.store.jobs import IdempotencyClaim
 
 EVENTS_PAGE = 500  # events per `?after=` answer
 MAX_TOKENS_CAP = 10**10
@@ -205,6 +206,16 @@ def idempotency_key(raw: str | None) -> str | None:
         raise InvalidRequest("`Idempotency-Key` must be 1 to 255 printable ASCII characters",
                              field="Idempotency-Key")
     return raw
+
+
+def idempotency_claim(raw: str | None, body: dict, *scope: str) -> IdempotencyClaim | None:
+    """The create call's idempotency claim from its `Idempotency-Key` header (None without one), scoped to
+    `scope` (the caller's account, the project and, for another door than create, the door's name)."""
+    key = idempotency_key(raw)
+    if key is None:
+        return None
+    return IdempotencyClaim(scope=hashlib.sha256("\0".join([*scope, key]).encode()).hexdigest(),
+                            body_hash=body_hash(body))
 
 
 def _only(names, allowed: tuple[str, ...], noun: str) -> None:

@@ -1,7 +1,6 @@
 """The `/v2/agent` endpoints: create, message, get, list, conversation, archive, cancel, delete and follow jobs;
 usage."""
 
-import hashlib
 from functools import partial
 
 from flask import Blueprint, Response, current_app, jsonify, request
@@ -16,7 +15,7 @@ from service.api.access import services as _services
 from service.errors import InvalidRequest, ProjectNotFound
 from service.intake import QuotaSpent
 from service.models import Job
-from service.store.jobs import IdempotencyClaim, add_usage, remaining_budget
+from service.store.jobs import add_usage, remaining_budget
 from service.store.ratelimit import Quota
 from service.store.usage import hosts_of
 
@@ -47,11 +46,7 @@ def create_job(project_id: str) -> Response:
     intake.ensure_open(project)  # before the body is read, as the API always did
     body = bodies.read_object(request, services.settings.max_body_bytes)
     create = bodies.parse_create(body, services.settings)
-    idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
-    claim = None
-    if idem is not None:
-        scope = hashlib.sha256(f"{key.account}\0{project.id}\0{idem}".encode()).hexdigest()
-        claim = IdempotencyClaim(scope=scope, body_hash=bodies.body_hash(body))
+    claim = bodies.idempotency_claim(request.headers.get("Idempotency-Key"), body, key.account, project.id)
     new = intake.NewJob(prompt=create.prompt, model=create.model, ref=create.ref or project.ref,
                         as_draft=create.as_draft, max_tokens=create.max_tokens or project.max_tokens, key_id=key.id,
                         idempotency=claim)
