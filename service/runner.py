@@ -14,7 +14,8 @@ from service.agent.docs_report import REPORT_MAX_CHARS
 from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failure
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
-from service.codehost.base import CodeHost, CodeHostError
+from service.automations import rounds as automation_rounds
+from service.codehost.base import AnnouncesSources, CodeHost, CodeHostError
 from service.codes import RunFailure
 from service.describe import RoundState
 from service.errors import RunFailed, WriteNotReplicated
@@ -29,7 +30,7 @@ from service.faults import (
     Faults,
 )
 from service.lease import Lease, LeaseLost
-from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
+from service.models import Job, JobStatus, Message, MessageStatus, Project, PullRequest, Role
 from service.monthlycap import AccountSpending
 from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
@@ -314,7 +315,7 @@ class Run:
             self._ensure_still_wanted()
             docs_check = DocsChecks(self.services.redis).latest(self.job.id, published.docs_check)
             body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary), files=files,
-                                      docs_check=docs_check, job_id=self.job.id)
+                                      docs_check=docs_check, job_id=self.job.id, sources=self._sources())
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.
@@ -326,6 +327,8 @@ class Run:
                                                  may_open=published.commit is not None)
             if pull is not None:
                 outcome.pr_link, outcome.pr_number = pull.url, pull.number
+                if published.commit is not None:
+                    self._announce(pull)
             self.runner.faults.reach(AFTER_PULL)
         self.lease.ensure_held()
         self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
@@ -346,6 +349,29 @@ class Run:
                                                        state=RoundState.DONE, summary=published.summary),
                           key=f"{self.message.id}:done")
         return outcome
+
+    def _sources(self) -> list[list[dict]] | None:
+        """The source changes each round covers, in `_rounds`' order: an automation's job only."""
+        if self.job.automation is None:
+            return None
+        ids = _round_ids(self.earlier, self.message)
+        found = automation_rounds.covered(self.services, self.job, ids)
+        return [found.get(i, []) for i in ids]
+
+    def _announce(self, pull: PullRequest) -> None:
+        """An automation's round that pushed to its pull request: the code host asks the source pull requests'
+        authors and the automation's reviewers for review and links the pull request from the source ones. Its
+        failure is logged: the round's work is pushed by now."""
+        if self.job.automation is None or not isinstance(self.host, AnnouncesSources):
+            return
+        assert self.project is not None  # set by _run
+        try:
+            notice = automation_rounds.notice(self.services, self.job, self.message, pull.url)
+            if notice is not None:
+                self.host.announce_sources(self.project, pull.number, notice)
+        except Exception:  # noqa: BLE001 - telling people must never change how the round ended
+            log.warning("job %s: could not request reviews or link pull request #%s from its sources", self.job.id,
+                        pull.number, exc_info=True)
 
     def _record(self, outcome: RunOutcome) -> None:
         """Record the outcome, fenced: a run whose lease lapsed writes nothing (LeaseLost)."""
@@ -613,6 +639,12 @@ def _history(earlier: list[Message]) -> list[tuple[str, str]]:
         elif m.status is not MessageStatus.CANCELLED:
             turns.append(("user", _prompt_text(m)))
     return turns
+
+
+def _round_ids(earlier: list[Message], message: Message) -> list[str]:
+    """The user messages of the rounds `_rounds` lists, in its order."""
+    answered = {m.reply_to for m in earlier if m.role is Role.AGENT}
+    return [m.id for m in earlier if m.role is Role.USER and m.id in answered] + [message.id]
 
 
 def _rounds(earlier: list[Message], message: Message, summary: str) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from gidgethub import BadRequest, GitHubException, InvalidField, ValidationError
 from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone, RepositoryNotGranted
 from bot.github.client import GitHubClient, GitHubUnavailable
-from service.codehost.base import CodeHostError, SourceUnreachable
+from service.codehost.base import CodeHostError, SourceNotice, SourceUnreachable
 from service.codes import RunFailure
 from service.describe import merge_description
 from service.errors import RunFailed
@@ -171,6 +171,28 @@ class GitHubCodeHost:
             client.post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
                         {"owner": owner, "repo": name, "number": number, "comment_id": int(thread_id)},
                         data={"body": body}, guard=self._lease_check(fence))
+
+    def announce_sources(self, project: Project, number: int, notice: SourceNotice) -> None:
+        """After an automation's round opened or updated pull request `number`: ask the reviewers who can review,
+        and link it from each source pull request once. Each failure is logged, never raised: the round's work is
+        pushed, and one refused request must not keep the others from being made."""
+        # Imported here: bot.github.sources builds on this module.
+        from bot.github import sources
+
+        if notice.reviewers:
+            try:
+                asked = sources.request_reviews(self, project, number, notice.reviewers)
+                log.info("%s#%s: review requested from %s", project.repository, number, ", ".join(asked) or "nobody")
+            except (CodeHostError, RunFailed) as exc:
+                log.warning("%s#%s: could not request reviews: %s", project.repository, number, exc)
+        installation_id = _installation_id(project)
+        for source in notice.comment_on:
+            try:
+                sources.comment_on_source(self._app, installation_id, source.repository, source.number,
+                                          notice.comment, key=notice.key)
+            except (CodeHostError, RunFailed) as exc:
+                log.warning("%s#%s: could not link %s#%s from it: %s", source.repository, source.number,
+                            project.repository, number, exc)
 
     # -- what the webhook handlers use -------------------------------------------------------
 

@@ -22,8 +22,8 @@ class GitHubBot:
     services: Services
     app: GitHubApp
     host: GitHubCodeHost
-    # What a pull request merged in a source repository starts (the automations); by default it is only logged.
-    on_source_change: sources.SourceChangeHook = field(default=sources.log_source_change)
+    # What a pull request merged in a watched source repository starts: the automations watching it.
+    on_source_change: sources.SourceChangeHook = field(default=sources.fire_automations)
 
 
 Handler = Callable[[GitHubBot, Event], None]
