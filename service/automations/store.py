@@ -203,7 +203,7 @@ class AutomationStore:
         pipe.lpush(order, run.id)
         pipe.lrange(order, RUNS_KEPT, -1)
         pipe.ltrim(order, 0, RUNS_KEPT - 1)
-        dropped = pipe.execute()[3]
+        dropped = pipe.execute()[-2]  # the lrange's answer
         if dropped:
             gone = [load(AutomationRun, raw) for raw in cast(list, self._redis.hmget(records, dropped))]
             pipe = self._redis.pipeline(transaction=True)
