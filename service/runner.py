@@ -314,8 +314,11 @@ class Run:
         if published.commit is not None or self.job.pr_number is not None:
             self._ensure_still_wanted()
             docs_check = DocsChecks(self.services.redis).latest(self.job.id, published.docs_check)
-            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary), files=files,
-                                      docs_check=docs_check, job_id=self.job.id, sources=self._sources())
+            asked = [m for m in [*self.earlier, self.message] if m.role is Role.USER]
+            shown = automation_rounds.automation_rounds(self.services, self.job, asked)
+            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary, shown),
+                                      files=files, docs_check=docs_check, job_id=self.job.id,
+                                      sources=self._sources(shown))
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.
@@ -350,13 +353,11 @@ class Run:
                           key=f"{self.message.id}:done")
         return outcome
 
-    def _sources(self) -> list[list[dict]] | None:
+    def _sources(self, shown: dict[str, automation_rounds.AutomationRound]) -> list[list[dict]] | None:
         """The source changes each round covers, in `_rounds`' order: an automation's job only."""
         if self.job.automation is None:
             return None
-        ids = _round_ids(self.earlier, self.message)
-        found = automation_rounds.covered(self.services, self.job, ids)
-        return [found.get(i, []) for i in ids]
+        return [shown[i].changes if i in shown else [] for i in _round_ids(self.earlier, self.message)]
 
     def _announce(self, pull: PullRequest) -> None:
         """An automation's round that pushed to its pull request: the code host asks the source pull requests'
@@ -647,8 +648,15 @@ def _round_ids(earlier: list[Message], message: Message) -> list[str]:
     return [m.id for m in earlier if m.role is Role.USER and m.id in answered] + [message.id]
 
 
-def _rounds(earlier: list[Message], message: Message, summary: str) -> list[tuple[str, str]]:
-    """(request, summary) per answered round of the job, the current one last, for the pull request's body."""
+def _rounds(earlier: list[Message], message: Message, summary: str,
+            shown: dict[str, automation_rounds.AutomationRound] | None = None) -> list[tuple[str, str]]:
+    """(request, summary) per answered round of the job, the current one last, for the pull request's body; an
+    automation's round shows its own prompt (`shown`), the trigger's data being in the source changes."""
+    shown = shown or {}
     answers = {m.reply_to: m.content for m in earlier if m.role is Role.AGENT}
-    rounds = [(m.content, answers[m.id]) for m in earlier if m.role is Role.USER and m.id in answers]
-    return rounds + [(message.content, summary)]
+
+    def request(m: Message) -> str:
+        return shown[m.id].request if m.id in shown else m.content
+
+    rounds = [(request(m), answers[m.id]) for m in earlier if m.role is Role.USER and m.id in answers]
+    return rounds + [(request(message), summary)]

@@ -36,6 +36,12 @@ def test_each_round_covers_the_changes_of_the_run_that_added_it(stack):
     ids = [first.message_id, second.message_id, person.id]
     covered = rounds.covered(services, job, ids)
     assert [[c["id"] for c in covered.get(i, [])] for i in ids] == [["1"], ["2"], []]
+    # The description shows the automation's own prompt for its rounds (the source's text is data, kept out).
+    messages = [services.jobs.message(i) for i in ids]
+    shown = rounds.automation_rounds(services, job, messages)
+    assert set(shown) == {first.message_id, second.message_id}
+    assert shown[second.message_id].request == "Update the docs for the merged change."
+    assert "Add flag 2" in services.jobs.message(second.message_id).content
 
     notice = rounds.notice(services, job, services.jobs.message(second.message_id), "https://h/acme/docs/pull/9")
     assert notice is not None

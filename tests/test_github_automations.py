@@ -136,7 +136,10 @@ def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
         f"- Round 1: [{SOURCE}#{first['number']}]({first['pull_request']['html_url']}) `Add widgets --list` by `dev`",
         f"- Round 2: [{SOURCE}#{second['number']}]({second['pull_request']['html_url']}) `Add widgets --all` "
         "by `erin`"]
-    assert f"**Round 2.** Covers [{SOURCE}#{second['number']}]({second['pull_request']['html_url']})." in body
+    assert f"**Round 2.** Covers [{SOURCE}#{second['number']}]({second['pull_request']['html_url']}).\n\n" \
+           f"> {PROMPT}\n\nDocumented the --all flag." in body
+    # Each round shows the automation's own prompt; what people wrote in the source is only in the timeline.
+    assert f"## Request\n\n> {PROMPT}\n\n## Summary" in body and "diff --git" not in body
     # The new source pull request's author is asked too, and it gets its link; the first one's link stays one.
     assert review_requests(github, pull["number"]) == ["dev", "alice", "erin"]
     [link] = source_links(github, second["number"])
