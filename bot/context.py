@@ -8,8 +8,8 @@ from pathlib import Path
 import requests
 
 from bot.github.apps import GitHubApp
+from bot.github.bot import GitHubBot
 from bot.github.codehost import GitHubCodeHost
-from bot.github.events import GitHubBot
 from bot.github.registration import load_registration
 from bot.github.settings import GitHubSettings
 from service import redisconn

@@ -17,7 +17,10 @@ from bot.github.webhooks import events_queue_name
 from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker, hold_pool_across_fork
 from service.agent.providers import preload
+from service.automations.ticker import tick as automation_tick
+from service.clock import clock_of
 from service.dispatch import archive_inactive
+from service.faults import Faults
 from service.models import JobStatus
 from service.preflight import FirstContactChecks
 from service.purge import AccountPurges
@@ -99,6 +102,22 @@ def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
             except redis.RedisError:
                 log.warning("local repository upkeep skipped: Redis unreachable")
             last_maintenance = time.monotonic()
+
+
+def _tick_automations_forever(ctx: Context, stop: threading.Event) -> None:
+    """Each interval: the due schedule slots and (one worker at a time) new local source commits. Only workers
+    tick; see service.automations.ticker."""
+    settings = ctx.settings
+    clock, faults, interval = clock_of(settings.test_clock_file), Faults(settings.test_faults), \
+        settings.automation_tick_seconds
+    while not stop.wait(interval):
+        try:
+            automation_tick(ctx.services, clock(), max_diff_chars=settings.max_prompt_chars, faults=faults,
+                            interval=interval)
+        except redis.RedisError:
+            log.warning("automation tick skipped: Redis unreachable")
+        except Exception:
+            log.exception("automation tick failed; trying again next interval")
 
 
 def fanout(ctx: Context) -> Fanout:
@@ -198,10 +217,12 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
 
 
 def start_upkeep(ctx: Context, stop: threading.Event) -> None:
-    """The sweeper (with mirror maintenance), the webhook fan-out and the delivery lanes, which run in threads
-    until `stop` is set."""
+    """The sweeper (with mirror maintenance), the webhook fan-out, the delivery lanes and the automation tick, which
+    run in threads until `stop` is set."""
     log.info("sweep, mirror upkeep, webhook fan-out and delivery lanes running in process %d", os.getpid())
     threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
+    threading.Thread(target=_tick_automations_forever, args=(ctx, stop), name="copydesk-automations",
+                     daemon=True).start()
     threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
     threading.Thread(target=delivery_lanes(ctx).run_forever, args=(stop,), name="copydesk-webhook-lanes",
                      daemon=True).start()

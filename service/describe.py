@@ -37,14 +37,25 @@ def parse_commit_message(text: str) -> tuple[str, str]:
     return title, "\n".join(rest).strip()
 
 
+NO_CHANGE_NEEDED = "No change was needed"
+
+
+def round_summary(summary: str, *, no_change_needed: bool) -> str:
+    """A round's summary as the pull request shows it: a round that found no change needed says so, then why."""
+    if no_change_needed:
+        return f"**{NO_CHANGE_NEEDED}.** {summary.strip()}".rstrip()
+    return summary
+
+
 def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], docs_check: str | None,
               job_id: str, sources: list[list[dict]] | None = None) -> str:
     """Copydesk's marked section of the pull request's description: what was asked, what each round did, the
     source changes the rounds cover (an automation's job), which files the branch changes against the base, and
     the latest docs check.
 
-    `rounds` is (request, summary) per run of the job, oldest first; the first request is the job's prompt.
-    `sources` is, per round in the same order, the refs of the source changes it covers (service.automations).
+    `rounds` is (request, summary) per run of the job, oldest first; the first request is the job's prompt. A
+    round that needed no change has its summary made by `round_summary`. `sources` is, per round in the same
+    order, the refs of the source changes it covers (service.automations).
     """
     covers = list(sources or []) + [[]] * (len(rounds) - len(sources or []))
     (request, summary), follow_ups = rounds[0], rounds[1:]
@@ -103,6 +114,7 @@ class RoundReport:
     changed_files: list[str] = field(default_factory=list)
     docs_check: str | None = None
     error: dict | None = None
+    no_change_needed: bool = False  # the agent found the request needs no change; `summary` says why
 
 
 _STATE_WORDS = {RoundState.QUEUED: "⏳ queued", RoundState.WORKING: "🛠️ working", RoundState.DONE: "✅ done",
@@ -121,7 +133,10 @@ def tracking_comment(report: RoundReport) -> str:
     elif report.state is RoundState.DONE:
         if report.commit:
             parts.append(f"Pushed {report.commit[:12]}.")
-        parts.append(report.summary.strip() or ("No change was needed." if not report.commit else "(no summary)"))
+        if report.no_change_needed:
+            parts.append(round_summary(report.summary, no_change_needed=True))
+        else:
+            parts.append(report.summary.strip() or (f"{NO_CHANGE_NEEDED}." if not report.commit else "(no summary)"))
         if report.changed_files:
             parts.append("Files changed in this round:\n" + "\n".join(f"- `{p}`" for p in report.changed_files))
         if report.docs_check:
@@ -136,20 +151,24 @@ def tracking_comment(report: RoundReport) -> str:
 
 
 def round_reply(*, mention: str, round_number: int, state: RoundState, summary: str = "",
-                error: dict | None = None) -> str:
+                error: dict | None = None, no_change_needed: bool = False) -> str:
     """The short reply at a round's end (edits notify nobody): who asked, and how it ended in one line."""
     if state is RoundState.FAILED:
         return f"@{mention} round {round_number} failed: {_clip((error or {}).get('message', ''), 200)}"
     first = summary.strip().splitlines()[0] if summary.strip() else "done"
+    if no_change_needed:
+        return f"@{mention} round {round_number} needed no change: {_clip(first, 200)}"
     return f"@{mention} round {round_number} is done: {_clip(first, 200)}"
 
 
-def thread_reply(*, mention: str | None, commit: str | None, summary: str) -> str:
+def thread_reply(*, mention: str | None, commit: str | None, summary: str, no_change_needed: bool = False) -> str:
     """The answer in a line comment's own thread: the commit that addressed it, or the words that answer it."""
     greeting = f"@{mention} " if mention else ""
     if commit:
         return f"{greeting}Addressed in {commit[:12]}: {_clip(summary, 600) or 'see the pull request.'}"
-    return f"{greeting}{summary.strip() or 'No change was needed.'}"
+    if no_change_needed:
+        return f"{greeting}{NO_CHANGE_NEEDED}: {summary.strip()}"
+    return f"{greeting}{summary.strip() or NO_CHANGE_NEEDED + '.'}"
 
 
 def source_comment(pull_url: str, *, automation_name: str) -> str:

@@ -14,6 +14,10 @@ AFTER_PUSH = "after_push"  # the commit is on the branch; no pull request opened
 PULL_CLAIMED = "pull_claimed"  # inside the local host's pull-request transaction: a number chosen, nothing saved
 AFTER_PULL = "after_pull"  # the pull request is open; the outcome is not recorded
 CRASHES = (AFTER_PUSH, PULL_CLAIMED, AFTER_PULL)
+# A crash point in a worker's upkeep, not in a run: an automation ran for a new local commit, and the scan's
+# cursor is not moved past it yet.
+AFTER_CHANGE_FIRED = "after_change_fired"
+UPKEEP_CRASHES = (AFTER_CHANGE_FIRED,)
 # Stall points, reached by every `search` tool call: it never returns by itself.
 STALL_IN_TOOL = "stall_in_tool"  # waits in Python code
 REGEX_IN_TOOL = "regex_in_tool"  # a catastrophic match inside Python's `re`: C code that holds the GIL
@@ -30,7 +34,7 @@ PAUSE_BEFORE_PUSH = "pause_before_push"  # past the run's last stop check, befor
 PAUSES = (PAUSE_BEFORE_PUSH,)
 PAUSE_SECONDS = 3.0
 STALL_IN_DOCS_CHECK = "stall_in_docs_check"  # the docs check at the end of a run never returns by itself
-POINTS = CRASHES + STALLS + FREEZES + PAUSES + (STALL_IN_DOCS_CHECK,)
+POINTS = CRASHES + UPKEEP_CRASHES + STALLS + FREEZES + PAUSES + (STALL_IN_DOCS_CHECK,)
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class Faults:
         if point not in self.armed:
             return
         log.warning("test fault point %s reached", point)
-        if point in CRASHES:
+        if point in CRASHES or point in UPKEEP_CRASHES:
             os._exit(137)
         if point in FREEZES:
             os.kill(os.getpid(), signal.SIGSTOP)

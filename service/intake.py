@@ -5,6 +5,7 @@ hourly quota, then the write and the kick); refusals come out as typed errors wi
 dashboard and the GitHub comment handler keep only their own authorization and how they show a refusal.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.errors import InvalidRequest, JobArchived, ProjectDisabled, RateLimited
@@ -106,11 +107,14 @@ def _gate(project: Project, limiter: RateLimiter, quota_key: str) -> Gate:
 
 def follow_up(services: Services, project: Project, job: Job, prompt: str, *, source: str = "api",
               author: str | None = None, key_id: str | None = None, threads: list | None = None,
-              interrupt: bool = False, kick: bool = True, source_repository: str | None = None,
-              source_commit: str | None = None) -> Accepted:
+              interrupt: bool = False, source_repository: str | None = None, source_commit: str | None = None,
+              announce: Callable[[Job, Message], None] | None = None, kick: bool = True) -> Accepted:
     """Queue a follow-up message of `job` and (unless `kick` is False) its run; every refusal comes before any
     quota is used. `interrupt` cancels the running round and the waiting ones, as cancel does (issue 22).
-    `source_repository` and `source_commit`: a repository the round may read, never write (service.sources)."""
+    `source_repository` and `source_commit`: a repository the round may read, never write (service.sources).
+
+    `announce` runs between storing the message and queueing its run (a pull request's tracking comment, which
+    the run then finds and edits); the message is stored by then, so it must not raise."""
     prompt = check_prompt(prompt, services.settings.max_prompt_chars)
     reference = check_source(project, source_repository, source_commit)
     ensure_open(project, job)
@@ -121,6 +125,8 @@ def follow_up(services: Services, project: Project, job: Job, prompt: str, *, so
     job, message = services.jobs.add_message(job.id, prompt=prompt, source=source, author=author, key_id=key_id,
                                              threads=threads, interrupt=interrupt,
                                              source_repository=reference.repository, source_commit=reference.commit)
+    if announce is not None:
+        announce(job, message)
     if kick:
         services.dispatcher.try_kick(job.id)
     return Accepted(job, quota, message)

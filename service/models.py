@@ -22,6 +22,15 @@ class MessageStatus(str, enum.Enum):
     CANCELLED = "cancelled"
 
 
+class RoundOutcome(str, enum.Enum):
+    """What a round that ran to its end did (failed and cancelled rounds have none): changed the docs, found no
+    change needed (a request the docs already meet: an outcome, with its reason), or answered a question."""
+
+    CHANGED = "changed"
+    NO_CHANGE_NEEDED = "no_change_needed"
+    ANSWERED = "answered"
+
+
 class KeyAccess(str, enum.Enum):
     """What an API key may do: read only (GET), or read and write."""
 
@@ -136,11 +145,16 @@ class Message(Record):
     # same installation ("owner/name") on GitHub, a bare repository's path on the local host (service.sources).
     source_repository: str | None = None
     source_commit: str | None = None  # None: the source's default branch head when the round starts
+    # User messages whose round ran to its end: what it did, and why no change was needed (that outcome only).
+    outcome: RoundOutcome | None = None
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         self.role = Role(self.role)
         if self.status is not None:
             self.status = MessageStatus(self.status)
+        if self.outcome is not None:
+            self.outcome = RoundOutcome(self.outcome)
 
     def to_api(self) -> dict:
         """The message as the conversation endpoint returns it."""
@@ -153,7 +167,8 @@ class Message(Record):
         if self.role is Role.USER:
             assert self.status is not None  # a user message always has a status
             data.update(status=self.status.value, source=self.source, author=self.author, error=self.error,
-                        usage=None if self.usage is None else add_records(None, self.usage))
+                        usage=None if self.usage is None else add_records(None, self.usage),
+                        outcome=self.outcome and self.outcome.value, reason=self.reason)
         else:
             data.update(replyTo=self.reply_to, commit=self.commit, changedFiles=self.changed_files)
         return data

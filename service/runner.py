@@ -30,7 +30,7 @@ from service.faults import (
     Faults,
 )
 from service.lease import Lease, LeaseLost
-from service.models import Job, JobStatus, Message, MessageStatus, Project, PullRequest, Role
+from service.models import Job, JobStatus, Message, MessageStatus, Project, PullRequest, Role, RoundOutcome
 from service.monthlycap import AccountSpending
 from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
@@ -62,6 +62,7 @@ class _Edited:
     summary: str
     changes: dict
     docs_check: str | None
+    no_change_needed: bool = False  # the agent found the request needs no change (it then changed nothing)
 
 
 @dataclass
@@ -71,6 +72,14 @@ class _Published:
     commit: str | None
     changed_files: list[str]
     docs_check: str | None
+    no_change_needed: bool = False
+
+    @property
+    def outcome(self) -> RoundOutcome:
+        """What the round did: a commit is a change whatever the agent said; else its words say which."""
+        if self.commit is not None:
+            return RoundOutcome.CHANGED
+        return RoundOutcome.NO_CHANGE_NEEDED if self.no_change_needed else RoundOutcome.ANSWERED
 
 
 class JobRunner:
@@ -231,6 +240,8 @@ class Run:
                     with self.clock.phase("push"):
                         published = self._push(start, edited)
                 files = self.history.files(published.commit or start)
+                if published.commit is None and self.job.pr_number is not None:
+                    published.title = self._kept_title(published.title)
         except GitError as exc:
             raise RunFailed(RunFailure.REPOSITORY_UNREACHABLE, f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
         except BranchConflict as exc:
@@ -263,7 +274,7 @@ class Run:
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)
         docs_check = result.docs_report.to_text(REPORT_MAX_CHARS) if result.docs_report else None
-        return _Edited(title, result.summary, changes, docs_check)
+        return _Edited(title, result.summary, changes, docs_check, no_change_needed=result.no_change_needed)
 
     def _open_source(self) -> AbstractContextManager[SourceTree | None]:
         """The round's read-only source repository at its commit, when the message names one (service.sources)."""
@@ -278,13 +289,13 @@ class Run:
         # The last moment a stop (deadline, hand-back) keeps the run from writing anything outside.
         self.stop.check()
         if not edited.changes:
-            return _Published(edited.title, edited.summary, None, [], edited.docs_check)
+            return _Published(edited.title, edited.summary, None, [], edited.docs_check, edited.no_change_needed)
         text = describe.commit_message(edited.title, edited.summary, job_id=self.job.id, message_id=self.message.id)
         assert self.mirror is not None and self.remote is not None and self.history is not None  # set by _run
         commit = build_commit(self.mirror, start, edited.changes, text, author=self.runner.identity,
                               committer=self.runner.identity)
         if commit is None:
-            return _Published(edited.title, edited.summary, None, [], edited.docs_check)
+            return _Published(edited.title, edited.summary, None, [], edited.docs_check, edited.no_change_needed)
         self._ensure_still_wanted()
         # From here on the run publishes: git and the code host bound each call themselves, and the worker
         # process must not kill a horse that is past the deadline but pushing (it would record a failure).
@@ -303,8 +314,10 @@ class Run:
 
     def _publish_pull(self, published: _Published, files: list[tuple[str, str]]) -> RunOutcome:
         """Open or update the job's pull request (and comment on a follow-up round), each after a lease check."""
+        no_change = published.outcome is RoundOutcome.NO_CHANGE_NEEDED
         outcome = RunOutcome(reply=published.summary, commit=published.commit,
-                             changed_files=published.changed_files)
+                             changed_files=published.changed_files, outcome=published.outcome,
+                             reason=published.summary if no_change else None)
         if published.commit is None and self.job.pr_number is None:
             return outcome  # nothing changed and no pull request yet: nothing to show on the host
         outcome.branch = self.branch
@@ -314,11 +327,11 @@ class Run:
         if published.commit is not None or self.job.pr_number is not None:
             self._ensure_still_wanted()
             docs_check = DocsChecks(self.services.redis).latest(self.job.id, published.docs_check)
+            summary = describe.round_summary(published.summary, no_change_needed=no_change)
             asked = [m for m in [*self.earlier, self.message] if m.role is Role.USER]
             shown = automation_rounds.automation_rounds(self.services, self.job, asked)
-            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, published.summary, shown),
-                                      files=files, docs_check=docs_check, job_id=self.job.id,
-                                      sources=self._sources(shown))
+            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, summary, shown), files=files,
+                                      docs_check=docs_check, job_id=self.job.id, sources=self._sources(shown))
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.
@@ -340,16 +353,17 @@ class Run:
         tracker = self._track()
         tracker.finish(number, tracker.report(RoundState.DONE, summary=published.summary, commit=published.commit,
                                               changed_files=published.changed_files,
-                                              docs_check=published.docs_check))
+                                              docs_check=published.docs_check, no_change_needed=no_change))
         mention = _mention(self.message)
         for thread in self.message.threads:
             # Each line comment is answered in its own thread; those replies notify whoever asked.
             self._comment(number, describe.thread_reply(mention=mention, commit=published.commit,
-                                                        summary=published.summary),
+                                                        summary=published.summary, no_change_needed=no_change),
                           key=f"{self.message.id}:thread:{thread}", thread=thread)
         if mention and not self.message.threads:
             self._comment(number, describe.round_reply(mention=mention, round_number=tracker.round_number,
-                                                       state=RoundState.DONE, summary=published.summary),
+                                                       state=RoundState.DONE, summary=published.summary,
+                                                       no_change_needed=no_change),
                           key=f"{self.message.id}:done")
         return outcome
 
@@ -495,6 +509,19 @@ class Run:
             self.tracker = RoundTracker(TrackingComments(self.services.redis), self.host, self.project, self.message,
                                         fence=self.lease.fence, edit_every=self.settings.comment_edit_seconds)
         return self.tracker
+
+    def _kept_title(self, title: str) -> str:
+        """The pull request's title for a round that commits nothing (an answer, no change needed): the title of
+        the job's last commit, so the round does not rename the pull request after the job's first prompt."""
+        assert self.history is not None  # set by _run
+        commits = [m.commit for m in self.earlier if m.role is Role.AGENT and m.commit]
+        if not commits:
+            return title
+        try:
+            kept, _ = describe.parse_commit_message(self.history.message(commits[-1]))
+        except GitError:
+            return title  # the commit is gone from the mirror (a force-push): the round's own title will do
+        return kept or title
 
     def _earlier_push(self, branch_head: str | None) -> _Published | None:
         """The commit an interrupted attempt of this message already pushed, found by its trailer."""
@@ -650,13 +677,16 @@ def _round_ids(earlier: list[Message], message: Message) -> list[str]:
 
 def _rounds(earlier: list[Message], message: Message, summary: str,
             shown: dict[str, automation_rounds.AutomationRound] | None = None) -> list[tuple[str, str]]:
-    """(request, summary) per answered round of the job, the current one last, for the pull request's body; an
-    automation's round shows its own prompt (`shown`), the trigger's data being in the source changes."""
+    """(request, summary) per answered round of the job, the current one last, for the pull request's body (a
+    round that needed no change says so); an automation's round shows its own prompt (`shown`), the trigger's
+    data being in the source changes."""
     shown = shown or {}
     answers = {m.reply_to: m.content for m in earlier if m.role is Role.AGENT}
 
     def request(m: Message) -> str:
         return shown[m.id].request if m.id in shown else m.content
 
-    rounds = [(request(m), answers[m.id]) for m in earlier if m.role is Role.USER and m.id in answers]
+    rounds = [(request(m), describe.round_summary(answers[m.id],
+                                                  no_change_needed=m.outcome is RoundOutcome.NO_CHANGE_NEEDED))
+              for m in earlier if m.role is Role.USER and m.id in answers]
     return rounds + [(request(message), summary)]

@@ -50,6 +50,10 @@ class Settings:
     stop_grace_seconds: int = 30  # on SIGTERM, how long a worker lets its run go on before handing it back
     # Tests only: fault points (service.faults) where a worker process dies or stalls; empty in production.
     test_faults: frozenset[str] = frozenset()
+    # Tests only: a file holding the time (ISO) that the workers' automation triggers take for now; unset: the clock.
+    test_clock_file: Path | None = None
+    # Seconds between a worker's looks for due schedule slots and new local source commits (automations).
+    automation_tick_seconds: int = 30
     # Seconds a model call keeps being retried after it first fails (outages, rate limits) before model_unavailable.
     model_retry_seconds: int = 120
     # Start even though Redis may evict keys (maxmemory-policy other than noeviction): jobs and leases can vanish.
@@ -169,6 +173,8 @@ class Settings:
             "COPYDESK_SWEEP_INTERVAL": str(self.sweep_interval_seconds),
             "COPYDESK_STOP_GRACE": str(self.stop_grace_seconds),
             "COPYDESK_TEST_FAULTS": ",".join(sorted(self.test_faults)),
+            "COPYDESK_TEST_CLOCK_FILE": str(self.test_clock_file or ""),
+            "COPYDESK_AUTOMATION_TICK_SECONDS": str(self.automation_tick_seconds),
             "COPYDESK_MODEL_RETRY_SECONDS": str(self.model_retry_seconds),
             "COPYDESK_ALLOW_REDIS_EVICTION": _flag(self.allow_redis_eviction),
             "COPYDESK_WORKER_HEARTBEAT": str(self.worker_heartbeat_seconds),
@@ -243,6 +249,8 @@ class Settings:
             sweep_interval_seconds=_int(env, "COPYDESK_SWEEP_INTERVAL", defaults.sweep_interval_seconds),
             stop_grace_seconds=_int(env, "COPYDESK_STOP_GRACE", defaults.stop_grace_seconds),
             test_faults=_fault_points(env.get("COPYDESK_TEST_FAULTS", "")),
+            test_clock_file=Path(env["COPYDESK_TEST_CLOCK_FILE"]) if env.get("COPYDESK_TEST_CLOCK_FILE") else None,
+            automation_tick_seconds=_int(env, "COPYDESK_AUTOMATION_TICK_SECONDS", defaults.automation_tick_seconds),
             model_retry_seconds=_int(env, "COPYDESK_MODEL_RETRY_SECONDS", defaults.model_retry_seconds),
             allow_redis_eviction=_bool(env, "COPYDESK_ALLOW_REDIS_EVICTION", defaults.allow_redis_eviction),
             worker_heartbeat_seconds=_int(env, "COPYDESK_WORKER_HEARTBEAT", defaults.worker_heartbeat_seconds),

@@ -48,3 +48,8 @@ def trailer_count(repo, branch: str, message_id: str) -> int:
     out = Git().out("log", "--format=%H", "--fixed-strings", f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
                     f"refs/heads/{branch}", git_dir=repo)
     return len(out.splitlines())
+
+
+def no_change(reason="The docs already say that."):
+    """A scripted finish that says the request needs no change, and why."""
+    return {"tool": "finish", "args": {"title": "", "summary": reason, "no_change_needed": True}}

@@ -5,6 +5,7 @@ import requests
 
 from bot.github import events
 from bot.github.apps import GitHubApp
+from bot.github.bot import GitHubBot
 from bot.github.codehost import GitHubCodeHost
 from bot.github.settings import GitHubSettings
 from service.services import build_services
@@ -24,7 +25,7 @@ def bot(github, redis_client, tmp_path):
     host = GitHubCodeHost(app)
     services = build_services(settings, redis_client, task="bot.tasks.process_job",
                               code_hosts={host.name: host})
-    return events.GitHubBot(services=services, app=app, host=host)
+    return GitHubBot(services=services, app=app, host=host)
 
 
 def deliver(bot, event: str, payload: dict, delivery: str = "delivery", *, example: bool = False) -> None:
@@ -62,6 +63,7 @@ def pull_of_a_completed_job(github, bot, project, path: str, content: str):
                                           title=f"Docs: {path}", body="Opened by Copydesk", draft=False)
     _, message = bot.services.jobs.start_next(job.id)
     bot.services.jobs.finish_message(job.id, message.id, RunOutcome(reply="Done.", branch=branch,
+                                                                    commit=github.branch_sha(REPO, branch),
                                                                     pr_link=opened.url, pr_number=opened.number))
     return bot.services.jobs.get(job.id), opened.number
 

@@ -21,3 +21,8 @@ def standin():
 def write_then_finish(path="docs/faq.md", content="# FAQ\n", title="Add an FAQ", summary="Added the FAQ."):
     return (Reply(tool_calls=[ToolUse("write_file", {"path": path, "content": content})]),
             Reply(tool_calls=[ToolUse("finish", {"title": title, "summary": summary})]))
+
+
+def finish_without_change(reason="The docs already cover it."):
+    """A vendor reply that ends the run saying the request needs no change."""
+    return Reply(tool_calls=[ToolUse("finish", {"title": "", "summary": reason, "no_change_needed": True})])

@@ -153,6 +153,29 @@ def test_tool_calls_run_in_order_and_finish_stops_the_reply(workspace):
     assert [m.role for m in model.seen[1][0]] == ["system", "user", "assistant", "tool", "tool"]
 
 
+def test_no_change_needed_ends_the_run_with_its_reason_and_a_refusal_lets_the_model_go_on(workspace):
+    model = Replies(
+        ModelReply("", [ToolCall("a", "write_file", {"path": "a.md", "content": "A"})], Usage(10, 5)),
+        ModelReply("", [ToolCall("b", "finish", {"title": "", "summary": "Already there.",
+                                                  "no_change_needed": True})], Usage(10, 5)),
+        ModelReply("", [ToolCall("c", "delete_file", {"path": "a.md"})], Usage(10, 5)),
+        ModelReply("", [ToolCall("d", "finish", {"title": "", "summary": "The page already says it.",
+                                                  "no_change_needed": True})], Usage(10, 5)),
+    )
+    result = run_agent(workspace, model, AgentTask("Mention pip on the install page."), LIMITS)
+    assert (result.title, result.summary, result.no_change_needed) == (None, "The page already says it.", True)
+    assert workspace.changes() == {} and result.docs_report is None
+    refusal = next(m for m in result.transcript if m.tool_call_id == "b")
+    assert refusal.is_error and "you changed 1 file(s): a.md" in refusal.content
+    assert "no_change_needed" in build_messages(AgentTask("x"))[0].content
+
+
+def test_a_plain_finish_without_changes_is_an_answer_not_no_change_needed(workspace):
+    model = Replies(ModelReply("", [ToolCall("a", "finish", {"title": "", "summary": "Yes, it does."})]))
+    result = run_agent(workspace, model, AgentTask("Does the install page mention pip?"), LIMITS)
+    assert (result.summary, result.no_change_needed) == ("Yes, it does.", False)
+
+
 def test_build_messages_carries_instructions_docs_root_and_history():
     task = AgentTask("Now fix the FAQ", history=[("user", "Add a FAQ"), ("agent", "Added it.")],
                      instructions="From AGENTS.md:\nUse sentence case.", docs_root="site/docs/")

@@ -46,6 +46,16 @@ def test_past_the_last_run_finishes_saying_nothing_changed(script_path):
     assert "nothing was changed" in call.arguments["summary"]
 
 
+def test_a_no_change_needed_finish_step_is_replayed_as_written(tmp_path):
+    path = tmp_path / "no_change.json"
+    finish = {"title": "", "summary": "Already documented.", "no_change_needed": True}
+    path.write_text(json.dumps({"runs": [{"steps": [{"tool": "finish", "args": finish}]}]}))
+    (call,) = ModelFactory().client(f"scripted:{path}", run_index=0).complete([], []).tool_calls
+    assert (call.name, call.arguments) == ("finish", finish)
+    assert "no_change_needed" not in ModelFactory().client(f"scripted:{path}", run_index=1).complete(
+        [], []).tool_calls[0].arguments  # past the last run: an answer, not a judgement
+
+
 def test_alias_resolves_to_bundled_script(script_path):
     model = ModelFactory({"demo": script_path}).client("scripted:demo", run_index=0)
     assert model.name == "scripted:demo"

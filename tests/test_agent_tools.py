@@ -334,6 +334,45 @@ def test_finish_ends_the_run(executor):
     assert call(executor, "finish", title="", summary="No change needed.").finish.title is None
     empty = call(executor, "finish", title="T", summary="  ")
     assert empty.is_error and empty.finish is None
+    assert call(executor, "finish", title="T", summary="S").finish.no_change_needed is False
+
+
+def test_finish_with_no_change_needed_carries_the_reason(executor):
+    result = call(executor, "finish", title="", summary=" The install page already covers pipx. ",
+                  no_change_needed=True)
+    assert not result.is_error
+    assert result.finish == tools.Finish(None, "The install page already covers pipx.", no_change_needed=True)
+    unsaid = call(executor, "finish", title="", summary="", no_change_needed=True)
+    assert unsaid.is_error and unsaid.finish is None and "why no change is needed" in unsaid.content
+    wrong = call(executor, "finish", title="", summary="Fine as is.", no_change_needed="yes")
+    assert wrong.is_error and "'no_change_needed' must be of type boolean" in wrong.content
+    assert call(executor, "finish", title="T", summary="S", no_change_needed=None).finish.no_change_needed is False
+
+
+def test_no_change_needed_after_changing_files_is_refused_until_they_are_undone(executor, workspace):
+    call(executor, "edit_file", path="docs/install.md", old="pip install", new="pipx install")
+    call(executor, "write_file", path="docs/new.md", content="# New\n")
+    refused = call(executor, "finish", title="", summary="Nothing to do.", no_change_needed=True)
+    assert refused.is_error and refused.finish is None
+    assert "you changed 2 file(s): docs/install.md, docs/new.md" in refused.content
+    assert "call finish without no_change_needed" in refused.content
+    assert sorted(workspace.changes()) == ["docs/install.md", "docs/new.md"]  # nothing dropped
+    # Undone (the edit reversed, the new file deleted), the same finish goes through.
+    call(executor, "edit_file", path="docs/install.md", old="pipx install", new="pip install")
+    call(executor, "delete_file", path="docs/new.md")
+    assert workspace.changes() == {}
+    assert call(executor, "finish", title="", summary="Nothing to do.", no_change_needed=True).finish is not None
+
+
+def test_tool_schemas_are_valid_json_schema_and_finish_accepts_its_examples():
+    from jsonschema import Draft202012Validator
+
+    for spec in TOOL_SPECS:
+        Draft202012Validator.check_schema(spec.parameters)
+    finish = Draft202012Validator(tools.TOOLS_BY_NAME["finish"].parameters)
+    assert finish.is_valid({"title": "", "summary": "Already covered.", "no_change_needed": True})
+    assert finish.is_valid({"title": "Add a page", "summary": "Added it."})
+    assert not finish.is_valid({"title": "", "summary": "x", "no_change_needed": "true"})
 
 
 # --- the write limit -----------------------------------------------------------------------------------

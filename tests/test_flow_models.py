@@ -178,9 +178,10 @@ def _fails_with(stack, standin, code, *items):
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_each_run_limit_fails_the_job_with_its_own_code(provider, stack_factory, standin):
+    # A time limit no run here comes near, even on a loaded machine: the time limit has its own test below.
     look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})], input_tokens=10)
     stack = stack_factory(**PROVIDERS[provider](standin), max_steps=3, max_tokens=5_000,
-                          max_bytes_written=64, run_timeout_seconds=1)
+                          max_bytes_written=64, run_timeout_seconds=600)
 
     failed, conversation = _fails_with(stack, standin, "step_limit_exceeded", look, look, look)
     assert "3 model calls" in failed["error"]["message"]
@@ -194,11 +195,21 @@ def test_each_run_limit_fails_the_job_with_its_own_code(provider, stack_factory,
     big = Reply(tool_calls=[ToolUse("write_file", {"path": "docs/big.md", "content": "x" * 100})])
     failed, _ = _fails_with(stack, standin, "write_limit_exceeded", big)
     assert "64 bytes" in failed["error"]["message"]
+    assert standin.pending == 0
+    _assert_nothing_pushed(stack)
 
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_the_time_limit_fails_the_job_with_its_own_code(provider, stack_factory, standin):
+    look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})], input_tokens=10)
+    stack = stack_factory(**PROVIDERS[provider](standin), run_timeout_seconds=1)
     failed, _ = _fails_with(stack, standin, "time_limit_exceeded", Hang(1.5), look)
     assert "time limit" in failed["error"]["message"]
     assert standin.pending == 0
-    # Nothing was pushed by any of the failed runs.
+    _assert_nothing_pushed(stack)
+
+
+def _assert_nothing_pushed(stack) -> None:
     assert subprocess.run(["git", "--git-dir", str(stack.repo), "branch", "--list", "copydesk/*"],
                           capture_output=True, text=True).stdout == ""
 

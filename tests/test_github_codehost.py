@@ -371,3 +371,13 @@ def test_project_without_installation_id(scene):
     scene.project.host_data = {}
     with pytest.raises(CodeHostError, match="no GitHub installation id"):
         scene.host.remote(scene.project)
+
+
+def test_read_a_pull_request_and_a_review_or_none_when_github_will_not_show_them(scene, pull_number):
+    assert scene.host.pull_request(scene.project, pull_number)["head"]["ref"] == BRANCH
+    assert scene.host.pull_request(scene.project, pull_number + 100) is None
+    submitted = scene.github.review("acme/docs", pull_number, "alice", "Looks good", state="approved")
+    review_id = submitted["review"]["id"]
+    review, lines = scene.host.review(scene.project, pull_number, review_id)
+    assert (review["id"], review["body"], lines) == (review_id, "Looks good", [])
+    assert scene.host.review(scene.project, pull_number, review_id + 100) is None

@@ -167,6 +167,20 @@ def test_a_line_comment_carries_its_file_line_and_diff_hunk(github, bot, pull):
     assert github.reactions(payload["comment"]["id"]) == [("copydesk-test[bot]", "eyes")]
 
 
+def test_a_line_comment_whose_review_cannot_be_read_is_acted_on_by_itself(github, bot, pull):
+    job, number = pull
+    github.set_permission(REPO, "maria", "write")
+    quiet = github.review_comment(REPO, number, "maria", "typo here", "docs/install.md", 1)
+    asked = github.review_comment(REPO, number, "maria", "@copydesk-test say which version", "docs/install.md", 3)
+    for payload in (quiet, asked):
+        payload["comment"]["pull_request_review_id"] += 10**6  # a review GitHub does not show
+        deliver(bot, "pull_request_review_comment", payload)
+
+    [_first, follow_up] = user_messages(bot, job.id)
+    assert 'file "docs/install.md", line 3' in follow_up.content and "typo here" not in follow_up.content
+    assert github.reactions(asked["comment"]["id"]) == [("copydesk-test[bot]", "eyes")]
+
+
 def test_a_review_with_a_body_is_a_follow_up_and_one_without_is_not(github, bot, pull):
     job, number = pull
     github.set_permission(REPO, "alice", "admin")
@@ -473,3 +487,26 @@ def test_stop_and_a_request_interrupts_the_running_round_and_queues_the_request(
     assert len(edited) == 1 and edited[0].startswith("**Round 3** · ⏹️ cancelled")
     posted = [c.json["body"] for c in calls(github, "issues/create-comment")]
     assert posted[-1].startswith("**Round 4** · ⏳ queued")
+
+
+# -- failing checks ------------------------------------------------------------------------------
+
+def test_a_failing_check_queues_a_round_through_the_intake_with_its_tracking_comment(github, bot, pull):
+    job, number = pull
+    deliver(bot, "check_run", github.check_run(REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"))
+
+    [_first, round_two] = user_messages(bot, job.id)
+    assert (round_two.source, round_two.status) == ("ci", MessageStatus.QUEUED)
+    assert queued_runs(bot) == 1
+    assert [c for c in github.comments(REPO, number) if c["body"].startswith("**Round 2**")]
+
+
+def test_a_failing_check_starts_no_round_when_the_hourly_quota_is_spent(github, bot, pull):
+    job, number = pull
+    while bot.services.limiter.consume(job.project_id).allowed:
+        pass
+    deliver(bot, "check_run", github.check_run(REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"))
+
+    assert len(user_messages(bot, job.id)) == 1
+    assert queued_runs(bot) == 0 and github.comments(REPO, number) == []
+    assert bot.services.redis.get(f"cd:gh:ci-rounds:{job.id}") is None

@@ -265,7 +265,7 @@ def test_no_diff_is_read_when_no_automation_watches_the_repository(github, bot, 
     spec = parse_spec({"name": "Spy", "prompt": "p", "trigger": {"type": "code_change", "repository": SOURCE}},
                       host="github")
     bot.services.automations.create(other.id, host="github", account="umbrella", spec=spec)
-    assert codechange.watching(bot.services, "github", SOURCE) == []
+    assert codechange.watchers(bot.services, "github", SOURCE) == []
 
 
 def test_review_is_requested_from_collaborators_only_and_a_refusal_never_fails(github, bot, sourced, pull, caplog):

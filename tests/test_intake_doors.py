@@ -109,6 +109,14 @@ def test_a_disabled_project(doors):
     assert (code, detail) == ("project_disabled", f"project {doors.project.id} is disabled: its repository is no "
                                                   "longer reachable")
     assert detail in doors.dashboard("one more thing")
-    # A comment on a disabled project's pull request is not taken up at all (its repository may be out of reach).
+    assert doors.github("one more thing") == comments.REFUSED.format(login="alice", code=code, detail=detail)
+    assert doors.github("stop") == comments.REFUSED.format(login="alice", code=code, detail=detail)
+    assert doors.messages() == before
+
+
+def test_a_project_its_code_host_disabled_gets_no_reply(doors):
+    """The App lost the repository (or its installation is suspended): it has no token to answer with."""
+    doors.dash.ctx.services.projects.disable(doors.project.id, DisabledReason.INSTALLATION_SUSPENDED)
+    before = doors.messages()
     assert doors.github("one more thing") is None
     assert doors.messages() == before

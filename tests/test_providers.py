@@ -478,6 +478,22 @@ def test_the_agent_loop_edits_a_workspace_through_each_adapter(vendor, standin, 
     assert ".git" in results[2][0]
 
 
+def test_no_change_needed_goes_through_each_adapter_with_a_valid_finish_schema(vendor, standin, sleeps,
+                                                                             open_workspace):
+    workspace = open_workspace({"docs/a.md": "# A\n\nRun pip install a.\n"})
+    standin.script(Reply(tool_calls=[ToolUse("finish", {"title": "", "summary": "docs/a.md already says it.",
+                                                        "no_change_needed": True})]))
+    result = run_agent(workspace, make_model(vendor, standin, sleeps), AgentTask("Mention pip install."),
+                       RunLimits(max_steps=5, max_bytes_written=1_000))
+    assert (result.summary, result.no_change_needed) == ("docs/a.md already says it.", True)
+    tools = standin.requests[0].body["tools"]
+    # OpenAI nests the JSON Schema under function.parameters, Anthropic puts it in input_schema.
+    [finish] = ([t["function"]["parameters"] for t in tools if t["function"]["name"] == "finish"]
+                if vendor == "openai" else [t["input_schema"] for t in tools if t["name"] == "finish"])
+    assert finish["properties"]["no_change_needed"]["type"] == "boolean"
+    assert finish["required"] == ["title", "summary"]
+
+
 CACHED = {"cache_control": {"type": "ephemeral"}}
 
 

@@ -12,19 +12,20 @@ import yaml
 from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
+from bot.github.bot import GitHubBot
 from bot.github.cleaning import clean, fence, strip_invisible
 from bot.github.codehost import HOST
-from bot.github.pulls import BRANCH_PREFIX
+from bot.github.pulls import BRANCH_PREFIX, announce_round
+from bot.github.routing import Router
+from service import intake
 from service.codehost.base import CodeHostError
-from service.errors import JobArchived, MonthlyBudgetExceeded
 from service.models import Job, JobStatus, Project, Role
-from service.tracking import post_queued
 
 if TYPE_CHECKING:
     from bot.github.client import GitHubClient
-    from bot.github.events import GitHubBot
 
 log = logging.getLogger(__name__)
+router = Router()
 
 FAILING_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FAILING_STATES = frozenset({"failure", "error"})
@@ -52,6 +53,7 @@ class FailingCheck:
     annotations: list[tuple[str, int | None, str]] = field(default_factory=list)
 
 
+@router.register("check_run", action="completed")
 def check_run_completed(bot: GitHubBot, event: Event) -> None:
     """A check run completed; a failing one may start a fixing round."""
     run = event.data["check_run"]
@@ -59,6 +61,7 @@ def check_run_completed(bot: GitHubBot, event: Event) -> None:
         consider(bot, event.data["repository"], run["head_sha"], [(run.get("check_suite") or {}).get("head_branch")])
 
 
+@router.register("check_suite", action="completed")
 def check_suite_completed(bot: GitHubBot, event: Event) -> None:
     """A check suite completed; a failing one may start a fixing round (its runs say what failed)."""
     suite = event.data["check_suite"]
@@ -66,6 +69,7 @@ def check_suite_completed(bot: GitHubBot, event: Event) -> None:
         consider(bot, event.data["repository"], suite["head_sha"], [suite.get("head_branch")])
 
 
+@router.register("status")
 def status_changed(bot: GitHubBot, event: Event) -> None:
     """A commit status was set; a failing one may start a fixing round."""
     data = event.data
@@ -96,13 +100,13 @@ def consider(bot: GitHubBot, repository: dict, sha: str, branches: list[str | No
 
 
 def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
+    assert job.pr_number is not None  # checked by consider
+    number = job.pr_number
+    pull = bot.host.pull_request(project, number)
+    if pull is None or pull.get("state") != "open" or (pull.get("head") or {}).get("sha") != sha:
+        return  # people pushed after Copydesk's commit, or the pull request is closed
     client = bot.host.client(project)
     owner, _, name = project.repository.partition("/")
-    assert job.pr_number is not None  # checked by consider
-    pull = client.getitem("/repos/{owner}/{repo}/pulls/{number}", {"owner": owner, "repo": name,
-                                                                    "number": job.pr_number})
-    if pull.get("state") != "open" or (pull.get("head") or {}).get("sha") != sha:
-        return  # people pushed after Copydesk's commit, or the pull request is closed
     if not _enabled(client, owner, name, project.ref):
         log.info("job %s: %s turns the CI feedback loop off", job.id, CONFIG_PATH)
         return
@@ -119,27 +123,16 @@ def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
             _ask_a_person(bot, project, job, sha, rounds, failing)
         return
     try:
-        bot.services.usage.check(project.host, project.account)
-    except MonthlyBudgetExceeded:
-        log.info("job %s: the account's monthly cap is used up; no automatic round", job.id)
+        intake.follow_up(bot.services, project, job, fix_prompt(fresh, sha, settings.max_prompt_chars), source="ci",
+                         announce=announce_round(bot, project, number))
+    except intake.REFUSALS as exc:
+        # The monthly cap, the hourly quota, or the pull request merged or closed meanwhile (an archived job).
+        log.info("job %s: no automatic round (%s): %s", job.id, exc.code, exc.detail)
         return
-    if not bot.services.limiter.consume(project.id).allowed:
-        log.info("job %s: the project's hourly quota is used up; no automatic round", job.id)
-        return
-    try:
-        _job, message = bot.services.jobs.add_message(job.id, prompt=fix_prompt(fresh, sha, settings.max_prompt_chars),
-                                                      source="ci")
-    except JobArchived:
-        return  # its pull request was merged or closed meanwhile
     redis_client.incr(rounds_key)
     redis_client.expire(rounds_key, SEEN_TTL_SECONDS)
     log.info("job %s: automatic round %s for failing checks %s on %s", job.id, rounds + 1,
              ", ".join(c.name for c in fresh), sha[:12])
-    try:
-        post_queued(redis_client, bot.host, project, job.pr_number, message)
-    except CodeHostError as exc:
-        log.warning("job %s: could not post the tracking comment of %s: %s", job.id, message.id, exc)
-    bot.services.dispatcher.try_kick(job.id)
 
 
 def fix_prompt(checks: list[FailingCheck], sha: str, limit: int) -> str:

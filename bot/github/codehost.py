@@ -196,6 +196,35 @@ class GitHubCodeHost:
 
     # -- what the webhook handlers use -------------------------------------------------------
 
+    def pull_request(self, project: Project, number: int) -> dict | None:
+        """Pull request `number` as GitHub has it now; None when GitHub will not show it (gone, or not one)."""
+        owner, name = _owner_and_name(project)
+        with _as_host_error(f"read pull request #{number}"):
+            try:
+                return self.client(project).getitem("/repos/{owner}/{repo}/pulls/{number}",
+                                                     {"owner": owner, "repo": name, "number": number})
+            except BadRequest as exc:
+                log.info("pull request #%s of %s is not readable (%s)", number, project.repository, exc.status_code)
+                return None
+
+    def review(self, project: Project, number: int, review_id: int) -> tuple[dict, list[dict]] | None:
+        """A review of pull request `number` and its line comments, as GitHub has them now; None when GitHub will
+        not show them."""
+        owner, name = _owner_and_name(project)
+        url_vars = {"owner": owner, "repo": name, "number": number, "review_id": review_id}
+        with _as_host_error(f"read review {review_id} of #{number}"):
+            client = self.client(project)
+            try:
+                review = client.getitem("/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}", url_vars)
+                lines = list(client.getiter(
+                    "/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/comments{?per_page}",
+                    {**url_vars, "per_page": 100}))
+            except BadRequest as exc:
+                log.info("review %s on #%s of %s is not readable (%s)", review_id, number, project.repository,
+                         exc.status_code)
+                return None
+        return review, lines
+
     def react(self, project: Project, *, kind: ReactionTarget, id: int, content: str = "eyes") -> None:
         """Add a reaction (👀 by default): `id` is a comment id, or for kind "issue" the pull request's number.
 

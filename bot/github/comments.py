@@ -6,26 +6,26 @@ import json
 import logging
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import redis
-from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
+from bot.github.bot import GitHubBot
 from bot.github.cleaning import clean, fence, strip_invisible
 from bot.github.codehost import HOST, ReactionTarget
-from bot.github.pulls import job_of_pull
+from bot.github.pulls import announce_round, job_of_pull
+from bot.github.routing import Router
 from service import intake
 from service.codehost.base import CodeHostError
 from service.errors import JobNotActive
 from service.models import Job, Message, MessageStatus, Project
+from service.store.projects import state_of
 from service.store.replies import text
-from service.tracking import mark_cancelled, post_queued
-
-if TYPE_CHECKING:
-    from bot.github.events import GitHubBot
+from service.tracking import mark_cancelled
 
 log = logging.getLogger(__name__)
+router = Router()
 
 # The collaborator-permission API's `permission`: "maintain" is reported as "write", but accept either.
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
@@ -77,6 +77,7 @@ class Comment:
         return [str(c.thread_id or c.id) for c in found]
 
 
+@router.register("issue_comment", action="created")
 def issue_comment_created(bot: GitHubBot, event: Event) -> None:
     """A conversation comment; only those on pull requests count."""
     data = event.data
@@ -87,6 +88,7 @@ def issue_comment_created(bot: GitHubBot, event: Event) -> None:
     consider(bot, data["repository"], comment)
 
 
+@router.register("pull_request_review_comment", action="created")
 def review_comment_created(bot: GitHubBot, event: Event) -> None:
     """A line comment: the message says which file and line, with the diff hunk around it.
 
@@ -103,6 +105,7 @@ def review_comment_created(bot: GitHubBot, event: Event) -> None:
     consider(bot, data["repository"], comment, pull)
 
 
+@router.register("pull_request_review", action="submitted")
 def review_submitted(bot: GitHubBot, event: Event) -> None:
     """A submitted review: one round for its body and its line comments (see `_review_round`)."""
     data = event.data
@@ -123,15 +126,14 @@ def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int, 
     comments that mention the App. Claimed by the review's id, so the review's several events act once.
 
     When the review cannot be read, a line comment's own event (`fallback`) still acts on that comment."""
-    project = bot.services.projects.find_by_repository(HOST, repository["full_name"])
-    found = job_of_pull(bot, repository, pull) if project is not None and project.enabled else None
-    if found is None:
+    project = _project_of(bot, repository)
+    job = job_of_pull(bot, project, repository, pull) if project is not None else None
+    if project is None or job is None:
         return
-    project, job = found
-    fetched = _fetch_review(bot, project, pull["number"], review_id)
+    fetched = bot.host.review(project, pull["number"], review_id)
     if fetched is None:
-        if fallback is not None:
-            consider(bot, repository, replace(fallback, claim=f"review:{review_id}"), pull)
+        if fallback is not None and mentions(clean(fallback.body), bot.app.slug()):
+            _answer(bot, project, job, replace(fallback, claim=f"review:{review_id}"))
         return
     review, raw_lines = fetched
     slug = bot.app.slug()
@@ -149,33 +151,30 @@ def _review_round(bot: GitHubBot, repository: dict, pull: dict, review_id: int, 
     _answer(bot, project, job, comment)
 
 
-def _fetch_review(bot: GitHubBot, project: Project, number: int, review_id: int) -> tuple[dict, list[dict]] | None:
-    """The review and its line comments, as GitHub has them now; None when they cannot be read."""
-    client = bot.host.client(project)
-    owner, _, name = project.repository.partition("/")
-    url_vars = {"owner": owner, "repo": name, "number": number, "review_id": review_id}
-    try:
-        review = client.getitem("/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}", url_vars)
-        lines = list(client.getiter("/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/comments{?per_page}",
-                                    {**url_vars, "per_page": 100}))
-    except BadRequest as exc:
-        log.info("review %s on #%s of %s is not readable (%s)", review_id, number, project.repository,
-                 exc.status_code)
-        return None
-    return review, lines
-
-
 def consider(bot: GitHubBot, repository: dict, comment: Comment, pull: dict | None = None) -> None:
     """Turn `comment` into a follow-up message of its job if it qualifies; explain when it cannot."""
     if is_bot(comment.author) or not mentions(clean(comment.body), bot.app.slug()):
         return
-    project = bot.services.projects.find_by_repository(HOST, repository["full_name"])
-    if project is None or not project.enabled:
+    project = _project_of(bot, repository)
+    if project is None:
         return
-    pull = pull or _fetch_pull(bot, project, comment.number)
-    found = job_of_pull(bot, repository, pull) if pull else None
-    if found is not None:
-        _answer(bot, *found, comment)
+    # A conversation comment's payload has the issue, not the pull request's head branch.
+    pull = pull or bot.host.pull_request(project, comment.number)
+    job = job_of_pull(bot, project, repository, pull) if pull else None
+    if job is not None:
+        _answer(bot, project, job, comment)
+
+
+def _project_of(bot: GitHubBot, repository: dict) -> Project | None:
+    """The repository's project, looked up once per delivery; None when there is none or its code host switched it
+    off (the App has no token left to answer with). One an admin switched off is kept: the intake refuses its
+    comments, and the reply says so."""
+    project = bot.services.projects.find_by_repository(HOST, repository["full_name"])
+    if project is not None and state_of(project).host is not None:
+        log.info("project %s (%s) is disabled by its code host: comments get no answer", project.id,
+                 project.repository)
+        return None
+    return project
 
 
 def _answer(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
@@ -189,33 +188,33 @@ def _answer(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> Non
         # No message was stored and the reply failed: let RQ's retry of the delivery act on the comment.
         _release(bot, comment)
         raise
-    if added is not None:
-        _acknowledge(bot, project, *added, comment)
+    if added:
+        log.info("job %s: follow-up message from @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
+        _react(bot, project, job, comment)
 
 
-def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> tuple[Job, Message] | None:
-    """Add the comment as a message, or reply why not; the job and its new message when it was added."""
+def _act(bot: GitHubBot, project: Project, job: Job, comment: Comment, may_steer: bool) -> bool:
+    """Add the comment as a message through the intake, or reply why not; whether it was added."""
     if not may_steer:
         _reply(bot, project, comment, NO_PERMISSION.format(login=comment.login))
-        return None
+        return False
     try:
         if is_stop(comment.body, bot.app.slug()):
             intake.ensure_open(project, job)
             _stop(bot, project, job, comment)
-            return None
+            return False
         interrupt = is_interrupt(comment.body, bot.app.slug())
         waiting = _queued(bot, job) if interrupt else []
-        # _acknowledge queues the run once the message is stored.
-        accepted = intake.follow_up(bot.services, project, job, message_text(comment), source="github",
-                                    author=comment.login, threads=comment.threads, interrupt=interrupt, kick=False)
+        intake.follow_up(bot.services, project, job, message_text(comment), source="github",
+                         author=comment.login, threads=comment.threads, interrupt=interrupt,
+                         announce=announce_round(bot, project, comment.number))
     except intake.REFUSALS as exc:
         _reply(bot, project, comment, REFUSED.format(login=comment.login, code=exc.code, detail=exc.detail))
-        return None
+        return False
     if interrupt:
         log.info("job %s: @%s interrupts the running round (%s %s)", job.id, comment.login, comment.kind, comment.id)
         _mark_cancelled(bot, project, job, waiting)
-    assert accepted.message is not None  # a follow-up stores its message
-    return accepted.job, accepted.message
+    return True
 
 
 def is_stop(body: str, slug: str) -> bool:
@@ -308,18 +307,6 @@ def _heading(comment: Comment) -> str:
     return f"A comment by {who} on the pull request."
 
 
-def _fetch_pull(bot: GitHubBot, project: Project, number: int) -> dict | None:
-    # A conversation comment's payload has the issue, not the pull request's head branch.
-    client = bot.host.client(project)
-    owner, _, name = project.repository.partition("/")
-    try:
-        return client.getitem("/repos/{owner}/{repo}/pulls/{number}", {"owner": owner, "repo": name,
-                                                                        "number": number})
-    except BadRequest as exc:
-        log.info("pull request #%s of %s is not readable (%s)", number, project.repository, exc.status_code)
-        return None
-
-
 def _may_steer(bot: GitHubBot, project: Project, login: str) -> bool:
     key = f"cd:gh:permission:{project.id}:{login.lower()}"
     cached = bot.services.redis.get(key)
@@ -354,16 +341,9 @@ def _release(bot: GitHubBot, comment: Comment) -> None:
         log.warning("could not release %s; %s %s will not be acted on", claim, comment.kind, comment.id)
 
 
-def _acknowledge(bot: GitHubBot, project: Project, job: Job, message: Message, comment: Comment) -> None:
-    """Post the round's tracking comment, queue the stored message's run and leave 👀 on the comment; none may fail
-    the handler, as running it again would add the message twice."""
-    try:
-        # Before the kick, so the run finds the comment to edit rather than posting its own.
-        post_queued(bot.services.redis, bot.host, project, comment.number, message)
-    except (CodeHostError, redis.RedisError) as exc:
-        log.warning("job %s: could not post the tracking comment of %s: %s", job.id, message.id, exc)
-    bot.services.dispatcher.try_kick(job.id)
-    log.info("job %s: follow-up message from @%s (%s %s)", job.id, comment.login, comment.kind, comment.id)
+def _react(bot: GitHubBot, project: Project, job: Job, comment: Comment) -> None:
+    """Leave 👀 on the comment (on each line comment of a review); it may not fail the handler, as running it again
+    would add the message twice."""
     own: tuple[ReactionTarget, int] = (("issue", comment.number) if comment.kind == "review"
                                        else (cast("ReactionTarget", comment.kind), comment.id))
     line_targets: list[tuple[ReactionTarget, int]] = [("review_comment", line.id) for line in comment.lines]

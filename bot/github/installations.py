@@ -4,22 +4,22 @@ some days after the App is uninstalled."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
+from bot.github.bot import GitHubBot
 from bot.github.codehost import HOST
+from bot.github.routing import Router
 from service.models import Project
 from service.projectstate import DisabledReason
 from service.purge import AccountPurges
 
-if TYPE_CHECKING:
-    from bot.github.events import GitHubBot
-
 log = logging.getLogger(__name__)
+router = Router()
 
 
+@router.register("installation", action="created")
 def installation_created(bot: GitHubBot, event: Event) -> None:
     """The App was installed: every repository it can see becomes a project (or is enabled again), and a purge of
     the account's data, due since an earlier uninstall, is called off."""
@@ -27,11 +27,13 @@ def installation_created(bot: GitHubBot, event: Event) -> None:
     _ensure_projects(bot, event.data["installation"], event.data.get("repositories") or [])
 
 
+@router.register("installation_repositories", action="added")
 def repositories_added(bot: GitHubBot, event: Event) -> None:
     """Repositories were added to an installation: each becomes a project (or is enabled again)."""
     _ensure_projects(bot, event.data["installation"], event.data.get("repositories_added") or [])
 
 
+@router.register("installation_repositories", action="removed")
 def repositories_removed(bot: GitHubBot, event: Event) -> None:
     """Repositories were taken out of an installation: their projects are disabled, their jobs kept."""
     for repository in event.data.get("repositories_removed") or []:
@@ -40,6 +42,7 @@ def repositories_removed(bot: GitHubBot, event: Event) -> None:
             _disable(bot, project, DisabledReason.INSTALLATION_REMOVED)
 
 
+@router.register("installation", action="deleted")
 def installation_deleted(bot: GitHubBot, event: Event) -> None:
     """The App was uninstalled: every project of the installation is disabled, and the account's data is purged
     after COPYDESK_PURGE_DAYS unless it installs the App again before."""
@@ -48,12 +51,14 @@ def installation_deleted(bot: GitHubBot, event: Event) -> None:
     AccountPurges(bot.services).schedule(HOST, event.data["installation"]["account"]["login"])
 
 
+@router.register("installation", action="suspend")
 def installation_suspended(bot: GitHubBot, event: Event) -> None:
     """The installation was suspended: its projects are disabled until it is unsuspended."""
     for project in _projects_of(bot, event.data["installation"]["id"]):
         _disable(bot, project, DisabledReason.INSTALLATION_SUSPENDED)
 
 
+@router.register("installation", action="unsuspend")
 def installation_unsuspended(bot: GitHubBot, event: Event) -> None:
     """The installation was unsuspended: the projects its suspension disabled take work again (unless an admin
     switched them off too; a repository removed from the installation stays disabled)."""

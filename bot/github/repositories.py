@@ -4,18 +4,19 @@ their name, owner and jobs' `source.repository` follow the new one."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from gidgethub.sansio import Event
 
+from bot.github.bot import GitHubBot
 from bot.github.codehost import HOST
-
-if TYPE_CHECKING:
-    from bot.github.events import GitHubBot
+from bot.github.routing import Router
 
 log = logging.getLogger(__name__)
+router = Router()
 
 
+@router.register("repository", action="renamed")
+@router.register("repository", action="transferred")
 def repository_moved(bot: GitHubBot, event: Event) -> None:
     """`repository.renamed` or `repository.transferred`: the same project under the repository's new name."""
     repository = event.data["repository"]

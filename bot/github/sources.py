@@ -5,35 +5,32 @@ and may link itself in a comment on each source pull request."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from gidgethub import BadRequest
 from gidgethub.sansio import Event
 
 from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone
+from bot.github.bot import GitHubBot
 from bot.github.client import GitHubClient
 from bot.github.codehost import HOST, GitHubCodeHost, _as_host_error, _owner_and_name, comment_marker
 from bot.github.diffs import DIFF_MEDIA_TYPE, diff_text
 from bot.github.pulls import BRANCH_PREFIX
+from bot.github.routing import Router
 from service.automations import codechange, runs
 from service.automations.events import SourceChange, TriggerEvent
 from service.codehost.base import SourceUnreachable
 from service.codes import RunFailure
 from service.models import Project
 
-if TYPE_CHECKING:
-    from bot.github.events import GitHubBot
-
 log = logging.getLogger(__name__)
+router = Router()
 
 # What a run's prompt gets of one source pull request's diff at most; the agent reads the rest in the source.
 MAX_DIFF_BYTES = 64 * 1024
 CODE_CHANGE = "code_change"
-
-SourceChangeHook = Callable[["GitHubBot", int, TriggerEvent, str], None]
 
 
 def source_change_of(app: GitHubApp, installation_id: int, payload: dict, *,
@@ -115,6 +112,7 @@ def comment_on_source(app: GitHubApp, installation_id: int, repository: str, pul
     return str(posted["id"])
 
 
+@router.register("pull_request", action="closed")
 def source_pull_merged(bot: GitHubBot, event: Event) -> None:
     """A pull request was merged in a repository of an installation: unless it is one of Copydesk's own, it is a
     code change that the automations watching that repository run on. Its diff is read only when some automation
@@ -124,7 +122,7 @@ def source_pull_merged(bot: GitHubBot, event: Event) -> None:
         return
     installation_id = int(event.data["installation"]["id"])
     full_name = repository["full_name"]
-    watchers = codechange.watching(bot.services, HOST, full_name)
+    watchers = codechange.watchers(bot.services, HOST, full_name)
     if not watchers:
         log.info("delivery %s: %s#%s merged; no automation watches %s", event.delivery_id, full_name,
                  pull["number"], full_name)
@@ -138,7 +136,8 @@ def source_pull_merged(bot: GitHubBot, event: Event) -> None:
         for automation in watchers:
             runs.fail(bot.services, automation, unread, code=RunFailure.SOURCE_UNREACHABLE.value, message=str(exc))
         return
-    bot.on_source_change(bot, installation_id, code_change_event(full_name, change), event.delivery_id)
+    (bot.on_source_change or fire_automations)(bot, installation_id, code_change_event(full_name, change),
+                                               event.delivery_id)
 
 
 def code_change_event(repository_full_name: str, change: SourceChange) -> TriggerEvent:
@@ -150,8 +149,8 @@ def code_change_event(repository_full_name: str, change: SourceChange) -> Trigge
 
 
 def fire_automations(bot: GitHubBot, installation_id: int, event: TriggerEvent, delivery_id: str) -> None:
-    """The default of GitHubBot.on_source_change: the automations watching the repository run on the change
-    (service.automations.codechange)."""
+    """What a merged source pull request starts unless GitHubBot.on_source_change says otherwise: the automations
+    watching the repository run on it (service.automations.codechange)."""
     assert event.source_repository is not None  # a code-change event names its repository
     started = codechange.on_source_change(bot.services, HOST, event.source_repository, event)
     for run in started:

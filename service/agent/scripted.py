@@ -7,7 +7,9 @@ It is not a model and reads nothing the conversation says. `COPYDESK_MODEL=scrip
 Run n of a job (0-based: the create is run 0, each follow-up the next) replays `runs[n]`, one tool call per
 model turn, through the same tool executor a real model's calls go through; a step's `args` are not checked
 against the tool's schema here, so a script can exercise the tools' own errors. When the steps are used up
-without a `finish` step the model finishes; past the last run it finishes at once, changing nothing.
+without a `finish` step the model finishes; past the last run it finishes at once, changing nothing (an answer:
+the script did not judge that no change was needed). A script says no change is needed with its own step,
+`{"tool": "finish", "args": {"title": "", "summary": "<reason>", "no_change_needed": true}}`.
 """
 
 import json

@@ -115,10 +115,17 @@ TOOL_SPECS: list[ToolSpec] = [
     ToolSpec(
         "finish",
         "End the run. `title` is the pull request title for your changes (short, imperative); `summary` tells "
-        "the person what you changed and why, or answers their question when no change was needed.",
+        "the person what you changed and why, or answers their question. When the request asks for a change "
+        "the docs do not need (they already say it, or it does not apply), change no file and set "
+        "`no_change_needed` to true, with the reason in `summary`.",
         _schema({
-            "title": {"type": "string", "description": "Pull request title, e.g. 'Document the --dry-run flag'."},
-            "summary": {"type": "string", "description": "What you changed and why, or your answer."},
+            "title": {"type": "string", "description": "Pull request title, e.g. 'Document the --dry-run flag'; "
+                                                       "empty when you changed nothing."},
+            "summary": {"type": "string", "description": "What you changed and why, your answer, or why no "
+                                                         "change is needed."},
+            "no_change_needed": {"type": "boolean", "description": "True when the request needs no change to "
+                                                                   "the docs; only with no file changed "
+                                                                   "(default false)."},
         }, ["title", "summary"]),
     ),
 ]
@@ -161,6 +168,7 @@ class Finish:
 
     title: str | None
     summary: str
+    no_change_needed: bool = False  # the request needs no change: `summary` says why
 
 
 @dataclass(frozen=True)
@@ -310,15 +318,30 @@ class ToolExecutor:
             return ToolResult(report.to_text(), is_error=True)
         return ToolResult(report.to_text(REPORT_MAX_CHARS))
 
-    def _finish(self, title: str, summary: str) -> ToolResult:
+    def _finish(self, title: str, summary: str, no_change_needed: bool = False) -> ToolResult:
         if not summary.strip():
-            raise InvalidArguments("summary is empty; say what you changed, or answer the question")
+            raise InvalidArguments("summary is empty; say what you changed, or answer the question"
+                                   + (", or say why no change is needed" if no_change_needed else ""))
         # Both end up in a commit message and a pull request, which must be valid UTF-8.
         for name, text in (("title", title), ("summary", summary)):
             if not _is_unicode(text):
                 raise InvalidArguments(f"{name} is not valid Unicode text (it holds a lone surrogate)")
-        finish = Finish(title.strip() or None, summary.strip())
+        if no_change_needed:
+            self._ensure_unchanged()
+        finish = Finish(title.strip() or None, summary.strip(), no_change_needed=bool(no_change_needed))
         return ToolResult("run finished", finish=finish)
+
+    def _ensure_unchanged(self) -> None:
+        """Refuse "no change needed" from a run that changed files: which one it meant is for the model to say,
+        so neither its changes nor its reason is dropped silently."""
+        changed = sorted(self.workspace.changes())
+        if not changed:
+            return
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        raise InvalidArguments(f"no_change_needed is true but you changed {len(changed)} file(s): {shown}. Either "
+                               "call finish without no_change_needed to propose these changes, or undo them "
+                               "first (restore each edited file's text, delete the files you created) and then "
+                               "finish with no_change_needed")
 
     # --- helpers ---------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from service.api.problems import PROBLEMS
 from service.events import EventType
-from service.models import DeliveryStatus, JobStatus, MessageStatus
+from service.models import DeliveryStatus, JobStatus, MessageStatus, RoundOutcome
 
 JSON = "application/json"
 PROBLEM_JSON = "application/problem+json"
@@ -130,6 +130,12 @@ def _message_schemas() -> dict:
         "author": nullable(string("Who wrote it, when known (e.g. the commenter's login).")),
         "error": nullable(ref("schemas", "JobError")),
         "usage": nullable(ref("schemas", "Usage")),
+        "outcome": {"type": ["string", "null"], "enum": [*(o.value for o in RoundOutcome), None],
+                    "description": "What its run did, once `processed` (null before, and when it failed or was "
+                                   "cancelled): `changed` (it committed changes), `no_change_needed` (the agent "
+                                   "found the docs need no change for this request: `reason` says why; nothing "
+                                   "was committed) or `answered` (it answered without changing anything)."},
+        "reason": nullable(string("Why no change was needed; null unless `outcome` is `no_change_needed`.")),
     }, description="A prompt: the create call's (first) or a follow-up message. `usage` is what the run that "
                    "processed it cost; null until that run ends, and for a run that never called the model.")
     agent = closed_object({
@@ -534,7 +540,9 @@ def _push_schemas() -> dict:
             "`job.*`: the job's state changed (`job.cancelled` when a cancel settled it, `job.budget_reached` when a "
             "run hit the job's token budget). `run.*`: one run of a message: `run.started` (`run.messageId`), "
             "`run.step` (`run.tool` and a short `run.summary` of its arguments, never file contents), `run.pushed` "
-            "(`run.commit`), `run.finished` (`run.outcome`: processed, failed or cancelled, and `run.error`). "
+            "(`run.commit`), `run.finished` (`run.outcome`: processed, failed or cancelled, and `run.error`; for a "
+            "processed run also `run.result`, what it did as its message's `outcome` says: changed, "
+            "no_change_needed or answered, and `run.reason`, why no change was needed). "
             "`pr.opened`, `pr.updated`: with `pullRequest`.")},
         "EventBody": closed_object({
             "type": ref("schemas", "EventType"),

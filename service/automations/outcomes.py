@@ -4,11 +4,10 @@ and the automation's merge rate."""
 from dataclasses import dataclass
 
 from service.automations.model import AutomationRun, RunState
-from service.models import Job, Message, MessageStatus, Role
+from service.models import Job, Message, MessageStatus, Role, RoundOutcome
 from service.services import Services
 from service.store.pullstates import pull_state
 
-NO_CHANGE_NEEDED = "no_change_needed"  # a round's `outcome` when the agent finished saying nothing needs changing
 _PULL_STATES = {"open": RunState.REVIEW_NEEDED, "merged": RunState.ACCEPTED, "closed": RunState.CLOSED}
 
 
@@ -40,7 +39,7 @@ def outcome(services: Services, run: AutomationRun) -> Outcome:
         if early is not None:
             return Outcome(early, job, pulled, None)
         ended = _reply_of(services, job, message)
-        reason = _no_change_reason(message, ended)
+        reason = _no_change_reason(message)
         if reason is not None or (ended is not None and ended.commit is None):
             return Outcome(RunState.NO_ACTION_NEEDED, job, pulled, reason)
     if pulled is None:
@@ -82,10 +81,8 @@ def _reply_of(services: Services, job: Job, message: Message) -> Message | None:
     return None
 
 
-def _no_change_reason(message: Message, reply: Message | None) -> str | None:
-    """The agent's reason when it finished with "no change needed" (recorded on the round or its answer)."""
-    for record in (message, reply):
-        if record is not None and getattr(record, "outcome", None) == NO_CHANGE_NEEDED:
-            return getattr(record, "reason", None) or "the agent found no change needed"
+def _no_change_reason(message: Message) -> str | None:
+    """The agent's reason when the round finished with "no change needed" (service.models.RoundOutcome)."""
+    if message.outcome is RoundOutcome.NO_CHANGE_NEEDED:
+        return message.reason or "the agent found no change needed"
     return None
-

@@ -3,6 +3,11 @@
 Keys: `cd:automation:<id>` (the record), `cd:project:<id>:automations` (the project's ids), and the automation's
 own `cd:automation:<id>:<suffix>` keys (runs, claimed events, the day's run counts, the pending batch, the jobs it
 started and its last job), all deleted with it.
+
+Indexes for the triggers, kept in the same transaction as every write of a record, so no trigger ever scans keys:
+`cd:automations:due` (a sorted set: the enabled automations with a cron, by the epoch second their next slot is
+due), `cd:automations:code-change:<host>` (the code-change automations of a code host) and
+`cd:automations:watch:<host>:<digest of the repository>` (those watching one source repository).
 """
 
 import hashlib
@@ -10,14 +15,16 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import cast
 
 import redis
 
-from service.automations.model import Automation, AutomationRun, AutomationSpec
-from service.clock import now_iso
+from service.automations import schedule
+from service.automations.model import Automation, AutomationRun, AutomationSpec, TriggerType
+from service.clock import now_iso, parse_iso
 from service.errors import AutomationLimitReached, AutomationNotFound, InvalidRequest
 from service.ids import UlidGenerator, new_id
 from service.store.codec import dump, load
@@ -42,6 +49,20 @@ def _index_key(project_id: str) -> str:
 
 def _own(automation_id: str, suffix: str) -> str:
     return f"cd:automation:{automation_id}:{suffix}"
+
+
+DUE_KEY = "cd:automations:due"
+INDEXED_KEY = "cd:automations:indexed"  # set once every automation is in the indexes
+
+
+def _code_change_key(host: str) -> str:
+    return f"cd:automations:code-change:{host}"
+
+
+def watch_key(host: str, repository: str) -> str:
+    """The set of automations watching `repository` on `host` (GitHub names compared without case)."""
+    name = repository if host == "local" else repository.lower()
+    return f"cd:automations:watch:{host}:{hashlib.sha256(name.encode()).hexdigest()}"
 
 
 def _day_key(automation_id: str, day: str) -> str:
@@ -73,7 +94,9 @@ class AutomationStore:
         automation = Automation(id=new_id("auto", self._ids), project_id=project_id, host=host, account=account,
                                 name=spec.name, prompt=spec.prompt, trigger=spec.trigger, options=spec.options,
                                 enabled=spec.enabled, template=template, created_at=stamp, updated_at=stamp,
-                                webhook_secret=None if secret is None else secret_digest(secret))
+                                webhook_secret=None if secret is None else secret_digest(secret),
+                                # The first slot after creation runs (not one from before it existed).
+                                last_slot=stamp if spec.trigger.cron is not None else None)
         members = _index_key(project_id)
 
         def attempt(pipe) -> Automation:
@@ -83,6 +106,7 @@ class AutomationStore:
             pipe.multi()
             pipe.set(automation_key(automation.id), dump(automation))
             pipe.sadd(members, automation.id)
+            _reindex(pipe, None, automation)
             return automation
 
         return transaction(self._redis, attempt, members), secret
@@ -117,8 +141,11 @@ class AutomationStore:
                 automation.webhook_secret = secret_digest(new_secret[0])
             elif not becomes_webhook:
                 automation.webhook_secret = None
-            if spec.trigger != automation.trigger:
-                automation.cursor = automation.last_slot = None  # a new trigger starts from now
+            if spec.trigger != automation.trigger or (spec.enabled and not automation.enabled):
+                # A new trigger, or one switched on again, starts from now: slots and commits of the time it was
+                # off or different are not run afterwards.
+                automation.cursor = None
+                automation.last_slot = now_iso() if spec.trigger.cron is not None else None
             automation.name, automation.prompt, automation.trigger = spec.name, spec.prompt, spec.trigger
             automation.options, automation.enabled = spec.options, spec.enabled
 
@@ -141,17 +168,68 @@ class AutomationStore:
         """Remember the last source commit seen (local code change)."""
         self._update(None, automation_id, lambda a: setattr(a, "cursor", cursor), touch=False)
 
-    def set_last_slot(self, automation_id: str, slot: str | None) -> None:
-        """Remember the last schedule slot run (ISO time)."""
-        self._update(None, automation_id, lambda a: setattr(a, "last_slot", slot), touch=False)
+    def set_last_slot(self, automation_id: str, slot: str) -> None:
+        """Remember the last schedule slot run (ISO time), never going back to an earlier one (a slow process
+        finishing an older slot late), and move the automation to its next slot in the due index."""
+
+        def change(automation: Automation) -> None:
+            if automation.last_slot is None or parse_iso(slot) > parse_iso(automation.last_slot):
+                automation.last_slot = slot
+
+        self._update(None, automation_id, change, touch=False)
+
+    def due(self, now: float, *, limit: int = 100) -> list[str]:
+        """The enabled automations with a cron whose next slot is due at the epoch second `now`, soonest first."""
+        return [text(i) for i in cast(list, self._redis.zrangebyscore(DUE_KEY, "-inf", now, start=0, num=limit))]
+
+    def reschedule(self, automation: Automation, now: datetime) -> None:
+        """Put the automation in the due index at its first slot after `now` (it has nothing due before)."""
+        if automation.trigger.cron is not None and automation.enabled:
+            slot = schedule.next_slot(automation.trigger.cron, automation.trigger.time_zone, now)
+            self._redis.zadd(DUE_KEY, {automation.id: slot.timestamp()}, xx=True)
+
+    def unschedule(self, automation_id: str) -> None:
+        """Take an automation out of the due index (it is gone or has no cron any more)."""
+        self._redis.zrem(DUE_KEY, automation_id)
+
+    def watching(self, host: str, repository: str) -> list[Automation]:
+        """The code-change automations (enabled or not) watching `repository` on `host`, oldest first."""
+        return self._load(cast(set, self._redis.smembers(watch_key(host, repository))))
+
+    def code_change_of_host(self, host: str) -> list[Automation]:
+        """Every code-change automation (enabled or not) of a code host, oldest first."""
+        return self._load(cast(set, self._redis.smembers(_code_change_key(host))))
+
+    def index_all(self, project_ids: Iterable[str]) -> int:
+        """Put the automations of these projects in the trigger indexes (those made before the indexes existed);
+        idempotent. How many."""
+        count = 0
+        for project_id in project_ids:
+            for automation in self.of_project(project_id):
+                pipe = self._redis.pipeline(transaction=True)
+                _reindex(pipe, automation, automation)
+                pipe.execute()
+                count += 1
+        self._redis.set(INDEXED_KEY, "1")
+        return count
+
+    def indexed(self) -> bool:
+        """Whether index_all has run on this Redis."""
+        return bool(self._redis.exists(INDEXED_KEY))
+
+    def _load(self, members: set) -> list[Automation]:
+        ids = sorted(text(i) for i in members)
+        raws = cast(list, self._redis.mget([automation_key(i) for i in ids])) if ids else []
+        return [a for a in (load(Automation, raw) for raw in raws if raw is not None) if a is not None]
 
     def delete(self, project_id: str, automation_id: str) -> None:
         """Delete the automation with its history and bookkeeping (the jobs it started stay)."""
-        self.get(project_id, automation_id)
+        automation = self.get(project_id, automation_id)
         days = [text(k) for k in self._redis.scan_iter(match=_day_key(automation_id, "*"), count=100)]
         pipe = self._redis.pipeline(transaction=True)
         pipe.delete(automation_key(automation_id), *(_own(automation_id, s) for s in _SUFFIXES), *days)
         pipe.srem(_index_key(project_id), automation_id)
+        _reindex(pipe, automation, None)
         pipe.execute()
 
     def delete_project(self, project_id: str) -> int:
@@ -178,11 +256,14 @@ class AutomationStore:
             automation = load(Automation, pipe.get(key)) if automation_id.startswith("auto_") else None
             if automation is None or (project_id is not None and automation.project_id != project_id):
                 raise AutomationNotFound(f"no automation {automation_id} in project {project_id}")
+            before = replace(automation)
             change(automation)
             if touch:
                 automation.updated_at = now_iso()
             pipe.multi()
             pipe.set(key, dump(automation))
+            if _indexed(before) != _indexed(automation):
+                _reindex(pipe, before, automation)
             return automation
 
         return transaction(self._redis, attempt, key)
@@ -309,6 +390,26 @@ class AutomationStore:
         pipe.delete(key)
         return [json.loads(raw) for raw in pipe.execute()[0]]
 
+    def batch(self, automation_id: str) -> list[dict]:
+        """The changes waiting for a batched run, oldest first, left in place (see drop_from_batch)."""
+        return [json.loads(raw) for raw in cast(list, self._redis.lrange(_own(automation_id, "batch"), 0, -1))]
+
+    def drop_from_batch(self, automation_id: str, covered: Callable[[dict], bool]) -> int:
+        """Remove the waiting changes a run covered (`covered` says which), keeping any added meanwhile; how many
+        went."""
+        key = _own(automation_id, "batch")
+
+        def attempt(pipe) -> int:
+            raws = cast(list, pipe.lrange(key, 0, -1))
+            kept = [raw for raw in raws if not covered(json.loads(raw))]
+            pipe.multi()
+            pipe.delete(key)
+            if kept:
+                pipe.rpush(key, *kept)
+            return len(raws) - len(kept)
+
+        return transaction(self._redis, attempt, key)
+
     def note_job(self, automation_id: str, job_id: str) -> None:
         """Remember a job the automation started: its last (for grouping) and among those with pull requests."""
         jobs = _own(automation_id, "jobs")
@@ -330,6 +431,31 @@ class AutomationStore:
         """Stop looking at jobs that can no longer have an open pull request (archived or deleted)."""
         if job_ids:
             self._redis.zrem(_own(automation_id, "jobs"), *job_ids)
+
+
+def _indexed(automation: Automation) -> tuple:
+    """What the trigger indexes depend on."""
+    trigger = automation.trigger
+    return (automation.host, automation.enabled, trigger.type, trigger.repository, trigger.cron, trigger.time_zone,
+            automation.last_slot)
+
+
+def _reindex(pipe, old: Automation | None, new: Automation | None) -> None:
+    """Queue on `pipe` the index changes from `old` to `new` (None: not there)."""
+    if old is not None:
+        pipe.zrem(DUE_KEY, old.id)
+        if old.trigger.type is TriggerType.CODE_CHANGE and old.trigger.repository is not None:
+            pipe.srem(_code_change_key(old.host), old.id)
+            pipe.srem(watch_key(old.host, old.trigger.repository), old.id)
+    if new is None:
+        return
+    trigger = new.trigger
+    if trigger.cron is not None and new.enabled:
+        since = parse_iso(new.last_slot or new.created_at)
+        pipe.zadd(DUE_KEY, {new.id: schedule.next_slot(trigger.cron, trigger.time_zone, since).timestamp()})
+    if trigger.type is TriggerType.CODE_CHANGE and trigger.repository is not None:
+        pipe.sadd(_code_change_key(new.host), new.id)
+        pipe.sadd(watch_key(new.host, trigger.repository), new.id)
 
 
 def _event_member(key: str) -> str:

@@ -22,7 +22,7 @@ from service.errors import (
 from service.events import EventType
 from service.ids import UlidGenerator, new_id
 from service.lease import Fence, watched
-from service.models import Job, JobStatus, Message, MessageStatus, Project, Role
+from service.models import Job, JobStatus, Message, MessageStatus, Project, Role, RoundOutcome
 from service.store.admission import Admission, Admitter, Gate, Idempotency, Verdict
 from service.store.codec import dump, load
 from service.store.commands import CommandRecorder
@@ -117,6 +117,18 @@ class RunOutcome:
     pr_number: int | None = None
     usage: dict | None = None  # the run's Usage.to_api(), when a model was called
     cancelled: bool = False  # the run stopped because the job was cancelled; nothing of it was pushed
+    outcome: RoundOutcome | None = None  # what a run that ended well did (None: a failed or cancelled run)
+    reason: str | None = None  # why no change was needed (outcome NO_CHANGE_NEEDED only)
+
+
+def round_outcome(outcome: RunOutcome) -> tuple[RoundOutcome, str | None]:
+    """What a processed run did, with its reason: as the runner said, else from its commit (a caller that
+    records a run without saying, as the older workers do)."""
+    if outcome.outcome is RoundOutcome.NO_CHANGE_NEEDED:
+        return outcome.outcome, outcome.reason or outcome.reply or None
+    if outcome.outcome is not None:
+        return outcome.outcome, None
+    return (RoundOutcome.CHANGED if outcome.commit is not None else RoundOutcome.ANSWERED), None
 
 
 def spent(usage: dict | None) -> int:
@@ -465,6 +477,8 @@ class JobStore:
                                others_waiting=len(pending) > 1,
                                last_round=last_round_state(earlier, exclude=message_id))
             message.status, message.error, message.usage = end.message_status, end.message_error, outcome.usage
+            if end.message_status is MessageStatus.PROCESSED:
+                message.outcome, message.reason = round_outcome(outcome)
             job.usage = add_usage(job.usage, outcome.usage)
             old_status = job.status
             job.updated_at = stamp
@@ -494,6 +508,9 @@ class JobStore:
     def _emit_outcome(self, pipe, job: Job, message: Message, outcome: RunOutcome, *, had_pull: bool,
                       old_status: JobStatus) -> None:
         run = {"messageId": message.id, "outcome": message.status and message.status.value, "error": message.error}
+        if message.outcome is not None:
+            # `outcome` says how the run ended (processed, failed, cancelled); `result` what a processed one did.
+            run.update(result=message.outcome.value, reason=message.reason)
         self.events.append(pipe, job, EventType.RUN_FINISHED, run=run)
         if outcome.commit is not None and outcome.pr_number is not None:
             pull = {"url": job.pr_link, "number": job.pr_number}
