@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 HOST = "github"
 
+# What tells people about an automation's round on GitHub (see GitHubCodeHost.announce_sources).
+Announcer = Callable[["GitHubCodeHost", Project, int, SourceNotice], None]
+
 ReactionTarget = Literal["issue_comment", "review_comment", "issue"]
 _REACTION_URLS = {
     "issue_comment": "/repos/{owner}/{repo}/issues/comments/{id}/reactions",
@@ -38,9 +41,10 @@ class GitHubCodeHost:
 
     name = HOST
 
-    def __init__(self, app: GitHubApp, *, web_url: str | None = None) -> None:
+    def __init__(self, app: GitHubApp, *, web_url: str | None = None, announcer: Announcer | None = None) -> None:
         self._app = app
         self._web_url = (web_url or app.settings.web_url).rstrip("/")
+        self._announcer = announcer
 
     # -- the CodeHost interface --------------------------------------------------------------
 
@@ -174,25 +178,17 @@ class GitHubCodeHost:
 
     def announce_sources(self, project: Project, number: int, notice: SourceNotice) -> None:
         """After an automation's round opened or updated pull request `number`: ask the reviewers who can review,
-        and link it from each source pull request once. Each failure is logged, never raised: the round's work is
-        pushed, and one refused request must not keep the others from being made."""
-        # Imported here: bot.github.sources builds on this module.
-        from bot.github import sources
+        and link it from each source pull request once; done by the `announcer` this host was made with
+        (bot.github.sources.announce_sources, given by bot.context: that module builds on this one)."""
+        if self._announcer is None:
+            log.info("%s#%s: no announcer is wired in; no review requested, no source linked", project.repository,
+                     number)
+            return
+        self._announcer(self, project, number, notice)
 
-        if notice.reviewers:
-            try:
-                asked = sources.request_reviews(self, project, number, notice.reviewers)
-                log.info("%s#%s: review requested from %s", project.repository, number, ", ".join(asked) or "nobody")
-            except (CodeHostError, RunFailed) as exc:
-                log.warning("%s#%s: could not request reviews: %s", project.repository, number, exc)
-        installation_id = _installation_id(project)
-        for source in notice.comment_on:
-            try:
-                sources.comment_on_source(self._app, installation_id, source.repository, source.number,
-                                          notice.comment, key=notice.key)
-            except (CodeHostError, RunFailed) as exc:
-                log.warning("%s#%s: could not link %s#%s from it: %s", source.repository, source.number,
-                            project.repository, number, exc)
+    @property
+    def app(self) -> GitHubApp:
+        return self._app
 
     # -- what the webhook handlers use -------------------------------------------------------
 

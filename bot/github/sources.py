@@ -15,14 +15,22 @@ from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone
 from bot.github.bot import GitHubBot
 from bot.github.client import GitHubClient
-from bot.github.codehost import HOST, GitHubCodeHost, _as_host_error, _owner_and_name, comment_marker
+from bot.github.codehost import (
+    HOST,
+    GitHubCodeHost,
+    _as_host_error,
+    _installation_id,
+    _owner_and_name,
+    comment_marker,
+)
 from bot.github.diffs import DIFF_MEDIA_TYPE, diff_text
 from bot.github.pulls import BRANCH_PREFIX
 from bot.github.routing import Router
 from service.automations import codechange, runs
 from service.automations.events import SourceChange, TriggerEvent
-from service.codehost.base import SourceUnreachable
+from service.codehost.base import CodeHostError, SourceNotice, SourceUnreachable
 from service.codes import RunFailure
+from service.errors import RunFailed
 from service.models import Project
 
 log = logging.getLogger(__name__)
@@ -110,6 +118,26 @@ def comment_on_source(app: GitHubApp, installation_id: int, repository: str, pul
             body = f"{body}\n\n{marker}"
         posted = client.post("/repos/{owner}/{repo}/issues/{number}/comments", where, data={"body": body})
     return str(posted["id"])
+
+
+def announce_sources(host: GitHubCodeHost, project: Project, number: int, notice: SourceNotice) -> None:
+    """After an automation's round opened or updated the project's pull request `number`: ask the reviewers who
+    can review, and link it from each source pull request once. Each failure is logged, never raised: the round's
+    work is pushed, and one refused request must not keep the others from being made."""
+    if notice.reviewers:
+        try:
+            asked = request_reviews(host, project, number, notice.reviewers)
+            log.info("%s#%s: review requested from %s", project.repository, number, ", ".join(asked) or "nobody")
+        except (CodeHostError, RunFailed) as exc:
+            log.warning("%s#%s: could not request reviews: %s", project.repository, number, exc)
+    installation_id = _installation_id(project)
+    for source in notice.comment_on:
+        try:
+            comment_on_source(host.app, installation_id, source.repository, source.number, notice.comment,
+                              key=notice.key)
+        except (CodeHostError, RunFailed) as exc:
+            log.warning("%s#%s: could not link %s#%s from it: %s", source.repository, source.number,
+                        project.repository, number, exc)
 
 
 @router.register("pull_request", action="closed")
