@@ -1,6 +1,7 @@
 """Compares the docs check with the frameworks' own strict builds on real MkDocs and Sphinx sites.
 
-Run by hand: `.venv/bin/python bench/docs_builds.py /work/.mirror/owner+name/repo [more bare repos ...]`.
+Run by hand: `.venv/bin/python bench/docs_builds.py [owner/name or bare repo ...]` (none: the default set in
+bench/docs_repos.py).
 Bring the repositories with the `fetch` tool; nothing here writes to them or commits anything.
 
 Per repository, the site's tree is exported to a temporary folder and built with its own tool, in a venv of its
@@ -32,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import docs_repos  # noqa: E402
 from bench.docs_real import one_word_edit  # noqa: E402
 from service.agent.docs_check import check_docs  # noqa: E402
 from service.agent.docsite.detect import detect_site  # noqa: E402
@@ -40,7 +42,8 @@ from service.workspace.overlay import Workspace  # noqa: E402
 
 BASE_PACKAGES = ("mkdocs", "mkdocs-material", "sphinx", "myst-parser")
 BUILD_SECONDS = 900
-_MKDOCS_FILE = re.compile(r"Doc file '([^']+)'")
+# The file a MkDocs warning is about: a page's links, or a blog post's metadata (Material's blog plugin).
+_MKDOCS_FILE = re.compile(r"(?:Doc file|of post) '([^']+)'")
 _SPHINX = re.compile(r"^(?P<file>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?:WARNING|ERROR|CRITICAL): (?P<msg>.*)$")
 _QUOTED = re.compile(r"""['"`]([^'"`]+)['"`]""")
 _MD_LINK = re.compile(r"\]\(\s*([^)\s#]+\.md)(#[^)\s]*)?\)")
@@ -381,7 +384,7 @@ def print_outcomes(outcomes: list[Outcome], show_matched: bool = False) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("repos", nargs="+", help="bare git repositories (e.g. /work/.mirror/owner+name/repo)")
+    docs_repos.add_arguments(parser)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/copydesk-bench/docs-builds")
     parser.add_argument("--extra", action="append", default=[], help="another package the sites' builds need")
     parser.add_argument("--show-matched", action="store_true", help="also print each build warning with the "
@@ -389,10 +392,11 @@ def main() -> None:
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes = []
-    for repo in args.repos:
-        outcomes += run_site(Path(repo), args.cache, args.extra)
+    repos = docs_repos.resolve(args.repos, args.mirrors)
+    for repo in repos:
+        outcomes += run_site(repo, args.cache, args.extra)
         print_outcomes([o for o in outcomes if o.site == outcomes[-1].site] if outcomes else [], args.show_matched)
-    if len(args.repos) > 1:
+    if len(repos) > 1:
         print("\n## all sites\n")
         print_outcomes(outcomes, args.show_matched)
 

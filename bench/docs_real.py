@@ -1,6 +1,7 @@
 """Runs the docs check over real documentation repositories (bare git mirrors) the way runs use it.
 
-Run by hand: `.venv/bin/python bench/docs_real.py /work/.mirror/mkdocs+mkdocs/repo [more bare repos ...]`.
+Run by hand: `.venv/bin/python bench/docs_real.py [owner/name or bare repo ...]` (none: the default set in
+bench/docs_repos.py).
 Bring the repositories with the `fetch` tool; nothing here writes to them or commits anything. Per repository:
 
 - false reports on a one-word edit of every page (goal 0): every problem reported after the edit is false;
@@ -23,11 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import docs_repos  # noqa: E402
 from bench.first_request import request_chars  # noqa: E402
 from service.agent.briefing import brief  # noqa: E402
 from service.agent.docs_check import check_docs  # noqa: E402
 from service.agent.docsite.detect import detect_site, read_navigation  # noqa: E402
-from service.agent.docsite.tree import PAGE_CACHE  # noqa: E402
+from service.agent.docsite.tree import PAGE_CACHE, Tree  # noqa: E402
 from service.agent.loop import build_messages  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
@@ -64,11 +66,11 @@ class Row:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("repos", nargs="+", help="bare git repositories (e.g. /work/.mirror/owner+name/repo)")
+    docs_repos.add_arguments(parser)
     parser.add_argument("--max-pages", type=int, default=0, help="edit at most this many pages (0: all)")
     parser.add_argument("--show", type=int, default=3, help="false reports to print per repository")
     args = parser.parse_args()
-    rows = [run_repository(Path(repo), args.max_pages) for repo in args.repos]
+    rows = [run_repository(repo, args.max_pages) for repo in docs_repos.resolve(args.repos, args.mirrors)]
     print_table(rows, args.show)
 
 
@@ -295,7 +297,7 @@ def list_in_navigation(workspace, site, path: str) -> bool:
 def delete_listed(workspace, site, row: Row) -> None:
     if not site.explicit_nav:
         return
-    navigation = read_navigation(workspace, site, set(workspace.list_files()))
+    navigation = read_navigation(Tree(workspace), site)
     listed = [e for e in navigation.entries if e.found and e.targets and e.targets[0] not in site.nav_files]
     entry = next((e for e in reversed(listed) if next((t for t in e.targets if workspace.kind(t)), None)), None)
     if entry is None:

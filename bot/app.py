@@ -7,13 +7,13 @@ from flask.json.provider import DefaultJSONProvider
 
 from bot import context, dashboard, headers, metrics_route
 from bot.door_limits import DoorLimits
-from bot.github import registration, webhooks
+from bot.github import inbound, registration
 from service.api import durable_writes, problems
 from service.api.automation_routes import bp as automations_api
 from service.api.openapi import openapi_document
+from service.api.outbound_webhook_routes import bp as webhooks_api
 from service.api.routes import bp as agent_api
 from service.api.streams import StreamSlots
-from service.api.webhook_routes import bp as webhooks_api
 from service.preflight import FirstContactChecks, RedisRefused, Status
 from service.replication import NotWritable
 from service.settings import Settings
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings, doors))
     if github.configured:
         assert github.webhook_secret is not None  # configured means the App id, private key and secret are set
-        app.register_blueprint(webhooks.create_blueprint(secret=github.webhook_secret, redis_client=ctx.services.redis,
+        app.register_blueprint(inbound.create_blueprint(secret=github.webhook_secret, redis_client=ctx.services.redis,
                                                          queue_name=settings.queue_name))
     app.register_blueprint(registration.create_blueprint(ctx.services.redis, doors, base_url=settings.base_url,
                                                          data_dir=settings.data_dir, web_url=github.web_url,

@@ -1,4 +1,4 @@
-"""The `copydesk` command: projects, API keys, the web server, the worker, the doctor and the demo."""
+"""The `copydesk` command: projects, API keys, automations, the web server, the worker, the doctor and the demo."""
 
 import argparse
 import contextlib
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from bot import cli_events, context, logs
+from bot import cli_automations, cli_events, context, logs
 from bot.web import WORKER_CLASSES
 from service.codehost.base import CodeHostError
 from service.errors import ServiceError
@@ -434,6 +434,7 @@ def _parser() -> argparse.ArgumentParser:
     recover.set_defaults(handler=_recover, writes=True)
 
     cli_events.add_commands(sub)
+    cli_automations.add_commands(sub)
 
     demo = sub.add_parser("demo", help="run a whole job end to end on this machine")
     demo.add_argument("--keep", action="store_true",

@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 from bot import context
 from service.api.streams import follow
-from service.events import EventType, JobEvent
+from service.job_events import EventType, JobEvent
+from service.outbound import endpoints
 from service.settings import Settings
-from service.store.events import check_event_id
+from service.store.job_events import check_event_id
 from service.store.usage import month_of
-from service.webhooks import endpoints
 
 
 def _print(args, data: dict, human: str) -> None:

@@ -19,6 +19,7 @@ from service.agent.providers import HttpClients, build_providers
 from service.codehost.base import CodeHost
 from service.codehost.local import LocalCodeHost
 from service.faults import Faults
+from service.queues import RUN_TASK
 from service.runner import JobRunner
 from service.services import Services, build_services
 from service.settings import Settings
@@ -26,16 +27,14 @@ from service.timeouts import client_options, stream_client_options
 from service.workspace.git import Git
 from service.workspace.mirror import MirrorStore
 
-# The worker's entry point, by name: the service enqueues it without importing `bot`.
-TASK = "bot.tasks.process_job"
 BUNDLED_SCRIPTS = {"demo": Path(__file__).parent / "demo_script.json"}
 
 
 def run_job_id(rq_job) -> str | None:
-    """The Copydesk job id of an RQ job that is a run (a TASK job's first argument); None for any other job, or
+    """The Copydesk job id of an RQ job that is a run (a RUN_TASK job's first argument); None for any other job, or
     one whose payload cannot be read."""
     try:
-        return rq_job.args[0] if rq_job.func_name == TASK and rq_job.args else None
+        return rq_job.args[0] if rq_job.func_name == RUN_TASK and rq_job.args else None
     except Exception:  # noqa: BLE001 - a job whose payload cannot be read is not one of our runs
         return None
 
@@ -105,6 +104,6 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Conte
         github_app = GitHubApp(gh_settings, client, requests.Session())
         github = GitHubCodeHost(github_app, web_url=gh_settings.web_url, announcer=announce_sources)
         hosts[github.name] = github
-    services = build_services(settings, client, task=TASK, code_hosts=hosts, stream_client=stream_client)
+    services = build_services(settings, client, task=RUN_TASK, code_hosts=hosts, stream_client=stream_client)
     return Context(settings=settings, services=services, git=git, local=local, github_settings=gh_settings,
                    github_app=github_app, github=github)

@@ -6,6 +6,7 @@ import redis
 import rq
 from rq.job import Job as RQJob
 
+from service.queues import worker_queues
 from service.services import Services
 from service.store.jobs import FINISHED_JOBS, PENDING_JOBS
 from service.store.replies import text
@@ -26,24 +27,23 @@ class DemoRun:
     @property
     def queue_names(self) -> tuple[str, ...]:
         """Its runs queue and the queues named after it (GitHub events, webhook deliveries)."""
-        return self.queue_name, f"{self.queue_name}-events", f"{self.queue_name}-webhooks"
+        return tuple(worker_queues(self.queue_name))
 
 
 def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:
-    """Delete every record of `run`: its jobs with their messages, events and leases; its project with its pull
-    requests and rate-limit windows; its API key with its usage; its account's audit and usage; its RQ queues and
+    """Delete every record of `run`: its jobs with every key named after them (service.store.jobkeys); its project
+    with its pull requests and rate-limit windows; its API key with its usage; its account's audit and usage; its RQ queues and
     their jobs. Every key it matches carries one of the run's own ids or names. Returns how many keys went."""
     job_ids = _job_ids(client, run.project_id)
-    message_ids = [m.id for job_id in job_ids for m in services.jobs.conversation(job_id)]
+    jobs = [job for job in (services.jobs.find(job_id) for job_id in job_ids) if job is not None]
     patterns = [
-        *(f"cd:job:{job_id}*" for job_id in job_ids),
-        *(f"cd:message:{message_id}" for message_id in message_ids),
         f"cd:project:{run.project_id}*", f"cd:local:{run.project_id}:*", f"cd:rl:{run.project_id}:*",
         f"cd:apikey:{run.key_id}*", f"cd:usage:key:{run.key_id}:*",
         f"cd:apikeys:created:*:{run.account}", f"cd:apikeys:audit:{run.account}", f"cd:usage:account:{run.account}:*",
         f"cd:account:{run.account}:*",
     ]
-    keys = {key for pattern in patterns for key in client.scan_iter(match=pattern, count=1000)}
+    keys = {text(key) for pattern in patterns for key in client.scan_iter(match=pattern, count=1000)}
+    keys.update(key for job in jobs for key in services.jobs.keys_of(job))  # named, not matched: see jobkeys
     removed = _remove_queues(client, run.queue_names)
     with client.pipeline() as pipe:
         if job_ids:
@@ -53,8 +53,8 @@ def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:
         pipe.zrem(_KEY_INDEX, run.key_id)
         if keys:
             pipe.delete(*keys)
-        pipe.execute()
-    return removed + len(keys)
+        replies = pipe.execute()
+    return removed + (int(replies[-1]) if keys else 0)  # DEL's reply: how many of them existed
 
 
 def _job_ids(client: redis.Redis, project_id: str) -> list[str]:

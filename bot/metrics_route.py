@@ -5,9 +5,9 @@ import hmac
 from flask import Blueprint, Response, abort, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.worker import worker_queues
 from service import metrics
 from service.api import problems
+from service.queues import worker_queues
 from service.services import Services
 from service.store_metrics import StoreCollector
 

@@ -22,6 +22,7 @@ from service.dispatch import RUN_DESCRIPTION_PREFIX
 from service.errors import RunFailed
 from service.faults import FREEZE_AFTER_DEQUEUE, Faults
 from service.lease import LeaseInfo, LeaseLost, release_token, renew_for_worker
+from service.queues import runs_queue
 from service.replication import NotWritable
 from service.runstop import INTERRUPT_SIGNAL
 from service.store.jobs import RunOutcome
@@ -54,7 +55,7 @@ class CopydeskWorker(rq.Worker):
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
         self.refusal: NotWritable | None = None  # why it stopped taking work: Redis takes no writes
         if not any(isinstance(f, RunOkFilter) for f in self.log.filters):
-            self.log.addFilter(RunOkFilter(settings.queue_name))
+            self.log.addFilter(RunOkFilter(runs_queue(settings.queue_name)))
 
     # -- time-outs -----------------------------------------------------------------------------
 

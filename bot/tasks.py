@@ -54,5 +54,5 @@ def handle_github_event(event_name: str, delivery_id: str, payload: dict) -> Non
 
 def deliver_webhook(delivery_id: str, attempt: int, manual: bool = False) -> None:
     """An attempt that a version before the delivery lanes queued on RQ (a retry due later, a re-send): moved onto
-    its account's lane, which makes it (service.webhooks.lanes)."""
+    its account's lane, which makes it (service.outbound.lanes)."""
     _context().services.deliveries.now(delivery_id, attempt, manual=manual)

@@ -13,7 +13,6 @@ import redis
 import rq
 
 from bot.context import Context
-from bot.github.webhooks import events_queue_name
 from bot.heartbeat import WorkerHeartbeat
 from bot.rqworker import CopydeskWorker, hold_pool_across_fork
 from service.agent.providers import preload
@@ -22,13 +21,14 @@ from service.clock import clock_of
 from service.dispatch import archive_inactive
 from service.faults import Faults
 from service.models import JobStatus
+from service.outbound.fanout import Fanout
+from service.outbound.lanes import DeliveryLanes
+from service.outbound.queue import Attempt
 from service.preflight import FirstContactChecks
 from service.purge import AccountPurges
+from service.queues import LOCAL_UPKEEP_TURN, SWEEP_TURN, worker_queues
 from service.replication import NotWritable
 from service.store import schema
-from service.webhooks.fanout import Fanout
-from service.webhooks.lanes import DeliveryLanes
-from service.webhooks.queue import Attempt, webhooks_queue_name
 from service.workspace.git import GitError
 from service.workspace.mirror import MirrorStore
 
@@ -89,7 +89,7 @@ def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
     while not stop.wait(interval):
         try:
             # One sweep per interval across all workers: the first to take the turn does it.
-            if ctx.services.redis.set("cd:sweep:turn", "1", nx=True, px=int(interval * 1000)):
+            if ctx.services.redis.set(SWEEP_TURN, "1", nx=True, px=int(interval * 1000)):
                 sweep_once(ctx)
         except redis.RedisError:
             log.warning("sweep skipped: Redis unreachable")
@@ -97,7 +97,7 @@ def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
             maintain_mirrors(ctx)
             # One worker's turn at a time: the local repositories are shared by every worker of the machine.
             try:
-                if ctx.services.redis.set("cd:local-upkeep:turn", "1", nx=True, ex=MAINTENANCE_INTERVAL_SECONDS):
+                if ctx.services.redis.set(LOCAL_UPKEEP_TURN, "1", nx=True, ex=MAINTENANCE_INTERVAL_SECONDS):
                     maintain_local_repositories(ctx)
             except redis.RedisError:
                 log.warning("local repository upkeep skipped: Redis unreachable")
@@ -155,12 +155,6 @@ def _fan_out_forever(ctx: Context, stop: threading.Event) -> None:
         except Exception:
             log.exception("webhook fan-out failed; retrying")
             stop.wait(2)
-
-
-def worker_queues(queue_name: str) -> list[str]:
-    """The queues a worker serves, first first: GitHub events (short), runs (long), and last the attempts older
-    versions queued on RQ (each only moved onto the delivery lanes, which make webhook attempts beside the runs)."""
-    return [events_queue_name(queue_name), queue_name, webhooks_queue_name(queue_name)]
 
 
 def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> bool:

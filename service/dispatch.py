@@ -13,16 +13,13 @@ from service import metrics
 from service.clock import now
 from service.lease import is_leased
 from service.models import JobStatus
+from service.store.jobkeys import rq_key
 from service.store.jobs import JobStore
 from service.store.replies import text
 
 log = logging.getLogger(__name__)
 
 RUN_DESCRIPTION_PREFIX = "copydesk run "  # RQ's description of a run, then its job id (RQ's log lines show it)
-
-
-def _rq_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:rq"
 
 
 class Dispatcher:
@@ -47,7 +44,7 @@ class Dispatcher:
             rq_job = self._queue.enqueue_call(self._task, args=(job_id,), timeout=self._job_timeout,
                                               result_ttl=3600, failure_ttl=7 * 24 * 3600,
                                               description=f"{RUN_DESCRIPTION_PREFIX}{job_id}", at_front=first, pipeline=pipe)
-            pipe.set(_rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
+            pipe.set(rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
             pipe.execute()
 
     def try_kick(self, job_id: str) -> bool:
@@ -80,7 +77,7 @@ class Dispatcher:
         it leaves it `queued` in no list and no registry, for ever."""
         # A started RQ job does not count: once started, a live run holds the lease within moments, and a dead
         # one must not hold up recovery (the lease, not RQ's record, says whether a run is alive).
-        rq_id = self._redis.get(_rq_key(job_id))
+        rq_id = self._redis.get(rq_key(job_id))
         if rq_id is None:
             return False
         try:

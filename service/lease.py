@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import redis
 
 from service.store import replies
+from service.store.jobkeys import fence_key, lease_key
 
 # Take the lease only when nobody holds it; the token is a per-job counter, so a later holder's is always larger.
 _ACQUIRE = """
@@ -34,14 +35,6 @@ LEASE_TTL_SECONDS = 6.0
 
 class LeaseLost(Exception):
     """The lease is no longer this run's (it expired, or another run holds it now): write nothing more."""
-
-
-def lease_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:lease"
-
-
-def _fence_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:fence"
 
 
 @dataclass(frozen=True)
@@ -119,7 +112,7 @@ class Lease:
 
     def acquire(self, *, worker: str = "", kill_at: float = 0) -> bool:
         """Take the lease if it is free; `worker` names the process that may renew it for this run."""
-        token = self._acquire(keys=[self._key, _fence_key(self.job_id)],
+        token = self._acquire(keys=[self._key, fence_key(self.job_id)],
                               args=[self._ttl_ms, worker, repr(kill_at)])
         if not token:
             return False

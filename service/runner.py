@@ -3,7 +3,7 @@
 import logging
 import time
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import redis
 
@@ -14,12 +14,12 @@ from service.agent.docs_report import REPORT_MAX_CHARS
 from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failure
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
+from service.automations import docsfirst
 from service.automations import rounds as automation_rounds
 from service.codehost.base import AnnouncesSources, CodeHost, CodeHostError
 from service.codes import RunFailure
 from service.describe import RoundState
 from service.errors import RunFailed, WriteNotReplicated
-from service.events import EventType
 from service.faults import (
     AFTER_PULL,
     AFTER_PUSH,
@@ -29,6 +29,7 @@ from service.faults import (
     PAUSE_BEFORE_PUSH,
     Faults,
 )
+from service.job_events import EventType
 from service.lease import Lease, LeaseLost
 from service.models import Job, JobStatus, Message, MessageStatus, Project, PullRequest, Role, RoundOutcome
 from service.monthlycap import AccountSpending
@@ -253,7 +254,6 @@ class Run:
         """The agent's part: brief the model, let it edit the workspace, collect its changes."""
         settings = self.settings
         request = self.earlier[0].content if self.earlier else self.message.content  # the job's first prompt
-        model = self.runner.models.client(self.job.model, run_index=self.message.seq, cache_key=self.job.id)
         assert self.mirror is not None and self.history is not None and self.project is not None  # set by _run
         with self.mirror.open(start) as workspace, self._open_source() as source:
             # The instructions come from the project's base branch, not the job's `ref`: an API caller may
@@ -264,6 +264,12 @@ class Run:
                          branch_diff=self.history.diff(start) if self.earlier else None,
                          source_repository=source.repository if source else None,
                          source_commit=source.commit if source else None)
+            if docsfirst.wanted(self.services, self.job, self.message):
+                first = docsfirst.check_first(workspace, task.site)
+                if first.clean:  # no model call at all: the round ends here, with its reason
+                    return _Edited(describe.fallback_title(request), first.reason(), {}, None, no_change_needed=True)
+                task = replace(task, prompt=first.prompt(task.prompt))
+            model = self.runner.models.client(self.job.model, run_index=self.message.seq, cache_key=self.job.id)
             budget = remaining_budget(self.job)
             limits = RunLimits(settings.max_steps, settings.max_bytes_written, deadline=self.stop.deadline,
                                max_tokens=settings.max_tokens, context_chars=settings.agent_context_chars,
@@ -647,8 +653,9 @@ def _failed(code: RunFailure, text: str) -> RunOutcome:
 
 
 def _mention(message: Message) -> str | None:
-    """The author to mention in the reply: someone who wrote on the code host, not an API caller."""
-    return message.author if message.source != "api" and message.author else None
+    """The author to mention in the reply: someone who wrote on the code host, not an API caller nor an
+    automation (its messages carry the automation's name as their author, which is nobody to mention)."""
+    return message.author if message.source not in ("api", "automation") and message.author else None
 
 
 def _prompt_text(message: Message) -> str:

@@ -11,19 +11,20 @@ from service.automations.store import AutomationStore
 from service.codehost.base import CodeHost
 from service.dispatch import Dispatcher
 from service.ids import UlidGenerator
+from service.outbound.addresses import Resolver
+from service.outbound.queue import DeliveryQueue, account_lane
+from service.outbound.sender import WebhookSender
+from service.queues import runs_queue
 from service.replication import Durability
 from service.sealing import operator_key
 from service.settings import Settings
 from service.store.apikeys import ApiKeyStore
-from service.store.events import EventLog
+from service.store.job_events import EventLog
 from service.store.jobs import JobStore
+from service.store.outbound_webhooks import WebhookStore
 from service.store.projects import ProjectStore
 from service.store.ratelimit import RateLimiter
 from service.store.usage import UsageLedger
-from service.store.webhooks import WebhookStore
-from service.webhooks.addresses import Resolver
-from service.webhooks.queue import DeliveryQueue, account_lane
-from service.webhooks.sender import WebhookSender
 
 
 @dataclass
@@ -64,7 +65,7 @@ def build_services(settings: Settings, client: redis.Redis, *, task: str,
         jobs=jobs,
         keys=ApiKeys(ApiKeyStore(client)),
         limiter=RateLimiter(client, limit=settings.rate_limit_per_hour),
-        dispatcher=Dispatcher(client, jobs, queue_name=settings.queue_name, task=task,
+        dispatcher=Dispatcher(client, jobs, queue_name=runs_queue(settings.queue_name), task=task,
                               job_timeout=settings.run_timeout_seconds + 120),
         code_hosts=code_hosts,
         events=events,

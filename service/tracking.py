@@ -14,7 +14,7 @@ from service.codehost.base import CodeHost
 from service.describe import RoundReport, RoundState, tracking_comment
 from service.lease import Fence, LeaseLost
 from service.models import Message, Project
-from service.store.jobs import tracking_key
+from service.store.jobkeys import tracking_key
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import rq
 from werkzeug.serving import make_server
 
 from bot import context
-from bot.worker import worker_queues
+from service.queues import worker_queues
 from service.settings import Settings
 from tests.conftest import free_port
 

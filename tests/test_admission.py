@@ -6,7 +6,7 @@ import pytest
 from service.ids import UlidGenerator
 from service.intake import gate
 from service.store.admission import Verdict
-from service.store.events import OUTBOX, endpoints_key
+from service.store.job_events import OUTBOX, endpoints_key
 from service.store.jobs import IdempotencyClaim, JobStore
 from service.store.projects import ProjectStore
 from service.store.ratelimit import RateLimiter

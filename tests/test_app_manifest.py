@@ -9,7 +9,7 @@ import yaml
 from flask import Flask
 
 from bot.door_limits import DoorLimits
-from bot.github import events, registration, webhooks
+from bot.github import events, inbound, registration
 from bot.github import manifest as manifests
 
 
@@ -22,7 +22,7 @@ def manifest():
 def url_map(tmp_path, redis_url):
     app = Flask(__name__)
     client = redis.Redis.from_url(redis_url)
-    app.register_blueprint(webhooks.create_blueprint(secret="s", redis_client=client, queue_name="q"))
+    app.register_blueprint(inbound.create_blueprint(secret="s", redis_client=client, queue_name="q"))
     app.register_blueprint(registration.create_blueprint(client, DoorLimits(client, per_minute=1), base_url="http://x",
                                                          data_dir=tmp_path,
                                                          web_url="http://gh", api_url="http://gh/api"))
@@ -39,7 +39,7 @@ def test_events_github_always_sends_are_not_listed(manifest):
 
 def test_the_hook_path_is_the_webhook_route(manifest, url_map):
     path = manifests.hook_path(manifest)
-    assert path == webhooks.HOOK_PATH
+    assert path == inbound.HOOK_PATH
     assert "POST" in url_map[path]
 
 

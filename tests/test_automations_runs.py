@@ -110,7 +110,8 @@ def test_a_round_that_fails_is_a_failed_run(stack):
     stack.script_path.write_text("not a script")
     run = fire(services, automation, _event(1))
     stack.drain()
-    assert run_state(services, run) is RunState.FAILED
+    failed = outcome(services, run)
+    assert failed.state is RunState.FAILED and failed.reason.startswith(services.jobs.get(run.job_id).error["code"])
 
 
 def test_grouping_adds_a_round_to_the_open_pull_request_and_a_new_job_once_it_ended(stack):

@@ -5,6 +5,7 @@ import json
 
 from service.agent.docs_check import DocsProblem, check_docs
 from service.agent.docsite.detect import detect_site, navigation_order
+from service.agent.docsite.tree import Tree
 from service.agent.overview import repository_overview
 
 # The shape of testing-library-docs' docusaurus.config.js: a remark plugin with options before `path`.
@@ -131,7 +132,7 @@ def test_versions_are_described_but_the_overview_lists_the_current_docs(open_wor
     site = detect_site(workspace)
     assert site.page_count == 2 and site.routing["current_route"] == "/docs/next"
     assert "released versions (2.0, 1.0) are copies in versioned_docs/version-<name>/" in site.describe()
-    text = repository_overview(workspace, site=site, nav_order=navigation_order(workspace, site))
+    text = repository_overview(workspace, site=site, nav_order=navigation_order(Tree(workspace), site))
     assert "Pages (2 of 2, in navigation order):\ndocs/intro.md\ndocs/api.md" in text
     assert "versioned_docs/version-2.0/intro.md" not in text
 

@@ -4,12 +4,13 @@ real ones."""
 
 from service.agent.docs_check import check_docs
 from service.agent.docsite.detect import detect_site, navigation_order
+from service.agent.docsite.tree import Tree
 from service.agent.overview import repository_overview
 
 
 def overview(workspace) -> tuple[str, object]:
     site = detect_site(workspace)
-    return repository_overview(workspace, site=site, nav_order=navigation_order(workspace, site)), site
+    return repository_overview(workspace, site=site, nav_order=navigation_order(Tree(workspace), site)), site
 
 
 # --- Docusaurus ------------------------------------------------------------------------------------------------
@@ -149,10 +150,10 @@ SPHINX = {
 def test_sphinx_overview_lists_pages_in_toctree_order_from_the_root_document(open_workspace):
     workspace = open_workspace(SPHINX)
     site = detect_site(workspace)
-    assert navigation_order(workspace, site) == [
+    assert navigation_order(Tree(workspace), site) == [
         "docs/contents.rst", "docs/tutorial/index.md", "docs/tutorial/step-1.md", "docs/tutorial/step-2.md",
         "docs/tutorial/zz-last.rst", "docs/api.rst"]
-    text = repository_overview(workspace, site=site, nav_order=navigation_order(workspace, site))
+    text = repository_overview(workspace, site=site, nav_order=navigation_order(Tree(workspace), site))
     assert ("Pages (7 of 7, in navigation order):\ndocs/contents.rst\ndocs/tutorial/index.md\n"
             "docs/tutorial/step-1.md\ndocs/tutorial/step-2.md\ndocs/tutorial/zz-last.rst\ndocs/api.rst\n"
             "docs/aaa-orphan.md") in text  # pages no toctree reaches come last
@@ -163,4 +164,4 @@ def test_sphinx_toctree_order_is_bounded_when_every_page_globs_every_page(open_w
     workspace = open_workspace({"docs/conf.py": "extensions = ['myst_parser']\n", **pages,
                                 "docs/index.md": "# Home\n\n```{toctree}\n:glob:\n\n*\n```\n"})
     site = detect_site(workspace)
-    assert navigation_order(workspace, site) == ["docs/index.md", *sorted(pages)]
+    assert navigation_order(Tree(workspace), site) == ["docs/index.md", *sorted(pages)]

@@ -6,6 +6,7 @@ import json
 
 from service.agent.docs_check import DocsProblem, check_docs
 from service.agent.docsite.detect import detect_site, navigation_order
+from service.agent.docsite.tree import Tree
 from service.agent.overview import repository_overview
 
 
@@ -80,7 +81,7 @@ def test_mintlify_overview_lists_the_default_language_and_names_the_others(open_
     workspace = open_workspace(MINTLIFY)
     site = detect_site(workspace)
     assert [lang.code for lang in site.languages] == ["en", "fr"]
-    text = repository_overview(workspace, site=site, nav_order=navigation_order(workspace, site))
+    text = repository_overview(workspace, site=site, nav_order=navigation_order(Tree(workspace), site))
     assert "Docs pages in the repository in the default language (en): 3" in text
     assert "Translations (not listed here): fr (fr/, 2 pages)" in text
     assert "Pages (3 of 3, in navigation order):\nindex.mdx\nquickstart.mdx\nguides/deploy.mdx" in text

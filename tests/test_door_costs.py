@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from bot.github.webhooks import HOOK_PATH, MAX_PAYLOAD_BYTES
+from bot.github.inbound import HOOK_PATH, MAX_PAYLOAD_BYTES
 from service.api.body import MAX_JSON_DEPTH, check_json_depth
 from service.errors import InvalidJson
 from tests.conftest import free_port

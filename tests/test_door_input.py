@@ -81,7 +81,7 @@ def test_the_largest_event_id_redis_accepts_is_taken(stack):
 
 
 def test_a_command_redis_refuses_is_a_500_and_only_an_outage_is_a_503(stack, redis_client):
-    from service.store.events import stream_key
+    from service.store.jobkeys import stream_key
 
     job = stack.create().json()
     redis_client.delete(stream_key(job["id"]))

@@ -7,8 +7,8 @@ import pytest
 import requests
 from requests_sse import EventSource, InvalidStatusCodeError
 
-from service.events import EventType
-from service.store.events import stream_key
+from service.job_events import EventType
+from service.store.jobkeys import stream_key
 from service.store.jobs import RunOutcome
 from tests.conftest import free_port
 from tests.event_reading import STATE_TYPES, events_url, page, read_sse

@@ -13,11 +13,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from bot import context
-from bot.github import webhooks
+from bot.github import inbound
 from bot.worker import run_worker
 from service.api import problems
 from service.ids import UlidGenerator
 from service.projectstate import DisabledReason
+from service.queues import GITHUB_EVENT_TASK, github_events_queue
 from service.settings import Settings
 from service.store.projects import ProjectStore
 from tests.conftest import free_port
@@ -36,13 +37,13 @@ def client(redis_client):
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024 + 1  # the API's limit, as the real app sets it
     problems.register(app)
-    app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
+    app.register_blueprint(inbound.create_blueprint(secret=SECRET, redis_client=redis_client, queue_name=QUEUE))
     return app.test_client()
 
 
 @pytest.fixture
 def queue(redis_client):
-    return rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client)
+    return rq.Queue(github_events_queue(QUEUE), connection=redis_client)
 
 
 def deliver(client, event: str, payload, *, delivery: str | None = None, secret: str = SECRET,
@@ -56,7 +57,7 @@ def deliver(client, event: str, payload, *, delivery: str | None = None, secret:
         headers["X-Hub-Signature-256"] = signature
     else:
         headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return client.post(webhooks.HOOK_PATH, data=body, headers=headers)
+    return client.post(inbound.HOOK_PATH, data=body, headers=headers)
 
 
 def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue):
@@ -64,9 +65,9 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
     assert response.status_code == 202
     assert response.get_json() == {"status": "queued"}
     [job] = queue.get_jobs()
-    assert job.func_name == webhooks.TASK
+    assert job.func_name == GITHUB_EVENT_TASK
     assert job.args == ("issue_comment", "d-1", COMMENT)
-    assert job.timeout == webhooks.JOB_TIMEOUT_SECONDS
+    assert job.timeout == inbound.JOB_TIMEOUT_SECONDS
     assert job.retries_left == 3 and job.retry_intervals == [0]  # at once: the worker runs no RQ scheduler
     assert rq.Queue(QUEUE, connection=queue.connection).count == 0  # not behind the runs
 
@@ -74,7 +75,7 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "sha256=nothex", "md5=abc"])
 def test_a_wrong_or_missing_signature_is_refused_and_nothing_is_stored(client, queue, redis_client, signature):
     if signature is None:
-        response = client.post(webhooks.HOOK_PATH, data=json.dumps(COMMENT),
+        response = client.post(inbound.HOOK_PATH, data=json.dumps(COMMENT),
                                headers={"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-2",
                                         "Content-Type": "application/json"})
     else:
@@ -133,7 +134,7 @@ def test_a_signed_body_nested_too_deep_is_invalid_json_not_a_crash(client, queue
     if depth >= 900:  # json.dumps itself cannot nest this deep: build the text directly
         body = body.replace(b'"x": null', b'"x": ' + b"[" * depth + b"]" * depth)
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+    response = client.post(inbound.HOOK_PATH, data=body, headers={
         "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"deep-{depth}", "X-Hub-Signature-256": signature,
         "Content-Type": "application/json"})
     assert response.status_code == 400
@@ -146,7 +147,7 @@ def test_a_signed_form_encoded_payload_nested_too_deep_is_invalid_json(client, q
 
     body = urllib.parse.urlencode({"payload": '{"action": "created", "x": ' + "[" * 5000 + "]" * 5000 + "}"}).encode()
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+    response = client.post(inbound.HOOK_PATH, data=body, headers={
         "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "deep-form", "X-Hub-Signature-256": signature,
         "Content-Type": "application/x-www-form-urlencoded"})
     assert response.status_code == 400 and response.get_json()["code"] == "invalid_json"
@@ -193,7 +194,7 @@ def test_a_delivery_that_cannot_be_queued_answers_503_and_can_be_redelivered(cli
 def test_a_body_that_is_not_json_is_refused(client, queue):
     body = b"payload=not-json"
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(webhooks.HOOK_PATH, data=body, headers={
+    response = client.post(inbound.HOOK_PATH, data=body, headers={
         "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-5", "X-Hub-Signature-256": signature,
         "Content-Type": "text/plain"})
     assert response.status_code == 415
@@ -202,14 +203,14 @@ def test_a_body_that_is_not_json_is_refused(client, queue):
 
 def test_the_endpoint_refuses_to_exist_without_a_secret(redis_client):
     with pytest.raises(ValueError, match="GITHUB_WEBHOOK_SECRET"):
-        webhooks.create_blueprint(secret="", redis_client=redis_client, queue_name=QUEUE)
+        inbound.create_blueprint(secret="", redis_client=redis_client, queue_name=QUEUE)
 
 
 def test_redis_down_answers_503():
     app = Flask(__name__)
     problems.register(app)
     down = redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0))  # nothing listens there
-    app.register_blueprint(webhooks.create_blueprint(secret=SECRET, redis_client=down, queue_name=QUEUE))
+    app.register_blueprint(inbound.create_blueprint(secret=SECRET, redis_client=down, queue_name=QUEUE))
     assert deliver(app.test_client(), "issue_comment", COMMENT).status_code == 503
 
 
@@ -225,17 +226,17 @@ def live(github, redis_client, redis_url, tmp_path, monkeypatch):
         monkeypatch.setenv(name, value)
     app = Flask(__name__)
     problems.register(app)
-    app.register_blueprint(webhooks.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
+    app.register_blueprint(inbound.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
                                                      queue_name=QUEUE))
     github.add_repo(REPO, {"README.md": "# Docs\n"})
     with LiveServer(app) as server:
-        github.deliver_to(server.url + webhooks.HOOK_PATH)
+        github.deliver_to(server.url + inbound.HOOK_PATH)
         yield github
 
 
 def work_on_events(redis_client) -> None:
     """A burst worker on the events queue only: the runs a comment queues are not this file's subject."""
-    events = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client)
+    events = rq.Queue(github_events_queue(QUEUE), connection=redis_client)
     rq.SimpleWorker([events], connection=redis_client).work(burst=True, logging_level="WARNING")
 
 
@@ -251,7 +252,7 @@ def test_deliveries_from_github_run_their_handlers_in_the_worker_once(live, redi
 
     projects.disable(project.id, DisabledReason.ADMIN)
     assert github.redeliver(delivery.id).status == 200
-    assert rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).count == 0
+    assert rq.Queue(github_events_queue(QUEUE), connection=redis_client).count == 0
     assert not projects.get(project.id).enabled  # the redelivery did not run the handler again
 
 
@@ -267,7 +268,7 @@ def test_a_delivery_whose_handler_fails_is_retried_and_acted_on_once(live, redis
     github.inject("secondary", count=4, retry_after=0, match="collaborators")
     comment = github.comment(REPO, number, "alice", "@copydesk-test add a FAQ link")
     github.flush_deliveries()
-    [rq_job] = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).get_jobs()
+    [rq_job] = rq.Queue(github_events_queue(QUEUE), connection=redis_client).get_jobs()
     work_on_events(redis_client)
 
     rq_job.refresh()
@@ -283,7 +284,7 @@ def test_the_worker_serves_github_events_before_queued_runs(live, redis_client):
     run = runs.enqueue("time.sleep", 0)  # queued first, as a run waiting when a delivery comes in
     github.install("acme", [REPO])
     github.flush_deliveries()
-    [event] = rq.Queue(webhooks.events_queue_name(QUEUE), connection=redis_client).get_jobs()
+    [event] = rq.Queue(github_events_queue(QUEUE), connection=redis_client).get_jobs()
     run_worker(context.build(Settings.from_env()), burst=True)
 
     run.refresh()

@@ -115,3 +115,40 @@ def test_the_cli_deletes_a_job(stack):
     assert (answer["deleted"], answer["id"], answer["kept"]["branch"]) == (True, job_id, f"copydesk/{job_id}")
     assert answer["kept"]["prLink"].startswith(stack.url)
     assert stack.ctx.services.jobs.find(job_id) is None
+
+
+def test_deleting_a_github_job_leaves_no_key_of_it_after_a_ci_round_a_diff_view_and_a_closed_pull(gh_stack):
+    from bot.dashboard.github_diff import build as diff_reader
+    from bot.github.settings import GitHubSettings
+    from tests.github_fixtures import REPO, write
+    from tests.github_fixtures import finish as gh_finish
+
+    stack = gh_stack()
+    github = stack.github
+    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away, eg by mail.\n"), gh_finish("Add an FAQ", "Added it.")],
+                 [write("docs/faq.md", "# FAQ\n\nAsk away, e.g. by mail.\n"), gh_finish("Fix Vale", "Fixed.")])
+    github.install("acme", [REPO])
+    stack.drain()
+    project, api = stack.project(), stack.api()
+    job_id = api.post(f"/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"}).json()["id"]
+    stack.drain()
+    [pull] = github.pulls(REPO)
+    first = github.branch_sha(REPO, f"copydesk/{job_id}")
+    github.check_run(REPO, first, "vale", "failure", summary="Vale found 1 error")  # a CI round: its seen marks
+    stack.drain()
+    services = stack.ctx.services
+    job, conversation = services.jobs.get(job_id), services.jobs.conversation(job_id)
+    head = next(m.commit for m in reversed(conversation) if m.commit)
+    shown = diff_reader(GitHubSettings.from_env(), services.redis).for_job(project, job, head)
+    assert shown.problem is None  # the dashboard's diff cache holds it now
+    github.close(REPO, pull["number"], "alice")  # the pull request's end is recorded and the job archived
+    stack.drain()
+    messages = [m["id"] for m in api.get(f"/v2/agent/{project.id}/job/{job_id}/messages").json()["messages"]]
+    named = [key for key in services.redis.scan_iter() if job_id.encode() in key]
+    assert {b"cd:gh:ci-rounds:" + job_id.encode(), b"cd:gh:pull-state:" + job_id.encode()} <= set(named)
+    assert any(key.startswith(b"cd:gh:ci-seen:") for key in named)
+    assert any(key.startswith(b"cd:dash:gh-diff:") for key in named)
+
+    deleted = api.delete(f"/v2/agent/{project.id}/job/{job_id}")
+    assert deleted.status_code == 200, deleted.text
+    assert job_keys_left(services.redis, job_id, messages) == []

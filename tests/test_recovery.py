@@ -10,7 +10,7 @@ import rq
 from bot.worker import sweep_once
 from service.dispatch import Dispatcher
 from service.faults import FREEZE_AFTER_DEQUEUE
-from service.store.jobs import job_key, pending_key
+from service.store.jobkeys import job_key, pending_key
 from tests.chaos import RECOVERY_WINDOW
 from tests.flow_scripts import FAQ, branch_log, finish
 from tests.harness import wait_until

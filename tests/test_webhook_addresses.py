@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
+from service.outbound.addresses import UnsafeUrl, check_url, vet_url
 
 REFUSED = [
     # The examples: loopback inside IPv4-compatible, IPv4-translated and local-use NAT64 forms.

@@ -9,8 +9,8 @@ import time
 import pytest
 import requests
 
-from service.webhooks.addresses import vet_url
-from service.webhooks.transport import post
+from service.outbound.addresses import vet_url
+from service.outbound.transport import post
 from tests.flow_scripts import FAQ, finish
 from tests.harness import LiveServer, wait_until
 from tests.slow_receivers import SlowReceiver
@@ -159,8 +159,8 @@ def test_one_accounts_dead_and_dripping_endpoints_and_resends_leave_another_acco
 
 
 def test_lanes_hold_one_account_to_its_share_of_threads_and_serve_the_others_meanwhile(redis_client):
-    from service.webhooks.lanes import DeliveryLanes
-    from service.webhooks.queue import Attempt, DeliveryQueue
+    from service.outbound.lanes import DeliveryLanes
+    from service.outbound.queue import Attempt, DeliveryQueue
 
     queue = DeliveryQueue(redis_client, lambda delivery_id: delivery_id.split("-")[0])
     for number in range(10):
@@ -204,7 +204,8 @@ def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_fac
     import rq
 
     from bot.worker import fanout
-    from service.webhooks.queue import LEGACY_UNSENT, webhooks_queue_name
+    from service.outbound.queue import LEGACY_UNSENT
+    from service.queues import legacy_webhooks_queue
     from tests.harness import drain_queues
 
     stack = stack_factory(webhook_allow_private=True)
@@ -214,7 +215,7 @@ def test_attempts_older_versions_queued_on_rq_are_moved_onto_the_lanes(stack_fac
     services = stack.ctx.services
     [(first, _due)] = services.deliveries.waiting("local:local")
     services.deliveries.done("local:local", first)
-    legacy = rq.Queue(webhooks_queue_name(stack.settings.queue_name), connection=services.redis)
+    legacy = rq.Queue(legacy_webhooks_queue(stack.settings.queue_name), connection=services.redis)
     legacy.enqueue("bot.tasks.deliver_webhook", first.delivery_id, 2, False)
     drain_queues(services.redis, stack.settings.queue_name)
     [(moved, _due)] = services.deliveries.waiting("local:local")

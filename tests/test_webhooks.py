@@ -11,9 +11,9 @@ import requests
 from service import metrics
 from service.clock import iso, now
 from service.models import Delivery, DeliveryStatus
+from service.outbound.addresses import UnsafeUrl, check_url, vet_url
+from service.outbound.transport import post
 from service.services import webhook_sender
-from service.webhooks.addresses import UnsafeUrl, check_url, vet_url
-from service.webhooks.transport import post
 from tests.conftest import free_port
 from tests.flow_scripts import FAQ, finish
 from tests.harness import LiveServer, deliver_webhooks, wait_until

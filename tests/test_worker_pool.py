@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from service.events import EventType
+from service.job_events import EventType
 from service.settings import Settings
 from tests.conftest import free_port
 from tests.harness import wait_until

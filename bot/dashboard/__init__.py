@@ -1,4 +1,5 @@
-"""The dashboard: sign-in, API keys, projects, jobs and the local code host's pull-request pages."""
+"""The dashboard: sign-in, API keys, projects, jobs, webhooks, automations and the local code host's pull-request
+pages."""
 
 from functools import partial
 
@@ -9,11 +10,12 @@ from bot.dashboard import (
     github_diff,
     timefmt,
     views_auth,
+    views_automations,
     views_jobs,
     views_keys,
+    views_outbound_webhooks,
     views_projects,
     views_pulls,
-    views_webhooks,
 )
 from bot.dashboard.access import SESSION_BOX_INFO, Gate
 from bot.dashboard.markdown import render_markdown
@@ -50,7 +52,7 @@ def register(app: Flask, deps: Dashboard) -> None:
     bp = Blueprint("dashboard", __name__, url_prefix="/dashboard", template_folder="templates",
                    static_folder="static", static_url_path="/static")
     register_handlers(bp)
-    for module in (views_auth, views_keys, views_projects, views_jobs, views_webhooks):
+    for module in (views_auth, views_keys, views_projects, views_jobs, views_outbound_webhooks, views_automations):
         module.register(bp)
     app.register_blueprint(bp)
     app.register_blueprint(views_pulls.create_blueprint())

@@ -16,6 +16,7 @@ from bot.github.client import GitHubUnavailable
 from bot.github.diffs import PullDiff, pull_diff
 from bot.github.settings import GitHubSettings
 from service.models import Job, Project
+from service.store.jobkeys import diff_cache_key
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class GitHubDiffs:
 
     def for_job(self, project: Project, job: Job, head: str | None) -> ShownDiff:
         """The diff of the job's pull request; `head` is the job's last commit, so a new one is read afresh."""
-        key = f"cd:dash:gh-diff:{job.id}:{job.pr_number}:{head or '-'}"
+        key = diff_cache_key(job.id, job.pr_number, head)
         cached = self._redis.get(key)
         if cached:
             return ShownDiff(**json.loads(cached))

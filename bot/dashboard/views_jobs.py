@@ -14,9 +14,9 @@ from service.api import streams
 from service.api.body import parse_list_query
 from service.codehost.local import HOST as LOCAL_HOST
 from service.errors import InvalidRequest, JobNotFound, ProjectNotFound
-from service.events import EventType
+from service.job_events import EventType
 from service.models import Job, JobStatus, Message, Project
-from service.store.events import check_event_id
+from service.store.job_events import check_event_id
 from service.store.jobs import add_usage
 
 PAGE_SIZE = 20

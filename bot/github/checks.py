@@ -20,6 +20,7 @@ from bot.github.routing import Router
 from service import intake
 from service.codehost.base import CodeHostError
 from service.models import Job, JobStatus, Project, Role
+from service.store.jobkeys import ci_lock_key, ci_rounds_key, ci_seen_index_key, ci_seen_key
 
 if TYPE_CHECKING:
     from bot.github.client import GitHubClient
@@ -90,13 +91,29 @@ def consider(bot: GitHubBot, repository: dict, sha: str, branches: list[str | No
     if sha != _last_commit(bot, job):
         log.info("job %s: checks fail on %s, which is not Copydesk's last commit; not acting", job.id, sha[:12])
         return
-    lock = f"cd:gh:ci-lock:{job.id}"
+    lock = ci_lock_key(job.id)
     if not bot.services.redis.set(lock, sha, nx=True, ex=LOCK_SECONDS):
         return  # another delivery about the same job is deciding now
     try:
         _decide(bot, project, job, sha)
     finally:
         bot.services.redis.delete(lock)
+
+
+def _unseen(redis_client, job_id: str, sha: str, failing: list[FailingCheck]) -> list[FailingCheck]:
+    """The checks in `failing` not acted on before at `sha`, now marked seen; each mark is listed in the job's index
+    so that deleting the job finds it."""
+    if not failing:
+        return []
+    index = ci_seen_index_key(job_id)
+    with redis_client.pipeline(transaction=False) as pipe:
+        for check in failing:
+            key = ci_seen_key(job_id, sha, check.name)
+            pipe.set(key, "1", nx=True, ex=SEEN_TTL_SECONDS)
+            pipe.sadd(index, key)
+        pipe.expire(index, SEEN_TTL_SECONDS)
+        replies = pipe.execute()
+    return [check for check, marked in zip(failing, replies[:-1:2], strict=True) if marked]
 
 
 def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
@@ -112,11 +129,10 @@ def _decide(bot: GitHubBot, project: Project, job: Job, sha: str) -> None:
         return
     redis_client, settings = bot.services.redis, bot.services.settings
     failing = _failing(client, owner, name, sha)
-    fresh = [check for check in failing
-             if redis_client.set(f"cd:gh:ci-seen:{job.id}:{sha}:{check.name}", "1", nx=True, ex=SEEN_TTL_SECONDS)]
+    fresh = _unseen(redis_client, job.id, sha, failing)
     if not fresh:
         return  # never twice for the same head and check
-    rounds_key = f"cd:gh:ci-rounds:{job.id}"
+    rounds_key = ci_rounds_key(job.id)
     rounds = int(redis_client.get(rounds_key) or 0)
     if rounds >= settings.ci_fix_rounds:
         if settings.ci_fix_rounds > 0:

@@ -1,6 +1,7 @@
 """What a run is told about the repository before it starts: instructions, docs site and an overview."""
 
 from service.agent.docsite.detect import detect_site, navigation_order
+from service.agent.docsite.tree import Tree
 from service.agent.instructions import load_instructions
 from service.agent.loop import AgentTask
 from service.agent.overview import repository_overview
@@ -29,4 +30,4 @@ def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tupl
 def _site_and_overview(workspace, docs_root: str):
     site = detect_site(workspace, docs_root)
     return site, repository_overview(workspace, docs_root=docs_root, site=site,
-                                     nav_order=navigation_order(workspace, site))
+                                     nav_order=navigation_order(Tree(workspace), site))

@@ -17,7 +17,14 @@ from functools import cached_property
 from service.agent.docs_navigation import navigation_problems
 from service.agent.docs_report import DocsProblem, DocsReport
 from service.agent.docs_translations import translation_problems
-from service.agent.docsite.detect import detect_site, extra_anchors, extra_links, has_extras, make_router
+from service.agent.docsite.detect import (
+    detect_site,
+    extra_anchors,
+    extra_links,
+    has_extras,
+    make_router,
+    page_problems,
+)
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -80,7 +87,7 @@ class _State:
             parsed = self.tree.page(path, self.site.page_mode(path))
             if self.extras and not parsed.uncheckable:  # read the text only where the framework adds to it
                 text = self.tree.text(path) or ""
-                extra, anchors = extra_links(self.site, text), extra_anchors(self.site, text)
+                extra, anchors = extra_links(self.site, path, text), extra_anchors(self.site, text)
                 parsed = replace(parsed, links=parsed.links + extra, anchors=parsed.anchors | anchors)
             self.pages[path] = parsed
         return self.pages[path]
@@ -177,6 +184,8 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
         error = parsed.front_matter_error
         found.append((("front matter", error.message), DocsProblem(page, error.line, error.message)))
     found += [(("tag", p.message), DocsProblem(page, p.line, p.message)) for p in parsed.tag_problems]
+    found += [(("page", message), DocsProblem(page, line, message))
+              for line, message in page_problems(state.tree, state.site, page)]
     shared = state.site.routing.get("shared_names") if state.site.framework == "sphinx" else None
     if shared is not None:  # names rst_prolog/rst_epilog define count on every page
         found += [(("name", name), DocsProblem(page, line, f"broken reference: `{name}`_ (this page has no section "
@@ -212,6 +221,8 @@ def _broken_message(link: Link, outcome: Outcome) -> str:
         return f"broken document reference: {link.target} ({outcome.reason})"
     if link.kind is LinkKind.REF:
         return f"unknown label: {link.target} ({outcome.reason})"
+    if link.kind is LinkKind.OPTION:
+        return f"unknown option: {link.target} ({outcome.reason})"
     return f"broken link: {link.target} ({outcome.reason})"
 
 
@@ -250,16 +261,19 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
         lost_labels |= run.start.page(page).labels - run.now.page(page).labels
     for page in run.removed:
         lost_labels |= run.start.page(page).labels
+    lost_options = _lost_options(run, existing_changed)
     route_changed = {p for p in existing_changed if any(run.start.page(p).front_matter.get(key) !=
                                                         run.now.page(p).front_matter.get(key) for key in ROUTE_KEYS)}
     affected = run.removed | {p for p, lost in lost_anchors.items() if lost} | route_changed
-    if not affected and not lost_labels:
+    if not affected and not lost_labels and not lost_options:
         return []
     names = set()
     for path in affected:
         names |= run.start.router.names(path)
     names.discard("")
     label_words = [_WORDS.findall(label) for label in lost_labels]
+    # An :option: reference names the option string (`-b`, which most texts hold) after the role's name.
+    option_words = [["option:", name.lower()] for name in lost_options]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):
@@ -268,12 +282,13 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             # Not parsed yet: parse it only when its text names one of the pages or lost labels (most pages do not).
             text = (run.now_tree.text(other) or "").lower()
             if not any(name in text for name in names) and \
-                    not any(all(word in text for word in words) for words in label_words):
+                    not any(all(word in text for word in words) for words in label_words + option_words):
                 continue
         for link in _links_elsewhere(run, other):
             # MyST's `[text](label)` names a label as :ref: does.
-            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL)
-            if link.kind is LinkKind.REF and not by_label:
+            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL) or \
+                link.kind is LinkKind.OPTION and any(name in link.target for name in lost_options)
+            if link.kind in (LinkKind.REF, LinkKind.OPTION) and not by_label:
                 continue
             if not by_label and not any(name in link.target.lower() for name in names):
                 continue
@@ -281,6 +296,16 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
             if broken:
                 problems.append(DocsProblem(other, link.line, *broken))
     return problems
+
+
+def _lost_options(run: _Run, existing_changed: list[str]) -> set[str]:
+    """Option strings whose `.. option::` the run removed (from a page it changed, moved or deleted)."""
+    lost: set[tuple[str, str]] = set()
+    for page in existing_changed:
+        lost |= run.start.page(page).options - run.now.page(page).options
+    for page in run.removed:
+        lost |= run.start.page(page).options
+    return {name for _, name in lost}
 
 
 def _links_elsewhere(run: _Run, page: str) -> list[Link]:

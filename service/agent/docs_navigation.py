@@ -17,7 +17,7 @@ def navigation_problems(run) -> list[DocsProblem]:
     if site.framework == "markdown" or not any(p in watched or site.is_page(p) for p in run.changes):
         return []
     try:
-        navigation = read_navigation(run.now_tree.workspace, site, run.now_tree.files)
+        navigation = read_navigation(run.now_tree, site)
     except Uncheckable as exc:
         where = exc.path or site.config_path or ""
         return [DocsProblem(where, 1, f"{where} is {exc}, so the navigation was not checked")]
@@ -45,7 +45,7 @@ def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
     if not navigation.complete or navigation.errors:
         return []  # a navigation file that does not parse drops its pages: its error says what to fix
     try:
-        before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+        before = read_navigation(run.start_tree, run.site)
     except Uncheckable:
         return []
     listed_before = {t for e in before.entries if e.found for t in e.targets}
@@ -56,7 +56,7 @@ def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
             continue
         if run.site.needs_nav_entry(page, run.now_tree.text(page) or ""):
             problems.append(DocsProblem(page, 1, "this run removed the page from the navigation, so readers cannot "
-                                                 "find it: " + suggest_entry(run.site, page, run.now_tree.files)
+                                                 "find it: " + suggest_entry(run.now_tree, run.site, page)
                                                  + ", or delete the page if it is no longer wanted"))
     return problems
 
@@ -70,7 +70,7 @@ def _unreadable_entries(run, navigation: Navigation, pages_missing: bool) -> lis
         fresh = navigation.unreadable
     else:
         try:
-            before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+            before = read_navigation(run.start_tree, run.site)
         except Uncheckable:
             before = Navigation()
         known = {(e.file, e.message) for e in before.unreadable}
@@ -82,7 +82,7 @@ def _unreadable_entries(run, navigation: Navigation, pages_missing: bool) -> lis
 def _broken_entry_problems(run, broken: list[NavEntry]) -> list[DocsProblem]:
     # Entries that were already broken at the start are not this run's doing and are left be.
     try:
-        before = read_navigation(run.start_tree.workspace, run.site, run.start_tree.files)
+        before = read_navigation(run.start_tree, run.site)
     except Uncheckable:
         before = Navigation(complete=False)
     found_before = {(e.file, e.ref): e for e in before.entries if e.found}
@@ -113,5 +113,5 @@ def _pages_missing_from(run, navigation: Navigation) -> list[DocsProblem]:
         text = run.now_tree.text(page) or ""
         if run.site.needs_nav_entry(page, text) and not navigation.lists(page):
             problems.append(DocsProblem(page, 1, "new page is not in the navigation, so readers cannot find it: "
-                                                 + suggest_entry(run.site, page, run.now_tree.files)))
+                                                 + suggest_entry(run.now_tree, run.site, page)))
     return problems

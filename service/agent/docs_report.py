@@ -29,6 +29,7 @@ class DocsReport:
     timed_out: bool = False  # the check was stopped at its time budget; `failure` says which
     # What the check could not know and so did not judge (links whose routing is unknown), each said once.
     notes: list[str] = field(default_factory=list)
+    whole_site: bool = False  # it checked every page as it stands (service.agent.site_check), not a run's changes
 
     @classmethod
     def too_slow(cls, seconds: float) -> "DocsReport":
@@ -48,15 +49,18 @@ class DocsReport:
         if self.failure is not None:
             return f"docs check could not finish: {self.failure}"
         notes = [f"- note: {note}" for note in self.notes]
+        pages = f"{self.pages_checked} page(s) of the site" if self.whole_site else \
+            f"{self.pages_checked} changed page(s)"
         if self.ok:
-            return "\n".join([*notes, f"docs check passed: {self.pages_checked} changed page(s), no problems found"])
+            return "\n".join([*notes, f"docs check passed: {pages}, no problems found"])
         lines = _summaries(self.problems) + _grouped_lines(self.problems) + notes
-        verdict = f"docs check failed: {len(self.problems)} problem(s) found, {self.pages_checked} changed page(s) " \
-            "checked"
-        return _bounded(lines, verdict, max_chars)
+        verdict = f"docs check failed: {len(self.problems)} problem(s) found, {pages} checked"
+        rest = "the next run lists the rest" if self.whole_site else "run check_docs again to see the rest"
+        return _bounded(lines, verdict, max_chars, rest)
 
 
-def _bounded(lines: list[str], verdict: str, max_chars: int | None) -> str:
+def _bounded(lines: list[str], verdict: str, max_chars: int | None,
+             rest: str = "run check_docs again to see the rest") -> str:
     text = "\n".join([*lines, verdict])
     if max_chars is None or len(text) <= max_chars:
         return text
@@ -66,8 +70,7 @@ def _bounded(lines: list[str], verdict: str, max_chars: int | None) -> str:
         if budget < 0:
             break
         shown.append(line)
-    note = (f"[{len(lines) - len(shown):,} more line(s) of this report not shown; fix these problems and run "
-            "check_docs again to see the rest]")
+    note = f"[{len(lines) - len(shown):,} more line(s) of this report not shown; fix these problems and {rest}]"
     return "\n".join([*shown, note, verdict])
 
 

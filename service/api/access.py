@@ -8,7 +8,8 @@ from service.errors import Forbidden, JobNotFound, ProjectNotFound
 from service.models import ApiKey, Job, Project
 from service.services import Services
 from service.store.codec import load
-from service.store.jobs import is_job_id, job_key
+from service.store.jobkeys import job_key
+from service.store.jobs import is_job_id
 from service.store.projects import project_key
 
 

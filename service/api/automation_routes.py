@@ -10,12 +10,13 @@ from service import intake
 from service.api import body as bodies
 from service.api.access import access, services
 from service.api.problems import request_id
-from service.automations import outcomes
+from service.automations import manage, outcomes
 from service.automations.events import TriggerEvent
-from service.automations.model import Automation, AutomationRun, TriggerType, parse_spec
+from service.automations.manage import run_api
+from service.automations.model import Automation, AutomationRun, TriggerType
 from service.automations.runs import fire
+from service.automations.templates import TEMPLATES
 from service.errors import InvalidRequest, PayloadTooLarge, Unauthorized
-from service.ids import UlidGenerator
 from service.intake import QuotaSpent
 from service.services import Services
 from service.store.jobs import IdempotencyClaim
@@ -23,18 +24,14 @@ from service.store.jobs import IdempotencyClaim
 bp = Blueprint("automations_api", __name__)
 
 PREFIX = "/v2/agent/<project_id>/automations"
-NOTE_MAX_CHARS = 2000  # a run-now note
-_ids = UlidGenerator()
 
 
 @bp.post(PREFIX)
 def create_automation(project_id: str) -> Response:
     svc = services()
     project = access(project_id).project
-    spec = parse_spec(bodies.read_object(request, svc.settings.max_body_bytes), host=project.host)
-    automation, secret = svc.automations.create(project.id, host=project.host, account=project.account, spec=spec,
-                                                limit=svc.settings.max_automations)
-    response = jsonify(_shown(svc, automation, secret))
+    automation, secret = manage.create(svc, project, bodies.read_object(request, svc.settings.max_body_bytes))
+    response = jsonify(manage.automation_api(svc, automation, secret))
     response.status_code = 201
     response.headers["Location"] = f"/v2/agent/{project.id}/automations/{automation.id}"
     return response
@@ -44,24 +41,24 @@ def create_automation(project_id: str) -> Response:
 def list_automations(project_id: str) -> Response:
     svc = services()
     project = access(project_id).project
-    return jsonify({"automations": [_shown(svc, a) for a in svc.automations.of_project(project.id)]})
+    return jsonify({"automations": [manage.automation_api(svc, a) for a in svc.automations.of_project(project.id)]})
 
 
 @bp.get(f"{PREFIX}/<automation_id>")
 def get_automation(project_id: str, automation_id: str) -> Response:
     svc = services()
     project = access(project_id).project
-    return jsonify(_shown(svc, svc.automations.get(project.id, automation_id)))
+    return jsonify(manage.automation_api(svc, svc.automations.get(project.id, automation_id)))
 
 
 @bp.patch(f"{PREFIX}/<automation_id>")
 def update_automation(project_id: str, automation_id: str) -> Response:
     svc = services()
     project = access(project_id).project
-    current = svc.automations.get(project.id, automation_id)
-    spec = parse_spec(bodies.read_object(request, svc.settings.max_body_bytes), host=project.host, base=current)
-    automation, secret = svc.automations.update(project.id, automation_id, spec)
-    return jsonify(_shown(svc, automation, secret))
+    svc.automations.get(project.id, automation_id)  # a missing automation is a 404 before a bad body is a 400
+    body = bodies.read_object(request, svc.settings.max_body_bytes)
+    automation, secret = manage.update(svc, project, automation_id, body)
+    return jsonify(manage.automation_api(svc, automation, secret))
 
 
 @bp.delete(f"{PREFIX}/<automation_id>")
@@ -76,7 +73,7 @@ def rotate_secret(project_id: str, automation_id: str) -> Response:
     svc = services()
     project = access(project_id).project
     automation, secret = svc.automations.rotate_secret(project.id, automation_id)
-    return jsonify(_shown(svc, automation, secret))
+    return jsonify(manage.automation_api(svc, automation, secret))
 
 
 @bp.post(f"{PREFIX}/<automation_id>/run")
@@ -87,8 +84,14 @@ def run_now(project_id: str, automation_id: str) -> Response:
     automation = svc.automations.get(project.id, automation_id)
     note = _note(bodies.read_object(request, svc.settings.max_body_bytes) if request.get_data(cache=True) else {})
     idem = bodies.idempotency_key(request.headers.get("Idempotency-Key"))
-    key = f"manual:{idem}" if idem else f"manual:{_ids.new()}"
-    return _fired(svc, automation, TriggerEvent(kind="manual", key=key, context=note))
+    return _fired_run(svc, manage.run_now(svc, automation, note, idempotency_key=idem))
+
+
+@bp.get("/v2/agent/<project_id>/automation-templates")
+def list_templates(project_id: str) -> Response:
+    """The templates an automation can start from, with what each still needs on this project's code host."""
+    project = access(project_id).project
+    return jsonify({"templates": [manage.template_api(t, project.host) for t in TEMPLATES.values()]})
 
 
 @bp.get(f"{PREFIX}/<automation_id>/runs")
@@ -168,39 +171,21 @@ def _quota_headers(quota) -> dict[str, str]:
 
 
 def _fired(svc: Services, automation: Automation, event: TriggerEvent) -> Response:
-    run = fire(svc, automation, event)
+    return _fired_run(svc, fire(svc, automation, event))
+
+
+def _fired_run(svc: Services, run: AutomationRun) -> Response:
     job = svc.jobs.find(run.job_id) if run.job_id else None
     response = jsonify({"run": run_api(svc, run), "job": None if job is None else job.to_api()})
     response.status_code = 202
     return response
 
 
-def run_api(svc: Services, run: AutomationRun) -> dict:
-    """A run as the API shows it: its state (with why, when skipped), its job and pull request, what it covers."""
-    seen = outcomes.outcome(svc, run)
-    return {"id": run.id, "automationId": run.automation_id, "trigger": run.trigger, "createdAt": run.created_at,
-            "state": seen.state.value, "reason": seen.reason, "jobId": run.job_id, "messageId": run.message_id,
-            "prLink": seen.job.pr_link if seen.job is not None else None, "pullRequestState": seen.pull_state,
-            "changes": run.changes}
-
-
-def _shown(svc: Services, automation: Automation, secret: str | None = None) -> dict:
-    shown = automation.to_api()
-    if automation.trigger.type is TriggerType.WEBHOOK:
-        shown["webhookUrl"] = f"{svc.settings.base_url.rstrip('/')}/v2/automations/{automation.id}/webhook"
-    if secret is not None:
-        shown["secret"] = secret  # the only time it is shown
-    return shown
-
-
 def _note(body: dict) -> str | None:
     for name in body:
         if name != "note":
             raise InvalidRequest(f"unknown field `{name}`; allowed: note", field=name)
-    note = body.get("note")
-    if note is not None and (not isinstance(note, str) or len(note) > NOTE_MAX_CHARS):
-        raise InvalidRequest(f"`note` must be text of at most {NOTE_MAX_CHARS} characters", field="note")
-    return note or None
+    return body.get("note")
 
 
 def _bearer(header: str | None) -> str:

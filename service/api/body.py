@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from flask import Request
 
 from service.errors import InvalidJson, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
-from service.events import EventType
+from service.job_events import EventType
 from service.models import JobStatus
 from service.prompts import check_prompt, check_text
 from service.settings import Settings
-from service.store.events import check_event_id
+from service.store.job_events import check_event_id
 
 EVENTS_PAGE = 500  # events per `?after=` answer
 MAX_TOKENS_CAP = 10**10

@@ -10,7 +10,7 @@ from copy import deepcopy
 from typing import Any
 
 from service.api.problems import PROBLEMS
-from service.events import EventType
+from service.job_events import EventType
 from service.models import DeliveryStatus, JobStatus, MessageStatus, RoundOutcome
 
 JSON = "application/json"

@@ -21,6 +21,7 @@ from service.automations.model import (
     ChangeMode,
     RunState,
 )
+from service.automations.templates import TEMPLATES
 
 _ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 AUTOMATION_ID_PATTERN = f"^auto_{_ULID}$"
@@ -35,9 +36,13 @@ _EXAMPLES = [
      "trigger": {"type": "code_change", "repository": "acme/api", "mode": "batched", "cron": "0 9 * * 1",
                  "timeZone": "Europe/Berlin"}},
     {"name": "Fix broken links", "prompt": "Fix the broken links the docs check found.",
-     "trigger": {"type": "schedule", "cron": "0 6 * * *", "timeZone": "UTC"}, "enabled": True},
+     "trigger": {"type": "schedule", "cron": "0 6 * * *", "timeZone": "UTC"}, "options": {"docsCheckFirst": True},
+     "enabled": True},
     {"name": "Release notes from CI", "prompt": "Document the release described in the context.",
      "trigger": {"type": "webhook"}, "options": {"grouping": False}},
+    {"template": "update-docs-from-code-changes", "trigger": {"repository": "acme/api"}},
+    {"template": "fix-broken-links", "trigger": {"cron": "0 6 * * 1", "timeZone": "Europe/Berlin"},
+     "options": {"maxTokens": 100000}},
 ]
 
 
@@ -70,6 +75,9 @@ def _options(*, response: bool) -> dict:
         "commentOnSource": {"type": "boolean", "default": False},
         "maxTokens": nullable({"type": "integer", "minimum": 1, "maximum": MAX_TOKENS_CAP,
                                "description": "Each run's job budget; null: the project's."}),
+        "docsCheckFirst": {"type": "boolean", "default": False, "description": (
+            "Each run first checks the whole docs site without the model; the agent runs only when the check "
+            "finds problems, with its report. A clean site ends the run as `no_action_needed`, without tokens.")},
     }
     return closed_object(properties, optional=() if response else tuple(properties))
 
@@ -83,8 +91,38 @@ def _body(*, create: bool) -> dict:
         "options": ref("schemas", "AutomationOptionsRequest"),
         "enabled": {"type": "boolean", "default": True},
     }
-    optional = ("options", "enabled") if create else tuple(properties)
-    return closed_object(properties, optional=optional, examples=_EXAMPLES if create else [_EXAMPLES[2]])
+    if not create:
+        return closed_object(properties, optional=tuple(properties), examples=[_EXAMPLES[2]])
+    from_template = {
+        "template": {"type": "string", "enum": list(TEMPLATES), "description": (
+            "Start from this template (`GET …/automation-templates`): its body, with the fields given here laid "
+            "over it (`trigger` and `options` field by field while the trigger's type stays the template's). A "
+            "blank the template `needs` that is still empty is a 400 naming it.")},
+        **properties, "trigger": ref("schemas", "AutomationTriggerOverride")}
+    return {"description": "A whole automation, or a template with overrides.", "oneOf": [
+        closed_object(properties, optional=("options", "enabled"), title="Automation"),
+        closed_object(from_template, optional=tuple(properties), title="From a template"),
+    ], "examples": _EXAMPLES}
+
+
+def _trigger_override() -> dict:
+    trigger = _trigger()["oneOf"][0]["properties"]
+    return closed_object({"type": {"type": "string", "enum": ["code_change", "schedule", "webhook"]},
+                          **{k: v for k, v in trigger.items() if k != "type"}},
+                         optional=("type", "repository", "mode", "cron", "timeZone"),
+                         description="Fields of the template's trigger to replace; another `type` replaces it "
+                                     "whole.")
+
+
+def _template() -> dict:
+    return closed_object({
+        "id": {"type": "string", "enum": list(TEMPLATES)},
+        "title": string(), "description": string(),
+        "body": {"type": "object", "description": "The create body it stands for, blanks left out."},
+        "needs": {"type": "array", "items": string(), "description": "Fields to give when creating from it."},
+        "hints": {"type": "object", "additionalProperties": string(),
+                  "description": "What each needed field asks for on this project's code host."},
+    })
 
 
 def automation_schemas() -> dict:
@@ -107,7 +145,11 @@ def automation_schemas() -> dict:
         "AutomationTrigger": _trigger(),
         "AutomationOptionsRequest": _options(response=False),
         "AutomationOptions": _options(response=True),
+        "AutomationTriggerOverride": _trigger_override(),
         "CreateAutomationRequest": _body(create=True),
+        "AutomationTemplate": _template(),
+        "AutomationTemplates": closed_object({"templates": {"type": "array",
+                                                             "items": ref("schemas", "AutomationTemplate")}}),
         "UpdateAutomationRequest": _body(create=False),
         "Automation": closed_object({
             "id": string(pattern=AUTOMATION_ID_PATTERN),
@@ -158,11 +200,18 @@ def automation_paths() -> dict:
     return {
         "/v2/agent/{projectId}/automations": {"parameters": project, "post": _operation(
             "createAutomation", "Create an automation",
-            "A name, a prompt, one trigger and options. A webhook trigger's secret is in this answer only.",
+            "A name, a prompt, one trigger and options, or `template` with overrides. A webhook trigger's secret "
+            "is in this answer only.",
             {"201": _ok("Created.", automation), **body, **write, **_errors("ProjectNotFound", "AutomationLimit")},
             tag=TAG, body="CreateAutomationRequest"), "get": _operation(
             "listAutomations", "List automations", "The project's automations (never their secrets).",
             {"200": _ok("The automations.", ref("schemas", "AutomationList")),
+             **_errors("Unauthorized", "ProjectNotFound", "InternalError", "Unavailable")}, tag=TAG)},
+        "/v2/agent/{projectId}/automation-templates": {"parameters": project, "get": _operation(
+            "listAutomationTemplates", "List automation templates",
+            "What `template` in a create body can name: each template's body and the fields it still needs. "
+            "Under the project because keys are per project and the needs read differently per code host.",
+            {"200": _ok("The templates.", ref("schemas", "AutomationTemplates")),
              **_errors("Unauthorized", "ProjectNotFound", "InternalError", "Unavailable")}, tag=TAG)},
         "/v2/agent/{projectId}/automations/{automationId}": {"parameters": one, "get": _operation(
             "getAutomation", "Get an automation", "Without its secret.", {"200": _ok("It.", automation), **read},

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import redis
 
 from service.errors import StreamsBusy, TooManyStreams
-from service.events import JobEvent
+from service.job_events import JobEvent
 from service.models import JobStatus
-from service.store.events import EventLog
+from service.store.job_events import EventLog
 from service.store.jobs import JobStore
 
 log = logging.getLogger(__name__)

@@ -79,12 +79,15 @@ class Options:
     request_source_reviews: bool = True
     comment_on_source: bool = False
     max_tokens: int | None = None
+    # Run the docs check over the whole site before the model, and the model only when it finds problems (with
+    # its report): a clean site ends the round with no change needed and costs no tokens (Fix broken links).
+    docs_check_first: bool = False
 
     def to_api(self) -> dict:
         return {"grouping": self.grouping, "maxOpenPullRequests": self.max_open_pull_requests,
                 "maxRunsPerDay": self.max_runs_per_day, "reviewers": list(self.reviewers),
                 "requestSourceReviews": self.request_source_reviews, "commentOnSource": self.comment_on_source,
-                "maxTokens": self.max_tokens}
+                "maxTokens": self.max_tokens, "docsCheckFirst": self.docs_check_first}
 
 
 @dataclass
@@ -218,7 +221,7 @@ def parse_options(raw: dict) -> Options:
     names = {"grouping": "grouping", "maxOpenPullRequests": "max_open_pull_requests",
              "maxRunsPerDay": "max_runs_per_day", "reviewers": "reviewers",
              "requestSourceReviews": "request_source_reviews", "commentOnSource": "comment_on_source",
-             "maxTokens": "max_tokens"}
+             "maxTokens": "max_tokens", "docsCheckFirst": "docs_check_first"}
     _only(raw, tuple(names), "options.")
     defaults = Options()
     reviewers = raw.get("reviewers", [])
@@ -239,7 +242,8 @@ def parse_options(raw: dict) -> Options:
         request_source_reviews=_bool(raw, "requestSourceReviews", defaults.request_source_reviews,
                                      "options.requestSourceReviews"),
         comment_on_source=_bool(raw, "commentOnSource", defaults.comment_on_source, "options.commentOnSource"),
-        max_tokens=max_tokens)
+        max_tokens=max_tokens,
+        docs_check_first=_bool(raw, "docsCheckFirst", defaults.docs_check_first, "options.docsCheckFirst"))
 
 
 def _mode(raw: Any) -> ChangeMode:

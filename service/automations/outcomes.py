@@ -36,6 +36,8 @@ def outcome(services: Services, run: AutomationRun) -> Outcome:
     message = services.jobs.message(run.message_id) if run.message_id else None
     if message is not None:
         early = _round_state(message)
+        if early is RunState.FAILED:
+            return Outcome(early, job, pulled, _failure(job))
         if early is not None:
             return Outcome(early, job, pulled, None)
         ended = _reply_of(services, job, message)
@@ -86,3 +88,9 @@ def _no_change_reason(message: Message) -> str | None:
     if message.outcome is RoundOutcome.NO_CHANGE_NEEDED:
         return message.reason or "the agent found no change needed"
     return None
+
+
+def _failure(job: Job) -> str | None:
+    """Why the round failed, from the job's error (its code and message), when the job still says."""
+    error = job.error or {}
+    return f"{error.get('code')}: {error.get('message')}" if error.get("code") else None

@@ -2,7 +2,7 @@
 
 import redis
 
-from service.store.jobs import docs_check_key
+from service.store.jobkeys import docs_check_key
 from service.store.replies import text
 
 TTL_SECONDS = 90 * 24 * 3600

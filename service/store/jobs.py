@@ -19,14 +19,24 @@ from service.errors import (
     JobNotActive,
     JobNotFound,
 )
-from service.events import EventType
 from service.ids import UlidGenerator, new_id
+from service.job_events import EventType
 from service.lease import Fence, watched
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role, RoundOutcome
 from service.store.admission import Admission, Admitter, Gate, Idempotency, Verdict
 from service.store.codec import dump, load
 from service.store.commands import CommandRecorder
-from service.store.events import EventLog
+from service.store.job_events import EventLog
+from service.store.jobkeys import (
+    cancel_key,
+    ci_seen_index_key,
+    conversation_key,
+    idem_key,
+    job_key,
+    message_key,
+    owned,
+    pending_key,
+)
 from service.store.replies import text, transaction
 from service.store.roundend import last_round_state, settle_round
 
@@ -43,48 +53,6 @@ _MESSAGE_ID = re.compile(r"^msg_[0-9A-HJKMNP-TV-Z]{26}$")
 def is_job_id(text: str) -> bool:
     """Whether `text` has the form of a job id (anything else is never looked up)."""
     return bool(_JOB_ID.match(text))
-
-
-def job_key(job_id: str) -> str:
-    return f"cd:job:{job_id}"
-
-
-def pending_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:pending"
-
-
-def _conversation_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:conversation"
-
-
-def cancel_key(job_id: str) -> str:
-    """Set to the running message's id while a cancel of it is under way; the run watches it."""
-    return f"cd:job:{job_id}:cancel"
-
-
-# Keys named `cd:job:<id>:<suffix>`, each the job's alone: waiting messages, conversation, cancel mark, the name of
-# its idempotency entry, event stream (store.events), queued run (dispatch), lease and its fence (lease), the run
-# lock of schema version 1.
-_JOB_KEY_SUFFIXES = ("pending", "conversation", "cancel", "idem", "events", "rq", "lease", "fence", "lock",
-                     "docs-check")
-
-
-def docs_check_key(job_id: str) -> str:
-    """The job's latest docs check (service.store.docschecks)."""
-    return f"cd:job:{job_id}:docs-check"
-
-
-def tracking_key(message_id: str) -> str:
-    """The pull-request comment that tracks a message's round (service.tracking)."""
-    return f"cd:message:{message_id}:tracking"
-
-
-def _idem_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:idem"
-
-
-def _message_key(message_id: str) -> str:
-    return f"cd:message:{message_id}"
 
 
 def _index_key(project_id: str, status: JobStatus | None = None) -> str:
@@ -168,12 +136,12 @@ class JobStore:
         return job
 
     def message(self, message_id: str) -> Message | None:
-        return load(Message, self._redis.get(_message_key(message_id)))
+        return load(Message, self._redis.get(message_key(message_id)))
 
     def conversation(self, job_id: str) -> list[Message]:
         """The job's messages, oldest first."""
-        ids = [text(i) for i in self._redis.lrange(_conversation_key(job_id), 0, -1)]
-        raws = self._redis.mget([_message_key(i) for i in ids]) if ids else []
+        ids = [text(i) for i in self._redis.lrange(conversation_key(job_id), 0, -1)]
+        raws = self._redis.mget([message_key(i) for i in ids]) if ids else []
         return [load(Message, raw) for raw in raws if raw is not None]
 
     def first_prompts(self, job_ids: list[str]) -> dict[str, str]:
@@ -182,10 +150,10 @@ class JobStore:
             return {}
         with self._redis.pipeline(transaction=False) as pipe:
             for job_id in job_ids:
-                pipe.lindex(_conversation_key(job_id), 0)
+                pipe.lindex(conversation_key(job_id), 0)
             firsts = pipe.execute()
         known = [(job_id, text(first)) for job_id, first in zip(job_ids, firsts, strict=True) if first]
-        raws = self._redis.mget([_message_key(message_id) for _, message_id in known]) if known else []
+        raws = self._redis.mget([message_key(message_id) for _, message_id in known]) if known else []
         messages = {job_id: load(Message, raw) for (job_id, _), raw in zip(known, raws, strict=True)}
         return {job_id: m.content for job_id, m in messages.items() if m is not None and m.role is Role.USER}
 
@@ -195,13 +163,13 @@ class JobStore:
         cursor stays valid."""
         start = 0
         if cursor is not None:
-            position = self._redis.lpos(_conversation_key(job_id), cursor) if _MESSAGE_ID.match(cursor) else None
+            position = self._redis.lpos(conversation_key(job_id), cursor) if _MESSAGE_ID.match(cursor) else None
             if position is None:
                 raise InvalidRequest("cursor is not one this API returned for this job", field="cursor")
             start = int(cast(int, position)) + 1
-        ids = [text(i) for i in self._redis.lrange(_conversation_key(job_id), start, start + limit)]
+        ids = [text(i) for i in self._redis.lrange(conversation_key(job_id), start, start + limit)]
         page = ids[:limit]
-        raws = self._redis.mget([_message_key(i) for i in page]) if page else []
+        raws = self._redis.mget([message_key(i) for i in page]) if page else []
         messages = [load(Message, raw) for raw in raws if raw is not None]
         return messages, (page[-1] if len(ids) > limit else None)
 
@@ -315,7 +283,7 @@ class JobStore:
         self.events.append(writes, job, EventType.JOB_CREATED)
         if idempotency is not None:
             # So that deleting the job finds its entry (the key is a hash of the caller's scope).
-            writes.set(_idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
+            writes.set(idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
         claim = None if idempotency is None else Idempotency(idempotency.key, idempotency.body_hash,
                                                               IDEMPOTENCY_TTL_SECONDS)
         admission = self._admitter.admit(job.id, recorder, gate, claim)
@@ -390,12 +358,12 @@ class JobStore:
 
         def attempt(pipe: redis.client.Pipeline) -> Job:
             job = self._load_or_raise(pipe, job_id)
-            claim = pipe.get(_idem_key(job_id))
+            claim = pipe.get(idem_key(job_id))
             claims = [text(claim)] if claim is not None and pipe.hget(text(claim), "job") == job_id.encode() else []
             if job.status is JobStatus.ACTIVE or pipe.llen(pending_key(job_id)):
                 raise JobActive(f"job {job_id} is active: cancel it first (POST .../cancel), then delete it once "
                                 "its run has stopped")
-            doomed = self.keys_of(job_id, pipe)
+            doomed = self.keys_of(job, pipe)
             pipe.multi()
             pipe.delete(*doomed, *claims)
             for status in (None, *JobStatus):
@@ -404,14 +372,19 @@ class JobStore:
             pipe.zrem(FINISHED_JOBS, job_id)
             return job
 
-        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), _conversation_key(job_id),
-                           _idem_key(job_id))
+        # The seen-check index too: a CI delivery deciding meanwhile adds to it, and its new key must go as well.
+        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), conversation_key(job_id),
+                           idem_key(job_id), ci_seen_index_key(job_id))
 
-    def keys_of(self, job_id: str, client=None) -> list[str]:
-        """Every key that belongs to the job alone: its record, its `cd:job:<id>:*` keys and its messages."""
-        ids = [text(i) for i in (client or self._redis).lrange(_conversation_key(job_id), 0, -1)]
-        return [job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _JOB_KEY_SUFFIXES),
-                *(_message_key(i) for i in ids), *(tracking_key(i) for i in ids)]
+    def keys_of(self, job: Job, client=None) -> list[str]:
+        """Every key that belongs to the job alone (service.store.jobkeys): its own, its messages' and the
+        `ci_seen_key`s its index lists."""
+        reader = client or self._redis
+        ids = [text(i) for i in reader.lrange(conversation_key(job.id), 0, -1)]
+        messages = [load(Message, raw) for raw in reader.mget([message_key(i) for i in ids])] if ids else []
+        commits = [m.commit for m in messages if m is not None and m.commit]
+        seen = [text(k) for k in reader.smembers(ci_seen_index_key(job.id))]
+        return [*owned(job.id, ids, pr_number=job.pr_number, commits=commits), *seen]
 
     # -- the worker's writes -----------------------------------------------------------------
 
@@ -430,18 +403,18 @@ class JobStore:
                 pipe.multi()
                 pipe.srem(PENDING_JOBS, job_id)
                 return None
-            message = load(Message, pipe.get(_message_key(text(head))))
+            message = load(Message, pipe.get(message_key(text(head))))
             if job.status is JobStatus.ARCHIVED:
                 # Left running by a worker that died after the job was archived: settle it, do not run it.
                 message.status = MessageStatus.CANCELLED
                 pipe.multi()
-                pipe.set(_message_key(message.id), dump(message))
+                pipe.set(message_key(message.id), dump(message))
                 pipe.lpop(pending_key(job_id))
                 return "again"
             message.status = MessageStatus.RUNNING
             message.attempts += 1
             pipe.multi()
-            pipe.set(_message_key(message.id), dump(message))
+            pipe.set(message_key(message.id), dump(message))
             self.events.append(pipe, job, EventType.RUN_STARTED,
                                run={"messageId": message.id, "attempt": message.attempts})
             return job, message
@@ -467,7 +440,7 @@ class JobStore:
             if not pending or pending[0] != message_id:
                 log.warning("job %s: outcome of message %s discarded, it was settled already", job_id, message_id)
                 return job
-            message = load(Message, pipe.get(_message_key(message_id)))
+            message = load(Message, pipe.get(message_key(message_id)))
             cancelling = pipe.get(cancel_key(job_id)) == message_id.encode()
             cancelled = outcome.cancelled or (cancelling and outcome.commit is None)
             earlier = self.conversation(job_id) if cancelled else []
@@ -487,7 +460,7 @@ class JobStore:
                     setattr(job, name, getattr(outcome, name))
             job.status, job.error = end.job_status, end.job_error
             pipe.multi()
-            pipe.set(_message_key(message.id), dump(message))
+            pipe.set(message_key(message.id), dump(message))
             pipe.lpop(pending_key(job_id))
             pipe.delete(cancel_key(job_id))
             if len(pending) == 1:
@@ -496,8 +469,8 @@ class JobStore:
                 reply = Message(id=new_id("msg", self._ids), job_id=job_id, seq=message.seq, role=Role.AGENT,
                                 content=outcome.reply, created_at=stamp, reply_to=message.id,
                                 commit=outcome.commit, changed_files=outcome.changed_files)
-                pipe.set(_message_key(reply.id), dump(reply))
-                pipe.rpush(_conversation_key(job_id), reply.id)
+                pipe.set(message_key(reply.id), dump(reply))
+                pipe.rpush(conversation_key(job_id), reply.id)
             self._write_job(pipe, job, old_status)
             self._emit_outcome(pipe, job, message, outcome, had_pull=had_pull, old_status=old_status)
             return job
@@ -557,7 +530,7 @@ class JobStore:
 
         def attempt(pipe: redis.client.Pipeline):
             fence.ensure(pipe)
-            message = load(Message, pipe.get(_message_key(message_id)))
+            message = load(Message, pipe.get(message_key(message_id)))
             head = pipe.lindex(pending_key(job_id), 0)
             if message is None or head is None or text(head) != message_id \
                     or message.status is not MessageStatus.RUNNING:
@@ -565,10 +538,10 @@ class JobStore:
             message.status = MessageStatus.QUEUED
             message.attempts = max(0, message.attempts - 1)
             pipe.multi()
-            pipe.set(_message_key(message_id), dump(message))
+            pipe.set(message_key(message_id), dump(message))
             return True
 
-        return transaction(self._redis, attempt, pending_key(job_id), _message_key(message_id), fence.key)
+        return transaction(self._redis, attempt, pending_key(job_id), message_key(message_id), fence.key)
 
     def cancel_requested(self, job_id: str, message_id: str) -> bool:
         """Whether a cancel of this running message is under way."""
@@ -591,8 +564,8 @@ class JobStore:
                        created_at=stamp, status=MessageStatus.QUEUED, source=source, author=author, key_id=key_id)
 
     def _enqueue_message(self, pipe, message: Message) -> None:
-        pipe.set(_message_key(message.id), dump(message))
-        pipe.rpush(_conversation_key(message.job_id), message.id)
+        pipe.set(message_key(message.id), dump(message))
+        pipe.rpush(conversation_key(message.job_id), message.id)
         pipe.rpush(pending_key(message.job_id), message.id)
         pipe.sadd(PENDING_JOBS, message.job_id)
 
@@ -609,7 +582,7 @@ class JobStore:
     def _waiting(self, pipe, job_id: str) -> list[Message]:
         """The job's pending messages, read inside a transaction that WATCHes its pending list; their keys are
         WATCHed too, so a worker starting one of them meanwhile restarts the transaction."""
-        message_keys = [_message_key(text(m)) for m in cast(list, pipe.lrange(pending_key(job_id), 0, -1))]
+        message_keys = [message_key(text(m)) for m in cast(list, pipe.lrange(pending_key(job_id), 0, -1))]
         if message_keys:
             pipe.watch(*message_keys)
         return [load(Message, raw) for raw in pipe.mget(message_keys)] if message_keys else []
@@ -619,7 +592,7 @@ class JobStore:
         for message in waiting:
             if message.status is MessageStatus.QUEUED:
                 message.status = MessageStatus.CANCELLED
-                pipe.set(_message_key(message.id), dump(message))
+                pipe.set(message_key(message.id), dump(message))
                 pipe.lrem(pending_key(job_id), 0, message.id)
 
     def _load_or_raise(self, pipe, job_id: str) -> Job:

@@ -16,11 +16,10 @@ import redis
 from redis.lock import Lock
 
 from service.clock import now, parse_iso
-from service.events import EventType
+from service.job_events import EventType
 from service.models import ApiKey, Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
-from service.store.events import stream_key
-from service.store.jobs import job_key
+from service.store.jobkeys import conversation_key, job_key, message_key, run_lock_key, stream_key
 from service.store.replies import text, transaction
 from service.store.schema import CURRENT_VERSION, SCHEMA_KEY, SchemaMismatch, SchemaState, stamp_new, status
 from service.store.usage import TOTALS_TTL_SECONDS, UsageLedger
@@ -162,8 +161,8 @@ def _job_ids(client: redis.Redis) -> Iterator[str]:
 
 
 def _conversation(pipe, job_id: str) -> list[Message]:
-    ids = [text(i) for i in pipe.lrange(f"cd:job:{job_id}:conversation", 0, -1)]
-    raws = pipe.mget([f"cd:message:{i}" for i in ids]) if ids else []
+    ids = [text(i) for i in pipe.lrange(conversation_key(job_id), 0, -1)]
+    raws = pipe.mget([message_key(i) for i in ids]) if ids else []
     return [load(Message, raw) for raw in raws if raw is not None]
 
 
@@ -281,7 +280,7 @@ def _ms(stamp: str) -> int:
 def _drop_run_locks(run: _Run) -> int:
     """Delete the per-job run locks (`cd:job:<id>:lock`) that leases replaced; nothing reads them any more."""
     dropped = 0
-    for key in run.client.scan_iter(match="cd:job:*:lock", count=1000):
+    for key in run.client.scan_iter(match=run_lock_key("*"), count=1000):
         run.keep_alive()
         dropped += int(run.client.delete(key))
     return dropped

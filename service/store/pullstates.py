@@ -5,10 +5,7 @@ dashboard and the automations' run history read it.
 """
 
 from service.models import Job
-
-
-def _state_key(job_id: str) -> str:
-    return f"cd:gh:pull-state:{job_id}"  # the name of schema 1's GitHub-only record, kept so nothing is lost
+from service.store.jobkeys import pull_state_key as _state_key  # schema 1's GitHub-only name, kept: nothing lost
 
 
 def record_pull_state(redis_client, job_id: str, state: str) -> None:

@@ -17,22 +17,23 @@ from service.agent.docsite import (
     starlight,
     vitepress,
 )
+from service.agent.docsite.framework import AddsToPages, ChecksPages, Framework
 from service.agent.docsite.frontmatter import front_matter_keys
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import Router
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite, Navigation, in_folder, read_text
+from service.agent.docsite.tree import Tree
 
 log = logging.getLogger(__name__)
 
 # Tried in this order when configs are equally deep; the first that accepts its config wins.
-FRAMEWORKS = {"mintlify": mintlify, "docusaurus": docusaurus, "starlight": starlight, "mkdocs": mkdocs,
+FRAMEWORKS: dict[str, Framework] = {"mintlify": mintlify, "docusaurus": docusaurus, "starlight": starlight, "mkdocs": mkdocs,
               "sphinx": sphinx, "vitepress": vitepress, "fumadocs": fumadocs, "hugo": hugo, "nextra": nextra,
               "gitbook": gitbook}
 CONFIG_FILES = {name: framework for framework, module in FRAMEWORKS.items() for name in module.CONFIG_NAMES}
 # Configs named by their last path parts (`.vitepress/config.ts`, `config/_default/hugo.toml`): the site's folder
 # is the one that holds the first part.
-CONFIG_TAILS = {tail: framework for framework, module in FRAMEWORKS.items()
-                for tail in getattr(module, "CONFIG_TAILS", ())}
+CONFIG_TAILS = {tail: framework for framework, module in FRAMEWORKS.items() for tail in module.CONFIG_TAILS}
 MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
 SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
 # Folders whose configs belong to test fixtures or dependencies, not to the repository's own docs.
@@ -65,33 +66,31 @@ def detect_site(workspace, docs_root: str = "") -> DocsSite:
     return _with_page_stats(workspace, site, files)
 
 
-def read_navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
-    """The site's navigation as it is now in the workspace; an empty, incomplete one for plain Markdown."""
+def read_navigation(tree: Tree, site: DocsSite) -> Navigation:
+    """The site's navigation as it is in `tree` (the docs check's view of now or the start); an empty,
+    incomplete one for plain Markdown."""
     module = FRAMEWORKS.get(site.framework)
     if module is None:
         return Navigation(complete=False)
-    return module.navigation(workspace, site, files)
+    return module.navigation(tree, site)
 
 
-def navigation_order(workspace, site: DocsSite) -> list[str]:
-    """The site's pages in the order its navigation lists them (Sphinx: its toctrees followed from the root
-    document); [] when the site has no explicit navigation or it cannot be read."""
-    if site.framework not in FRAMEWORKS or not site.explicit_nav:
+def navigation_order(tree: Tree, site: DocsSite) -> list[str]:
+    """The site's pages in the order its navigation shows them, by the framework's rule; [] when the site has
+    no explicit navigation or it cannot be read."""
+    module = FRAMEWORKS.get(site.framework)
+    if module is None or not site.explicit_nav:
         return []
     try:
-        if site.framework == "sphinx":  # toctrees are spread over the pages: followed from the root, not listed
-            return sphinx.navigation_order(workspace, site)
-        navigation = read_navigation(workspace, site, set(workspace.list_files()))
+        return module.navigation_order(tree, site)
     except Uncheckable:
         return []
     except Exception:  # the overview then lists pages by folder, and check_docs reports what it cannot read
         log.exception("reading the navigation of %s failed", site.config_path)
         return []
-    return [next(t for t in entry.targets if workspace.kind(t)) for entry in navigation.entries if entry.found
-            and any(workspace.kind(t) for t in entry.targets)]
 
 
-def make_router(site: DocsSite, tree) -> Router:
+def make_router(site: DocsSite, tree: Tree) -> Router:
     """The router that resolves links on `site` by its framework's rules, over one tree (now or at the start)."""
     module = FRAMEWORKS.get(site.framework)
     return module.router(site, tree) if module is not None else Router(site, tree)
@@ -99,25 +98,30 @@ def make_router(site: DocsSite, tree) -> Router:
 
 def has_extras(site: DocsSite) -> bool:
     """Whether the site's framework adds links or anchors to what the page parser finds (see below)."""
-    module = FRAMEWORKS.get(site.framework)
-    return hasattr(module, "extra_links") or hasattr(module, "extra_anchors")
+    return isinstance(FRAMEWORKS.get(site.framework), AddsToPages)
 
 
-def extra_links(site: DocsSite, text: str) -> list:
+def extra_links(site: DocsSite, page: str, text: str) -> list:
     """Links the framework adds to a page's text beyond what the page parser sees (Hugo's `ref` shortcodes)."""
-    finder = getattr(FRAMEWORKS.get(site.framework), "extra_links", None)
-    return finder(text) if finder is not None else []
+    module = FRAMEWORKS.get(site.framework)
+    return module.extra_links(site, page, text) if isinstance(module, AddsToPages) else []
 
 
 def extra_anchors(site: DocsSite, text: str) -> set[str]:
     """Anchors the framework's Markdown settings add beyond headings and ids (Hugo's definition-term ids)."""
-    finder = getattr(FRAMEWORKS.get(site.framework), "extra_anchors", None)
-    return finder(site, text) if finder is not None else set()
+    module = FRAMEWORKS.get(site.framework)
+    return module.extra_anchors(site, text) if isinstance(module, AddsToPages) else set()
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
-    """How to list a new page in the site's navigation, for the docs check's message."""
-    return FRAMEWORKS[site.framework].suggest_entry(site, page, files)
+def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]]:
+    """What the framework's own rules find wrong in a page (a blog post's metadata), as (line, message)."""
+    module = FRAMEWORKS.get(site.framework)
+    return module.page_problems(tree, site, page) if isinstance(module, ChecksPages) else []
+
+
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
+    """How to list a new page in the site's navigation (as it is in `tree`), for the docs check's message."""
+    return FRAMEWORKS[site.framework].suggest_entry(tree, site, page)
 
 
 def _config_candidates(files: list[str], root: str) -> list[str]:

@@ -198,15 +198,27 @@ class DocusaurusRouter(Router):
         return found
 
 
-def _doc_slug(relative: str, front: dict) -> str:
+def doc_id(relative: str, front: dict) -> str:
+    """The id Docusaurus gives the doc at `relative` (under its docs folder): its folder, then its front matter
+    `id` or else its file name, number prefixes dropped from both unless `parse_number_prefixes: false`."""
     folder, name = posixpath.split(relative)
     stem = posixpath.splitext(name)[0]
-    folder = strip_number_prefixes(folder)
-    slug = front.get("slug") if isinstance(front, dict) else None
+    parse = front.get("parse_number_prefixes", True) is not False
+    custom = front.get("id")
+    base = str(custom) if isinstance(custom, (str, int)) and str(custom).strip() else \
+        strip_number_prefixes(stem) if parse else stem
+    return posixpath.join(strip_number_prefixes(folder) if parse else folder, base)
+
+
+def _doc_slug(relative: str, front: dict) -> str:
+    front = front if isinstance(front, dict) else {}
+    doc = doc_id(relative, front)
+    folder = posixpath.dirname(doc)
+    slug = front.get("slug")
     if isinstance(slug, str) and slug.strip():
         return slug if slug.startswith("/") else posixpath.join(folder, slug)
-    custom = front.get("id") if isinstance(front, dict) else None
-    last = str(custom) if isinstance(custom, (str, int)) and str(custom).strip() else strip_number_prefixes(stem)
-    if not custom and (stem.lower() in ("index", "readme") or strip_number_prefixes(stem) == posixpath.basename(folder)):
+    stem = posixpath.splitext(posixpath.basename(relative))[0]
+    if not front.get("id") and (stem.lower() in ("index", "readme")
+                                or strip_number_prefixes(stem) == posixpath.basename(folder)):
         return folder
-    return posixpath.join(folder, last)
+    return doc

@@ -5,13 +5,16 @@ locale-folder translations that fall back to the default language."""
 import posixpath
 import re
 
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.jsliteral import Str, read_module
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import Uncheckable
-from service.agent.docsite.routing import Outcome, Router, Verdict, join, unknown
+from service.agent.docsite.routing import Outcome, RouteMapRouter, Router, Verdict, join, unknown
 from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.tree import Tree
 
 CONFIG_NAMES = tuple(f"source.config.{ext}" for ext in ("ts", "mts", "js", "mjs"))
+CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".mdx", ".md")
 SOURCE_FILES = tuple(f"{folder}lib/{name}.{ext}" for folder in ("", "src/") for name in ("source", "i18n")
                      for ext in ("ts", "tsx", "js"))
@@ -112,8 +115,9 @@ def slug_of(relative: str) -> str:
     return "/".join(parts)
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """Pages each folder's meta.json lists by name; folders without one, or whose `pages` has "...", list all."""
+    workspace, files = tree.workspace, tree.files
     result = Navigation()
     root = site.docs_root
     folders = {posixpath.dirname(p) for p in files if site.is_page(p)}
@@ -142,6 +146,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     return result
 
 
+navigation_order = listed_order(navigation)
+
+
 def _meta_pages(workspace, meta: str, result: Navigation) -> list | None:
     text = read_text(workspace, meta) or ""
     try:
@@ -161,7 +168,7 @@ def _meta_pages(workspace, meta: str, result: Navigation) -> list | None:
             for p in pages if isinstance(p, str)]
 
 
-class FumadocsRouter(Router):
+class FumadocsRouter(RouteMapRouter):
     """Routes are the base URL plus the page's slug (an optional locale first); relative links may name the
     .mdx file; a missing translation falls back to the default language's page."""
 
@@ -206,26 +213,16 @@ class FumadocsRouter(Router):
             return posixpath.splitext(stem)[0] + suffix
         return self.site.docs_root + page[len(language.folder):]
 
-    def _routes(self) -> dict[str, str]:
-        if not hasattr(self, "_route_map"):
-            self._route_map = page_routes(self.site, self.tree.files)
-            self._by_page = {file: route for route, file in self._route_map.items()}
-        return self._route_map
-
-    def names(self, path: str) -> set[str]:
-        found = super().names(path)
-        self._routes()
-        if self._by_page.get(path):
-            found.add(self._by_page[path].rsplit("/", 1)[-1].lower())
-        return found
+    def route_map(self) -> dict[str, str]:
+        return page_routes(self.site, self.tree.files)
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Fumadocs site."""
     return FumadocsRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in its folder's meta.json."""
     name = posixpath.splitext(posixpath.basename(page))[0]
     return f'add "{name}" to `pages` in {posixpath.dirname(page)}/meta.json (or "..." to list the rest)'

@@ -4,11 +4,14 @@ is the navigation; links are relative paths to files, and root-relative ones are
 import posixpath
 import re
 
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.routing import Router, is_external, join, split_target, unknown
 from service.agent.docsite.site import DocsSite, NavEntry, Navigation, read_text
+from service.agent.docsite.tree import Tree
 from service.agent.docsite.yamltext import YAMLError, load_yaml
 
 CONFIG_NAMES = (".gitbook.yaml", "SUMMARY.md")
+CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".md",)
 _ENTRY = re.compile(r"^\s*(?:[*+-]|\d+\.)\s+\[[^\]]*\]\(\s*<?([^)>\s]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 UNKNOWN_ROUTES = "links of the form `/x` are not checked: GitBook's routes for them are not modelled"
@@ -46,8 +49,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                     detected_from=evidence, guessed=guessed)
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The pages SUMMARY.md links to, each with its line."""
+    workspace, files = tree.workspace, tree.files
     summary = site.routing["summary"]
     text = read_text(workspace, summary)
     if text is None:
@@ -66,6 +70,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         targets = (path,) if path.endswith(SUFFIXES) else (path + "/README.md", path + ".md")
         result.entries.append(NavEntry(summary, number, match.group(1), targets, any(t in files for t in targets)))
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 class GitBookRouter(Router):
@@ -88,12 +95,12 @@ class GitBookRouter(Router):
         return outcome
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this GitBook site."""
     return GitBookRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in SUMMARY.md."""
     summary = site.routing["summary"]
     relative = posixpath.relpath(page, posixpath.dirname(summary) or ".")

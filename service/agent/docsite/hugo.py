@@ -9,12 +9,14 @@ import tomllib
 from dataclasses import dataclass
 
 from service.agent.docsite.anchors import github_slug
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.jsontext import load_json
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, check_size
 from service.agent.docsite.markdown import front_matter_block
 from service.agent.docsite.pages import Link, LinkKind
 from service.agent.docsite.routing import Outcome, Router, Verdict, is_external, join, split_target, unknown
 from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.tree import Tree
 from service.agent.docsite.yamltext import YAMLError, error_line, error_text, load_yaml
 
 _EXTS = ("toml", "yaml", "yml", "json")
@@ -269,7 +271,7 @@ def route_key(written: str) -> str:
     return key.strip("/")
 
 
-def extra_links(text: str) -> list[Link]:
+def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
     """The `ref`/`relref` shortcodes of a page, as document references (Markdown links around them do not parse)."""
     links = []
     for match in _REF_SHORTCODE.finditer(text):
@@ -287,15 +289,15 @@ def extra_anchors(site: DocsSite, text: str) -> set[str]:
             if lines[i].strip() and _DEFINITION.match(lines[i + 1])}
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The pages the config's menus point to; sections list their pages, so no page is required in a menu."""
+    workspace, files = tree.workspace, tree.files
     assert site.config_path is not None  # a site of this kind is only detected from its config file
-    from service.agent.docsite.tree import Tree
     error = config_error(workspace, site.config_path)
     if error is not None:
         return Navigation(complete=False, errors=[error])
     config = read_config(workspace, site.config_path)
-    routes = page_routes(site, Tree(workspace))[0]
+    routes = page_routes(site, tree)[0]
     lines = (read_text(workspace, site.config_path) or "").splitlines()
     result = Navigation()
     menus = config.get("menu") or config.get("menus")
@@ -320,6 +322,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
             result.entries.append(NavEntry(site.config_path, line, ref, (page,) if page else (target + ".md",),
                                            page is not None))
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 class HugoRouter(Router):
@@ -411,12 +416,12 @@ class HugoRouter(Router):
         return found
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Hugo site."""
     return HugoRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to add `page` to a menu (sections list their pages without it)."""
     return f"add `menu: main` to its front matter or an entry under `menu` in {site.config_path}"
 

@@ -5,6 +5,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
@@ -19,8 +20,10 @@ from service.agent.docsite.site import (
     page_targets,
     read_text,
 )
+from service.agent.docsite.tree import Tree
 
 CONFIG_NAMES = ("docs.json", "mint.json")
+CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".mdx", ".md")
 MAX_REF_FILES = 50  # `$ref`s followed per config; real sites use one per language or version
 # Pages generated from an OpenAPI file are listed as "GET /path" (optionally after the spec's file name).
@@ -107,8 +110,9 @@ def _follow(workspace, value, path: str, config: _Config, depth: int):
     return {key: _follow(workspace, item, path, config, depth) for key, item in value.items()}
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The pages `navigation` lists (in docs.json and the files it references), each with its file and line."""
+    workspace, files = tree.workspace, tree.files
     assert site.config_path is not None  # a site of this kind is only detected from its config file
     config = read_config(workspace, site.config_path)
     if config.errors and not isinstance(config.value, dict):
@@ -124,6 +128,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         file, line = config.lines.get(ref, (site.config_path, 1))
         result.entries.append(NavEntry(file, line, ref, targets, any(t in files for t in targets)))
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 def _page_refs(node, in_pages: bool):
@@ -266,12 +273,12 @@ def _redirect_pattern(source: str) -> re.Pattern:
     return re.compile("/".join(parts) or "/")
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Mintlify site."""
     return MintlifyRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the navigation."""
     ref = posixpath.splitext(page[len(site.docs_root) + 1:] if site.docs_root else page)[0]
     language = site.language_of(page)

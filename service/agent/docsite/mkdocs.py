@@ -4,9 +4,10 @@ import posixpath
 
 import yaml
 
-from service.agent.docsite import mkdocs_i18n
+from service.agent.docsite import mkdocs_blog, mkdocs_i18n
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.limits import Uncheckable
-from service.agent.docsite.pages import Mode, parse_page
+from service.agent.docsite.pages import Link, LinkKind, Mode, parse_page
 from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import (
     DocsSite,
@@ -19,9 +20,11 @@ from service.agent.docsite.site import (
     page_targets,
     read_text,
 )
+from service.agent.docsite.tree import Tree
 from service.agent.docsite.yamltext import YAMLError, compose_yaml, error_line, error_text, mapping_value
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
+CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
 _STR = "tag:yaml.org,2002:str"
 MAX_AWESOME_FOLDERS = 20_000  # folders walked for awesome-pages `.pages` files; beyond, navigation is incomplete
@@ -62,20 +65,27 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                 "(page titles come from each page's first heading).")
     hint += " Links are file paths relative to the page, with the extension: [Setup](../guides/setup.md#install)."
     i18n = mkdocs_i18n.read_i18n(plugins) if "i18n" in names else None
+    plugin = next((name for name in mkdocs_blog.PLUGIN_NAMES if name in names), None)
+    blog = mkdocs_blog.read_blog(lambda option: _plugin_value(plugins, plugin, option), root) if plugin else None
+    if blog is not None:
+        hint += (f" Blog posts live in {blog.posts}/ with `date` (and `authors`, `categories`) front matter; the "
+                 "blog plugin lists them, so they need no `nav:` entry.")
     builds = [] if i18n else mkdocs_i18n.language_builds(lambda p: read_text(workspace, p), config_path, root, files)
     use_directory_urls = _scalar(mapping_value(node, "use_directory_urls")) not in ("false", "False", "no")
     return DocsSite("mkdocs", config_path, root, nav_files=nav_files, nav_hint=hint + mkdocs_i18n.hint(i18n),
                     page_suffixes=SUFFIXES, ignored=_globs(root, mapping_value(node, "exclude_docs")),
                     unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")) + mkdocs_i18n.translation_globs(
-                        i18n, root) + tuple(f"/{lang.folder}/**" for lang in builds[1:]),
+                        i18n, root) + tuple(f"/{lang.folder}/**" for lang in builds[1:])
+                    + ((f"/{blog.posts}/**",) if blog else ()),
                     explicit_nav=explicit, languages=mkdocs_i18n.languages(i18n, root) or builds,
                     routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls,
-                             "i18n": i18n, "builds": builds,
+                             "i18n": i18n, "builds": builds, "blog": blog,
                              "redirects": _redirect_maps(plugins) if "redirects" in names else None})
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The page paths the navigation lists (`nav:`, literate-nav files, awesome-pages `.pages`), with lines."""
+    workspace, files = tree.workspace, tree.files
     path = site.config_path
     assert path is not None  # a site of this kind is only detected from its config file
     literate = site.routing.get("literate")
@@ -98,6 +108,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     if site.routing.get("awesome"):
         _awesome_pages(workspace, site, files, result)
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 def _walk(workspace, node, site: DocsSite, files: set[str], result: Navigation, literate: str | None) -> None:
@@ -242,6 +255,20 @@ def _redirect_maps(plugins) -> frozenset[str]:
     return frozenset(sources)
 
 
+def _plugin_value(plugins, plugin: str, option: str):
+    """A plugin setting as a string or a list of strings (None when unset or of another kind)."""
+    node = None
+    for item in plugins.value if isinstance(plugins, (yaml.SequenceNode, yaml.MappingNode)) else []:
+        for part in item if isinstance(item, tuple) else (item,):
+            if node is None and isinstance(part, yaml.MappingNode):
+                node = mapping_value(mapping_value(part, plugin), option)
+    if node is None and isinstance(plugins, yaml.MappingNode):
+        node = mapping_value(mapping_value(plugins, plugin), option)
+    if isinstance(node, yaml.SequenceNode):
+        return [value for value in (_scalar(n) for n in node.value) if value is not None]
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
 def _plugin_option(plugins, plugin: str, option: str) -> str | None:
     for item in plugins.value if isinstance(plugins, (yaml.SequenceNode, yaml.MappingNode)) else []:
         for part in item if isinstance(item, tuple) else (item,):
@@ -253,6 +280,33 @@ def _plugin_option(plugins, plugin: str, option: str) -> str | None:
     if isinstance(plugins, yaml.MappingNode):
         return _scalar(mapping_value(mapping_value(plugins, plugin), option))
     return None
+
+
+BLOG_PAGES = ("links to the pages the blog plugin generates (archive, categories, authors, posts' URLs) are not "
+              "checked")
+
+
+def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
+    """A blog post's `links` front matter: pages the blog plugin links (paths from the docs folder; it stops the
+    build when one is missing)."""
+    blog = site.routing.get("blog")
+    if blog is None or not mkdocs_blog.is_post(blog, page) or "links:" not in text:
+        return []
+    return [Link(line, "/" + path, LinkKind.FILE) for line, path in mkdocs_blog.post_links(text)]
+
+
+def extra_anchors(site: DocsSite, text: str) -> set[str]:
+    """None beyond the page parser's: MkDocs adds no anchors of its own."""
+    return set()
+
+
+def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]]:
+    """Front matter a blog post needs for the blog plugin to build it (none for other pages)."""
+    blog = site.routing.get("blog")
+    if blog is None or not mkdocs_blog.is_post(blog, page):
+        return []
+    return mkdocs_blog.post_problems(blog, tree.workspace, tree.text(page) or "",
+                                     tree.front_matter(page, site.page_mode(page)))
 
 
 class MkDocsRouter(Router):
@@ -282,6 +336,10 @@ class MkDocsRouter(Router):
         outcome = super().landing(resolved, written)
         if outcome.verdict is Verdict.BROKEN and resolved is not None and self._redirect_source(resolved):
             return Outcome(Verdict.OK)  # the redirects plugin writes a page there that sends readers on
+        blog = self.site.routing.get("blog")
+        if outcome.verdict is Verdict.BROKEN and resolved is not None and blog is not None and \
+                not resolved.lower().endswith(SUFFIXES) and mkdocs_blog.is_generated(blog, resolved):
+            return unknown(BLOG_PAGES)  # an archive, category, author or post URL the blog plugin generates
         return outcome
 
     def _redirect_source(self, resolved: str) -> bool:
@@ -322,7 +380,7 @@ class MkDocsRouter(Router):
         return found | {mkdocs_i18n.unsuffixed_stem(self.site.routing.get("i18n"), stem).lower()}
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this MkDocs site."""
     return MkDocsRouter(site, tree)
 
@@ -362,8 +420,9 @@ def _globs(root: str, node) -> tuple[str, ...]:
     return ignore_globs(_scalar(node) or "", root)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the navigation: the nearest literate-nav file above it, else `nav:`."""
+    files = tree.files
     literate = site.routing.get("literate")
     folder = posixpath.dirname(page)
     while literate and in_folder(folder, site.docs_root):

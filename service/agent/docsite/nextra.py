@@ -3,10 +3,13 @@ and `_meta` files are not modelled, so only relative links are judged (root-rela
 
 import posixpath
 
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.routing import Router, join, unknown
 from service.agent.docsite.site import DocsSite, Navigation, read_text
+from service.agent.docsite.tree import Tree
 
 CONFIG_NAMES = tuple(f"next.config.{ext}" for ext in ("mjs", "js", "ts", "mts", "cjs"))
+CONFIG_TAILS: tuple[str, ...] = ()
 CONTENT_FOLDERS = ("content", "src/content", "pages", "src/pages", "app", "src/app")
 UNKNOWN_RELATIVE = ("relative links without a file extension that name no file are routes relative to the page's URL, "
                     "which Nextra's routing decides: not checked")
@@ -28,9 +31,12 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     return DocsSite("nextra", config_path, root, nav_hint=hint, detected_from=f"{config_path}, which uses nextra")
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """Not modelled: an incomplete, empty navigation, so no page is reported as missing from it."""
     return Navigation(complete=False)
+
+
+navigation_order = listed_order(navigation)
 
 
 class NextraRouter(Router):
@@ -45,11 +51,11 @@ class NextraRouter(Router):
         return outcome
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Nextra site."""
     return NextraRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to make `page` findable (Nextra lists pages by folder)."""
     return f"add it to the `_meta` file of {posixpath.dirname(page)}/ if that file lists its pages"

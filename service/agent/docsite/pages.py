@@ -39,6 +39,7 @@ class LinkKind(str, enum.Enum):
     DOC = "doc"  # a Sphinx document name ({doc}, :doc:, toctree-free cross-reference)
     REF = "ref"  # a Sphinx label (:ref:, {ref})
     FILE = "file"  # a file a directive reads or links (image, include, download), relative to the page
+    OPTION = "option"  # a Sphinx command-line option (:option:), named by program and option string
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class Link:
     line: int
     target: str
     kind: LinkKind = LinkKind.URL
+    # For an :option: reference, the program `.. program::` had set where it is written ("" for none).
+    program: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class ParsedPage:
     uncheckable: str | None = None
     unknown_names: list[tuple[int, str]] = field(default_factory=list)  # reST `Name`_ the page does not define
     interpreted: list[Link] = field(default_factory=list)  # reST `text` in the default role (conf.py's `default_role`)
+    options: frozenset[tuple[str, str]] = frozenset()  # Sphinx `.. option::` targets: (program or "", option)
 
 
 LINK_ATTRIBUTES = ("href", "src", "to")  # <a href>, <img src>, Docusaurus <Link to>

@@ -3,6 +3,7 @@
 import enum
 import posixpath
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -183,4 +184,26 @@ class Router:
         if folder and (name in self.index_names or stem.lower() in ("index", "readme")
                        or stem == posixpath.basename(folder)):
             found.add(posixpath.basename(folder).lower())
+        return found
+
+
+class RouteMapRouter(Router, ABC):
+    """A router over a map of route -> page built from the files' paths (VitePress, Fumadocs): a page's route
+    names it too."""
+
+    @abstractmethod
+    def route_map(self) -> dict[str, str]:
+        """Route (as the framework keys it) -> the page served there, built from the tree's files."""
+
+    def _routes(self) -> dict[str, str]:
+        if not hasattr(self, "_route_map"):
+            self._route_map = self.route_map()
+            self._by_page = {file: route for route, file in self._route_map.items()}
+        return self._route_map
+
+    def names(self, path: str) -> set[str]:
+        found = super().names(path)
+        self._routes()
+        if self._by_page.get(path):
+            found.add(self._by_page[path].rsplit("/", 1)[-1].lower())
         return found

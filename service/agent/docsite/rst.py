@@ -4,6 +4,7 @@ No `conf.py` is executed and no file is read: includes are recorded as links, no
 """
 
 import io
+import re
 from functools import cache
 
 from docutils import nodes
@@ -18,7 +19,7 @@ ROLE_KINDS = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "numref": LinkKind.REF, 
 # Sphinx directives whose body is reStructuredText: parsed so the links inside them count.
 NESTED_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "versionremoved", "seealso", "only", "tab",
                      "tabs", "tab-set", "tab-item", "card", "grid", "grid-item", "grid-item-card", "dropdown",
-                     "glossary", "hlist", "centered", "currentmodule", "module", "program", "option", "envvar",
+                     "glossary", "hlist", "centered", "currentmodule", "module", "envvar",
                      "describe", "object", "index", "highlight", "productionlist", "autosummary")
 LITERAL_DIRECTIVES = ("code-block", "sourcecode", "jupyter-execute", "ipython", "doctest", "testcode", "testoutput",
                       "autofunction", "autoclass", "automodule", "automethod", "autodata", "autoattribute",
@@ -26,6 +27,11 @@ LITERAL_DIRECTIVES = ("code-block", "sourcecode", "jupyter-execute", "ipython", 
                       "plantuml", "uml", "tikz", "code-tab", "bokeh-plot", "exec", "runblock", "program-output",
                       "command-output", "jinja", "raw", "kroki", "blockdiag", "seqdiag", "ditaa", "d2", "code-cell")
 FILE_DIRECTIVES = ("include", "literalinclude")
+OPTION_DIRECTIVES = ("option", "cmdoption", "std:option", "std:cmdoption")
+OPTION_ROLES = ("option", "std:option")
+# Sphinx's Cmdoption: an option string, then its arguments (`-o FILE`, `--level=N`, `--color[=WHEN]`).
+_OPTION_DESC = re.compile(r"((?:/|--|-|\+)?[^\s=]+)(=?\s*.*)")
+_SPACES = re.compile(r"\s+")
 
 
 class _LenientDirectives(dict):
@@ -93,6 +99,53 @@ class _Toctree(_Nested):
         return [node]
 
 
+class _OptionTarget(nodes.Inline, nodes.TextElement):
+    """The options one `.. option::` defines: a `program` ("" for none) and its `names`."""
+
+
+class _Program(Directive):
+    """`.. program:: name` sets the program of the options and :option: references after it in the page."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+
+    def run(self):
+        name = _SPACES.sub("-", self.arguments[0].strip())
+        self.state.document.copydesk_program = "" if name == "None" else name
+        return []
+
+
+class _Option(_Nested):
+    """`.. option:: -o FILE, --output FILE`, one signature a line: each option string is a target of the
+    current program, as Sphinx's std domain records it."""
+
+    def run(self):
+        names = []
+        for signature in "\n".join(self.arguments).split("\n"):
+            for written in signature.split(", "):
+                match = _OPTION_DESC.match(written.strip())
+                if match:
+                    name, rest = match.groups()
+                    names.append(name[:-1] if name.endswith("[") and rest.endswith("]") else name)
+        target = _OptionTarget(program=getattr(self.state.document, "copydesk_program", ""), names=names)
+        target.line = self.lineno
+        node = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [target, node]
+
+
+def _option_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    target = nodes.unescape(text)
+    if target.endswith(">") and "<" in target:
+        target = target[target.rindex("<") + 1:-1]
+    if target.startswith("!"):
+        return [], []  # written not to link
+    node = _Recorded(rawtext, text, kind=LinkKind.OPTION.value, target=target.strip().lstrip("~"),
+                     program=getattr(inliner.document, "copydesk_program", ""))
+    node.line = lineno
+    return [node], []
+
+
 def _role(name, rawtext, text, lineno, inliner, options=None, content=None):
     target = nodes.unescape(text)
     if target.endswith(">") and "<" in target:
@@ -114,6 +167,12 @@ def _setup():
     for name in FILE_DIRECTIVES:
         directives.register_directive(name, _File)
     directives.register_directive("toctree", _Toctree)
+    for name in ("program", "std:program"):
+        directives.register_directive(name, _Program)
+    for name in OPTION_DIRECTIVES:
+        directives.register_directive(name, _Option)
+    for name in OPTION_ROLES:
+        roles.register_local_role(name, _option_role)
     table = getattr(directives, "_directives", None)
     if isinstance(table, dict) and not isinstance(table, _LenientDirectives):
         # docutils looks its table up by module global; there is no public hook for unknown directives.
@@ -139,12 +198,15 @@ def parse_rst(text: str) -> ParsedPage:
     anchors: set[str] = set()
     names: set[str] = set()
     named_references: list[tuple[int, str]] = []
+    options: set[tuple[str, str]] = set()
     for node in document.findall(nodes.Element):
         names.update(node.get("names", ()))
         if isinstance(node, nodes.reference) and node.get("refname") and not node.get("refuri"):
             named_references.append((_line(node), node["refname"]))
         if isinstance(node, _Recorded):
-            page.links.append(Link(_line(node), node["target"], LinkKind(node["kind"])))
+            page.links.append(Link(_line(node), node["target"], LinkKind(node["kind"]), node.get("program", "")))
+        elif isinstance(node, _OptionTarget):
+            options.update((node["program"], name) for name in node["names"])
         elif isinstance(node, nodes.title_reference):
             page.interpreted.append(Link(_line(node), node.astext().strip()))
         elif isinstance(node, nodes.reference) and node.get("refuri"):
@@ -158,6 +220,7 @@ def parse_rst(text: str) -> ParsedPage:
         elif isinstance(node, nodes.section):
             anchors.update(node["ids"])
     page.labels = frozenset(labels)
+    page.options = frozenset(options)
     page.anchors = frozenset(anchors | labels)
     if not any(link.kind is LinkKind.FILE and link.target.endswith((".rst", ".txt", ".inc", ".rest"))
                for link in page.links):

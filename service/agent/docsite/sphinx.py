@@ -5,12 +5,14 @@ import posixpath
 import re
 
 from service.agent.docsite.pages import Link, LinkKind
-from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join
+from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
 from service.agent.docsite.sphinx_conf import read_conf
+from service.agent.docsite.tree import Tree
 from service.workspace.globs import compile_glob
 
 CONFIG_NAMES = ("conf.py",)
+CONFIG_TAILS: tuple[str, ...] = ()
 # Suffixes a toctree entry may stand for (nbsphinx and myst-nb add notebooks).
 DOCUMENT_SUFFIXES = (".rst", ".md", ".txt", ".ipynb")
 _ROOT_DOC = re.compile(r"^(?:root_doc|master_doc)\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
@@ -42,7 +44,8 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     hint += (" Cross-reference documents with {doc}`path` (MyST) or :doc:`path` (reST), relative to the page, and "
              "labels with {ref}`label` / :ref:`label`.")
     conf = read_conf(text)
-    routing = {"autosectionlabel": "autosectionlabel" in text, "intersphinx": "intersphinx" in text,
+    routing = {"autosectionlabel": "autosectionlabel" in text,
+               "generated_options": any(name in text for name in OPTION_EXTENSIONS), "intersphinx": "intersphinx" in text,
                "inventories": conf.inventories,
                "redirects": conf.redirects if "reredirects" in text else None, "heading_anchors": conf.heading_anchors,
                "default_role": conf.default_role, "shared_names": conf.shared_names}
@@ -52,11 +55,10 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
                     routing=routing)
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """Every toctree entry of the site's pages (parsed with docutils or markdown-it), with the documents they
     stand for."""
-    from service.agent.docsite.tree import Tree
-    tree = Tree(workspace)
+    files = tree.files
     result = Navigation()
     for page in sorted(p for p in files if site.is_page(p)):
         mode = site.page_mode(page)
@@ -99,14 +101,14 @@ def _entry_name(site: DocsSite, page: str, raw: str, glob: bool) -> tuple[str | 
     return (stem if suffix in DOCUMENT_SUFFIXES else name), glob and any(c in target for c in "*?[")
 
 
-def navigation_order(workspace, site: DocsSite) -> list[str]:
+def navigation_order(tree: Tree, site: DocsSite) -> list[str]:
     """The site's documents in the order Sphinx's table of contents shows them: the root document, then each
     toctree entry depth-first (a glob entry's matches sorted by name), each document once. Bounded: at most
     MAX_ORDERED documents and MAX_ORDER_STEPS steps, and only pages that mention a toctree are parsed; past a
     bound the order found so far is returned."""
     if not site.nav_files:
         return []
-    walk = _TocWalk(workspace, site)
+    walk = _TocWalk(tree, site)
     order: list[str] = []
     seen: set[str] = set()
     pending = [site.nav_files[0]]
@@ -124,9 +126,8 @@ def navigation_order(workspace, site: DocsSite) -> list[str]:
 class _TocWalk:
     """The toctree entries of pages as pages, counting the steps they take (glob matches tried, entries read)."""
 
-    def __init__(self, workspace, site: DocsSite) -> None:
-        from service.agent.docsite.tree import Tree
-        self.tree = Tree(workspace)
+    def __init__(self, tree: Tree, site: DocsSite) -> None:
+        self.tree = tree
         self.site = site
         self.steps = 0
         # By name, as Sphinx sorts a glob's matches; of two files with one name, the alphabetically first.
@@ -154,8 +155,9 @@ class _TocWalk:
         return children
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the navigation."""
+    files = tree.files
     folder = posixpath.dirname(page)
     indexes = [f"{folder}/index{s}" if folder else f"index{s}" for s in site.page_suffixes]
     holder = next((p for p in indexes if p in files and p != page), site.nav_files[0] if site.nav_files else None)
@@ -218,6 +220,8 @@ class SphinxRouter(Router):
         return outcome
 
     def _reference(self, page: str, link: Link) -> Outcome:
+        if link.kind is LinkKind.OPTION:
+            return self._option(link)
         inventory = self._inventory(link.target)
         if link.kind is LinkKind.DOC:
             if inventory is not None:
@@ -232,6 +236,30 @@ class SphinxRouter(Router):
         if inventory is not None:
             return self._external(inventory)
         return Outcome(Verdict.BROKEN, reason="no page defines it with `.. _label:` or `(label)=`")
+
+    def _option(self, link: Link) -> Outcome:
+        keys = option_keys(link.program, link.target)
+        for program, name in keys:
+            defined_in = self._option_page(program, name)
+            if defined_in is not None:
+                return Outcome(Verdict.OK, defined_in)
+        if self.site.routing.get("generated_options"):
+            return unknown(GENERATED_OPTIONS)
+        where = f"; the page's current program is `{link.program}`" if link.program else ""
+        return Outcome(Verdict.BROKEN, reason=f"no `.. option::` defines `{link.target}`{where}")
+
+    def _option_page(self, program: str, name: str) -> str | None:
+        """The first page (in path order) with `.. option::` for `name` of `program`; only pages whose text holds
+        the option string and an option directive are parsed."""
+        if not hasattr(self, "_option_pages"):
+            self._option_pages: dict[tuple[str, str], str | None] = {}
+            self._option_holders = sorted(p for p in self.tree.files if self.site.is_page(p) and
+                                          "option::" in (self.tree.text(p) or ""))
+        key = (program, name)
+        if key not in self._option_pages:
+            self._option_pages[key] = next((p for p in self._option_holders if name in (self.tree.text(p) or "")
+                                            and key in self.tree.page(p, self.site.page_mode(p)).options), None)
+        return self._option_pages[key]
 
     def _inventory(self, target: str) -> str | None:
         """The `name` of a target written `name:rest`, the way intersphinx names another project."""
@@ -299,6 +327,25 @@ class SphinxRouter(Router):
 
 
 _WORDS = re.compile(r"[^\W_]+")  # a label's words: escapes and punctuation in its definition do not hide them
+GENERATED_OPTIONS = ("`:option:` references to options that an extension generates (autoprogram, sphinx-click, "
+                     "sphinx-argparse) are not checked")
+OPTION_EXTENSIONS = ("autoprogram", "sphinx_click", "sphinxarg")
+
+
+def option_keys(program: str, target: str) -> list[tuple[str, str]]:
+    """The (program, option) pairs an :option: reference may name, in the order Sphinx's std domain tries them:
+    as written under the page's current program, without a value (`--level=3`, `--color[=WHEN]`, `-o out`), then
+    with leading words as the program (`sphinx-build -b`, `git commit --amend`)."""
+    target = target.strip()
+    keys = [(program, target)]
+    keys += [(program, target.partition(needle)[0]) for needle in ("=", "[=", " ") if needle in target]
+    commands: list[str] = []
+    rest = target
+    while re.search(r"\s", rest):
+        command, rest = re.split(r"\s+", rest, maxsplit=1)
+        commands.append(command)
+        keys.append(("-".join(commands), rest))
+    return list(dict.fromkeys(keys))
 
 
 def default_role_links(site: DocsSite, interpreted: list[Link], every: bool = False) -> list[Link]:
@@ -319,6 +366,6 @@ def default_role_links(site: DocsSite, interpreted: list[Link], every: bool = Fa
     return found
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Sphinx site."""
     return SphinxRouter(site, tree)

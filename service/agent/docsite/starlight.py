@@ -5,13 +5,16 @@ import posixpath
 import re
 
 from service.agent.docsite.anchors import github_slug
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.jsimports import LocalImports
 from service.agent.docsite.jsliteral import Str, read_module
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.routing import OTHER_ROUTES, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import DocsSite, Language, NavEntry, NavError, Navigation, read_text
+from service.agent.docsite.tree import Tree
 
 CONFIG_NAMES = tuple(f"astro.config.{ext}" for ext in ("mjs", "ts", "js", "mts", "cjs"))
+CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".md", ".mdx", ".mdoc")
 CONTENT = "src/content/docs"
 _LOCALE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z]{2,4})?$")
@@ -91,8 +94,9 @@ def _redirect_pattern(source: str) -> re.Pattern:
     return re.compile("/".join(parts))
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The pages the sidebar lists, with the file and line of each entry."""
+    workspace = tree.workspace
     assert site.config_path is not None  # a site of this kind is only detected from its config file
     try:
         options, sidebar_file, _ = _read(workspace, site.config_path)
@@ -104,8 +108,7 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
     if not isinstance(sidebar, list):
         result.complete = False
         return result
-    from service.agent.docsite.tree import Tree
-    routes = page_routes(site, Tree(workspace))
+    routes = page_routes(site, tree)
     stack = list(reversed(sidebar))
     line = 1  # the line of the last entry read: where an unreadable one is reported
 
@@ -140,6 +143,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         else:
             skip("entry")
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 def _add(result: Navigation, site: DocsSite, routes: dict[str, str], file: str, line: int, slug: str) -> None:
@@ -299,12 +305,12 @@ class StarlightRouter(Router):
         return found
 
 
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this Starlight site."""
     return StarlightRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the sidebar."""
     slug = route_of(page[len(site.docs_root) + 1:])
     return f"add '{slug}' to the `sidebar` in {site.nav_files[0] if site.nav_files else site.config_path}"

@@ -4,10 +4,21 @@
 import posixpath
 import re
 
+from service.agent.docsite.framework import listed_order
 from service.agent.docsite.jsliteral import OPAQUE, Str, read_module
 from service.agent.docsite.limits import Uncheckable
-from service.agent.docsite.routing import Outcome, Router, Verdict, is_external, join, split_target, unknown
+from service.agent.docsite.routing import (
+    Outcome,
+    RouteMapRouter,
+    Router,
+    Verdict,
+    is_external,
+    join,
+    split_target,
+    unknown,
+)
 from service.agent.docsite.site import DocsSite, Language, NavEntry, Navigation, read_text
+from service.agent.docsite.tree import Tree
 
 CONFIG_NAMES: tuple[str, ...] = ()
 CONFIG_TAILS = tuple(f".vitepress/config{index}.{ext}" for index in ("", "/index")
@@ -168,8 +179,9 @@ def _fill(target: str, values: dict) -> str:
     return _PARAM.sub(lambda m: values.get(m.group(1)) or "", target)
 
 
-def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
+def navigation(tree: Tree, site: DocsSite) -> Navigation:
     """The pages the sidebars and the top nav link to, each with the config line of its link."""
+    workspace, files = tree.workspace, tree.files
     assert site.config_path is not None  # a site of this kind is only detected from its config file
     try:
         options = read_config(workspace, site.config_path)
@@ -189,6 +201,9 @@ def navigation(workspace, site: DocsSite, files: set[str]) -> Navigation:
         result.entries += [e for e in nav.entries if e.found or
                            route_key(_strip_base(site, split_target(e.ref)[0])).split("/", 1)[0] in sections]
     return result
+
+
+navigation_order = listed_order(navigation)
 
 
 def _walk(result: Navigation, site: DocsSite, routes: dict[str, str], node, base: str) -> None:
@@ -234,7 +249,7 @@ def _strip_base(site: DocsSite, path: str) -> str:
     return path[len(base):] if base != "/" and (path == base or path.startswith(base + "/")) else path
 
 
-class VitePressRouter(Router):
+class VitePressRouter(RouteMapRouter):
     """Links are routes from the docs root (without `.md`, with `.html`, or ending in `/` for `index.md`) or
     paths relative to the page's file; files in `public/` are served at the root."""
 
@@ -275,11 +290,8 @@ class VitePressRouter(Router):
             return self.landing(file, path) if file is not None else Outcome(Verdict.OUTSIDE)
         return Outcome(Verdict.BROKEN, reason=f"no page has the route /{key}")
 
-    def _routes(self) -> dict[str, str]:
-        if not hasattr(self, "_route_map"):
-            self._route_map = page_routes(self.site, self.tree.files)
-            self._by_page = {file: route for route, file in self._route_map.items()}
-        return self._route_map
+    def route_map(self) -> dict[str, str]:
+        return page_routes(self.site, self.tree.files)
 
     def _dynamic(self) -> list[re.Pattern]:
         if not hasattr(self, "_patterns"):
@@ -287,20 +299,13 @@ class VitePressRouter(Router):
                               for route in self._routes() if "[" in route]
         return self._patterns
 
-    def names(self, path: str) -> set[str]:
-        found = super().names(path)
-        self._routes()
-        if self._by_page.get(path):
-            found.add(self._by_page[path].rsplit("/", 1)[-1].lower())
-        return found
 
-
-def router(site: DocsSite, tree) -> Router:
+def router(site: DocsSite, tree: Tree) -> Router:
     """The router for links on this VitePress site."""
     return VitePressRouter(site, tree)
 
 
-def suggest_entry(site: DocsSite, page: str, files: set[str]) -> str:
+def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the sidebar."""
     relative = page[len(site.docs_root) + 1:] if site.docs_root else page
     return (f"add {{ text: '…', link: '/{route_key(_rewritten(site, relative))}' }} to `themeConfig.sidebar` in "

@@ -13,7 +13,7 @@ from requests.adapters import DEFAULT_POOLBLOCK, HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from service.webhooks.addresses import VettedUrl
+from service.outbound.addresses import VettedUrl
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 

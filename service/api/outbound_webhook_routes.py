@@ -4,7 +4,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from service.api import body as bodies
 from service.api.access import access, services
-from service.webhooks import endpoints
+from service.outbound import endpoints
 
 bp = Blueprint("webhooks_api", __name__, url_prefix="/v2/agent/<project_id>/webhooks")
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
-from service.webhooks.queue import Attempt, DeliveryQueue
+from service.outbound.queue import Attempt, DeliveryQueue
 
 log = logging.getLogger(__name__)
 

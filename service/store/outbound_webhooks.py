@@ -12,7 +12,7 @@ from service.errors import DeliveryNotFound, WebhookLimitReached, WebhookNotFoun
 from service.ids import UlidGenerator, new_id
 from service.models import Delivery, DeliveryStatus, WebhookEndpoint
 from service.store.codec import dump, load
-from service.store.events import endpoints_key
+from service.store.job_events import endpoints_key
 from service.store.replies import text, transaction
 
 LOG_LENGTH = 200  # deliveries kept in an endpoint's log, newest first

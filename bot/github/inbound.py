@@ -14,11 +14,11 @@ from bot.github import events
 from service.api import problems
 from service.api.body import check_json_depth, check_texts
 from service.errors import InvalidJson, InvalidRequest
+from service.queues import GITHUB_EVENT_TASK, github_events_queue
 
 log = logging.getLogger(__name__)
 
 HOOK_PATH = "/github/webhooks"  # the path of app.yml's `hook_attributes.url`
-TASK = "bot.tasks.handle_github_event"  # by name, so the web process need not import the worker's code
 DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # longer than GitHub keeps deliveries for redelivery (3 days)
 MAX_PAYLOAD_BYTES = 25 * 1024 * 1024  # GitHub caps a webhook payload at 25 MB
 JOB_TIMEOUT_SECONDS = 300
@@ -31,21 +31,14 @@ _SIGNATURE_HEADERS = ("x-hub-signature-256", "x-hub-signature")
 _MEDIA_TYPES = ("application/json", "application/x-www-form-urlencoded")  # the two gidgethub decodes
 
 
-def events_queue_name(queue_name: str) -> str:
-    """The RQ queue of webhook deliveries next to the runs' queue `queue_name`.
-
-    Runs take many minutes each; on their own queue, which the worker serves first, events do not wait."""
-    return f"{queue_name}-events"
-
-
 def create_blueprint(*, secret: str, redis_client: redis.Redis, queue_name: str) -> Blueprint:
     """The `POST /github/webhooks` endpoint, verifying deliveries with the App's webhook `secret`; they are
-    queued on `events_queue_name(queue_name)`."""
+    queued on `github_events_queue(queue_name)`."""
     if not secret:
         # Without a secret gidgethub would accept unsigned deliveries: refuse to serve at all.
         raise ValueError("the webhook endpoint needs the App's webhook secret (GITHUB_WEBHOOK_SECRET)")
     bp = Blueprint("github_webhooks", __name__)
-    queue = rq.Queue(events_queue_name(queue_name), connection=redis_client)
+    queue = rq.Queue(github_events_queue(queue_name), connection=redis_client)
 
     @bp.post(HOOK_PATH)
     def receive() -> Response:
@@ -94,7 +87,7 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     # The delivery id is marked seen now, so GitHub's redelivery will not bring it back: RQ retries a failed
     # handler instead, and one that fails every time stays in RQ's failed-job registry for the operator.
     try:
-        queue.enqueue(TASK, event.event, event.delivery_id, event.data, job_timeout=JOB_TIMEOUT_SECONDS,
+        queue.enqueue(GITHUB_EVENT_TASK, event.event, event.delivery_id, event.data, job_timeout=JOB_TIMEOUT_SECONDS,
                       retry=RETRY, result_ttl=3600, failure_ttl=DELIVERY_TTL_SECONDS,
                       description=f"github {event.event}.{action} {event.delivery_id}")
     except redis.RedisError:

@@ -1,5 +1,5 @@
 """Webhook attempts waiting to be made, in Redis: one schedule per account (a lane), so that the workers' delivery
-lanes (service.webhooks.lanes) serve accounts in turn and one account's backlog never stands before another's."""
+lanes (service.outbound.lanes) serve accounts in turn and one account's backlog never stands before another's."""
 
 import time
 from collections.abc import Callable
@@ -8,9 +8,9 @@ from typing import cast
 
 import redis
 
+from service.store.outbound_webhooks import WebhookStore
 from service.store.projects import ProjectStore
 from service.store.replies import text
-from service.store.webhooks import WebhookStore
 
 # The lanes with attempts waiting, each scored by when its soonest attempt is due (never later than that), so that
 # idle lanes (retries due hours later) cost nothing until then.
@@ -33,11 +33,6 @@ local soonest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #soonest == 0 then redis.call('ZREM', KEYS[2], ARGV[4]) else redis.call('ZADD', KEYS[2], soonest[2], ARGV[4]) end
 return items
 """
-
-
-def webhooks_queue_name(queue_name: str) -> str:
-    """The RQ queue where versions before the lanes queued attempts; workers still empty it onto the lanes."""
-    return f"{queue_name}-webhooks"
 
 
 def account_lane(webhooks: WebhookStore, projects: ProjectStore) -> Callable[[str], str]:

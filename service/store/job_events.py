@@ -8,9 +8,10 @@ import redis
 
 from service.clock import now_iso
 from service.errors import InvalidRequest
-from service.events import EventType, JobEvent
+from service.job_events import EventType, JobEvent
 from service.models import Job, JobStatus
 from service.store.commands import CommandRecorder
+from service.store.jobkeys import stream_key
 
 OUTBOX = "cd:events:outbox"  # events of projects that have webhook endpoints, for the workers' fan-out
 OUTBOX_MAXLEN = 100_000
@@ -18,10 +19,6 @@ DEFAULT_TTL_SECONDS = 30 * 86400  # an archived job's stream is kept this long a
 # fullmatch, not `$`: `$` also matches before a final newline, and `0\n` would reach Redis.
 _EVENT_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
 _MAX_PART = 2**64 - 1  # both halves of a Redis stream id are unsigned 64-bit numbers
-
-
-def stream_key(job_id: str) -> str:
-    return f"cd:job:{job_id}:events"
 
 
 def endpoints_key(project_id: str) -> str:

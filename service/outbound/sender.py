@@ -12,12 +12,12 @@ import requests
 from service import metrics
 from service.clock import iso, now, parse_iso
 from service.models import Delivery, DeliveryStatus, WebhookEndpoint
+from service.outbound import signing
+from service.outbound.addresses import Resolver, UnsafeUrl, vet_url
+from service.outbound.queue import DeliveryQueue
+from service.outbound.transport import post
 from service.sealing import Sealer
-from service.store.webhooks import WebhookStore
-from service.webhooks import signing
-from service.webhooks.addresses import Resolver, UnsafeUrl, vet_url
-from service.webhooks.queue import DeliveryQueue
-from service.webhooks.transport import post
+from service.store.outbound_webhooks import WebhookStore
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from bot.dashboard.views_jobs import visible_project
 from bot.dashboard.web import dashboard, page, signed_in
 from service.api.body import parse_webhook
 from service.errors import InvalidRequest, WebhookLimitReached
-from service.events import EventType
+from service.job_events import EventType
 from service.models import DeliveryStatus, Project
-from service.webhooks import endpoints
+from service.outbound import endpoints
 
 # The new secret waits this long for the page that shows it; after that it is gone, and only a rotation helps.
 SECRET_TTL_SECONDS = 600

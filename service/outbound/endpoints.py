@@ -3,10 +3,10 @@ sending a delivery again."""
 
 from service.errors import InvalidRequest, RateLimited
 from service.models import Delivery, WebhookEndpoint
+from service.outbound import signing
+from service.outbound.addresses import UnsafeUrl, check_url
 from service.services import Services
 from service.store.ratelimit import RateLimiter
-from service.webhooks import signing
-from service.webhooks.addresses import UnsafeUrl, check_url
 
 RESEND_WINDOW_SECONDS = 60
 

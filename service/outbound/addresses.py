@@ -1,5 +1,5 @@
 """The guard against webhooks aimed inside the operator's network (SSRF): only globally routable addresses, and
-the address checked is the one connected to (service.webhooks.transport), so a name cannot rebind in between."""
+the address checked is the one connected to (service.outbound.transport), so a name cannot rebind in between."""
 
 import ipaddress
 import socket

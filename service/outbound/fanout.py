@@ -8,9 +8,9 @@ import redis
 
 from service.clock import now_iso
 from service.models import Delivery, WebhookEndpoint
-from service.store.events import OUTBOX
-from service.store.webhooks import WebhookStore, delivery_id_for
-from service.webhooks.queue import DeliveryQueue
+from service.outbound.queue import DeliveryQueue
+from service.store.job_events import OUTBOX
+from service.store.outbound_webhooks import WebhookStore, delivery_id_for
 
 GROUP = "fanout"
 STALE_MS = 60_000  # an entry a fan-out took this long ago and never acknowledged (its worker died) is taken over
