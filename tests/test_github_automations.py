@@ -6,7 +6,7 @@ skip with a reason, and the people who wrote the code are asked to review."""
 import rq
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, ScheduledJobRegistry
 
-from bot.github import events, webhooks
+from bot.github import events, inbound
 from bot.worker import worker_queues
 from service.describe import DESCRIPTION_START
 from tests.github_fixtures import REPO, finish, write
@@ -48,7 +48,7 @@ def drain(stack) -> None:
                                                   for i in registry.get_job_ids()]
         done = rq.job.Job.fetch_many(FinishedJobRegistry(queue=queue).get_job_ids(), connection=redis_client)
         retried = [job.description for job in done if job is not None and job.retries_left is not None
-                   and job.retries_left < webhooks.RETRY.max]
+                   and job.retries_left < inbound.RETRY.max]
         assert retried == []
 
 
