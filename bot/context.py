@@ -12,6 +12,7 @@ from bot.github.bot import GitHubBot
 from bot.github.codehost import GitHubCodeHost
 from bot.github.registration import load_registration
 from bot.github.settings import GitHubSettings
+from bot.github.sources import announce_sources
 from service import redisconn
 from service.agent.model import ModelFactory
 from service.agent.providers import HttpClients, build_providers
@@ -101,7 +102,7 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Conte
     github_app = github = None
     if gh_settings.configured:
         github_app = GitHubApp(gh_settings, client, requests.Session())
-        github = GitHubCodeHost(github_app, web_url=gh_settings.web_url)
+        github = GitHubCodeHost(github_app, web_url=gh_settings.web_url, announcer=announce_sources)
         hosts[github.name] = github
     services = build_services(settings, client, task=RUN_TASK, code_hosts=hosts, stream_client=stream_client)
     return Context(settings=settings, services=services, git=git, local=local, github_settings=gh_settings,

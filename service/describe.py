@@ -48,19 +48,26 @@ def round_summary(summary: str, *, no_change_needed: bool) -> str:
 
 
 def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], docs_check: str | None,
-              job_id: str) -> str:
-    """Copydesk's marked section of the pull request's description: what was asked, what each round did, which
-    files the branch changes against the base, and the latest docs check.
+              job_id: str, sources: list[list[dict]] | None = None) -> str:
+    """Copydesk's marked section of the pull request's description: what was asked, what each round did, the
+    source changes the rounds cover (an automation's job), which files the branch changes against the base, and
+    the latest docs check.
 
     `rounds` is (request, summary) per run of the job, oldest first; the first request is the job's prompt. A
-    round that needed no change has its summary made by `round_summary`.
+    round that needed no change has its summary made by `round_summary`. `sources` is, per round in the same
+    order, the refs of the source changes it covers (service.automations).
     """
+    covers = list(sources or []) + [[]] * (len(rounds) - len(sources or []))
     (request, summary), follow_ups = rounds[0], rounds[1:]
     parts = ["## Request", _quote(request), "## Summary", summary.strip() or "(no summary)"]
     if follow_ups:
         parts.append("## Follow-ups")
-        parts += [f"**Round {n}.** {_quote(_clip(asked, 500))}\n\n{answer.strip() or '(no summary)'}"
+        parts += [f"**Round {n}.** " + (f"Covers {_change_list(covers[n - 1])}.\n\n" if covers[n - 1] else "")
+                  + f"{_quote(_clip(asked, 500))}\n\n{answer.strip() or '(no summary)'}"
                   for n, (asked, answer) in enumerate(follow_ups, start=2)]
+    timeline = [f"- Round {n}: {_change_line(ref)}" for n, refs in enumerate(covers, start=1) for ref in refs]
+    if timeline:
+        parts += ["## Source changes", "\n".join(timeline)]
     file_lines = "\n".join(f"- `{path}` ({status})" for status, path in files) or "- (none)"
     parts += ["## Files changed", file_lines]
     if docs_check:
@@ -162,6 +169,46 @@ def thread_reply(*, mention: str | None, commit: str | None, summary: str, no_ch
     if no_change_needed:
         return f"{greeting}{NO_CHANGE_NEEDED}: {summary.strip()}"
     return f"{greeting}{summary.strip() or NO_CHANGE_NEEDED + '.'}"
+
+
+def source_comment(pull_url: str, *, automation_name: str) -> str:
+    """The comment on a source pull request that links the docs pull request an automation opened for it."""
+    return (f"📝 The docs for this change are proposed in {pull_url} (Copydesk automation "
+            f"{_code(_clip(automation_name, 100))}). Reviews there are welcome.")
+
+
+def _change_line(ref: dict) -> str:
+    """One source change of the timeline: its link, its title and its author (as text: no one is mentioned)."""
+    parts = [_change_link(ref), _code(_clip(ref.get("title") or "", 120))]
+    if ref.get("author"):
+        parts.append(f"by {_code(ref['author'])}")
+    return " ".join(part for part in parts if part)
+
+
+def _change_list(refs: list[dict]) -> str:
+    return ", ".join(_change_link(ref) for ref in refs)
+
+
+def _change_link(ref: dict) -> str:
+    """`owner/name#12` (a pull request) or `name@sha` (a commit), linked when it has a web address."""
+    repository = str(ref.get("repository") or "")
+    ident = str(ref.get("id") or "")
+    label = f"{repository}#{ident}" if ref.get("kind") == "pull_request" else \
+        f"{repository.rstrip('/').rsplit('/', 1)[-1]}@{ident[:12]}"
+    url = str(ref.get("url") or "")
+    if re.match(r"^https?://[^\s()<>]+$", url):
+        return f"[{_escape_link_text(label)}]({url})"
+    return _code(label)
+
+
+def _escape_link_text(text: str) -> str:
+    return re.sub(r"([\\\[\]])", r"\\\1", text)
+
+
+def _code(text: str) -> str:
+    """Text from other people as an inline code span: no markdown, links or mentions of its own."""
+    text = " ".join(text.replace("`", "'").split())
+    return f"`{text}`" if text else ""
 
 
 def _quote(text: str) -> str:

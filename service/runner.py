@@ -15,7 +15,8 @@ from service.agent.loop import RunLimits, RunMeter, run_agent, time_limit_failur
 from service.agent.model import ModelFactory, ToolCall
 from service.agent.progress import step_event
 from service.automations import docsfirst
-from service.codehost.base import CodeHost, CodeHostError
+from service.automations import rounds as automation_rounds
+from service.codehost.base import AnnouncesSources, CodeHost, CodeHostError
 from service.codes import RunFailure
 from service.describe import RoundState
 from service.errors import RunFailed, WriteNotReplicated
@@ -30,7 +31,7 @@ from service.faults import (
 )
 from service.job_events import EventType
 from service.lease import Lease, LeaseLost
-from service.models import Job, JobStatus, Message, MessageStatus, Project, Role, RoundOutcome
+from service.models import Job, JobStatus, Message, MessageStatus, Project, PullRequest, Role, RoundOutcome
 from service.monthlycap import AccountSpending
 from service.projectstate import reason_of
 from service.runreport import PhaseClock, RunReport, report
@@ -333,8 +334,10 @@ class Run:
             self._ensure_still_wanted()
             docs_check = DocsChecks(self.services.redis).latest(self.job.id, published.docs_check)
             summary = describe.round_summary(published.summary, no_change_needed=no_change)
-            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, summary), files=files,
-                                      docs_check=docs_check, job_id=self.job.id)
+            asked = [m for m in [*self.earlier, self.message] if m.role is Role.USER]
+            shown = automation_rounds.automation_rounds(self.services, self.job, asked)
+            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, summary, shown), files=files,
+                                      docs_check=docs_check, job_id=self.job.id, sources=self._sources(shown))
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.
@@ -346,6 +349,8 @@ class Run:
                                                  may_open=published.commit is not None)
             if pull is not None:
                 outcome.pr_link, outcome.pr_number = pull.url, pull.number
+                if published.commit is not None:
+                    self._announce(pull)
             self.runner.faults.reach(AFTER_PULL)
         self.lease.ensure_held()
         self.runner.faults.reach(FREEZE_BEFORE_COMMENT)
@@ -367,6 +372,27 @@ class Run:
                                                        no_change_needed=no_change),
                           key=f"{self.message.id}:done")
         return outcome
+
+    def _sources(self, shown: dict[str, automation_rounds.AutomationRound]) -> list[list[dict]] | None:
+        """The source changes each round covers, in `_rounds`' order: an automation's job only."""
+        if self.job.automation is None:
+            return None
+        return [shown[i].changes if i in shown else [] for i in _round_ids(self.earlier, self.message)]
+
+    def _announce(self, pull: PullRequest) -> None:
+        """An automation's round that pushed to its pull request: the code host asks the source pull requests'
+        authors and the automation's reviewers for review and links the pull request from the source ones. Its
+        failure is logged: the round's work is pushed by now."""
+        if self.job.automation is None or not isinstance(self.host, AnnouncesSources):
+            return
+        assert self.project is not None  # set by _run
+        try:
+            notice = automation_rounds.notice(self.services, self.job, self.message, pull.url)
+            if notice is not None:
+                self.host.announce_sources(self.project, pull.number, notice)
+        except Exception:  # noqa: BLE001 - telling people must never change how the round ended
+            log.warning("job %s: could not request reviews or link pull request #%s from its sources", self.job.id,
+                        pull.number, exc_info=True)
 
     def _record(self, outcome: RunOutcome) -> None:
         """Record the outcome, fenced: a run whose lease lapsed writes nothing (LeaseLost)."""
@@ -650,11 +676,24 @@ def _history(earlier: list[Message]) -> list[tuple[str, str]]:
     return turns
 
 
-def _rounds(earlier: list[Message], message: Message, summary: str) -> list[tuple[str, str]]:
+def _round_ids(earlier: list[Message], message: Message) -> list[str]:
+    """The user messages of the rounds `_rounds` lists, in its order."""
+    answered = {m.reply_to for m in earlier if m.role is Role.AGENT}
+    return [m.id for m in earlier if m.role is Role.USER and m.id in answered] + [message.id]
+
+
+def _rounds(earlier: list[Message], message: Message, summary: str,
+            shown: dict[str, automation_rounds.AutomationRound] | None = None) -> list[tuple[str, str]]:
     """(request, summary) per answered round of the job, the current one last, for the pull request's body (a
-    round that needed no change says so)."""
+    round that needed no change says so); an automation's round shows its own prompt (`shown`), the trigger's
+    data being in the source changes."""
+    shown = shown or {}
     answers = {m.reply_to: m.content for m in earlier if m.role is Role.AGENT}
-    rounds = [(m.content, describe.round_summary(answers[m.id],
-                                                 no_change_needed=m.outcome is RoundOutcome.NO_CHANGE_NEEDED))
+
+    def request(m: Message) -> str:
+        return shown[m.id].request if m.id in shown else m.content
+
+    rounds = [(request(m), describe.round_summary(answers[m.id],
+                                                  no_change_needed=m.outcome is RoundOutcome.NO_CHANGE_NEEDED))
               for m in earlier if m.role is Role.USER and m.id in answers]
-    return rounds + [(message.content, summary)]
+    return rounds + [(request(message), summary)]

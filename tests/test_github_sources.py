@@ -7,7 +7,9 @@ import logging
 import pytest
 
 from bot.github import events, sources
+from service.automations import codechange, outcomes
 from service.automations.events import SourceChange, TriggerEvent
+from service.automations.model import RunState, parse_spec
 from service.codehost.base import SourceUnreachable
 from service.models import JobStatus
 from tests import test_github_emulator
@@ -40,9 +42,20 @@ def sourced(github, bot, installed):
     return installation_id
 
 
+def watch(bot, repository: str, **options):
+    """An automation of acme/docs watching `repository` for merged pull requests."""
+    project = bot.services.projects.find_by_repository("github", REPO)
+    spec = parse_spec({"name": f"Follow {repository}", "prompt": "Update the docs for this change.",
+                       "trigger": {"type": "code_change", "repository": repository}, "options": options},
+                      host="github")
+    return bot.services.automations.create(project.id, host="github", account=project.account, spec=spec)[0]
+
+
 @pytest.fixture
-def fired(bot):
-    """The code-change events the bot hands on, as (installation id, event, delivery id)."""
+def fired(bot, sourced):
+    """The code-change events the bot hands on, as (installation id, event, delivery id), with an automation
+    watching acme/widgets (a merge elsewhere is not handed on)."""
+    watch(bot, SOURCE)
     found: list[tuple[int, TriggerEvent, str]] = []
     bot.on_source_change = lambda _bot, installation_id, event, delivery: found.append(
         (installation_id, event, delivery))
@@ -216,6 +229,7 @@ def test_closed_unmerged_and_copydesks_own_pull_requests_fire_nothing(github, bo
 
 
 def test_a_source_the_installation_cannot_read_is_a_clear_error(github, bot, sourced, fired, caplog):
+    automation = watch(bot, SECRET)
     payload = merge_source(github, "feature/secret", {"src/s.py": "s\n"}, repo=SECRET)
     payload["installation"] = {"id": sourced}  # as if the repository left the installation after the merge
     with pytest.raises(SourceUnreachable, match=SECRET):
@@ -223,8 +237,35 @@ def test_a_source_the_installation_cannot_read_is_a_clear_error(github, bot, sou
     with pytest.raises(SourceUnreachable, match=SECRET):
         sources.comment_on_source(bot.app, sourced, SECRET, payload["number"], "Docs: #1")
     with caplog.at_level(logging.WARNING, logger="bot.github.sources"):
-        events.handle(bot, "pull_request", "late", payload)  # the handler logs it and carries on
+        events.handle(bot, "pull_request", "late", payload)  # the handler records it and carries on
+        events.handle(bot, "pull_request", "later", payload)  # a repeat records nothing more
     assert fired == [] and "not readable" in caplog.text
+    # The automation watching it has a failed run saying why, naming the pull request; no job was made.
+    [run] = bot.services.automations.all_runs(automation.id)
+    seen = outcomes.outcome(bot.services, run)
+    assert (seen.state, run.job_id, run.error["code"]) == (RunState.FAILED, None, "source_unreachable")
+    assert SECRET in seen.reason and "access" in seen.reason and seen.reason.endswith("(source_unreachable)")
+    assert [(c["id"], c["title"], c["author"]) for c in run.changes] == [(str(payload["number"]),
+                                                                          "Add the widgets command", "dev")]
+    project = bot.services.projects.find_by_repository("github", REPO)
+    assert bot.services.jobs.page(project.id, status=None, limit=10, cursor=None)[0] == []
+
+
+def test_no_diff_is_read_when_no_automation_watches_the_repository(github, bot, sourced, caplog):
+    payload = merge_source(github, "feature/unwatched", {"src/u.py": "u\n"})
+    before = len(github.requests)
+    with caplog.at_level(logging.INFO, logger="bot.github.sources"):
+        deliver(bot, "pull_request", payload, "unwatched")
+    assert [r.path for r in github.requests[before:]] == []  # not even a token for it
+    assert f"no automation watches {SOURCE}" in caplog.text
+    # Another account's automation watching acme/widgets is not a watcher: its prompt never gets acme's code.
+    other, _ = bot.services.projects.ensure(account="umbrella", host="github", repository="umbrella/docs",
+                                            web_url=f"{github.url}/umbrella/docs", ref="main",
+                                            host_data={"installation_id": 999})
+    spec = parse_spec({"name": "Spy", "prompt": "p", "trigger": {"type": "code_change", "repository": SOURCE}},
+                      host="github")
+    bot.services.automations.create(other.id, host="github", account="umbrella", spec=spec)
+    assert codechange.watchers(bot.services, "github", SOURCE) == []
 
 
 def test_review_is_requested_from_collaborators_only_and_a_refusal_never_fails(github, bot, sourced, pull, caplog):

@@ -21,5 +21,6 @@ class GitHubBot:
     services: Services
     app: GitHubApp
     host: GitHubCodeHost
-    # What a merged source pull request starts (the automations); None: it is only logged (bot.github.sources).
+    # What a merged source pull request starts; None: the automations watching its repository run on it
+    # (bot.github.sources.fire_automations).
     on_source_change: SourceChangeHook | None = None

@@ -12,7 +12,7 @@ from gidgethub import BadRequest, GitHubException, InvalidField, ValidationError
 from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone, RepositoryNotGranted
 from bot.github.client import GitHubClient, GitHubUnavailable
-from service.codehost.base import CodeHostError, SourceUnreachable
+from service.codehost.base import CodeHostError, SourceNotice, SourceUnreachable
 from service.codes import RunFailure
 from service.describe import merge_description
 from service.errors import RunFailed
@@ -24,6 +24,9 @@ from service.workspace.git import Remote
 log = logging.getLogger(__name__)
 
 HOST = "github"
+
+# What tells people about an automation's round on GitHub (see GitHubCodeHost.announce_sources).
+Announcer = Callable[["GitHubCodeHost", Project, int, SourceNotice], None]
 
 ReactionTarget = Literal["issue_comment", "review_comment", "issue"]
 _REACTION_URLS = {
@@ -38,9 +41,10 @@ class GitHubCodeHost:
 
     name = HOST
 
-    def __init__(self, app: GitHubApp, *, web_url: str | None = None) -> None:
+    def __init__(self, app: GitHubApp, *, web_url: str | None = None, announcer: Announcer | None = None) -> None:
         self._app = app
         self._web_url = (web_url or app.settings.web_url).rstrip("/")
+        self._announcer = announcer
 
     # -- the CodeHost interface --------------------------------------------------------------
 
@@ -171,6 +175,20 @@ class GitHubCodeHost:
             client.post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
                         {"owner": owner, "repo": name, "number": number, "comment_id": int(thread_id)},
                         data={"body": body}, guard=self._lease_check(fence))
+
+    def announce_sources(self, project: Project, number: int, notice: SourceNotice) -> None:
+        """After an automation's round opened or updated pull request `number`: ask the reviewers who can review,
+        and link it from each source pull request once; done by the `announcer` this host was made with
+        (bot.github.sources.announce_sources, given by bot.context: that module builds on this one)."""
+        if self._announcer is None:
+            log.info("%s#%s: no announcer is wired in; no review requested, no source linked", project.repository,
+                     number)
+            return
+        self._announcer(self, project, number, notice)
+
+    @property
+    def app(self) -> GitHubApp:
+        return self._app
 
     # -- what the webhook handlers use -------------------------------------------------------
 

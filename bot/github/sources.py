@@ -15,12 +15,22 @@ from bot.github.apps import GitHubApp
 from bot.github.auth import InstallationGone
 from bot.github.bot import GitHubBot
 from bot.github.client import GitHubClient
-from bot.github.codehost import GitHubCodeHost, _as_host_error, _owner_and_name, comment_marker
+from bot.github.codehost import (
+    HOST,
+    GitHubCodeHost,
+    _as_host_error,
+    _installation_id,
+    _owner_and_name,
+    comment_marker,
+)
 from bot.github.diffs import DIFF_MEDIA_TYPE, diff_text
 from bot.github.pulls import BRANCH_PREFIX
 from bot.github.routing import Router
+from service.automations import codechange, runs
 from service.automations.events import SourceChange, TriggerEvent
-from service.codehost.base import SourceUnreachable
+from service.codehost.base import CodeHostError, SourceNotice, SourceUnreachable
+from service.codes import RunFailure
+from service.errors import RunFailed
 from service.models import Project
 
 log = logging.getLogger(__name__)
@@ -53,10 +63,16 @@ def source_change_of(app: GitHubApp, installation_id: int, payload: dict, *,
             log.info("#%s of %s: GitHub shows no diff this long (%s); the change goes without one",
                      pull["number"], full_name, exc)
             raw, truncated = b"", True
+    return _change_of(payload, diff=diff_text(raw, truncated), truncated=truncated)
+
+
+def _change_of(payload: dict, *, diff: str, truncated: bool) -> SourceChange:
+    """The SourceChange a `pull_request.closed` payload describes, with the diff given."""
+    pull = payload["pull_request"]
     return SourceChange(kind="pull_request", id=str(pull["number"]), title=pull.get("title") or "",
                         body=pull.get("body") or "", author=(pull.get("user") or {}).get("login") or "",
                         url=pull.get("html_url"), merge_commit=pull.get("merge_commit_sha") or "",
-                        diff=diff_text(raw, truncated), diff_truncated=truncated, repository=full_name)
+                        diff=diff, diff_truncated=truncated, repository=payload["repository"]["full_name"])
 
 
 def request_reviews(host: GitHubCodeHost, project: Project, pull_number: int, logins: Iterable[str]) -> list[str]:
@@ -104,39 +120,70 @@ def comment_on_source(app: GitHubApp, installation_id: int, repository: str, pul
     return str(posted["id"])
 
 
+def announce_sources(host: GitHubCodeHost, project: Project, number: int, notice: SourceNotice) -> None:
+    """After an automation's round opened or updated the project's pull request `number`: ask the reviewers who
+    can review, and link it from each source pull request once. Each failure is logged, never raised: the round's
+    work is pushed, and one refused request must not keep the others from being made."""
+    if notice.reviewers:
+        try:
+            asked = request_reviews(host, project, number, notice.reviewers)
+            log.info("%s#%s: review requested from %s", project.repository, number, ", ".join(asked) or "nobody")
+        except (CodeHostError, RunFailed) as exc:
+            log.warning("%s#%s: could not request reviews: %s", project.repository, number, exc)
+    installation_id = _installation_id(project)
+    for source in notice.comment_on:
+        try:
+            comment_on_source(host.app, installation_id, source.repository, source.number, notice.comment,
+                              key=notice.key)
+        except (CodeHostError, RunFailed) as exc:
+            log.warning("%s#%s: could not link %s#%s from it: %s", source.repository, source.number,
+                        project.repository, number, exc)
+
+
 @router.register("pull_request", action="closed")
 def source_pull_merged(bot: GitHubBot, event: Event) -> None:
     """A pull request was merged in a repository of an installation: unless it is one of Copydesk's own, it is a
-    code change that the automations watching that repository run on."""
+    code change that the automations watching that repository run on. Its diff is read only when some automation
+    watches the repository; one the installation cannot read is a failed run of each of them."""
     pull, repository = event.data["pull_request"], event.data["repository"]
     if not pull.get("merged") or _is_copydesk_pull(repository, pull):
         return
     installation_id = int(event.data["installation"]["id"])
+    full_name = repository["full_name"]
+    watchers = codechange.watchers(bot.services, HOST, full_name)
+    if not watchers:
+        log.info("delivery %s: %s#%s merged; no automation watches %s", event.delivery_id, full_name,
+                 pull["number"], full_name)
+        return
     try:
         change = source_change_of(bot.app, installation_id, event.data)
     except SourceUnreachable as exc:
         # Taken out of the installation since GitHub sent the delivery: nothing can be read of it now.
-        log.warning("merged pull request #%s of %s is not readable: %s", pull["number"], repository["full_name"], exc)
+        log.warning("merged pull request #%s of %s is not readable: %s", pull["number"], full_name, exc)
+        unread = code_change_event(full_name, _change_of(event.data, diff="", truncated=True))
+        for automation in watchers:
+            runs.fail(bot.services, automation, unread, code=RunFailure.SOURCE_UNREACHABLE.value, message=str(exc))
         return
-    fire_code_change(bot, installation_id, repository["full_name"], change, event.delivery_id)
+    (bot.on_source_change or fire_automations)(bot, installation_id, code_change_event(full_name, change),
+                                               event.delivery_id)
 
 
-def fire_code_change(bot: GitHubBot, installation_id: int, repository_full_name: str, change: SourceChange,
-                     delivery_id: str) -> None:
-    """Hand a merged source pull request to the automations, as one code-change event keyed by the pull request (a
-    redelivery under a new delivery id is the same event)."""
-    trigger = TriggerEvent(kind=CODE_CHANGE, key=f"gh:{repository_full_name.lower()}#pr{change.id}",
-                           changes=(change,), source_repository=repository_full_name,
-                           source_commit=change.merge_commit or None)
-    (bot.on_source_change or log_source_change)(bot, installation_id, trigger, delivery_id)
+def code_change_event(repository_full_name: str, change: SourceChange) -> TriggerEvent:
+    """A merged source pull request as one code-change event keyed by the pull request (a redelivery under a new
+    delivery id is the same event)."""
+    return TriggerEvent(kind=CODE_CHANGE, key=f"gh:{repository_full_name.lower()}#pr{change.id}",
+                        changes=(change,), source_repository=repository_full_name,
+                        source_commit=change.merge_commit or None)
 
 
-def log_source_change(bot: GitHubBot, installation_id: int, event: TriggerEvent, delivery_id: str) -> None:
-    """What a code change does when GitHubBot.on_source_change is None: no automation is wired in, so it is only
-    logged."""
-    change = event.changes[0]
-    log.info("delivery %s: %s#%s merged (%s); no automation handles code changes here", delivery_id,
-             change.repository, change.id, event.key)
+def fire_automations(bot: GitHubBot, installation_id: int, event: TriggerEvent, delivery_id: str) -> None:
+    """What a merged source pull request starts unless GitHubBot.on_source_change says otherwise: the automations
+    watching the repository run on it (service.automations.codechange)."""
+    assert event.source_repository is not None  # a code-change event names its repository
+    started = codechange.on_source_change(bot.services, HOST, event.source_repository, event)
+    for run in started:
+        log.info("delivery %s: %s -> automation %s run %s (%s)", delivery_id, event.key, run.automation_id, run.id,
+                 f"skipped: {run.skipped_reason}" if run.skipped_reason else f"job {run.job_id}")
 
 
 # -- helpers ---------------------------------------------------------------------------------------

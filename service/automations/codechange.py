@@ -37,13 +37,17 @@ def on_source_change(services: Services, host: str, repository: str, event: Trig
     host) to the enabled automations watching it (found in the store's index): a run each for per_change ones
     (the runs returned), the change kept in the batch of batched ones (no run until their slot)."""
     runs = []
-    for automation in services.automations.watching(host, repository):
-        if not _watches(automation, host, repository):
-            continue
+    for automation in watchers(services, host, repository):
         run = take_change(services, automation, event)
         if run is not None:
             runs.append(run)
     return runs
+
+
+def watchers(services: Services, host: str, repository: str) -> list[Automation]:
+    """The enabled automations watching `repository` on `host` that a change there goes to (see `_watches`); the
+    GitHub handler asks before it reads a merged pull request's diff."""
+    return [a for a in services.automations.watching(host, repository) if _watches(a, host, repository)]
 
 
 def take_change(services: Services, automation: Automation, event: TriggerEvent) -> AutomationRun | None:

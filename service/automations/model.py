@@ -137,6 +137,9 @@ class AutomationRun(Record):
     message_id: str | None = None  # the round it added (grouped) or the job's first message
     skipped_reason: str | None = None
     changes: list[dict] = field(default_factory=list)  # refs of the SourceChanges it covers
+    # Why the trigger itself failed before any job (e.g. the source pull request could not be read):
+    # {"code", "message"}, the code one of service.codes.RunFailure's.
+    error: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,11 @@ class Outcome:
 
 
 def outcome(services: Services, run: AutomationRun) -> Outcome:
-    """The run's state: skipped; queued or running while its round waits or runs; failed; no action needed when
-    the round ended without a change; else its pull request's state (review needed, accepted, closed)."""
+    """The run's state: failed when its trigger failed before any job; skipped; queued or running while its round
+    waits or runs; failed; no action needed when the round ended without a change; else its pull request's state
+    (review needed, accepted, closed)."""
+    if run.error is not None:
+        return Outcome(RunState.FAILED, None, None, f"{run.error.get('message', '')} ({run.error.get('code')})")
     if run.skipped_reason is not None or run.job_id is None:
         return Outcome(RunState.SKIPPED, None, None, run.skipped_reason)
     job = services.jobs.find(run.job_id)

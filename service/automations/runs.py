@@ -30,6 +30,23 @@ def fire(services: Services, automation: Automation, event: TriggerEvent) -> Aut
     return run
 
 
+def fail(services: Services, automation: Automation, event: TriggerEvent, *, code: str, message: str
+         ) -> AutomationRun:
+    """Record that `event` could not start a run of `automation` (its trigger failed before any job, e.g. the
+    source could not be read): a failed run with the reason in the history. A repeated event returns the run it
+    made the first time, like `fire`."""
+    store = services.automations
+    if not store.claim_event(automation.id, event.key):
+        earlier = store.event_run(automation.id, event.key)
+        if earlier is not None:
+            return earlier
+    run = _run(services, automation, event)
+    run.error = {"code": code, "message": message}
+    store.record_run(run)
+    log.warning("automation %s run %s (%s) failed: %s", automation.id, run.id, event.kind, message)
+    return run
+
+
 def _start(services: Services, automation: Automation, event: TriggerEvent) -> AutomationRun:
     project = services.projects.find(automation.project_id)
     if project is None:

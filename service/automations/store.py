@@ -36,7 +36,7 @@ DAY_TTL_SECONDS = 2 * 24 * 3600
 JOBS_KEPT = 200  # the jobs an automation started that are looked at for its open pull requests
 BATCH_MAX = 200  # changes waiting for a batched run
 SECRET_PREFIX = "cdah_"
-_SUFFIXES = ("runs", "run-records", "events", "event-runs", "batch", "jobs", "last-job")
+_SUFFIXES = ("runs", "run-records", "events", "event-runs", "message-runs", "batch", "jobs", "last-job")
 
 
 def automation_key(automation_id: str) -> str:
@@ -279,10 +279,12 @@ class AutomationStore:
         pipe = self._redis.pipeline(transaction=True)
         pipe.hset(records, run.id, dump(run))
         pipe.hset(_own(run.automation_id, "event-runs"), _event_member(run.event_key), run.id)
+        if run.message_id is not None:
+            pipe.hset(_own(run.automation_id, "message-runs"), run.message_id, run.id)
         pipe.lpush(order, run.id)
         pipe.lrange(order, RUNS_KEPT, -1)
         pipe.ltrim(order, 0, RUNS_KEPT - 1)
-        dropped = pipe.execute()[3]
+        dropped = pipe.execute()[-2]  # the lrange's answer
         if dropped:
             gone = [load(AutomationRun, raw) for raw in cast(list, self._redis.hmget(records, dropped))]
             pipe = self._redis.pipeline(transaction=True)
@@ -290,6 +292,9 @@ class AutomationStore:
             keys = [_event_member(old.event_key) for old in gone if old is not None]
             if keys:
                 pipe.hdel(_own(run.automation_id, "event-runs"), *keys)
+            rounds = [old.message_id for old in gone if old is not None and old.message_id is not None]
+            if rounds:
+                pipe.hdel(_own(run.automation_id, "message-runs"), *rounds)
             pipe.execute()
 
     def run(self, automation_id: str, run_id: str) -> AutomationRun | None:
@@ -315,6 +320,18 @@ class AutomationStore:
         """The run the event `key` made, while it is kept."""
         run_id = self._redis.hget(_own(automation_id, "event-runs"), _event_member(key))
         return None if run_id is None else self.run(automation_id, text(run_id))
+
+    def message_runs(self, automation_id: str, message_ids: list[str]) -> dict[str, AutomationRun]:
+        """The runs that added these rounds (messages) to the automation's jobs, by message id, while kept."""
+        if not message_ids:
+            return {}
+        run_ids = cast(list, self._redis.hmget(_own(automation_id, "message-runs"), message_ids))
+        found = {m: text(r) for m, r in zip(message_ids, run_ids, strict=True) if r is not None}
+        if not found:
+            return {}
+        raws = cast(list, self._redis.hmget(_own(automation_id, "run-records"), list(found.values())))
+        runs = {m: load(AutomationRun, raw) for m, raw in zip(found, raws, strict=True) if raw is not None}
+        return {m: run for m, run in runs.items() if run is not None}
 
     def latest_run(self, automation_id: str) -> AutomationRun | None:
         runs, _ = self.runs(automation_id, limit=1)

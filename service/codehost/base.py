@@ -1,6 +1,7 @@
 """The `CodeHost` seam: the worker talks to every code host through this interface."""
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from service.lease import Fence
 from service.models import Project, PullRequest
@@ -14,6 +15,34 @@ class CodeHostError(Exception):
 class SourceUnreachable(CodeHostError):
     """A round's source repository cannot be read (missing, not a repository, not the installation's); the
     message says which, for the job's `error`."""
+
+
+@dataclass(frozen=True)
+class SourcePull:
+    """A pull request merged in a source repository that a round of an automation's job covers."""
+
+    repository: str  # "owner/name", another repository of the project's installation
+    number: int
+
+
+@dataclass(frozen=True)
+class SourceNotice:
+    """What a code host with pull-request reviews tells people once an automation's round opened or updated its
+    docs pull request: review requests, and a comment linking it on each source pull request (when set)."""
+
+    reviewers: tuple[str, ...]  # logins asked to review: the source pull requests' authors, the automation's own
+    comment_on: tuple[SourcePull, ...]  # the source pull requests to link the docs pull request from
+    comment: str  # the words of that link (service.describe.source_comment)
+    key: str  # the comment is posted once per key on each source pull request
+
+
+@runtime_checkable
+class AnnouncesSources(Protocol):
+    """A code host that can ask for reviews and comment on source pull requests (GitHub); others have neither."""
+
+    def announce_sources(self, project: Project, number: int, notice: SourceNotice) -> None:
+        """Ask `notice.reviewers` to review pull request `number` (only those who can) and post `notice.comment` on
+        each of `notice.comment_on`, once per `notice.key`; a source it cannot reach is logged, not raised."""
 
 
 class CodeHost(Protocol):
