@@ -183,3 +183,16 @@ def test_a_source_repository_the_installation_cannot_read_gives_a_failed_run(gh_
     assert SOURCE in run["reason"] and run["reason"].endswith("(source_unreachable)")
     assert run["changes"][0]["id"] == str(merged["number"])
     assert github.pulls(REPO) == []
+
+
+def test_a_source_repository_of_another_account_is_refused_when_the_automation_is_made(gh_stack):
+    stack, api, project, automation = setup(gh_stack, script=[])
+    refused = api.post(f"/v2/agent/{project.id}/automations", json={
+        "name": "Someone else's code", "prompt": PROMPT,
+        "trigger": {"type": "code_change", "repository": "other/widgets", "mode": "per_change"}})
+    assert refused.status_code == 400 and refused.json()["field"] == "trigger.repository", refused.text
+    assert "not under the project's account" in refused.json()["detail"]
+    moved = api.patch(f"/v2/agent/{project.id}/automations/{automation['id']}",
+                      json={"trigger": {"type": "code_change", "repository": "other/widgets", "mode": "per_change"}})
+    assert moved.status_code == 400, moved.text
+    assert api.get(f"/v2/agent/{project.id}/automations/{automation['id']}").json()["trigger"]["repository"] == SOURCE

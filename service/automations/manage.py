@@ -5,7 +5,15 @@ from datetime import datetime
 
 from service.automations import outcomes, schedule
 from service.automations.events import TriggerEvent
-from service.automations.model import Automation, AutomationRun, ChangeMode, Trigger, TriggerType, parse_spec
+from service.automations.model import (
+    Automation,
+    AutomationRun,
+    AutomationSpec,
+    ChangeMode,
+    Trigger,
+    TriggerType,
+    parse_spec,
+)
 from service.automations.runs import fire
 from service.automations.templates import TEMPLATES, Template
 from service.errors import InvalidRequest
@@ -69,7 +77,7 @@ def create(services: Services, project: Project, body: dict) -> tuple[Automation
     """Check `body` (or the template it names, with its overrides) and add the automation to `project`; a webhook
     trigger's secret comes back here once."""
     checked, template = from_template(body, host=project.host)
-    spec = parse_spec(checked, host=project.host)
+    spec = _within_account(parse_spec(checked, host=project.host), project)
     return services.automations.create(project.id, host=project.host, account=project.account, spec=spec,
                                        template=template, limit=services.settings.max_automations)
 
@@ -78,8 +86,19 @@ def update(services: Services, project: Project, automation_id: str, body: dict)
     """Lay `body` (a PATCH body) over the automation and store it; a trigger that became a webhook gets a secret,
     returned once."""
     current = services.automations.get(project.id, automation_id)
-    spec = parse_spec(body, host=project.host, base=current)
+    spec = _within_account(parse_spec(body, host=project.host, base=current), project)
     return services.automations.update(project.id, current.id, spec)
+
+
+def _within_account(spec: AutomationSpec, project: Project) -> AutomationSpec:
+    """`spec`, unless its source repository is on GitHub under another account than the project's: the App reads
+    a source with the project's installation, which sees only its own account's repositories."""
+    repository = spec.trigger.repository
+    if project.host == "github" and repository and repository.split("/", 1)[0].lower() != project.account.lower():
+        raise InvalidRequest(f"`trigger.repository` {repository!r} is not under the project's account "
+                             f"{project.account!r}; a source repository must be one the same installation can read",
+                             field="trigger.repository")
+    return spec
 
 
 def run_now(services: Services, automation: Automation, note: str | None = None, *,
