@@ -191,6 +191,8 @@ def _request_line(message: Message) -> str:
     """What the round was asked, briefly: who asked on the pull request, or the request's words."""
     if message.source == "ci":
         return message.content.splitlines()[0]  # "Fix the checks that fail on this pull request: …"
+    if message.source == "automation":  # its name is no login, and its prompt carries source PRs' text (data)
+        return f"Started by the automation `{_path(message.author)}`." if message.author else "Started by an automation."
     if message.source == "api" or not message.author:
         return message.content
     return f"Requested by @{message.author}."

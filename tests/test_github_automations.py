@@ -146,6 +146,11 @@ def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
     assert pull["html_url"] in link["body"]
     assert len(source_links(github, first["number"])) == 1
 
+    # The round's tracking comment names the automation (no @-mention) and quotes nothing of the source's text.
+    rounds = [c["body"] for c in github.comments(REPO, pull["number"]) if "Round 2" in c["body"]]
+    assert rounds and all("Started by the automation `Docs follow the code`." in b and "@" not in b
+                          and "Add widgets --all" not in b for b in rounds), rounds
+
     for request in github.requests:
         if request.json is not None and request.operation:
             validate_request(request.operation, request.json)
