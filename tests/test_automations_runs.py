@@ -1,6 +1,8 @@
 """Firing automations: dedupe, skips with their reasons, caps, grouping into the open pull request's job, intake
 refusals, and each run's outcome as the history shows it, on the local code host with a scripted model."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 from service.automations.events import SourceChange, TriggerEvent
 from service.automations.model import RunState, parse_spec
 from service.automations.outcomes import merge_rate, outcome, run_state
@@ -184,3 +186,13 @@ def test_the_batch_keeps_changes_until_taken(stack):
     assert store.add_to_batch(automation.id, [{"id": "1"}, {"id": "2"}]) == 2
     assert store.take_batch(automation.id) == [{"id": "1"}, {"id": "2"}]
     assert store.take_batch(automation.id) == []
+
+
+def test_events_that_arrive_together_make_one_job_not_one_each(stack):
+    # Six merges handled at the same moment by six workers: each start sees the one before it (a lock per
+    # automation), so grouping gives one job with six rounds instead of six pull requests.
+    services, automation = stack.ctx.services, _automation(stack)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        runs = list(pool.map(lambda n: fire(services, automation, _event(n)), range(1, 7)))
+    assert all(run.skipped_reason is None for run in runs), [run.skipped_reason for run in runs]
+    assert len({run.job_id for run in runs}) == 1 and len({run.message_id for run in runs}) == 6

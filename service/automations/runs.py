@@ -2,10 +2,13 @@
 
 import logging
 
+from redis.exceptions import LockError
+
 from service import intake
 from service.automations.context import render_changes, render_context
 from service.automations.events import SourceChange, TriggerEvent
 from service.automations.model import Automation, AutomationRun
+from service.automations.store import STARTING_SECONDS
 from service.clock import now_iso
 from service.models import Job, JobStatus, Project
 from service.services import Services
@@ -23,8 +26,15 @@ def fire(services: Services, automation: Automation, event: TriggerEvent) -> Aut
     if not store.claim_event(automation.id, event.key):
         earlier = store.event_run(automation.id, event.key)
         return earlier or _run(services, automation, event, skipped=f"event {event.key} was handled already")
-    run = _start(services, automation, event)
-    store.record_run(run)
+    try:
+        with store.starting(automation.id):
+            run = _start(services, automation, event)
+            store.record_run(run)
+    except LockError:  # held past its time by a start that hung: start anyway rather than lose the event
+        log.warning("automation %s: another start held it for %d s; starting without it", automation.id,
+                    STARTING_SECONDS)
+        run = _start(services, automation, event)
+        store.record_run(run)
     log.info("automation %s run %s (%s): %s", automation.id, run.id, event.kind,
              f"skipped: {run.skipped_reason}" if run.skipped_reason else f"job {run.job_id}")
     return run

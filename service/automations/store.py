@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import cast
 
 import redis
+from redis.lock import Lock
 
 from service.automations import schedule
 from service.automations.model import Automation, AutomationRun, AutomationSpec, TriggerType
@@ -36,7 +37,8 @@ DAY_TTL_SECONDS = 2 * 24 * 3600
 JOBS_KEPT = 200  # the jobs an automation started that are looked at for its open pull requests
 BATCH_MAX = 200  # changes waiting for a batched run
 SECRET_PREFIX = "cdah_"
-_SUFFIXES = ("runs", "run-records", "events", "event-runs", "message-runs", "batch", "jobs", "last-job")
+_SUFFIXES = ("runs", "run-records", "events", "event-runs", "message-runs", "batch", "jobs", "last-job", "starting")
+STARTING_SECONDS = 60  # how long one start may hold the automation (a start is a few Redis round trips)
 
 
 def automation_key(automation_id: str) -> str:
@@ -342,6 +344,12 @@ class AutomationStore:
         return self.runs(automation_id, limit=RUNS_KEPT)[0]
 
     # -- trigger bookkeeping -----------------------------------------------------------------
+
+    def starting(self, automation_id: str) -> Lock:
+        """A lock held while one run of the automation starts, so that two events at once see each other's job
+        (grouping and the open pull-request cap); it expires by itself if its holder dies."""
+        return self._redis.lock(_own(automation_id, "starting"), timeout=STARTING_SECONDS,
+                                blocking_timeout=STARTING_SECONDS)
 
     def claim_event(self, automation_id: str, key: str) -> bool:
         """True for the first claim of the event `key` by this automation; False for a repeat (a re-delivery)."""
