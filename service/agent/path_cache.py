@@ -1,7 +1,10 @@
 """The start tree's paths the sandbox policy hides, worked out once per tree (service.agent.tree_cache)."""
 
+from collections.abc import Sequence
+
 from service.agent.paths import allowed_paths, is_allowed
 from service.agent.tree_cache import cached
+from service.workspace.trees import TreeChange
 
 
 def allowed_files(workspace) -> list[str]:
@@ -18,4 +21,11 @@ def forbidden_paths(workspace) -> frozenset[str]:
         files = workspace.start_files()
         return frozenset(files) - frozenset(allowed_paths(files))
 
-    return cached(workspace, "forbidden-paths", compute)
+    return cached(workspace, "forbidden-paths", compute, derive=_derive)
+
+
+def _derive(earlier: frozenset[str], changes: Sequence[TreeChange]) -> frozenset[str]:
+    # The policy judges a path alone, so only paths that came or went change the answer.
+    gone = {change.path for change in changes if change.new is None}
+    came = [change.path for change in changes if change.old is None and change.new is not None]
+    return frozenset(earlier - gone) | frozenset(came) - frozenset(allowed_paths(came))

@@ -23,11 +23,12 @@ from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
-from service.workspace.trees import object_id, parse_tree
+from service.workspace.trees import TreeChange, diff_trees, object_id, parse_tree
 
 _TREE, _SYMLINK, _GITLINK = 0o040000, 0o120000, 0o160000
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINK_TARGET = 4096  # PATH_MAX: a longer symlink "target" is not a path, just bytes to keep out of memory
+_ALL_READ = "\0all"  # noted by a recording view that searched, i.e. read every file (no path holds a NUL)
 BINARY_PROBE_BYTES = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes means binary
 
 
@@ -86,6 +87,8 @@ class Workspace:
         self._sorted: list[str] = []
         # commit -> (listing, sorted paths), shared with every view, so one `ls-tree` serves them all
         self._listings: dict[str, tuple[dict[str, tuple[int, str]], list[str]]] = {}
+        # Paths whose content a recording view handed out (None: not recording); see `recording_view`.
+        self._reads: set[str] | None = None
 
     def __enter__(self) -> "Workspace":
         return self
@@ -114,6 +117,24 @@ class Workspace:
         view.start_commit = commit
         view._root, view._listing, view._sorted = None, None, []
         return view
+
+    def recording_view(self) -> "Workspace":
+        """A start view that notes every path whose content it hands out (`content_read`), so a result worked out
+        from it can be reused for a tree that differs only in files it never read."""
+        view = self.start_view()
+        view._reads = set()
+        return view
+
+    def content_read(self) -> frozenset[str] | None:
+        """The paths a recording view read content of; None when it searched (read every file) or is not one."""
+        if self._reads is None or _ALL_READ in self._reads:
+            return None
+        return frozenset(self._reads)
+
+    def changes_since(self, tree: str, *, limit: int) -> list[TreeChange]:
+        """The non-directory entries of the start tree that differ from tree `tree` of the same repository,
+        reading only the subtrees that differ; TooManyChanges past `limit`."""
+        return diff_trees(self._tree, tree, self._root_tree(), limit=limit)
 
     # Queries
 
@@ -177,6 +198,8 @@ class Workspace:
         check_path(path)
         if path in self._overlay:
             return None
+        if self._reads is not None:
+            self._reads.add(path)
         entry = self._entry(path)
         if entry is None or kind_of_mode(entry[0]) not in (EntryKind.FILE, EntryKind.EXECUTABLE):
             return None
@@ -221,6 +244,8 @@ class Workspace:
         files past `max_file_bytes` are skipped. RE2 runs in time linear in the text, whatever the pattern.
         """
         regex = compile_pattern(pattern, ignore_case=ignore_case)
+        if self._reads is not None:
+            self._reads.add(_ALL_READ)
         selected = (lambda p: True) if not globs else (lambda p: glob_matches(globs, p))
         found = self._search_tree(regex, selected, max_matches)
         for path, data in self._overlay.items():
@@ -344,6 +369,8 @@ class Workspace:
         kind = self.kind(path)
         if kind is None:
             raise PathNotFound(f"{path} does not exist")
+        if self._reads is not None:
+            self._reads.add(path)
         entry = self._entry(path)
         assert entry is not None  # kind() found it
         if kind is EntryKind.SYMLINK:
