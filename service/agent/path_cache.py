@@ -10,9 +10,10 @@ from service.workspace.trees import TreeChange
 def allowed_files(workspace) -> list[str]:
     """`workspace.list_files()` without the paths the agent may not name; the start tree's are looked up, only
     paths this run added are checked one by one."""
-    forbidden = forbidden_paths(workspace)
-    return [path for path in workspace.list_files()
-            if (path not in forbidden if workspace.in_start_tree(path) else is_allowed(path))]
+    # Usually nothing is hidden, and then the listing is handed on as it is: no per-path work at all.
+    hidden = forbidden_paths(workspace) | frozenset(p for p in workspace.added_files() if not is_allowed(p))
+    files = workspace.list_files()
+    return [path for path in files if path not in hidden] if hidden else files
 
 
 def forbidden_paths(workspace) -> frozenset[str]:

@@ -232,9 +232,19 @@ class Workspace:
         self._tree_listing()
         return list(self._sorted)
 
+    def added_files(self) -> list[str]:
+        """The paths this run wrote that are not entries of the start tree, sorted."""
+        listing = self._tree_listing()
+        return sorted(p for p, data in self._overlay.items() if data is not None and p not in listing)
+
     def list_files(self) -> list[str]:
         """Every non-directory path (files, executables, symlinks, submodules), sorted."""
-        return list(self.entries())
+        self._tree_listing()
+        if not self._overlay:
+            return list(self._sorted)
+        overlay = self._overlay
+        kept = (p for p in self._sorted if p not in overlay)
+        return list(heapq.merge(kept, sorted(p for p, data in overlay.items() if data is not None)))
 
     def search(self, pattern: str, *, globs: list[str] | None = None, ignore_case: bool = False,
                max_matches: int = 200) -> list[SearchMatch]:
@@ -388,12 +398,13 @@ class Workspace:
             if self.start_commit not in self._listings:
                 out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit,
                                    git_dir=self.git_dir).stdout
+                # Decoded once, whole: "<mode> <type> <id>\t<path>" records; ids and modes are ASCII.
                 listing = {}
-                for record in out.split(b"\0"):
+                for record in _decode(out).split("\0"):
                     if record:
-                        meta, _, path = record.partition(b"\t")
-                        mode, _, oid = meta.split(b" ")
-                        listing[_decode(path)] = (int(mode, 8), oid.decode("ascii"))
+                        meta, _, path = record.partition("\t")
+                        mode, _, oid = meta.rpartition(" ")
+                        listing[path] = (int(mode.partition(" ")[0], 8), oid)
                 self._listings[self.start_commit] = (listing, sorted(listing))
             self._listing, self._sorted = self._listings[self.start_commit]
         return self._listing
