@@ -21,6 +21,7 @@ from service.workspace.entries import (
 )
 from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
+from service.workspace.listings import MAX_DERIVED_CHANGES, load_listing
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
 from service.workspace.trees import TreeChange, diff_trees, object_id, parse_tree
@@ -396,18 +397,23 @@ class Workspace:
     def _tree_listing(self) -> dict[str, tuple[int, str]]:
         if self._listing is None:
             if self.start_commit not in self._listings:
-                out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit,
-                                   git_dir=self.git_dir).stdout
-                # Decoded once, whole: "<mode> <type> <id>\t<path>" records; ids and modes are ASCII.
-                listing = {}
-                for record in _decode(out).split("\0"):
-                    if record:
-                        meta, _, path = record.partition("\t")
-                        mode, _, oid = meta.rpartition(" ")
-                        listing[path] = (int(mode.partition(" ")[0], 8), oid)
-                self._listings[self.start_commit] = (listing, sorted(listing))
+                root = self._root_tree()
+                self._listings[self.start_commit] = load_listing(
+                    self.git_dir, root, self._list_whole,
+                    lambda earlier: diff_trees(self._tree, earlier, root, limit=MAX_DERIVED_CHANGES))
             self._listing, self._sorted = self._listings[self.start_commit]
         return self._listing
+
+    def _list_whole(self) -> dict[str, tuple[int, str]]:
+        out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit, git_dir=self.git_dir).stdout
+        # Decoded once, whole: "<mode> <type> <id>\t<path>" records; ids and modes are ASCII.
+        listing = {}
+        for record in _decode(out).split("\0"):
+            if record:
+                meta, _, path = record.partition("\t")
+                mode, _, oid = meta.rpartition(" ")
+                listing[path] = (int(mode.partition(" ")[0], 8), oid)
+        return listing
 
     def _tree_paths_under(self, path: str) -> list[str]:
         self._tree_listing()
