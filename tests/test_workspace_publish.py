@@ -336,3 +336,13 @@ def test_objects_whose_links_do_not_resolve_are_refused_and_not_stored(git, setu
     blob = b"fine\n"
     store_checked(git, mirror.path, {object_id("blob", blob): ("blob", blob)})
     assert git.run("cat-file", "blob", object_id("blob", blob), git_dir=mirror.path).stdout == blob
+
+
+@pytest.mark.parametrize("branch", ["copydesk/job_1", "a.lock", ".a", "a..b", "a b", "a~", "a^", "a:b", "a?", "a*",
+                                    "a[", "a\\b", "/a", "a/", "a.", "a@{b", "@", "a@b", "é", "a\x7f", "a\tb",
+                                    "a.lockx", "a/.b/c", "-a", "", "a/b.lock/c", "{", "a//b"])
+def test_branch_names_are_judged_as_git_check_ref_format_judges_them(git, branch):
+    from service.workspace.gitnames import valid_branch_ref
+
+    ref = f"refs/heads/{branch}"
+    assert valid_branch_ref(ref) == (git.run("check-ref-format", ref, check=False).returncode == 0)
