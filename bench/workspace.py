@@ -5,7 +5,8 @@ Run by hand: `.venv/bin/python bench/workspace.py [--sizes 500,5000,50000] [--br
 Prints medians, then the ratios of issue 20's goals: overhead ≤ 2× a plain push at 5,000 files, overhead at
 50,000 files ≤ 1.5× that at 5,000, and at 1,000 existing branches ≤ 1.2× that at 10 (on the 5,000-file
 repository, refs packed as the worker's upkeep leaves them). Each run briefs on a new tree (the base moves every
-round), so the per-tree caches only help where a tree repeats, as they would for a real job's later rounds.
+round), so the per-tree entries beside the mirror (listing, path policy, site and overview) are derived from the
+last round's by a tree diff, as they are when a real base branch moves by a commit or two.
 """
 
 import argparse

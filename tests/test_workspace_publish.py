@@ -305,3 +305,44 @@ def test_a_commit_that_would_fail_fsck_is_refused_before_any_push(git, tmp_path)
         assert caught.value.code == "unsafe_commit" and "hasDotgit" in caught.value.message
         assert build_commit(mirror, heads["base"], {"guide/setup.md": b"New\n"}, "Edit", PERSON, BOT)
     assert remote_head(git, bare) is None
+
+
+def test_the_commit_is_the_one_git_commit_tree_makes_of_the_same_tree_and_dates(git, setup):
+    bare, remote, mirror = setup
+    author = Identity(" Ada <the> Writer. ", "<ada@example.com>")
+    message = "Rewrite intro\n\nCopydesk-Job: job_1"
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        commit = build_commit(mirror, heads["base"], {"docs/intro.md": b"New\n"}, message, author, BOT)
+        assert commit is not None
+        dates = git.out("log", "-1", "--format=%ad|%cd", "--date=raw", commit, git_dir=mirror.path).split("|")
+        env = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email, "GIT_AUTHOR_DATE": dates[0],
+               "GIT_COMMITTER_NAME": BOT.name, "GIT_COMMITTER_EMAIL": BOT.email, "GIT_COMMITTER_DATE": dates[1]}
+        by_git = git.out("commit-tree", "--no-gpg-sign", "-p", heads["base"], "-F", "-", f"{commit}^{{tree}}",
+                         git_dir=mirror.path, input=message.encode(), env=env)
+    assert by_git == commit
+    assert git.out("log", "-1", "--format=%an <%ae>", commit, git_dir=mirror.path) == "Ada the Writer <ada@example.com>"
+
+
+def test_objects_whose_links_do_not_resolve_are_refused_and_not_stored(git, setup):
+    from service.workspace.fsck import store_checked
+    from service.workspace.trees import format_tree, object_id
+
+    _bare, _remote, mirror = setup
+    raw = format_tree({"ghost.md": (0o100644, "1" * 40)})
+    tree = object_id("tree", raw)
+    with pytest.raises(UnsafeCommit):
+        store_checked(git, mirror.path, {tree: ("tree", raw)})
+    assert git.run("cat-file", "-e", tree, git_dir=mirror.path, check=False).returncode != 0
+    blob = b"fine\n"
+    store_checked(git, mirror.path, {object_id("blob", blob): ("blob", blob)})
+    assert git.run("cat-file", "blob", object_id("blob", blob), git_dir=mirror.path).stdout == blob
+
+
+@pytest.mark.parametrize("branch", ["copydesk/job_1", "a.lock", ".a", "a..b", "a b", "a~", "a^", "a:b", "a?", "a*",
+                                    "a[", "a\\b", "/a", "a/", "a.", "a@{b", "@", "a@b", "é", "a\x7f", "a\tb",
+                                    "a.lockx", "a/.b/c", "-a", "", "a/b.lock/c", "{", "a//b"])
+def test_branch_names_are_judged_as_git_check_ref_format_judges_them(git, branch):
+    from service.workspace.gitnames import valid_branch_ref
+
+    ref = f"refs/heads/{branch}"
+    assert valid_branch_ref(ref) == (git.run("check-ref-format", ref, check=False).returncode == 0)

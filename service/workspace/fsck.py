@@ -1,13 +1,14 @@
-"""Checks the objects a new commit adds with git's own fsck, as a host that verifies pushes would."""
+"""Stores a run's new objects only once git's own strict checks pass, as a host that verifies pushes would."""
 
-import subprocess
+import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from service.codes import RunFailure
 from service.errors import RunFailed
 from service.workspace.git import Git
-from service.workspace.proc import popen
+from service.workspace.packs import write_pack
 
 
 class UnsafeCommit(RunFailed):
@@ -19,30 +20,28 @@ class UnsafeCommit(RunFailed):
         self.detail = detail
 
 
-def check_new_objects(git: Git, git_dir: Path | str, commit: str, parents: list[str]) -> None:
-    """Raise UnsafeCommit unless every object `commit` adds over `parents` passes git's strict checks.
+def store_checked(git: Git, git_dir: Path | str, objects: Mapping[str, tuple[str, bytes]],
+                  object_format: str = "sha1") -> None:
+    """Add `objects` (id -> (kind, content): every object a new commit adds) to the repository as one pack, or
+    raise UnsafeCommit, storing nothing, unless they all pass git's strict checks.
 
-    Only the new objects are packed (`--sparse` walks just the changed paths) and indexed with
-    `index-pack --strict` in a scratch repository that borrows the mirror's objects, which is what a host
-    with `receive.fsckObjects` runs on a push; objects that were already in the parents are not judged.
+    The pack is indexed with `index-pack --strict` against the repository's objects (every link must resolve),
+    which is what a host with `receive.fsckObjects` runs on a push of these objects; objects the parents
+    already held are not judged. The pack is moved in only after that, index last, as git itself does.
     """
-    revs = "".join([f"{commit}\n", *(f"^{parent}\n" for parent in parents)]).encode("ascii")
-    with tempfile.TemporaryDirectory(prefix="copydesk-fsck-") as scratch:
-        git.run("init", "--bare", "--quiet", "--template=", scratch)
-        Path(scratch, "objects", "info").mkdir(parents=True, exist_ok=True)
-        Path(scratch, "objects", "info", "alternates").write_text(str(Path(git_dir).resolve() / "objects") + "\n")
-        with tempfile.TemporaryFile() as errors:
-            packer = popen(git, "pack-objects", "--revs", "--sparse", "--stdout", "--quiet", git_dir=git_dir,
-                           stdin=subprocess.PIPE, stderr=errors)
-            assert packer.stdin is not None and packer.stdout is not None
-            packer.stdin.write(revs)
-            packer.stdin.close()
-            indexer = popen(git, "index-pack", "--strict", "--stdin", git_dir=scratch, stdin=packer.stdout,
-                            stdout=subprocess.DEVNULL, stderr=errors)
-            packer.stdout.close()
-            packed, indexed = packer.wait(), indexer.wait()
-            if packed or indexed:
-                errors.seek(0)
-                found = [line for line in errors.read().decode("utf-8", "replace").splitlines()
-                         if line.startswith("error:")]
-                raise UnsafeCommit("; ".join(found)[:500] or f"git exited {packed or indexed}")
+    pack_dir = Path(git_dir) / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    # Beside the pack folder, so the final moves are renames on one file system; git ignores the folder.
+    with tempfile.TemporaryDirectory(prefix="copydesk-pack-", dir=git_dir) as scratch:
+        pack, index = os.path.join(scratch, "new.pack"), os.path.join(scratch, "new.idx")
+        with open(pack, "wb") as out:
+            checksum = write_pack(out, objects, object_format)
+        proc = git.run("index-pack", "--strict", "-o", index, pack, git_dir=git_dir, check=False)
+        if proc.returncode != 0:
+            found = [line for line in proc.stderr.decode("utf-8", "replace").splitlines()
+                     if line.startswith(("error:", "fatal:"))]
+            raise UnsafeCommit("; ".join(found)[:500] or f"git exited {proc.returncode}")
+        for path in (pack, index):
+            os.chmod(path, 0o444)
+        os.replace(pack, pack_dir / f"pack-{checksum}.pack")
+        os.replace(index, pack_dir / f"pack-{checksum}.idx")

@@ -1,4 +1,5 @@
-"""Git's own rules (its `verify_path`) for path components that a checkout would read as a protected name."""
+"""Git's own rules: path components a checkout would read as a protected name (its `verify_path`), and which
+ref names it accepts (its `check_refname_format`)."""
 
 import functools
 import re
@@ -64,3 +65,13 @@ def git_file_alias(component: str) -> str | None:
 
 def _is_hex(text: str) -> bool:
     return all(c in "0123456789abcdef" for c in text)
+
+
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{")
+
+
+def valid_branch_ref(ref: str) -> bool:
+    """Whether `git check-ref-format` accepts `ref` (a full name such as `refs/heads/x`), without running it."""
+    if ref == "@" or "/" not in ref or ref.endswith(".") or _REF_FORBIDDEN.search(ref):
+        return False
+    return all(part and not part.startswith(".") and not part.endswith(".lock") for part in ref.split("/"))

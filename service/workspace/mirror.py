@@ -11,11 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from service.workspace.git import Git, GitError, Remote
+from service.workspace.listings import FOLDER
 from service.workspace.overlay import DEFAULT_MAX_FILE_BYTES, Workspace
 
 RUNS_PREFIX = "refs/copydesk/runs/"
-# Entries runs keep by tree id inside the mirror's git dir (service.agent.tree_cache); upkeep drops old ones.
-TREE_CACHE_FOLDER = "copydesk-tree-cache"
+# Entries runs keep by tree id inside the mirror's git dir (service.agent.tree_cache, service.workspace.listings);
+# upkeep drops old ones.
+TREE_CACHE_FOLDER = FOLDER
 TREE_CACHE_DAYS = 7
 # Last fetched head of every remote ref a run asked for: the tips a later fetch negotiates from, so
 # it transfers only new objects even though every run deletes its own refs.

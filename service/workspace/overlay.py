@@ -21,13 +21,15 @@ from service.workspace.entries import (
 )
 from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
+from service.workspace.listings import MAX_DERIVED_CHANGES, load_listing
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
-from service.workspace.trees import object_id, parse_tree
+from service.workspace.trees import TreeChange, diff_trees, object_id, parse_tree
 
 _TREE, _SYMLINK, _GITLINK = 0o040000, 0o120000, 0o160000
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINK_TARGET = 4096  # PATH_MAX: a longer symlink "target" is not a path, just bytes to keep out of memory
+_ALL_READ = "\0all"  # noted by a recording view that searched, i.e. read every file (no path holds a NUL)
 BINARY_PROBE_BYTES = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes means binary
 
 
@@ -86,6 +88,8 @@ class Workspace:
         self._sorted: list[str] = []
         # commit -> (listing, sorted paths), shared with every view, so one `ls-tree` serves them all
         self._listings: dict[str, tuple[dict[str, tuple[int, str]], list[str]]] = {}
+        # Paths whose content a recording view handed out (None: not recording); see `recording_view`.
+        self._reads: set[str] | None = None
 
     def __enter__(self) -> "Workspace":
         return self
@@ -114,6 +118,24 @@ class Workspace:
         view.start_commit = commit
         view._root, view._listing, view._sorted = None, None, []
         return view
+
+    def recording_view(self) -> "Workspace":
+        """A start view that notes every path whose content it hands out (`content_read`), so a result worked out
+        from it can be reused for a tree that differs only in files it never read."""
+        view = self.start_view()
+        view._reads = set()
+        return view
+
+    def content_read(self) -> frozenset[str] | None:
+        """The paths a recording view read content of; None when it searched (read every file) or is not one."""
+        if self._reads is None or _ALL_READ in self._reads:
+            return None
+        return frozenset(self._reads)
+
+    def changes_since(self, tree: str, *, limit: int) -> list[TreeChange]:
+        """The non-directory entries of the start tree that differ from tree `tree` of the same repository,
+        reading only the subtrees that differ; TooManyChanges past `limit`."""
+        return diff_trees(self._tree, tree, self._root_tree(), limit=limit)
 
     # Queries
 
@@ -177,6 +199,8 @@ class Workspace:
         check_path(path)
         if path in self._overlay:
             return None
+        if self._reads is not None:
+            self._reads.add(path)
         entry = self._entry(path)
         if entry is None or kind_of_mode(entry[0]) not in (EntryKind.FILE, EntryKind.EXECUTABLE):
             return None
@@ -209,9 +233,19 @@ class Workspace:
         self._tree_listing()
         return list(self._sorted)
 
+    def added_files(self) -> list[str]:
+        """The paths this run wrote that are not entries of the start tree, sorted."""
+        listing = self._tree_listing()
+        return sorted(p for p, data in self._overlay.items() if data is not None and p not in listing)
+
     def list_files(self) -> list[str]:
         """Every non-directory path (files, executables, symlinks, submodules), sorted."""
-        return list(self.entries())
+        self._tree_listing()
+        if not self._overlay:
+            return list(self._sorted)
+        overlay = self._overlay
+        kept = (p for p in self._sorted if p not in overlay)
+        return list(heapq.merge(kept, sorted(p for p, data in overlay.items() if data is not None)))
 
     def search(self, pattern: str, *, globs: list[str] | None = None, ignore_case: bool = False,
                max_matches: int = 200) -> list[SearchMatch]:
@@ -221,6 +255,8 @@ class Workspace:
         files past `max_file_bytes` are skipped. RE2 runs in time linear in the text, whatever the pattern.
         """
         regex = compile_pattern(pattern, ignore_case=ignore_case)
+        if self._reads is not None:
+            self._reads.add(_ALL_READ)
         selected = (lambda p: True) if not globs else (lambda p: glob_matches(globs, p))
         found = self._search_tree(regex, selected, max_matches)
         for path, data in self._overlay.items():
@@ -344,6 +380,8 @@ class Workspace:
         kind = self.kind(path)
         if kind is None:
             raise PathNotFound(f"{path} does not exist")
+        if self._reads is not None:
+            self._reads.add(path)
         entry = self._entry(path)
         assert entry is not None  # kind() found it
         if kind is EntryKind.SYMLINK:
@@ -359,17 +397,23 @@ class Workspace:
     def _tree_listing(self) -> dict[str, tuple[int, str]]:
         if self._listing is None:
             if self.start_commit not in self._listings:
-                out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit,
-                                   git_dir=self.git_dir).stdout
-                listing = {}
-                for record in out.split(b"\0"):
-                    if record:
-                        meta, _, path = record.partition(b"\t")
-                        mode, _, oid = meta.split(b" ")
-                        listing[_decode(path)] = (int(mode, 8), oid.decode("ascii"))
-                self._listings[self.start_commit] = (listing, sorted(listing))
+                root = self._root_tree()
+                self._listings[self.start_commit] = load_listing(
+                    self.git_dir, root, self._list_whole,
+                    lambda earlier: diff_trees(self._tree, earlier, root, limit=MAX_DERIVED_CHANGES))
             self._listing, self._sorted = self._listings[self.start_commit]
         return self._listing
+
+    def _list_whole(self) -> dict[str, tuple[int, str]]:
+        out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit, git_dir=self.git_dir).stdout
+        # Decoded once, whole: "<mode> <type> <id>\t<path>" records; ids and modes are ASCII.
+        listing = {}
+        for record in _decode(out).split("\0"):
+            if record:
+                meta, _, path = record.partition("\t")
+                mode, _, oid = meta.rpartition(" ")
+                listing[path] = (int(mode.partition(" ")[0], 8), oid)
+        return listing
 
     def _tree_paths_under(self, path: str) -> list[str]:
         self._tree_listing()

@@ -4,21 +4,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from service.workspace.catfile import CatFile
+from service.workspace.commits import Identity, commit_object
 from service.workspace.entries import BranchConflict, WorkspaceError
-from service.workspace.fsck import check_new_objects
+from service.workspace.fsck import store_checked
 from service.workspace.git import GitError, Remote
+from service.workspace.gitnames import valid_branch_ref
 from service.workspace.history import BranchHistory
 from service.workspace.mirror import Mirror
-from service.workspace.trees import write_tree
+from service.workspace.trees import object_id, plan_tree
+
+__all__ = ["BranchKeptMoving", "Identity", "PushRequest", "PushResult", "build_commit", "push_commit"]
 
 # Push refusals that mean "the branch is not where this run left it": a newer head, or a concurrent update.
 _MOVED = ("(non-fast-forward)", "(fetch first)", "cannot lock ref", "failed to update ref", "incorrect old value")
-
-
-@dataclass(frozen=True)
-class Identity:
-    name: str
-    email: str
 
 
 @dataclass(frozen=True)
@@ -40,22 +38,22 @@ def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None
                  author: Identity, committer: Identity) -> str | None:
     """Write a commit on `parent` with `changes` (path -> content, None deletes) into the mirror.
 
-    Returns its id, or None when the changes leave the parent's tree as it is; raises UnsafeCommit when its
-    new objects fail git's strict checks.
+    Returns its id, or None when the changes leave the parent's tree as it is; raises UnsafeCommit, storing
+    nothing, when its new objects fail git's strict checks. The commit, its new trees and blobs go into the
+    mirror as one pack that `index-pack --strict` checked: one git process besides the reads.
     """
     with CatFile(mirror.git, mirror.path) as cat:
         kind, data = cat.read(parent)
         if kind != "commit":
             raise GitError(["cat-file"], 1, f"{parent} is a {kind}, not a commit")
         parent_tree = data[5:data.index(b"\n")].decode("ascii")
-        tree = write_tree(mirror.git, mirror.path, cat, parent_tree, changes)
+        tree, objects = plan_tree(cat, parent_tree, changes)
     if tree == parent_tree:
         return None
-    env = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
-           "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email}
-    commit = mirror.git.out("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree,
-                            git_dir=mirror.path, input=message.encode("utf-8"), env=env)
-    check_new_objects(mirror.git, mirror.path, commit, [parent])
+    fmt = "sha256" if len(parent) == 64 else "sha1"
+    raw = commit_object(tree, [parent], message, author, committer)
+    commit = object_id("commit", raw, fmt)
+    store_checked(mirror.git, mirror.path, {**objects, commit: ("commit", raw)}, fmt)
     return commit
 
 
@@ -85,7 +83,7 @@ def push_commit(mirror: Mirror, remote: Remote, push: PushRequest, *, guard: Cal
     (its lease lost); a push that was refused because the branch moved is never retried without it.
     """
     commit, branch, changes, trailer = push.commit, push.branch, push.changes, push.trailer
-    if mirror.git.run("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
+    if not valid_branch_ref(f"refs/heads/{branch}"):
         raise ValueError(f"bad branch name {branch!r}")
     # The run checked the branch for `trailer` at `start_commit`; a push onto that same head is a compare and
     # swap, so a commit of this message pushed meanwhile makes it fail and the loop below finds that commit.

@@ -1,15 +1,12 @@
 """Tree objects: parsing them, and writing a tree with path changes applied, rewriting only the changed directories."""
 
 import hashlib
-import os
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from service.workspace.catfile import CatFile
 from service.workspace.entries import WorkspaceError
-from service.workspace.git import Git, GitError
+from service.workspace.git import GitError
 
 TREE_MODE = 0o040000
 REGULAR_MODE = 0o100644
@@ -44,6 +41,53 @@ def format_tree(entries: Mapping[str, tuple[int, str]]) -> bytes:
                     for name, (mode, oid) in sorted(entries.items(), key=order))
 
 
+@dataclass(frozen=True)
+class TreeChange:
+    """A non-directory entry that differs between two trees: (mode, object id) before and after, None if absent."""
+
+    path: str
+    old: tuple[int, str] | None
+    new: tuple[int, str] | None
+
+
+class TooManyChanges(Exception):
+    """Two trees differ in more entries than the caller cares to handle one by one."""
+
+
+def diff_trees(read_tree: Callable[[str], Mapping[str, tuple[int, str]]], old: str, new: str, *,
+               limit: int) -> list[TreeChange]:
+    """The non-directory entries that differ between trees `old` and `new`, sorted by path.
+
+    Only subtrees whose ids differ are read (`read_tree`: tree id -> entries), so the cost follows the change,
+    not the tree; raises TooManyChanges past `limit` changes.
+    """
+    changes: list[TreeChange] = []
+
+    def side(tree: str | None) -> Mapping[str, tuple[int, str]]:
+        return read_tree(tree) if tree is not None else {}
+
+    def walk(prefix: str, old_tree: str | None, new_tree: str | None) -> None:
+        before, after = side(old_tree), side(new_tree)
+        for name in sorted(before.keys() | after.keys()):
+            was, now = before.get(name), after.get(name)
+            if was == now:
+                continue
+            path = prefix + name
+            was_tree = was is not None and was[0] == TREE_MODE
+            now_tree = now is not None and now[0] == TREE_MODE
+            if was_tree or now_tree:
+                walk(path + "/", was[1] if was_tree else None, now[1] if now_tree else None)  # type: ignore[index]
+            was_file, now_file = (None if was_tree else was), (None if now_tree else now)
+            if was_file != now_file:
+                changes.append(TreeChange(path, was_file, now_file))
+                if len(changes) > limit:
+                    raise TooManyChanges(f"more than {limit} entries differ")
+
+    walk("", old, new)
+    changes.sort(key=lambda change: change.path)
+    return changes
+
+
 @dataclass
 class _Dir:
     original: str | None  # the directory's tree id in the base tree, None if it had none
@@ -51,9 +95,9 @@ class _Dir:
     dirty: bool = False
 
 
-def write_tree(git: Git, git_dir: Path | str, cat: CatFile, base_tree: str,
-               changes: Mapping[str, bytes | None]) -> str:
-    """Write the tree `base_tree` with `changes` (path -> content, None deletes) applied; return its id.
+def plan_tree(cat: CatFile, base_tree: str, changes: Mapping[str, bytes | None]) -> tuple[str, dict[str, tuple[str, bytes]]]:
+    """The tree `base_tree` with `changes` (path -> content, None deletes) applied: its id, and the new blobs and
+    trees it needs (id -> (kind, content)), none of them written yet; no objects when nothing changes.
 
     Only the directories on the changed paths are read and rewritten, so the cost follows the change, not
     the repository. A changed file keeps its mode (an executable stays executable); a new one is 100644.
@@ -125,13 +169,13 @@ def write_tree(git: Git, git_dir: Path | str, cat: CatFile, base_tree: str,
 
     root = dirs[""]
     if not root.dirty:
-        return base_tree
+        return base_tree, {}
     raw = format_tree(root.entries)
     root_id = object_id("tree", raw, fmt)
     trees[root_id] = raw
-    _write_objects(git, git_dir, "blob", blobs)
-    _write_objects(git, git_dir, "tree", trees)
-    return root_id
+    objects = {oid: ("blob", data) for oid, data in blobs.items()}
+    objects.update((oid, ("tree", data)) for oid, data in trees.items())
+    return root_id, objects
 
 
 def _read_tree(cat: CatFile, oid: str, fmt: str) -> dict[str, tuple[int, str]]:
@@ -139,20 +183,3 @@ def _read_tree(cat: CatFile, oid: str, fmt: str) -> dict[str, tuple[int, str]]:
     if kind != "tree":
         raise GitError(["cat-file"], 1, f"{oid} is a {kind}, not a tree")
     return parse_tree(data, fmt)
-
-
-def _write_objects(git: Git, git_dir: Path | str, kind: str, objects: Mapping[str, bytes]) -> None:
-    """Store objects whose ids are already known with one `git hash-object` call, checking the ids agree."""
-    if not objects:
-        return
-    with tempfile.TemporaryDirectory(prefix="copydesk-objects-") as tmp:
-        paths = []
-        for n, data in enumerate(objects.values()):
-            path = os.path.join(tmp, str(n))
-            with open(path, "wb") as fh:
-                fh.write(data)
-            paths.append(path)
-        out = git.out("hash-object", "-w", "--no-filters", "-t", kind, "--stdin-paths", git_dir=git_dir,
-                      input="".join(p + "\n" for p in paths).encode())
-    if out.split() != list(objects):
-        raise GitError(["hash-object"], 1, f"git computed different {kind} ids than Copydesk")

@@ -1,0 +1,53 @@
+"""A start tree's listing derived from the last one kept equals the one git lists, whatever changed between."""
+
+import random
+
+from service.workspace.git import Remote
+from service.workspace.listings import FOLDER
+from service.workspace.overlay import Workspace
+from tests.conftest import commit_files
+from tests.repositories import make_repository
+
+
+def _git_listing(git, git_dir, commit) -> dict[str, tuple[int, str]]:
+    out = git.run("ls-tree", "-r", "-z", "--full-tree", commit, git_dir=git_dir).stdout.decode()
+    listing = {}
+    for record in filter(None, out.split("\0")):
+        meta, path = record.split("\t", 1)
+        mode, _, oid = meta.split(" ")
+        listing[path] = (int(mode, 8), oid)
+    return listing
+
+
+def test_listings_derived_across_moved_trees_match_git(git, tmp_path, monkeypatch):
+    files = {f"docs/{a}/{b}.md": f"{a}{b}\n" for a in "abc" for b in range(4)}
+    repository = make_repository(git, tmp_path / "repo", files)
+    remote = Remote(str(repository.bare))
+    chance = random.Random(7)
+    with repository.open() as first:
+        assert first.start_files() == sorted(_git_listing(git, repository.mirror.path, repository.sha))
+    # From here on every listing is derived: git is never asked to list a whole tree again.
+    monkeypatch.setattr(Workspace, "_list_whole", lambda self: (_ for _ in ()).throw(AssertionError("listed")))
+    paths = list(files)
+    for round_ in range(6):
+        change: dict[str, str | None] = {}
+        for _ in range(3):
+            pick = chance.random()
+            if pick < 0.4 and paths:
+                change[chance.choice(paths)] = f"edited {round_}\n"
+            elif pick < 0.7 and len(paths) > 3:
+                gone = chance.choice(paths)
+                change[gone] = None
+            else:
+                change[f"docs/{chance.choice('abcz')}/new-{round_}-{chance.randrange(99)}.md"] = "new\n"
+        commit_files(git, repository.bare, change)
+        paths = [p for p in paths if change.get(p, "") is not None] + [p for p, d in change.items()
+                                                                       if d is not None and p not in paths]
+        commit = repository.mirror.fetch(remote, {"refs/heads/main": f"refs/test/r{round_}"})[f"refs/test/r{round_}"]
+        assert commit is not None
+        with repository.mirror.open(commit) as workspace:
+            expected = _git_listing(git, repository.mirror.path, commit)
+            assert workspace.start_files() == sorted(expected)
+            assert {p: workspace._tree_listing()[p] for p in expected} == expected
+    kept = [entry.name for entry in (repository.mirror.path / FOLDER).iterdir() if entry.name.startswith("listing")]
+    assert len(kept) == 2  # the last listing and the pointer to it
