@@ -65,6 +65,9 @@ class ListingOnly:
     def in_start_tree(self, path: str) -> bool:
         return self._workspace.in_start_tree(path)
 
+    def added_files(self) -> list[str]:  # the run's own paths (none here): names, no content
+        return self._workspace.added_files()
+
     @property
     def git_dir(self):
         return self._workspace.git_dir
