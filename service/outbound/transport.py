@@ -5,6 +5,7 @@ request, status line and headers) has one deadline."""
 import http.client
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -29,10 +30,17 @@ class AttemptDeadline:
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._cut)
         self._timer.daemon = True
+        self._ends = float("inf")
 
     def __enter__(self) -> "AttemptDeadline":
+        self._ends = time.monotonic() + self.seconds
         self._timer.start()
         return self
+
+    def over(self) -> bool:
+        """Whether the attempt's time is up: its connections were cut, or a socket time-out of the same length
+        fired first (on a busy machine the timer's thread may not have run yet)."""
+        return self.passed or time.monotonic() >= self._ends
 
     def __exit__(self, *exc) -> None:
         self._timer.cancel()
@@ -131,7 +139,7 @@ def post(vetted: VettedUrl, body: bytes, headers: Mapping[str, str], *, timeout:
             response = adapter.send(request, timeout=timeout, verify=verify)
             response.close()  # the body is not read: only the status counts
         except (requests.RequestException, OSError, http.client.HTTPException) as exc:
-            if deadline.passed:
+            if deadline.over():
                 raise _late(timeout) from None
             if isinstance(exc, requests.RequestException):
                 raise
