@@ -7,7 +7,7 @@ import io
 import re
 from functools import cache
 
-from docutils import nodes, statemachine
+from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Directive, Parser, directives, roles
 from docutils.parsers.rst.languages import en as english
@@ -155,27 +155,8 @@ def _role(name, rawtext, text, lineno, inliner, options=None, content=None):
     return [node], []
 
 
-# (state class, transition names) -> each transition's name, compiled pattern and next state.
-_TRANSITIONS: dict[tuple, list[tuple[str, object, str]]] = {}
-_make_transitions = statemachine.State.make_transitions
-
-
-def _remembered_transitions(self, name_list):
-    """docutils' State.make_transitions, with each state class's patterns looked up once: docutils builds a
-    state machine of 15 states for every nested list and directive body, and that lookup was a third of a page's
-    parse. Same patterns, same methods (bound to this state), same order."""
-    key = (type(self), tuple(name_list))
-    plan = _TRANSITIONS.get(key)
-    if plan is None:
-        names, transitions = _make_transitions(self, name_list)
-        plan = _TRANSITIONS[key] = [(name, transitions[name][0], transitions[name][2]) for name in names]
-    return [name for name, _, _ in plan], {name: (pattern, getattr(self, name), next_state)
-                                            for name, pattern, next_state in plan}
-
-
 @cache
 def _setup():
-    statemachine.State.make_transitions = _remembered_transitions
     for name in ROLE_KINDS:
         roles.register_local_role(name, _role)
         roles.register_local_role(f"std:{name}", _role)
