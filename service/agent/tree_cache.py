@@ -101,6 +101,17 @@ def forget() -> None:
 _MISSING = object()
 
 
+def read_stored(stored: Path) -> object | None:
+    """An entry kept by `write_stored` (None when it is absent or unreadable)."""
+    value = _read(stored)
+    return None if value is _MISSING else value
+
+
+def write_stored(stored: Path, value: object) -> None:
+    """Keep `value` at `stored` (a file inside a repository's cache folder), whole or not at all."""
+    _write(stored, value)
+
+
 def _read(stored: Path) -> object:
     try:
         with open(stored, "rb") as source:

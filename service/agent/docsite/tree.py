@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 from functools import cached_property
 
+from service.agent.docsite import page_store
 from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
 from service.agent.docsite.pages import Mode, ParsedPage, parse_page
 from service.agent.docsite.site import read_text
@@ -120,12 +121,18 @@ class Tree:
 
     def page(self, path: str, mode: Mode) -> ParsedPage:
         """The parsed page at `path` (an empty page when it is absent), from the cache when its blob was parsed."""
-        blob = self._key(path)
+        blob, from_blob = self._keyed(path)
         if blob is None:
             return ParsedPage()
         key = (blob, mode)
         found = self.cache.get(key)
         if found is None:
-            found = parse_page(self.text(path) or "", mode)
+            # Kept beside the repository by blob id only: a text's digest names an edit of this run alone.
+            git_dir = getattr(self.workspace, "git_dir", None) if from_blob else None
+            found = page_store.load(git_dir, blob, mode) if git_dir else None
+            if found is None:
+                found = parse_page(self.text(path) or "", mode)
+                if git_dir:
+                    page_store.keep(git_dir, blob, mode, found)
             self.cache.put(key, found)
         return found
