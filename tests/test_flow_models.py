@@ -201,18 +201,14 @@ def test_each_run_limit_fails_the_job_with_its_own_code(provider, stack_factory,
     _assert_nothing_pushed(stack)
 
 
-RUN_LIMIT = 3  # seconds; a run reaches its first model call in about 0.1 s on a quiet machine
-
-
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_the_time_limit_fails_the_job_with_its_own_code(provider, stack_factory, standin):
     look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})], input_tokens=10)
-    # The model call hangs past any time limit (until the stand-in closes); the limit leaves the run's start-up
-    # (clone, context) ample time to reach that call on a busy machine.
-    stack = stack_factory(**PROVIDERS[provider](standin), run_timeout_seconds=RUN_LIMIT)
+    stack = stack_factory(**PROVIDERS[provider](standin), run_timeout_seconds=1)
+    # The model call hangs past the limit (until the stand-in closes). Where the run is when its second is up
+    # is not asserted: on a busy machine it may still be starting (clone, context), and the code is the same.
     failed, _ = _fails_with(stack, standin, "time_limit_exceeded", Hang(120), look)
     assert "time limit" in failed["error"]["message"]
-    assert standin.pending == 0
     _assert_nothing_pushed(stack)
 
 
