@@ -63,8 +63,20 @@ class Failure:
 
 @dataclass
 class Hang:
-    """The request that meets this waits `seconds`, then is answered with the item after it."""
+    """The request that meets this waits `seconds`, then is answered with the item after it. With `until`, it
+    waits for the test to set that event instead (`seconds` only bounds a test that never does), so a test that
+    needs the call still in flight does not depend on how fast the machine is."""
     seconds: float
+    until: threading.Event | None = None
+
+    def wait(self, closing: threading.Event) -> None:
+        """Block until the hang is over or the stand-in closes."""
+        if self.until is None:
+            closing.wait(self.seconds)
+            return
+        ends = time.monotonic() + self.seconds
+        while not (self.until.is_set() or closing.is_set()) and time.monotonic() < ends:
+            self.until.wait(min(0.05, max(0.0, ends - time.monotonic())))
 
 
 @dataclass
@@ -162,21 +174,21 @@ class ModelStandIn:
             self.requests.append(Recorded(path, headers, body))
             return len(self.requests)
 
-    def _next_item(self) -> tuple[float, Reply | Failure | None]:
+    def _next_item(self) -> tuple[list[Hang], Reply | Failure | None]:
         """Pop the next item; a Hang also takes the one after it; an Outage stays until it is over. None means
         the script ran out."""
         with self._lock:
-            delay = 0.0
+            hangs: list[Hang] = []
             while self._items and isinstance(self._items[0], (Hang, Outage)):
                 head = self._items[0]
                 if isinstance(head, Outage):
                     failure = head.failure(time.monotonic())
                     if failure is not None:
-                        return delay, failure
+                        return hangs, failure
                     self._items.popleft()
                 else:
-                    delay += self._items.popleft().seconds
-            return delay, (self._items.popleft() if self._items else None)
+                    hangs.append(self._items.popleft())
+            return hangs, (self._items.popleft() if self._items else None)
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict, dict[str, str]]:
         """(status, JSON body, extra headers) for one request."""
@@ -199,9 +211,13 @@ class ModelStandIn:
             return vendor.error(400, err.message, param=err.param)
         except (AttributeError, TypeError, KeyError) as err:  # e.g. a message that is not an object
             return vendor.error(400, f"model stand-in: malformed request ({type(err).__name__}: {err})")
-        delay, item = self._responder(body) if self._responder is not None else self._next_item()
-        if delay:
-            self._closing.wait(delay)
+        if self._responder is not None:
+            delay, item = self._responder(body)
+            hangs = [Hang(delay)] if delay else []
+        else:
+            hangs, item = self._next_item()
+        for hang in hangs:
+            hang.wait(self._closing)
         if item is None:
             return vendor.error(500, f"model stand-in: the script ran out (request #{number} to {path})")
         if isinstance(item, Failure):

@@ -1,13 +1,12 @@
 """A run's lease: one holder at a time, a growing fencing token, and fenced writes that a lapsed holder cannot make."""
 
-import time
-
 import pytest
 
 from service.ids import UlidGenerator
 from service.lease import Lease, LeaseInfo, LeaseLost, is_leased, release_token, renew_for_worker
 from service.store.jobs import JobStore, RunOutcome
 from service.store.projects import ProjectStore
+from tests.harness import wait_until
 
 
 @pytest.fixture
@@ -38,7 +37,8 @@ def test_a_lease_that_lapsed_and_was_taken_over_is_lost_for_good(redis_client):
     mine = Lease(redis_client, "job_x", ttl_seconds=1)
     assert mine.acquire()
     mine.ensure_held()
-    time.sleep(1.2)  # a stall longer than the lease lives...
+    # A stall longer than the lease lives (waited for as the lapse itself)...
+    wait_until(lambda: not is_leased(redis_client, "job_x"), 30, "the lease to lapse", interval=0.05)
     theirs = Lease(redis_client, "job_x", ttl_seconds=5)
     assert theirs.acquire()  # ...and another worker took it
     assert mine.renew() is False

@@ -1,6 +1,7 @@
 """The model stand-ins are honest: the official SDKs, validating strictly, parse every reply they send."""
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -194,15 +195,19 @@ def test_a_script_that_runs_out_fails_loudly(standin):
 
 
 def test_hang_makes_the_client_time_out_then_the_script_goes_on(standin):
-    standin.script(Hang(2), Reply(text="too late"), Reply(text="next"))
+    answer = threading.Event()  # the hung answer comes only after the client gave up on it
+    standin.script(Hang(120, until=answer), Reply(text="too late"), Reply(text="next"))
     client = openai_client(standin, timeout=0.2)
     with pytest.raises(openai.APITimeoutError):
         chat(client, [{"role": "user", "content": "hi"}])
+    answer.set()
     assert chat(client, [{"role": "user", "content": "hi"}]).choices[0].message.content == "next"
 
 
 def test_an_outage_fails_every_request_for_its_time_then_the_script_goes_on(standin):
-    standin.script(Outage(0.6, 529, headers={"retry-after-ms": "50"}), Reply(text="back"))
+    # Long enough for two requests on a busy machine; the test then waits for its end, a moment in time.
+    outage = Outage(2, 529, headers={"retry-after-ms": "50"})
+    standin.script(outage, Reply(text="back"))
     client = anthropic_client(standin)
     with pytest.raises(anthropic.OverloadedError) as first:
         message(client, [{"role": "user", "content": "hi"}])
@@ -211,7 +216,8 @@ def test_an_outage_fails_every_request_for_its_time_then_the_script_goes_on(stan
     with pytest.raises(openai.InternalServerError):
         chat(openai_client(standin), [{"role": "user", "content": "hi"}])
     assert standin.pending == 2  # failures during an outage do not use up the script
-    time.sleep(0.7)
+    assert outage.started is not None
+    time.sleep(max(0.0, outage.started + outage.seconds - time.monotonic()) + 0.05)
     assert message(client, [{"role": "user", "content": "hi"}]).content[0].text == "back"
     assert standin.pending == 0
 

@@ -1,11 +1,11 @@
 """Projects that follow a code host's installations: one per repository, disabled with a reason, re-enabled."""
 
 import threading
-import time
 
 from service.ids import UlidGenerator
 from service.projectstate import DisabledReason
 from service.store.projects import ProjectStore
+from tests.harness import wait_until
 from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
 
@@ -64,14 +64,17 @@ def test_a_project_disabled_before_its_run_fails_the_run_with_the_reason(stack):
 def test_access_removed_during_a_run_fails_it_before_the_push(stack_factory):
     with ModelStandIn() as standin:
         stack = stack_factory(**PROVIDERS["openai"](standin))
-        standin.script(Hang(1.5), Reply(tool_calls=[ToolUse("write_file", {"path": "docs/new.md", "content": "# New\n"})]),
+        answer = threading.Event()  # the model thinks until the project is gone, however long that takes
+        standin.script(Hang(120, until=answer), Reply(tool_calls=[ToolUse("write_file", {"path": "docs/new.md", "content": "# New\n"})]),
                        Reply(tool_calls=[ToolUse("finish", {"title": "New page", "summary": "Added it."})]))
         job = stack.create().json()
 
         def uninstall_while_the_model_thinks():
-            while not standin.requests:
-                time.sleep(0.02)
-            stack.ctx.services.projects.disable(stack.project_id, DisabledReason.INSTALLATION_REMOVED)
+            try:
+                wait_until(lambda: standin.requests, 60, "the run's model call", interval=0.02)
+                stack.ctx.services.projects.disable(stack.project_id, DisabledReason.INSTALLATION_REMOVED)
+            finally:
+                answer.set()
 
         remover = threading.Thread(target=uninstall_while_the_model_thinks)
         remover.start()

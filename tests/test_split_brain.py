@@ -2,6 +2,7 @@
 push, its pull-request update or its comment) while another takes the run over writes nothing once thawed.
 Exactly one commit per message, and the pull request keeps the newest run's title, body and comments."""
 
+import threading
 
 import pytest
 
@@ -29,9 +30,11 @@ def _state(pid: int) -> str:
 def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_during, stack_factory, standin,
                                                                       workers):
     stack = stack_factory(**PROVIDERS["openai"](standin), lease_ttl_seconds=2, sweep_interval_seconds=1)
+    answer_a = threading.Event()
     if frozen_during == "model call":
-        # A's answer arrives while it is frozen; B's run takes the next items; A's second call gets the last.
-        standin.script(Hang(1), _write("A"), _write("B"), _finish("B"), _finish("A"))
+        # A's answer arrives while it is frozen (the test releases it then); B's run takes the next items; A's
+        # second call gets the last.
+        standin.script(Hang(120, until=answer_a), _write("A"), _write("B"), _finish("B"), _finish("A"))
         first = workers(stack)
     else:
         standin.script(_write("A"), _finish("A"), _write("B"), _finish("B"))
@@ -41,6 +44,7 @@ def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_d
     if frozen_during == "model call":
         wait_until(lambda: standin.requests, 30, "A's model call")
         frozen = first.freeze()
+        answer_a.set()
     else:
         wait_until(lambda: _state(horse) == "T", 30, "A to freeze between its lease check and its push")
         frozen = first.freeze()  # its worker process too, which would otherwise keep renewing the lease

@@ -87,11 +87,13 @@ def test_a_key_that_expires_stops_its_open_stream_within_a_keepalive(stack_facto
     store = ApiKeyStore(stack.ctx.services.redis)
     key = store.find(stack.ctx.services.keys.authenticate(f"Bearer {stack.key}").id)
     assert key is not None
-    expires = now() + timedelta(seconds=2)
-    key.expires_at = iso(expires)
-    store.add(key, KeyEvent(at=iso(now()), account=key.account, actor="test", action="created", key_id=key.id))
     stream = OpenStream(requests.Session(), events_url(stack, job_id), headers={"Authorization": f"Bearer {stack.key}"})
     stream.wait_for_keepalive()
+    # The expiry is set once the stream is open (the stream asks for the key afresh), so a slow start cannot
+    # use it up before the stream opens.
+    expires = now() + timedelta(seconds=1)
+    key.expires_at = iso(expires)
+    store.add(key, KeyEvent(at=iso(now()), account=key.account, actor="test", action="created", key_id=key.id))
     time.sleep(max(0.0, (expires - now()).total_seconds()))  # the expiry itself: a moment in time, not an event
     assert stream.ends_within(ENDS_WITHIN) < ENDS_WITHIN
     assert stream.records[-1] == {"comment": "access ended"}

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -56,13 +57,18 @@ def test_doctor_lists_a_worker_its_job_and_heartbeat_and_the_probe_follows_it(st
             assert idle["stale"] is False and idle["secondsSinceHeartbeat"] < 5
             assert alive(env, "w1").returncode == 0
 
-            standin.script(Hang(3), Reply(tool_calls=[ToolUse("write_file", {"path": "docs/a.md", "content": "# A\n"})]),
+            # The model call hangs until the test has seen the busy worker, however long that takes.
+            answer = threading.Event()
+            standin.script(Hang(120, until=answer),
+                           Reply(tool_calls=[ToolUse("write_file", {"path": "docs/a.md", "content": "# A\n"})]),
                            Reply(tool_calls=[ToolUse("finish", {"title": "A", "summary": "Added A."})]))
             job = stack.create().json()
             busy = wait_until(lambda: (w := listed(env, "w1")) and w["job"] == job["id"] and w, 30,
                               "the worker to report its job", interval=0.1)
             assert busy["state"] == "busy" and busy["task"] == "process_job"
-            assert listed(env, "w1", cli=True)["job"] == job["id"]  # the model call hangs 3 s
+            wait_until(lambda: standin.requests, 30, "the run's model call")
+            assert listed(env, "w1", cli=True)["job"] == job["id"]
+            answer.set()
             wait_until(lambda: stack.job(job["id"])["status"] == "completed", 30, "the job to complete", interval=0.1)
             wait_until(lambda: (w := listed(env, "w1")) and w["job"] is None, 30, "the worker to be idle again",
                        interval=0.1)
@@ -123,8 +129,9 @@ def test_the_probe_without_a_name_needs_a_fresh_worker_of_this_host(redis_url, t
         heartbeat.watch(worker)
         ok, why = probe(ctx.settings, None)
         assert ok and why.startswith("worker w3 beat")
-        time.sleep(1.2)
-        assert probe(ctx.settings, None, max_age=1)[0] is False  # the thread beats every 5 s by default
+        # The thread beats every 5 s by default: its beat gets older than 1 s (one beating more often never would).
+        wait_until(lambda: not probe(ctx.settings, None, max_age=1)[0], 30, "the beat to be more than 1 s old",
+                   interval=0.1)
         assert probe(ctx.settings, None)[0] is True  # within three of its intervals
     assert not (tmp_path / "data" / "workers" / "w3.json").exists()
     assert WorkerRegistry(ctx.services.redis).all() == []

@@ -3,6 +3,7 @@ grace kept."""
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,13 +77,18 @@ def event_ms(stack, job_id: str, kind: EventType) -> int:
 
 def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standin, pool, tmp_path):
     stack = stack_factory(**PROVIDERS["openai"](standin))
-    # Each run's one model call takes 3 s; one after the other, the two runs would not overlap at all.
-    standin.script(Hang(3), Reply(text="First answer."), Hang(3), Reply(text="Second answer."))
+    # Each run's one model call is answered only once both calls are in: one after the other, the two runs
+    # would never both reach it (and the test would time out).
+    both_asked = threading.Event()
+    standin.script(Hang(120, until=both_asked), Reply(text="First answer."), Hang(120, until=both_asked),
+                   Reply(text="Second answer."))
     port = free_port()
     worker = pool(stack, 2, COPYDESK_METRICS_TOKEN="pool-token", COPYDESK_WORKER_METRICS_PORT=str(port),
                   COPYDESK_METRICS_DIR=str(tmp_path / "metrics"))
     wait_until(lambda: len(worker_children(worker.pid)) == 2, 30, "two worker processes")
     jobs = [stack.create(f"Question {n}").json()["id"] for n in (1, 2)]
+    wait_until(lambda: len(standin.requests) == 2, 60, "both runs' model calls", interval=0.1)
+    both_asked.set()
     for job_id in jobs:
         wait_until(lambda j=job_id: stack.job(j)["status"] == "completed", 60, f"job {job_id} to complete",
                    interval=0.2)
@@ -107,10 +113,13 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
     assert "restarting it" in worker.log_path.read_text()
 
     # SIGTERM: a run in flight finishes within the grace, then every process exits.
-    standin.script(Hang(2), Reply(text="Third answer."))
+    asked_third = threading.Event()  # answered only after the SIGTERM, so the run is surely in flight
+    standin.script(Hang(120, until=asked_third), Reply(text="Third answer."))
     third = stack.create("Question 3").json()["id"]
     wait_until(lambda: standin.requests[2:], 30, "the third run's model call")
     worker.signal(signal.SIGTERM)
+    wait_until(lambda: "passing it on to" in worker.log_path.read_text(), 30, "the pool to pass the SIGTERM on")
+    asked_third.set()
     assert worker.proc.wait(timeout=60) == 0, worker.log()
     assert stack.job(third)["status"] == "completed"
     assert worker.log_path.read_text().count(UPKEEP) == 1
