@@ -28,6 +28,7 @@ from bench import docs_repos  # noqa: E402
 from bench.first_request import request_chars  # noqa: E402
 from service.agent.briefing import brief  # noqa: E402
 from service.agent.docs_check import check_docs  # noqa: E402
+from service.agent.docsite import page_store  # noqa: E402
 from service.agent.docsite.detect import detect_site, read_navigation  # noqa: E402
 from service.agent.docsite.tree import PAGE_CACHE, Tree  # noqa: E402
 from service.agent.loop import build_messages  # noqa: E402
@@ -98,6 +99,7 @@ def run_repository(bare: Path, max_pages: int) -> Row:
 
 def one_word_edits(workspace, site, pages: list[str], row: Row) -> None:
     PAGE_CACHE._entries.clear()
+    page_store.forget_all(workspace.git_dir)  # cold: no parse kept in memory or on disk
     first = True
     for page in pages:
         original = workspace.read(page)

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.first_request import generate  # noqa: E402
 from bench.workspace import PARAGRAPH, plain_env  # noqa: E402
 from service.agent.docs_check import check_docs  # noqa: E402
+from service.agent.docsite import page_store  # noqa: E402
 from service.agent.docsite.detect import detect_site  # noqa: E402
 from service.agent.docsite.tree import PAGE_CACHE  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
@@ -95,6 +96,7 @@ def main() -> None:
 
             for label, change in (("one-word edit", edit), ("move of the most-linked page", move)):
                 PAGE_CACHE._entries.clear()
+                page_store.forget_all(bare)  # cold: no parse kept in memory or on disk
                 cold, problems = timed(bare, commit, change)
                 warm = statistics.median(timed(bare, commit, change)[0] for _ in range(args.repeat))
                 print(f"| {name} | {label} | {cold:.3f} | {warm:.3f} | {problems} |")

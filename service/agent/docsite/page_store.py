@@ -41,3 +41,11 @@ def keep(git_dir, blob: str, mode: Mode, page: ParsedPage) -> None:
     """Keep the page parsed from `blob` for later runs on this repository (modes worth it only)."""
     if mode in STORED_MODES:
         write_stored(_stored(git_dir, blob, mode), page)
+
+
+def forget_all(git_dir) -> int:
+    """Delete every stored page of the repository at `git_dir` (benches measuring a truly cold check); how many."""
+    stored = list((Path(git_dir) / CACHE_FOLDER).glob("page-*"))
+    for path in stored:
+        path.unlink(missing_ok=True)
+    return len(stored)
