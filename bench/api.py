@@ -72,9 +72,12 @@ class BareServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         with open(log, "ab") as out:
-            self._proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_web.py")),
-                                           str(self.port), redis_url], stdout=out, stderr=subprocess.STDOUT,
-                                          start_new_session=True)
+            self._proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("bare_web.py")), str(self.port), redis_url],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -100,8 +103,9 @@ def main() -> None:
         sys.exit("bench/api.py needs wrk: apt-get install wrk")
     with web_stack("gevent", 2) as web, tempfile.TemporaryDirectory() as tmp:
         redis_url = web.env["COPYDESK_REDIS_URL"]
-        created = requests.post(f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"},
-                                headers=web.headers, timeout=30)
+        created = requests.post(
+            f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"}, headers=web.headers, timeout=30
+        )
         created.raise_for_status()
         job_url = f"{web.url}/v2/agent/{web.project_id}/job/{created.json()['id']}"
         # The bare app reads a record as large as the job Copydesk returns.
@@ -111,27 +115,34 @@ def main() -> None:
         post.write_text(_POST % web.headers["Authorization"])
         bare = BareServer(redis_url, web.root / "bare.log")
         try:
-            cases = {"bare HGETALL": (f"{bare.url}/record", {}, None),
-                     "GET job": (job_url, web.headers, None),
-                     "create job": (f"{web.url}/v2/agent/{web.project_id}/job", {}, post)}
+            cases = {
+                "bare HGETALL": (f"{bare.url}/record", {}, None),
+                "GET job": (job_url, web.headers, None),
+                "create job": (f"{web.url}/v2/agent/{web.project_id}/job", {}, post),
+            }
             for url, headers, script in cases.values():  # warm-up: connections, scripts, imports
                 wrk(url, seconds=1, connections=args.connections, headers=headers, script=script)
             results: dict[str, list[Load]] = {name: [] for name in cases}
             for _ in range(args.rounds):
                 for name, (url, headers, script) in cases.items():
-                    results[name].append(wrk(url, seconds=args.seconds, connections=args.connections,
-                                             headers=headers, script=script))
+                    results[name].append(
+                        wrk(url, seconds=args.seconds, connections=args.connections, headers=headers, script=script)
+                    )
         finally:
             bare.close()
-    print(f"{args.connections} connections, {args.seconds:g} s x {args.rounds} rounds, medians "
-          f"(load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())})")
+    print(
+        f"{args.connections} connections, {args.seconds:g} s x {args.rounds} rounds, medians "
+        f"(load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())})"
+    )
     print(f"{'case':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7}")
     base = statistics.median(r.rps for r in results["bare HGETALL"])
     for name, loads in results.items():
         rps = statistics.median(r.rps for r in loads)
-        print(f"{name:<14} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
-              f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
-              f"{rps / base:>7.2f}")
+        print(
+            f"{name:<14} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
+            f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
+            f"{rps / base:>7.2f}"
+        )
 
 
 if __name__ == "__main__":

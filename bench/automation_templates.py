@@ -51,16 +51,25 @@ from tests.harness import drain_queues  # noqa: E402
 from tests.model_standin import ModelStandIn, Reply, ToolUse  # noqa: E402
 from tests.redis_servers import running_redis  # noqa: E402
 
-SOURCE_FILES = {"widgets/cli.py": "import argparse\n\nTIMEOUT = 3\n\n\ndef parser():\n    p = argparse.ArgumentParser()\n"
-                                  "    p.add_argument('--dry-run', action='store_true')\n    return p\n",
-                "README.md": "# widgets\n"}
-CODE_CHANGE = ("Add a --verbose flag that logs each request",
-               {"widgets/cli.py": SOURCE_FILES["widgets/cli.py"].replace(
-                   "    return p", "    p.add_argument('--verbose', action='store_true', help='log each request')\n"
-                                  "    return p")})
-BATCH = [("Fix the timeout default: 30 s, was 3 s", {"widgets/cli.py": None}),
-         ("Add widgets sync --since", {"widgets/sync.py": "def sync(since=None):\n    ...\n"}),
-         ("CI: cache pip downloads", {".github/workflows/ci.yml": "steps:\n  - uses: actions/cache@v4\n"})]
+SOURCE_FILES = {
+    "widgets/cli.py": "import argparse\n\nTIMEOUT = 3\n\n\ndef parser():\n    p = argparse.ArgumentParser()\n"
+    "    p.add_argument('--dry-run', action='store_true')\n    return p\n",
+    "README.md": "# widgets\n",
+}
+CODE_CHANGE = (
+    "Add a --verbose flag that logs each request",
+    {
+        "widgets/cli.py": SOURCE_FILES["widgets/cli.py"].replace(
+            "    return p",
+            "    p.add_argument('--verbose', action='store_true', help='log each request')\n    return p",
+        )
+    },
+)
+BATCH = [
+    ("Fix the timeout default: 30 s, was 3 s", {"widgets/cli.py": None}),
+    ("Add widgets sync --since", {"widgets/sync.py": "def sync(since=None):\n    ...\n"}),
+    ("CI: cache pip downloads", {".github/workflows/ci.yml": "steps:\n  - uses: actions/cache@v4\n"}),
+]
 FRAGMENT_FOLDERS = ("changelog.d", "newsfragments", "changelog_unreleased", ".changeset")
 CHANGELOG_NAMES = re.compile(r"^(changelog|changes|history|release[-_ ]?notes)(\.(md|rst|markdown|txt))?$", re.I)
 _DID_YOU_MEAN = re.compile(r"broken anchor: (\S+) .*; did you mean (#[\w-]+)\?$")
@@ -111,41 +120,75 @@ def run_repository(bare: Path, workdir: Path, model: ModelStandIn, prompts: Path
     git.run("symbolic-ref", "HEAD", "refs/heads/main", git_dir=source)
     commit_files(git, source, SOURCE_FILES, message="widgets 1.0")
     with running_redis(workdir / "redis", "--save", "", "--appendonly", "no") as redis_url:
-        settings = Settings(redis_url=redis_url, data_dir=workdir / "data", base_url=f"http://127.0.0.1:{free_port()}",
-                            model="openai:gpt-bench").with_overrides(openai_api_key="sk-bench",
-                                                                     openai_base_url=model.openai_base_url)
+        settings = Settings(
+            redis_url=redis_url,
+            data_dir=workdir / "data",
+            base_url=f"http://127.0.0.1:{free_port()}",
+            model="openai:gpt-bench",
+        ).with_overrides(openai_api_key="sk-bench", openai_base_url=model.openai_base_url)
         os.environ.update(settings.to_env())  # the worker's task builds its own context from the environment
         ctx = context.build(settings)
         project = ctx.local.register(ctx.services.projects, path=copy_path, ref=branch)
         plan = _Plan(git, copy_path, commit)
         runs = [
             (TemplateId.UPDATE_FROM_CODE, lambda a: _code_change(git, source, a), plan.update_turns()),
-            (TemplateId.FIX_BROKEN_LINKS, lambda a: TriggerEvent(kind="schedule", key=f"slot:{a.id}@bench"),
-             plan.fix_turns()),
+            (
+                TemplateId.FIX_BROKEN_LINKS,
+                lambda a: TriggerEvent(kind="schedule", key=f"slot:{a.id}@bench"),
+                plan.fix_turns(),
+            ),
             (TemplateId.DRAFT_CHANGELOG, lambda a: _batch(git, source, a), plan.changelog_turns()),
         ]
         rows = []
         checked = time.monotonic()
         with Workspace(git, copy_path, commit) as workspace:
             report = check_site(workspace)
-        print(f"{name} @ {commit[:12]}: the whole-site check read {report.pages_checked} page(s) in "
-              f"{time.monotonic() - checked:.1f} s (parse cache warm from planning) and found "
-              f"{len(report.problems)} problem(s)")
+        print(
+            f"{name} @ {commit[:12]}: the whole-site check read {report.pages_checked} page(s) in "
+            f"{time.monotonic() - checked:.1f} s (parse cache warm from planning) and found "
+            f"{len(report.problems)} problem(s)"
+        )
         for template, event_of, turns in runs:
-            rows.append(_run(ctx, settings, project, template, event_of, turns, model, source,
-                             name=name, commit=commit, prompts=prompts))
+            rows.append(
+                _run(
+                    ctx,
+                    settings,
+                    project,
+                    template,
+                    event_of,
+                    turns,
+                    model,
+                    source,
+                    name=name,
+                    commit=commit,
+                    prompts=prompts,
+                )
+            )
     return rows
 
 
-def _run(ctx, settings: Settings, project, template: TemplateId, event_of: Callable, turns: Turns,
-         model: ModelStandIn, source: Path, *, name: str, commit: str, prompts: Path | None) -> Row:
+def _run(
+    ctx,
+    settings: Settings,
+    project,
+    template: TemplateId,
+    event_of: Callable,
+    turns: Turns,
+    model: ModelStandIn,
+    source: Path,
+    *,
+    name: str,
+    commit: str,
+    prompts: Path | None,
+) -> Row:
     services = ctx.services
     body = copy.deepcopy(TEMPLATES[template.value].body)
     if "trigger.repository" in TEMPLATES[template.value].needs:
         body["trigger"]["repository"] = str(source)
     spec = parse_spec(body, host=project.host)
-    automation = services.automations.create(project.id, host=project.host, account=project.account, spec=spec,
-                                             template=template.value)[0]
+    automation = services.automations.create(
+        project.id, host=project.host, account=project.account, spec=spec, template=template.value
+    )[0]
     model.respond(_responder(turns))
     before = len(model.requests)
     started = time.monotonic()
@@ -158,13 +201,23 @@ def _run(ctx, settings: Settings, project, template: TemplateId, event_of: Calla
     if prompts is not None and requests:
         prompts.mkdir(parents=True, exist_ok=True)
         (prompts / f"{name.replace('/', '+')}-{template.value}.txt").write_text(
-            "\n\n=====\n\n".join(str(m.get("content")) for m in requests[0].body["messages"]))
+            "\n\n=====\n\n".join(str(m.get("content")) for m in requests[0].body["messages"])
+        )
     whole = sum(len(m.get("content") or "") for m in requests[0].body["messages"]) if requests else 0
-    replies = [m for m in services.jobs.conversation(run.job_id) if m.reply_to == run.message_id] \
-        if run.job_id else []
+    replies = [m for m in services.jobs.conversation(run.job_id) if m.reply_to == run.message_id] if run.job_id else []
     changed = ", ".join(replies[0].changed_files) if replies else ""
-    return Row(template.value, name, commit[:12], len(user), whole, len(requests),
-               seen.state.value, (seen.reason or _error(services, run) or "")[:160], round(seconds, 1), changed)
+    return Row(
+        template.value,
+        name,
+        commit[:12],
+        len(user),
+        whole,
+        len(requests),
+        seen.state.value,
+        (seen.reason or _error(services, run) or "")[:160],
+        round(seconds, 1),
+        changed,
+    )
 
 
 def _error(services, run) -> str | None:
@@ -175,10 +228,12 @@ def _error(services, run) -> str | None:
 def _responder(turns: Turns):
     """A model that makes the planned tool calls in order, one per turn (its turn is the number of assistant
     messages the request holds), then finishes."""
+
     def respond(body: dict):
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
         name, args = turns[min(turn, len(turns) - 1)]
         return 0.0, Reply(tool_calls=[ToolUse(name, args)])
+
     return respond
 
 
@@ -188,8 +243,13 @@ def _code_change(git: Git, source: Path, automation) -> TriggerEvent:
     title, files = CODE_CHANGE
     commit_files(git, source, files, message=title)
     head, changes = new_commits(source, before, max_diff_chars=20_000)
-    return TriggerEvent(kind="code_change", key=f"commit:{source}@{head}", changes=tuple(changes),
-                        source_repository=str(source), source_commit=head)
+    return TriggerEvent(
+        kind="code_change",
+        key=f"commit:{source}@{head}",
+        changes=tuple(changes),
+        source_repository=str(source),
+        source_commit=head,
+    )
 
 
 def _batch(git: Git, source: Path, automation) -> TriggerEvent:
@@ -201,8 +261,13 @@ def _batch(git: Git, source: Path, automation) -> TriggerEvent:
             files = {"widgets/cli.py": text.replace("TIMEOUT = 3", "TIMEOUT = 30")}
         commit_files(git, source, files, message=title)
     head, changes = new_commits(source, before, max_diff_chars=20_000)
-    return TriggerEvent(kind="code_change", key=f"batch:{automation.id}@bench", changes=tuple(changes),
-                        source_repository=str(source), source_commit=head)
+    return TriggerEvent(
+        kind="code_change",
+        key=f"batch:{automation.id}@bench",
+        changes=tuple(changes),
+        source_repository=str(source),
+        source_commit=head,
+    )
 
 
 class _Plan:
@@ -213,21 +278,31 @@ class _Plan:
             self.files = set(workspace.list_files())
             site = detect_site(workspace)
             self.pages = site_pages(Tree(workspace), site)
-            self.texts = {p: workspace.read(p).decode("utf-8", "replace")
-                          for p in self.pages if p.endswith((".md", ".mdx"))}
+            self.texts = {
+                p: workspace.read(p).decode("utf-8", "replace") for p in self.pages if p.endswith((".md", ".mdx"))
+            }
             self.report = check_site(workspace, site)
             self.changelogs = {p: workspace.read(p).decode("utf-8", "replace") for p in self._changelog_paths()}
 
     def update_turns(self) -> Turns:
         for page, text in sorted(self.texts.items()):
-            heading = next((line for line in text.split("\n") if line.startswith("## ") and text.count(line) == 1),
-                           None)
+            heading = next(
+                (line for line in text.split("\n") if line.startswith("## ") and text.count(line) == 1), None
+            )
             if heading:
                 new = f"{heading}\n\nPass `--verbose` to log each request as it is made."
-                return [("search", {"pattern": "verbose|--dry-run", "ignore_case": True}),
-                        ("read_file", {"path": page}), ("edit_file", {"path": page, "old": heading, "new": new}),
-                        ("finish", {"title": "Document the --verbose flag",
-                                    "summary": f"Added a sentence on --verbose to {page}."})]
+                return [
+                    ("search", {"pattern": "verbose|--dry-run", "ignore_case": True}),
+                    ("read_file", {"path": page}),
+                    ("edit_file", {"path": page, "old": heading, "new": new}),
+                    (
+                        "finish",
+                        {
+                            "title": "Document the --verbose flag",
+                            "summary": f"Added a sentence on --verbose to {page}.",
+                        },
+                    ),
+                ]
         return [("finish", {"title": "", "summary": "No page describes the CLI.", "no_change_needed": True})]
 
     def fix_turns(self) -> Turns:
@@ -237,56 +312,85 @@ class _Plan:
             if found and text.count(f"]({found.group(1)})") == 1:
                 target = found.group(1)
                 fixed = target.split("#")[0] + found.group(2)
-                return [("read_file", {"path": problem.path}),
-                        ("edit_file", {"path": problem.path, "old": f"]({target})", "new": f"]({fixed})"}),
-                        ("check_docs", {}),
-                        ("finish", {"title": "Fix a broken anchor", "summary": f"Pointed {target} at {fixed}."})]
+                return [
+                    ("read_file", {"path": problem.path}),
+                    ("edit_file", {"path": problem.path, "old": f"]({target})", "new": f"]({fixed})"}),
+                    ("check_docs", {}),
+                    ("finish", {"title": "Fix a broken anchor", "summary": f"Pointed {target} at {fixed}."}),
+                ]
         return [("finish", {"title": "", "summary": "Scripted: nothing it can fix.", "no_change_needed": True})]
 
     def changelog_turns(self) -> Turns:
         look = [("list_files", {"pattern": "*hange*"})]
         folder = next((f for f in FRAGMENT_FOLDERS if any(p.startswith(f + "/") for p in self.files)), None)
         if folder is not None:
-            examples = sorted((p for p in self.files if p.startswith(folder + "/") and p.endswith(".md")),
-                              key=lambda p: (posixpath.basename(p) != "TEMPLATE.md", p))
+            examples = sorted(
+                (p for p in self.files if p.startswith(folder + "/") and p.endswith(".md")),
+                key=lambda p: (posixpath.basename(p) != "TEMPLATE.md", p),
+            )
             sub = posixpath.dirname(examples[0]) if examples else folder
             if folder == "changelog_unreleased":
                 sub = f"{folder}/cli"
-            return look + [("read_file", {"path": examples[0]}) if examples else ("list_files", {"pattern": folder}),
-                           ("write_file", {"path": f"{sub}/+sync-since.change.md" if folder == "changelog.d"
-                                           else f"{sub}/sync-since.md",
-                                           "content": "`widgets sync` takes `--since` to sync only newer items.\n"}),
-                           ("finish", {"title": "Changelog fragment for widgets sync --since",
-                                       "summary": "Added a fragment; the timeout fix and the CI change need none."})]
+            return look + [
+                ("read_file", {"path": examples[0]}) if examples else ("list_files", {"pattern": folder}),
+                (
+                    "write_file",
+                    {
+                        "path": f"{sub}/+sync-since.change.md" if folder == "changelog.d" else f"{sub}/sync-since.md",
+                        "content": "`widgets sync` takes `--since` to sync only newer items.\n",
+                    },
+                ),
+                (
+                    "finish",
+                    {
+                        "title": "Changelog fragment for widgets sync --since",
+                        "summary": "Added a fragment; the timeout fix and the CI change need none.",
+                    },
+                ),
+            ]
         paths = self._changelog_paths()
         if not paths:
-            return look + [("finish", {"title": "", "no_change_needed": True,
-                                       "summary": "This repository keeps no changelog."})]
+            return look + [
+                ("finish", {"title": "", "no_change_needed": True, "summary": "This repository keeps no changelog."})
+            ]
         path = paths[0]
         text = self.changelogs[path]
         first = next((line for line in text.split("\n") if line.startswith("## ")), None)
         if first is None:
-            return look + [("finish", {"title": "", "no_change_needed": True,
-                                       "summary": f"{path} has no entries to follow."})]
+            return look + [
+                ("finish", {"title": "", "no_change_needed": True, "summary": f"{path} has no entries to follow."})
+            ]
         entry = "## Unreleased\n\n### Added\n\n* `widgets sync --since` syncs only newer items.\n\n"
-        old, new = (first, f"{first}\n\n### Added\n\n* `widgets sync --since` syncs only newer items.") \
-            if "unreleased" in first.lower() else (first, entry + first)
-        return look + [("read_file", {"path": path}), ("edit_file", {"path": path, "old": old, "new": new}),
-                       ("finish", {"title": "Changelog entry for widgets sync --since",
-                                   "summary": f"Added the entry to {path}."})]
+        old, new = (
+            (first, f"{first}\n\n### Added\n\n* `widgets sync --since` syncs only newer items.")
+            if "unreleased" in first.lower()
+            else (first, entry + first)
+        )
+        return look + [
+            ("read_file", {"path": path}),
+            ("edit_file", {"path": path, "old": old, "new": new}),
+            ("finish", {"title": "Changelog entry for widgets sync --since", "summary": f"Added the entry to {path}."}),
+        ]
 
     def _changelog_paths(self) -> list[str]:
-        found = [p for p in self.files if CHANGELOG_NAMES.match(posixpath.basename(p))
-                 and p.count("/") <= 1 and not p.startswith(".")]
+        found = [
+            p
+            for p in self.files
+            if CHANGELOG_NAMES.match(posixpath.basename(p)) and p.count("/") <= 1 and not p.startswith(".")
+        ]
         return sorted(found, key=lambda p: (p.count("/"), p))
 
 
 def print_table(rows: list[Row]) -> None:
-    print(f"{'template':32} {'repository':26} {'commit':12} {'prompt':>7} {'request':>8} {'calls':>5} "
-          f"{'outcome':17} {'s':>6}  changed | reason")
+    print(
+        f"{'template':32} {'repository':26} {'commit':12} {'prompt':>7} {'request':>8} {'calls':>5} "
+        f"{'outcome':17} {'s':>6}  changed | reason"
+    )
     for r in rows:
-        print(f"{r.template:32} {r.repository:26} {r.commit:12} {r.prompt_chars:7,} {r.request_chars:8,} "
-              f"{r.model_calls:5} {r.state:17} {r.seconds:6.1f}  {r.changed or '-'} | {r.reason or '-'}")
+        print(
+            f"{r.template:32} {r.repository:26} {r.commit:12} {r.prompt_chars:7,} {r.request_chars:8,} "
+            f"{r.model_calls:5} {r.state:17} {r.seconds:6.1f}  {r.changed or '-'} | {r.reason or '-'}"
+        )
 
 
 if __name__ == "__main__":

@@ -74,6 +74,7 @@ class Outcome:
 
 # --- the site's own build ---------------------------------------------------------------------------------
 
+
 def site_requirements(root: Path) -> list[str]:
     """The site's docs requirements where they are simple: a `docs` (`doc`, `documentation`, `recommended`)
     dependency group or extra in pyproject.toml, or a docs requirements file (plain requirement lines)."""
@@ -84,13 +85,21 @@ def site_requirements(root: Path) -> list[str]:
         for table in (data.get("dependency-groups", {}), data.get("project", {}).get("optional-dependencies", {})):
             for group in ("docs", "doc", "documentation", "recommended"):  # "recommended": Material's plugins
                 found += [r for r in table.get(group, []) if isinstance(r, str)]
-    for name in ("requirements.txt" if (root / "mkdocs.yml").is_file() else "docs/requirements.txt",
-                 "docs/requirements.txt", "requirements/docs.txt", "requirements-docs.txt", "docs-requirements.txt",
-                 "docs/requirements.in"):
+    for name in (
+        "requirements.txt" if (root / "mkdocs.yml").is_file() else "docs/requirements.txt",
+        "docs/requirements.txt",
+        "requirements/docs.txt",
+        "requirements-docs.txt",
+        "docs-requirements.txt",
+        "docs/requirements.in",
+    ):
         path = root / name
         if path.is_file():
-            found += [line.strip() for line in path.read_text().splitlines()
-                      if line.strip() and not line.startswith(("#", "-"))]
+            found += [
+                line.strip()
+                for line in path.read_text().splitlines()
+                if line.strip() and not line.startswith(("#", "-"))
+            ]
     return sorted(set(found))
 
 
@@ -101,8 +110,12 @@ def build_venv(cache: Path, requirements: list[str]) -> Path:
     if not (venv / "ready").exists():
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
         print(f"  pip install {' '.join(wanted)}", file=sys.stderr)
-        subprocess.run([str(venv / "bin/pip"), "install", "-q", *wanted], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
+        subprocess.run(
+            [str(venv / "bin/pip"), "install", "-q", *wanted],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         (venv / "ready").write_text("\n".join(wanted))
     return venv
 
@@ -113,15 +126,36 @@ def build(framework: str, venv: Path, tree: Path, config: str, docs_root: str) -
         if framework == "mkdocs":
             command = [str(venv / "bin/mkdocs"), "build", "--strict", "-f", str(tree / config), "-d", out]
         else:
-            command = [str(venv / "bin/sphinx-build"), "-n", "-W", "--keep-going", "-E", "-q", "-b", "html",
-                       str(tree / posixpath.dirname(config)), out]
-        done = subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=BUILD_SECONDS,
-                              env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tree),
-                                   "NO_COLOR": "1", "NO_MKDOCS_2_WARNING": "1", "LC_ALL": "C.UTF-8"})
+            command = [
+                str(venv / "bin/sphinx-build"),
+                "-n",
+                "-W",
+                "--keep-going",
+                "-E",
+                "-q",
+                "-b",
+                "html",
+                str(tree / posixpath.dirname(config)),
+                out,
+            ]
+        done = subprocess.run(
+            command,
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_SECONDS,
+            env={
+                "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+                "HOME": str(tree),
+                "NO_COLOR": "1",
+                "NO_MKDOCS_2_WARNING": "1",
+                "LC_ALL": "C.UTF-8",
+            },
+        )
     output = (done.stderr + "\n" + done.stdout).replace(str(tree) + "/", "")
     fatal = re.search(r"^.*(Aborted with a|Configuration error|Extension error|Exception occurred).*$", output, re.M)
     if fatal:  # the build stopped before it looked at the pages: its warnings say nothing about them
-        raise BuildFailed(output[max(0, fatal.start() - 600):fatal.end()].strip())
+        raise BuildFailed(output[max(0, fatal.start() - 600) : fatal.end()].strip())
     parse = _mkdocs_warnings if framework == "mkdocs" else _sphinx_warnings
     return Counter(parse(output, docs_root, config))
 
@@ -155,6 +189,7 @@ def _sphinx_warnings(output: str, docs_root: str, config: str) -> list[Warning_]
 
 # --- the edits ---------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Edit:
     name: str
@@ -166,8 +201,7 @@ def plan_edits(texts: dict[str, str], pages: list[str], framework: str, docs_roo
     """One edit of each kind, on pages chosen the same way on every site (the most-linked ones where it matters)."""
     linked = _most_linked(texts, pages)
     edits = []
-    prose = next((p for p in pages if one_word_edit(texts[p]) != texts[p].rstrip("\n") + "\n\nIndeed.\n"),
-                 pages[0])
+    prose = next((p for p in pages if one_word_edit(texts[p]) != texts[p].rstrip("\n") + "\n\nIndeed.\n"), pages[0])
     edits.append(Edit("one-word edit", {prose: one_word_edit(texts[prose]).encode()}))
     moved = linked[0]
     folder, name = posixpath.split(moved)
@@ -186,10 +220,18 @@ def plan_edits(texts: dict[str, str], pages: list[str], framework: str, docs_roo
 
 def _most_linked(texts: dict[str, str], pages: list[str]) -> list[str]:
     joined = "\n".join(texts.values())
+
     def mentions(page: str) -> int:
         base = posixpath.basename(posixpath.splitext(page)[0])
-        return 0 if base in ("index", "README") else joined.count(base + ".md") + joined.count("/" + base + ">") + \
-            joined.count(f"`{base}`") + joined.count(f"<{base}>")
+        return (
+            0
+            if base in ("index", "README")
+            else joined.count(base + ".md")
+            + joined.count("/" + base + ">")
+            + joined.count(f"`{base}`")
+            + joined.count(f"<{base}>")
+        )
+
     return sorted(pages, key=lambda p: (-mentions(p), p))
 
 
@@ -217,8 +259,9 @@ def _rename_heading(texts: dict[str, str], pages: list[str]) -> tuple[str, str] 
 def _new_page(texts: dict[str, str], pages: list[str], framework: str, docs_root: str) -> dict[str, bytes | None]:
     """A new page in the docs root linking three existing pages the way the site links them."""
     targets = [p for p in pages if posixpath.dirname(p) == docs_root][:3] or pages[:3]
-    md = any(p.endswith(".md") for p in pages) and (framework == "mkdocs" or
-                                                    sum(p.endswith(".md") for p in pages) > len(pages) / 2)
+    md = any(p.endswith(".md") for p in pages) and (
+        framework == "mkdocs" or sum(p.endswith(".md") for p in pages) > len(pages) / 2
+    )
     relative = [posixpath.relpath(t, docs_root or ".") for t in targets]
     if md:
         links = "\n".join(f"- [{posixpath.basename(r)}]({r})" for r in relative)
@@ -234,12 +277,14 @@ def _break_link(texts: dict[str, str], pages: list[str], framework: str) -> tupl
         match = _MD_LINK.search(text) if page.endswith(".md") else re.search(r":doc:`(?:[^`<]*<)?([^`>]+)>?`", text)
         if match and "://" not in match.group(1):
             start, end = match.span(1)
-            return page, text[:start] + match.group(1).replace(".md", "") + "-broken" + \
-                (".md" if match.group(1).endswith(".md") else "") + text[end:]
+            return page, text[:start] + match.group(1).replace(".md", "") + "-broken" + (
+                ".md" if match.group(1).endswith(".md") else ""
+            ) + text[end:]
     return None
 
 
 # --- one site ------------------------------------------------------------------------------------------------
+
 
 def run_site(bare: Path, cache: Path, extra: list[str]) -> list[Outcome]:
     git = Git()
@@ -261,8 +306,10 @@ def run_site(bare: Path, cache: Path, extra: list[str]) -> list[Outcome]:
         except BuildFailed as exc:
             print(f"{name}: the site's own build fails before any edit, so it is skipped:\n{exc}", file=sys.stderr)
             return []
-        print(f"{name}: {site.framework}, {len(pages)} pages, {sum(baseline.values())} baseline warning(s)",
-              file=sys.stderr)
+        print(
+            f"{name}: {site.framework}, {len(pages)} pages, {sum(baseline.values())} baseline warning(s)",
+            file=sys.stderr,
+        )
         outcomes = []
         for edit in plan_edits(texts, pages, site.framework, site.docs_root):
             tree = Path(tmp_s) / "edited"
@@ -282,8 +329,9 @@ def _moved(baseline: Counter, edit: Edit) -> Counter:
     if not edit.move:
         return baseline
     old, new = edit.move
-    return Counter({Warning_(new if w.path == old else w.path, w.text.replace(old, new)): n
-                    for w, n in baseline.items()})
+    return Counter(
+        {Warning_(new if w.path == old else w.path, w.text.replace(old, new)): n for w, n in baseline.items()}
+    )
 
 
 def _project(root: Path) -> list[str]:
@@ -296,8 +344,9 @@ def _project(root: Path) -> list[str]:
 
 
 def export(git: Git, bare: Path, commit: str, into: Path) -> None:
-    data = subprocess.run(["git", f"--git-dir={bare}", "archive", "--format=tar", commit], capture_output=True,
-                          check=True).stdout
+    data = subprocess.run(
+        ["git", f"--git-dir={bare}", "archive", "--format=tar", commit], capture_output=True, check=True
+    ).stdout
     into.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         archive.extractall(into, filter="data")
@@ -340,8 +389,9 @@ def compare(site: str, edit: Edit, found: list[Warning_], report) -> Outcome:
                 unpaired.remove(warning)
                 left.remove(pick)
                 outcome.matched += 1
-                outcome.pairs.append(f"{warning.path}: {warning.text[:140]}  <->  {pick.path}:{pick.line} "
-                                     f"{pick.message[:140]}")
+                outcome.pairs.append(
+                    f"{warning.path}: {warning.text[:140]}  <->  {pick.path}:{pick.line} {pick.message[:140]}"
+                )
     outcome.missed = unpaired
     outcome.extra += [f"{p.path}:{p.line} {p.message}" for p in left]
     return outcome
@@ -370,8 +420,10 @@ def print_outcomes(outcomes: list[Outcome], show_matched: bool = False) -> None:
         found, matched = sum(len(o.found) for o in rows), sum(o.matched for o in rows)
         extra = sum(len(o.extra) for o in rows)
         share = f"{matched / found:.0%}" if found else "n/a"
-        print(f"{site}: the check reported {matched} of the {found} problems the build found ({share}); "
-              f"{extra} report(s) the build did not find")
+        print(
+            f"{site}: the check reported {matched} of the {found} problems the build found ({share}); "
+            f"{extra} report(s) the build did not find"
+        )
     print()
     for o in outcomes:
         for pair in o.pairs if show_matched else []:
@@ -387,8 +439,11 @@ def main() -> None:
     docs_repos.add_arguments(parser)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/copydesk-bench/docs-builds")
     parser.add_argument("--extra", action="append", default=[], help="another package the sites' builds need")
-    parser.add_argument("--show-matched", action="store_true", help="also print each build warning with the "
-                                                                     "check problem it was paired with")
+    parser.add_argument(
+        "--show-matched",
+        action="store_true",
+        help="also print each build warning with the check problem it was paired with",
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes = []

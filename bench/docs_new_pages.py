@@ -47,7 +47,7 @@ def run_repository(bare: Path, args) -> list[str]:
     with Workspace(git, bare, git.out("rev-parse", "HEAD", git_dir=bare)) as workspace:
         site = detect_site(workspace, args.docs_root)
         pages = sorted(p for p in workspace.list_files() if site.is_page(p) and not site.is_versioned(p))
-        chosen = pages[::max(1, len(pages) // max(1, args.pages))][:args.pages]
+        chosen = pages[:: max(1, len(pages) // max(1, args.pages))][: args.pages]
         reports, unlisted, notes = [], 0, set()
         started = time.perf_counter()
         for page in chosen:
@@ -61,7 +61,7 @@ def run_repository(bare: Path, args) -> list[str]:
             notes |= set(report.notes)
         per_page = (time.perf_counter() - started) / max(1, len(chosen))
     print(f"| {name} | {site.framework} | {len(chosen)} | {len(reports)} | {unlisted} | {per_page:.3f} |")
-    lines = [f"{name}: copied from {page}: {message}" for page, message in reports[:args.show]]
+    lines = [f"{name}: copied from {page}: {message}" for page, message in reports[: args.show]]
     return lines + [f"{name}: note: {note}" for note in sorted(notes)]
 
 

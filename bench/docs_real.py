@@ -36,10 +36,14 @@ from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
 
 # The independent count's link finder: Markdown inline targets, href/src/to attributes, Sphinx roles.
-_LINKS = re.compile(r"""\]\(\s*<?([^)\s>]+)>?|\b(?:href|src|to)\s*=\s*\{?\s*["']([^"']+)["']"""
-                    r"""|(?:\{doc\}|:doc:)`(?:[^`<]*<)?([^`>]+)>?`|^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)""")
-_REPORTED = re.compile(r"^(?:link to |broken document reference: )(.+?)"
-                       r"(?:, which this run| no longer resolves|: this run| \()")
+_LINKS = re.compile(
+    r"""\]\(\s*<?([^)\s>]+)>?|\b(?:href|src|to)\s*=\s*\{?\s*["']([^"']+)["']"""
+    r"""|(?:\{doc\}|:doc:)`(?:[^`<]*<)?([^`>]+)>?`|^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)"""
+)
+_REPORTED = re.compile(
+    r"^(?:link to |broken document reference: )(.+?)"
+    r"(?:, which this run| no longer resolves|: this run| \()"
+)
 _PROSE = re.compile(r"^[A-Za-z][^|<>{}\[\]`*#:\\]*(?:\s+\S+){3,}[A-Za-z.!?]$")
 NEW_NAME = "copydesk-bench-new"
 
@@ -155,16 +159,19 @@ def move_most_linked(workspace, site, pages: list[str], row: Row) -> None:
                 continue
     # A page with a `slug` keeps its route wherever its file goes, so moving it breaks no link: not chosen.
     # A translated page is not chosen either: its links fall back to the default language's page (Starlight).
-    movable = [p for p in pages if p in texts and not re.search(r"^slug:", texts[p], re.M)
-               and site.language_of(p) is None]
+    movable = [
+        p for p in pages if p in texts and not re.search(r"^slug:", texts[p], re.M) and site.language_of(p) is None
+    ]
     if not movable:
         return
     joined = "\n".join(texts.values())
     rough = {}
     for path in movable:
         base = posixpath.basename(posixpath.splitext(path)[0])
-        rough[path] = sum(joined.count(form) for form in ("/" + base + ")", "/" + base + "#", "/" + base + '"',
-                                                          base + ".md", "(" + base, "`" + base))
+        rough[path] = sum(
+            joined.count(form)
+            for form in ("/" + base + ")", "/" + base + "#", "/" + base + '"', base + ".md", "(" + base, "`" + base)
+        )
     candidates = sorted(movable, key=lambda p: -rough[p])[:10]
     counts = {page: independent_links(texts, site, page) for page in candidates}
     page = max(sorted(counts), key=lambda p: len(counts[p]))
@@ -183,8 +190,10 @@ def move_most_linked(workspace, site, pages: list[str], row: Row) -> None:
     if missed:
         print(f"  move of {page}: not reported (independent count): {missed[:8]}", file=sys.stderr)
     if reported - counts[page]:
-        print(f"  move of {page}: reported, not in the independent count: {sorted(reported - counts[page])[:8]}",
-              file=sys.stderr)
+        print(
+            f"  move of {page}: reported, not in the independent count: {sorted(reported - counts[page])[:8]}",
+            file=sys.stderr,
+        )
     workspace.move(posixpath.join(folder, "moved-by-bench", name), page)
     assert not workspace.changes()
 
@@ -197,7 +206,7 @@ def independent_links(texts: dict[str, str], site, page: str) -> set[tuple[str, 
     if posixpath.basename(stem).lower() in ("index", "readme"):
         wanted.add(posixpath.dirname(stem))
     root = site.docs_root
-    relative_to_root = stem[len(root) + 1:] if root else stem
+    relative_to_root = stem[len(root) + 1 :] if root else stem
     found = set()
     for other, text in texts.items():
         if other == page or posixpath.basename(stem) not in text:
@@ -224,17 +233,22 @@ def _plausibly(target: str, source: str, wanted: set[str], relative_to_root: str
     path = re.sub(r"\.(mdx?|rst|html)$", "", path)
     bases = [posixpath.dirname(source), root, ""]
     if path.startswith("@site/"):
-        path = path[len("@site/"):]
+        path = path[len("@site/") :]
     if path.startswith("/"):
         trimmed = path.lstrip("/")
         if trimmed.split("/", 1)[0] == "docs" and root != "docs":
             trimmed = trimmed.split("/", 1)[1] if "/" in trimmed else ""
-        return trimmed == relative_to_root or posixpath.normpath(posixpath.join(root, trimmed)) in wanted \
-            or trimmed in wanted or posixpath.normpath(posixpath.join("docs", trimmed)) in wanted
+        return (
+            trimmed == relative_to_root
+            or posixpath.normpath(posixpath.join(root, trimmed)) in wanted
+            or trimmed in wanted
+            or posixpath.normpath(posixpath.join("docs", trimmed)) in wanted
+        )
     for base in bases:
         candidate = posixpath.normpath(posixpath.join(base, path))
         if candidate in wanted or re.sub(r"(^|/)\d+[-_]", r"\1", candidate) in {
-                re.sub(r"(^|/)\d+[-_]", r"\1", w) for w in wanted}:
+            re.sub(r"(^|/)\d+[-_]", r"\1", w) for w in wanted
+        }:
             return True
     # URL-relative links (the page's route as its folder)
     candidate = posixpath.normpath(posixpath.join(posixpath.splitext(source)[0], path))
@@ -246,8 +260,11 @@ def new_page(workspace, site, row: Row) -> None:
         return
     suffix = site.page_extensions[0] if site.page_extensions else site.page_suffixes[0]
     path = posixpath.join(site.docs_root, NEW_NAME + suffix)
-    body = "New page\n========\n\nA new page.\n" if suffix == ".rst" else \
-        "---\ntitle: New page\n---\n\n# New page\n\nA new page.\n"
+    body = (
+        "New page\n========\n\nA new page.\n"
+        if suffix == ".rst"
+        else "---\ntitle: New page\n---\n\n# New page\n\nA new page.\n"
+    )
     workspace.write(path, body.encode())
     flagged = [p for p in check_docs(workspace, site).problems if p.path == path and "navigation" in p.message]
     row.new_flagged = "yes" if flagged else "NO"
@@ -267,7 +284,7 @@ def list_in_navigation(workspace, site, path: str) -> bool:
     """Add `path` to the navigation with a text edit, as the agent would."""
     nav = site.nav_files[0]
     text = workspace.read(nav).decode()
-    relative = path[len(site.docs_root) + 1:] if site.docs_root else path
+    relative = path[len(site.docs_root) + 1 :] if site.docs_root else path
     ref = posixpath.splitext(relative)[0]
     if site.framework == "mintlify":
         edited = re.sub(r'"pages"\s*:\s*\[', lambda m: m.group(0) + f'"{ref}", ', text, count=1)
@@ -282,12 +299,18 @@ def list_in_navigation(workspace, site, path: str) -> bool:
     elif site.framework == "sphinx":
         holder_dir = posixpath.dirname(nav)
         name = posixpath.relpath(posixpath.splitext(path)[0], holder_dir or ".")
+
         def entry(match: re.Match) -> str:
             rst = match.group(2).startswith("..")
             return match.group(0) + ("\n" if rst else "") + f"{match.group(1)}{'   ' if rst else ''}{name}\n"
 
-        edited = re.sub(r"^(\s*)(\.\. toctree::|```\{toctree\}|:::\{toctree\})[^\n]*\n(?:\1[ \t]*:[^\n]*\n)*",
-                        entry, text, count=1, flags=re.M)
+        edited = re.sub(
+            r"^(\s*)(\.\. toctree::|```\{toctree\}|:::\{toctree\})[^\n]*\n(?:\1[ \t]*:[^\n]*\n)*",
+            entry,
+            text,
+            count=1,
+            flags=re.M,
+        )
     else:
         return False
     if edited == text:
@@ -307,24 +330,32 @@ def delete_listed(workspace, site, row: Row) -> None:
     target = next(t for t in entry.targets if workspace.kind(t))
     workspace.delete(target)
     problems = check_docs(workspace, site).problems
-    row.delete_flagged = "yes" if any(p.message.startswith("navigation entry") and target in p.message
-                                      for p in problems) else "NO"
+    row.delete_flagged = (
+        "yes" if any(p.message.startswith("navigation entry") and target in p.message for p in problems) else "NO"
+    )
     workspace.write(target, workspace.start_view().read(target))
 
 
 def print_table(rows: list[Row], show: int) -> None:
-    print("\n| repository | framework | pages | edited | false reports | moved page | broken links reported / "
-          "independent | new page flagged | clean once listed | delete flagged | detect s | check cold s | "
-          "check warm s (median) | first request chars |")
+    print(
+        "\n| repository | framework | pages | edited | false reports | moved page | broken links reported / "
+        "independent | new page flagged | clean once listed | delete flagged | detect s | check cold s | "
+        "check warm s (median) | first request chars |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        share = f"{r.reported}/{r.independent} ({100 * r.reported / r.independent:.0f} %)" if r.independent else \
-            f"{r.reported}/0"
+        share = (
+            f"{r.reported}/{r.independent} ({100 * r.reported / r.independent:.0f} %)"
+            if r.independent
+            else f"{r.reported}/0"
+        )
         share += f", +{r.extra} more" if r.extra else ""
         warm = statistics.median(r.warm_s) if r.warm_s else 0.0
-        print(f"| {r.repo} | {r.framework} | {r.pages} | {r.edited} | {r.false_reports} | {r.moved} | {share} | "
-              f"{r.new_flagged} | {r.new_clean} | {r.delete_flagged} | {r.detect_s:.3f} | {r.cold_s:.3f} | "
-              f"{warm:.3f} | {r.first_request:,} |")
+        print(
+            f"| {r.repo} | {r.framework} | {r.pages} | {r.edited} | {r.false_reports} | {r.moved} | {share} | "
+            f"{r.new_flagged} | {r.new_clean} | {r.delete_flagged} | {r.detect_s:.3f} | {r.cold_s:.3f} | "
+            f"{warm:.3f} | {r.first_request:,} |"
+        )
     for r in rows:
         for example in r.false_examples[:show]:
             print(f"  false report in {r.repo}: {example}")

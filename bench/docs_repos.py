@@ -14,8 +14,12 @@ DEFAULT_SET = ("python-attrs/attrs", "pallets/flask", "sphinx-doc/sphinx", "enco
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benches' repository arguments: bare repositories or `owner/name`, and where mirrors live."""
-    parser.add_argument("repos", nargs="*", help="bare git repositories, or owner/name of a mirror under --mirrors; "
-                                                 f"none: the default set ({', '.join(DEFAULT_SET)})")
+    parser.add_argument(
+        "repos",
+        nargs="*",
+        help="bare git repositories, or owner/name of a mirror under --mirrors; "
+        f"none: the default set ({', '.join(DEFAULT_SET)})",
+    )
     parser.add_argument("--mirrors", type=Path, default=MIRRORS, help="where `fetch` keeps its mirrors")
 
 

@@ -28,9 +28,16 @@ from tests.harness import wait_until  # noqa: E402
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse  # noqa: E402
 from tests.worker_processes import WorkerProcess  # noqa: E402
 
-SCRIPT = {"runs": [{"steps": [
-    {"tool": "write_file", "args": {"path": "docs/faq.md", "content": "# FAQ\n\nAsk away.\n"}},
-    {"tool": "finish", "args": {"title": "Add an FAQ", "summary": "Added docs/faq.md."}}]}]}
+SCRIPT = {
+    "runs": [
+        {
+            "steps": [
+                {"tool": "write_file", "args": {"path": "docs/faq.md", "content": "# FAQ\n\nAsk away.\n"}},
+                {"tool": "finish", "args": {"title": "Add an FAQ", "summary": "Added docs/faq.md."}},
+            ]
+        }
+    ]
+}
 
 
 def stamp(text: str) -> float:
@@ -88,8 +95,9 @@ class Stack:
 def listen(stack: Stack, job_id: str, out: list, opened: threading.Event | None = None) -> None:
     """Read the job's SSE stream to its end; record (arrival, event) for events newer than the connection."""
     connected = time.time()
-    with stack.session.get(f"{stack.url}/v2/agent/{stack.project}/job/{job_id}/events", stream=True,
-                           timeout=120) as response:
+    with stack.session.get(
+        f"{stack.url}/v2/agent/{stack.project}/job/{job_id}/events", stream=True, timeout=120
+    ) as response:
         if opened is not None:
             opened.set()
         if response.status_code != 200:
@@ -146,8 +154,10 @@ def measure_listeners(stack: Stack, count: int) -> None:
     held = sum(1 for event in opened if event.is_set()) - refused
     loaded = get_latencies(stack, jobs[0])
     print(f"GET job, no stream open           {percentiles(baseline)}")
-    print(f"GET job, {count} streams open        {percentiles(loaded)}   "
-          f"(p50 ratio {statistics.median(loaded) / statistics.median(baseline):.2f}; {held}/{count} streams held)")
+    print(
+        f"GET job, {count} streams open        {percentiles(loaded)}   "
+        f"(p50 ratio {statistics.median(loaded) / statistics.median(baseline):.2f}; {held}/{count} streams held)"
+    )
     for job_id in jobs:  # ends the streams
         stack.api("POST", f"/job/{job_id}/cancel")
 
@@ -157,20 +167,28 @@ def measure_cancel(stack: Stack, standin: ModelStandIn, runs: int) -> None:
         return
     took = []
     for _ in range(runs):
-        standin.script(Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})]), Hang(120),
-                       Reply(text="late"))
+        standin.script(
+            Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})]), Hang(120), Reply(text="late")
+        )
         seen = len(standin.requests)
         job = stack.api("POST", "/job", json={"prompt": "Slow", "model": "openai:slow"}).json()
         path = f"/job/{job['id']}"
-        wait_until(lambda calls=seen + 2: len(standin.requests) >= calls, 60, "the second model call (it hangs)",
-                   interval=0.02)
+        wait_until(
+            lambda calls=seen + 2: len(standin.requests) >= calls, 60, "the second model call (it hangs)", interval=0.02
+        )
         started = time.monotonic()
         stack.api("POST", f"{path}/cancel")
-        wait_until(lambda path=path: stack.api("GET", path).json()["status"] != "active", 60,
-                   "the cancelled job to settle", interval=0.02)
+        wait_until(
+            lambda path=path: stack.api("GET", path).json()["status"] != "active",
+            60,
+            "the cancelled job to settle",
+            interval=0.02,
+        )
         took.append(time.monotonic() - started)
-    print(f"cancel -> job settled (model call hanging)  median {statistics.median(took):.2f} s   "
-          f"max {max(took):.2f} s   (n={runs})")
+    print(
+        f"cancel -> job settled (model call hanging)  median {statistics.median(took):.2f} s   "
+        f"max {max(took):.2f} s   (n={runs})"
+    )
 
 
 def main() -> None:
@@ -184,12 +202,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ModelStandIn() as standin:
         script = Path(tmp) / "script.json"
         script.write_text(json.dumps(SCRIPT))
-        env = {"COPYDESK_MODEL": f"scripted:{script}", "COPYDESK_MODELS": "openai:slow",
-               "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": standin.openai_base_url,
-               "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", "COPYDESK_LOG_FORMAT": "json",
-               # The listeners all use the bench's one key: lift the per-key caps, and give streams their connections.
-               "COPYDESK_MAX_STREAMS": "1000", "COPYDESK_MAX_STREAMS_PER_KEY": "1000",
-               "COPYDESK_MAX_STREAMS_PER_ACCOUNT": "1000", "COPYDESK_REDIS_MAX_CONNECTIONS": "1100"}
+        env = {
+            "COPYDESK_MODEL": f"scripted:{script}",
+            "COPYDESK_MODELS": "openai:slow",
+            "OPENAI_API_KEY": "sk-bench",
+            "OPENAI_BASE_URL": standin.openai_base_url,
+            "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true",
+            "COPYDESK_LOG_FORMAT": "json",
+            # The listeners all use the bench's one key: lift the per-key caps, and give streams their connections.
+            "COPYDESK_MAX_STREAMS": "1000",
+            "COPYDESK_MAX_STREAMS_PER_KEY": "1000",
+            "COPYDESK_MAX_STREAMS_PER_ACCOUNT": "1000",
+            "COPYDESK_REDIS_MAX_CONNECTIONS": "1100",
+        }
         with web_stack(env=env, files={"docs/index.md": "# Docs\n"}) as web:
             stack = Stack(web)
             try:

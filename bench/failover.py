@@ -46,8 +46,9 @@ def create_latency(workdir: Path, *, replicas: int, creates: int) -> dict[int, l
     git.run("init", "--bare", "-q", str(bare))
     commit_files(git, bare, {"README.md": "# Docs\n"})
     with SentinelGroup(workdir / "redis", replicas=replicas) as group:
-        base = Settings(redis_url=group.url(), data_dir=workdir / "data", model="scripted:demo",
-                        rate_limit_per_hour=10 * creates)
+        base = Settings(
+            redis_url=group.url(), data_dir=workdir / "data", model="scripted:demo", rate_limit_per_hour=10 * creates
+        )
         ctx = context.build(base)
         project = ctx.local.register(ctx.services.projects, path=bare, ref="main")
         _key, key = ctx.services.keys.create(account="local", name="bench")
@@ -68,20 +69,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--creates", type=int, default=300, help="creates per MIN_REPLICAS setting")
     parser.add_argument("--replicas", type=int, default=1, help="replicas (each node's min-replicas-to-write)")
-    parser.add_argument("--min-replicas", type=int, default=None,
-                        help="COPYDESK_REDIS_MIN_REPLICAS during the failover (default: --replicas)")
-    parser.add_argument("--fault", choices=("failover", "kill"), default="failover",
-                        help="SENTINEL FAILOVER, or SIGKILL the primary (restarted once the replica is promoted)")
+    parser.add_argument(
+        "--min-replicas",
+        type=int,
+        default=None,
+        help="COPYDESK_REDIS_MIN_REPLICAS during the failover (default: --replicas)",
+    )
+    parser.add_argument(
+        "--fault",
+        choices=("failover", "kill"),
+        default="failover",
+        help="SENTINEL FAILOVER, or SIGKILL the primary (restarted once the replica is promoted)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         times = create_latency(Path(tmp) / "latency", replicas=args.replicas, creates=args.creates)
     medians = {n: statistics.median(t) for n, t in times.items()}
     for n, t in times.items():
         ordered = sorted(t)
-        print(f"create, MIN_REPLICAS {n}: median {medians[n] * 1000:.2f} ms, p99 "
-              f"{ordered[int(len(ordered) * 0.99) - 1] * 1000:.2f} ms ({len(t)} creates)")
-    print(f"ratio MIN_REPLICAS 1 / 0: {medians[1] / medians[0]:.2f}x "
-          f"(+{(medians[1] - medians[0]) * 1000:.2f} ms per write)")
+        print(
+            f"create, MIN_REPLICAS {n}: median {medians[n] * 1000:.2f} ms, p99 "
+            f"{ordered[int(len(ordered) * 0.99) - 1] * 1000:.2f} ms ({len(t)} creates)"
+        )
+    print(
+        f"ratio MIN_REPLICAS 1 / 0: {medians[1] / medians[0]:.2f}x "
+        f"(+{(medians[1] - medians[0]) * 1000:.2f} ms per write)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         min_replicas = args.replicas if args.min_replicas is None else args.min_replicas
         print(f"{args.fault} with {args.replicas} replica(s), MIN_REPLICAS {min_replicas}:")

@@ -35,19 +35,25 @@ def repository_files(count: int):
     """(path, content) pairs of a realistic repository: nested docs pages with front matter, code, configs."""
     yield "README.md", "# Widgets\n\nSee the [documentation](docs/index.md).\n"
     yield "mkdocs.yml", MKDOCS
-    yield "pyproject.toml", "[project]\nname = \"widgets\"\nversion = \"1.0.0\"\n"
+    yield "pyproject.toml", '[project]\nname = "widgets"\nversion = "1.0.0"\n'
     yield "docs/index.md", "---\ntitle: Widgets\n---\n\n# Widgets\n\n" + PARAGRAPH * 3
     pages = int(count * DOCS_SHARE)
     for i in range(pages - 1):
         section = SECTIONS[i % len(SECTIONS)]
         suffix = ".mdx" if i % 5 == 0 else ".md"
         path = f"docs/{section}/topic-{i // 40 % 25}/page-{i}{suffix}"
-        yield path, f"---\ntitle: Page {i}\ndescription: About part {i} of Widgets.\n---\n\n# Page {i}\n\n" + \
-            PARAGRAPH * (3 + i % 10) + f"\nSee [the next page](page-{i + 1}{suffix}).\n"
+        yield (
+            path,
+            f"---\ntitle: Page {i}\ndescription: About part {i} of Widgets.\n---\n\n# Page {i}\n\n"
+            + PARAGRAPH * (3 + i % 10)
+            + f"\nSee [the next page](page-{i + 1}{suffix}).\n",
+        )
     for i in range(count - pages - 3):
         folder = CODE_DIRS[i % len(CODE_DIRS)]
-        yield f"{folder}/module_{i // 50 % 40}/file_{i}.py", f'"""Module {i}."""\n\n\ndef handler_{i}(x):\n' \
-            f"    return x + {i}\n"
+        yield (
+            f"{folder}/module_{i // 50 % 40}/file_{i}.py",
+            f'"""Module {i}."""\n\n\ndef handler_{i}(x):\n    return x + {i}\n',
+        )
 
 
 def generate(bare: Path, files, env: dict[str, str]) -> None:
@@ -55,8 +61,7 @@ def generate(bare: Path, files, env: dict[str, str]) -> None:
     subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(bare)], check=True, env=env)
     proc = subprocess.Popen(["git", f"--git-dir={bare}", "fast-import", "--quiet"], stdin=subprocess.PIPE, env=env)
     assert proc.stdin is not None
-    proc.stdin.write(b"commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\n"
-                     b"data 7\nInitial\n")
+    proc.stdin.write(b"commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\ndata 7\nInitial\n")
     for path, content in files:
         data = content.encode()
         proc.stdin.write(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
@@ -74,16 +79,20 @@ def first_request(workspace) -> list[ChatMessage]:
 def whole_tree_request(workspace) -> list[ChatMessage]:
     """The naive alternative: the system prompt with every path in the repository, then the prompt."""
     listing = "\n".join(workspace.list_files())
-    return [ChatMessage("system", f"{SYSTEM_PROMPT}\n\nThe repository's files:\n{listing}"),
-            ChatMessage("user", PROMPT)]
+    return [
+        ChatMessage("system", f"{SYSTEM_PROMPT}\n\nThe repository's files:\n{listing}"),
+        ChatMessage("user", PROMPT),
+    ]
 
 
 def request_chars(messages: list[ChatMessage]) -> int:
     """Characters of the request body as an OpenAI-style chat request: the messages and the tool specs."""
     body = {
         "messages": [{"role": m.role, "content": m.content} for m in messages],
-        "tools": [{"type": "function", "function": {"name": s.name, "description": s.description,
-                                                    "parameters": s.parameters}} for s in TOOL_SPECS],
+        "tools": [
+            {"type": "function", "function": {"name": s.name, "description": s.description, "parameters": s.parameters}}
+            for s in TOOL_SPECS
+        ],
     }
     return len(json.dumps(body, ensure_ascii=False))
 
@@ -102,28 +111,41 @@ def measure(count: int) -> dict:
             messages = first_request(workspace)
             briefing_seconds = time.perf_counter() - started
             overview = repository_overview(workspace, docs_root="docs")
-            return {"files": files, "first": request_chars(messages), "tree": request_chars(
-                whole_tree_request(workspace)), "overview": len(overview), "seconds": briefing_seconds,
-                "text": messages[0].content}
+            return {
+                "files": files,
+                "first": request_chars(messages),
+                "tree": request_chars(whole_tree_request(workspace)),
+                "overview": len(overview),
+                "seconds": briefing_seconds,
+                "text": messages[0].content,
+            }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,5000,20000", help="comma-separated file counts")
-    parser.add_argument("--show", action="store_true", help="print the system message of the largest repository's first request")
+    parser.add_argument(
+        "--show", action="store_true", help="print the system message of the largest repository's first request"
+    )
     args = parser.parse_args()
     rows = []
     for count in [int(s) for s in args.sizes.split(",")]:
         print(f"measuring {count} files ...", file=sys.stderr)
         rows.append(measure(count))
-    print(f"\nfirst request = system prompt + overview + prompt + tool specs, as JSON; tokens ~ chars/"
-          f"{CHARS_PER_TOKEN} (an estimate)")
-    print(f"{'files':>7} {'first chars':>12} {'~tokens':>8} {'overview':>9} {'whole-tree chars':>17} "
-          f"{'~tokens':>8} {'tree/first':>11} {'briefing s':>11}")
+    print(
+        f"\nfirst request = system prompt + overview + prompt + tool specs, as JSON; tokens ~ chars/"
+        f"{CHARS_PER_TOKEN} (an estimate)"
+    )
+    print(
+        f"{'files':>7} {'first chars':>12} {'~tokens':>8} {'overview':>9} {'whole-tree chars':>17} "
+        f"{'~tokens':>8} {'tree/first':>11} {'briefing s':>11}"
+    )
     for r in rows:
-        print(f"{r['files']:>7,} {r['first']:>12,} {r['first'] // CHARS_PER_TOKEN:>8,} {r['overview']:>9,} "
-              f"{r['tree']:>17,} {r['tree'] // CHARS_PER_TOKEN:>8,} {r['tree'] / r['first']:>10.1f}x "
-              f"{r['seconds']:>11.3f}")
+        print(
+            f"{r['files']:>7,} {r['first']:>12,} {r['first'] // CHARS_PER_TOKEN:>8,} {r['overview']:>9,} "
+            f"{r['tree']:>17,} {r['tree'] // CHARS_PER_TOKEN:>8,} {r['tree'] / r['first']:>10.1f}x "
+            f"{r['seconds']:>11.3f}"
+        )
     if args.show:
         print("\n" + rows[-1]["text"])
 

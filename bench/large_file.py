@@ -31,8 +31,12 @@ def build(bare: Path, megabytes: int) -> tuple[str, int]:
         data.flush()
         blob = git.out("hash-object", "-w", data.name, git_dir=bare)
     tree = git.out("mktree", git_dir=bare, input=f"100644 blob {blob}\tbig.md\n".encode())
-    who = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "Bench",
-           "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    who = {
+        "GIT_AUTHOR_NAME": "Bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "Bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    }
     commit = git.out("commit-tree", tree, "-m", "Big", git_dir=bare, env=who)
     return commit, lines
 
@@ -47,7 +51,8 @@ def child(bare: str, commit: str, mode: str, start: int) -> None:
     with Workspace(Git(), bare, commit, max_file_bytes=1 << 40) as workspace:
         if mode == "stream":
             result = ToolExecutor(workspace, max_bytes_written=0).execute(
-                ToolCall("c", "read_file", {"path": "big.md", "start_line": start, "end_line": start + 20}))
+                ToolCall("c", "read_file", {"path": "big.md", "start_line": start, "end_line": start + 20})
+            )
             header = result.content.splitlines()[0]
         else:  # what read_file did before: the whole blob in memory, then split into lines
             header = f"{len(workspace.read('big.md').decode('utf-8', 'replace').splitlines())} lines"
@@ -70,8 +75,12 @@ def main() -> None:
         commit, lines = build(bare, args.megabytes)
         print(f"big.md: {args.megabytes} MB, {lines:,} lines; reading 20 lines near its end")
         for mode in ("stream", "whole"):
-            out = subprocess.run([sys.executable, __file__, "--child", str(bare), commit, mode, str(lines - 20)],
-                                 capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", str(bare), commit, mode, str(lines - 20)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             figures = json.loads(out)
             print(f"  {mode:<7} {figures['seconds']:6.2f} s  peak +{figures['peak_mb']:7.1f} MB  ({figures['header']})")
 

@@ -41,11 +41,13 @@ def main() -> None:
             project = ctx.local.register(services.projects, path=bare, ref="main")
             started = time.perf_counter()
             for n in range(jobs):
-                job, _ = services.jobs.create(project, prompt=f"job {n}", model="scripted:demo", ref="main",
-                                              as_draft=False)
+                job, _ = services.jobs.create(
+                    project, prompt=f"job {n}", model="scripted:demo", ref="main", as_draft=False
+                )
                 _, message = services.jobs.start_next(job.id)
-                services.jobs.finish_message(job.id, message.id, RunOutcome(
-                    reply="done", usage={"inputTokens": 100, "outputTokens": 10}))
+                services.jobs.finish_message(
+                    job.id, message.id, RunOutcome(reply="done", usage={"inputTokens": 100, "outputTokens": 10})
+                )
             made = time.perf_counter() - started
             client = redis.Redis.from_url(url + "/0")
             for key in client.scan_iter(match="cd:job:*:events", count=1000):
@@ -55,9 +57,10 @@ def main() -> None:
             report = migrate(client, event_ttl_seconds=30 * 86400)
             took = time.perf_counter() - started
     print(f"{jobs} jobs: created (job, run, outcome) in {made:.2f} s ({made / jobs * 1000:.2f} ms a job)")
-    print(f"migrated 1 -> {report.version} in {took:.2f} s ({took / jobs * 1000:.2f} ms a job, "
-          f"{took / made:.2f}x the time to create them): "
-          + ", ".join(f"{s.name} {s.changed}" for s in report.steps))
+    print(
+        f"migrated 1 -> {report.version} in {took:.2f} s ({took / jobs * 1000:.2f} ms a job, "
+        f"{took / made:.2f}x the time to create them): " + ", ".join(f"{s.name} {s.changed}" for s in report.steps)
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,10 @@ LINE = "Deploying copies the built site to the server; this line is filler text 
 
 def repository():
     """(path, content) pairs: an MkDocs site whose guide pages are about 14 KB each."""
-    yield "mkdocs.yml", "site_name: Widgets\nnav:\n" + "".join(f"  - Guide {i}: guides/guide-{i}.md\n"
-                                                             for i in range(PAGES))
+    yield (
+        "mkdocs.yml",
+        "site_name: Widgets\nnav:\n" + "".join(f"  - Guide {i}: guides/guide-{i}.md\n" for i in range(PAGES)),
+    )
     yield "docs/index.md", "# Widgets\n\nSee the guides.\n"
     for i in range(PAGES):
         body = "".join(f"{LINE}(guide {i}, line {n})\n" for n in range(130))
@@ -54,10 +56,14 @@ def step(number: int, steps: int) -> ToolUse:
     if number % 5 == 0:
         return ToolUse("search", {"pattern": f"guide {number}, line [0-9]$", "path_glob": "docs/**/*.md"})
     if number % 5 == 4:
-        return ToolUse("edit_file", {"path": f"docs/guides/guide-{number - 1}.md",
-                                     "old": "Run `widgets deploy` to publish.",
-                                     "new": "Run `widgets deploy` to publish (`--dry-run` shows what would "
-                                            "change).\n\n" + LINE * 12})
+        return ToolUse(
+            "edit_file",
+            {
+                "path": f"docs/guides/guide-{number - 1}.md",
+                "old": "Run `widgets deploy` to publish.",
+                "new": "Run `widgets deploy` to publish (`--dry-run` shows what would change).\n\n" + LINE * 12,
+            },
+        )
     return ToolUse("read_file", {"path": page})
 
 
@@ -72,8 +78,10 @@ def before_caching():
         def __call__(self, messages):
             return compact_transcript(messages, max_chars=self.max_chars)
 
-    with mock.patch.object(anthropic_messages, "mark_cache_breakpoints", lambda request: None), \
-            mock.patch.object(loop, "TranscriptCompactor", FromScratch):
+    with (
+        mock.patch.object(anthropic_messages, "mark_cache_breakpoints", lambda request: None),
+        mock.patch.object(loop, "TranscriptCompactor", FromScratch),
+    ):
         yield
 
 
@@ -86,8 +94,7 @@ def replay(vendor: str, steps: int, context_chars: int) -> dict:
         standin.script(*[Reply(tool_calls=[step(n, steps)], output_tokens=120) for n in range(steps)])
         retry = RetryPolicy(budget=0)
         if vendor == "anthropic":
-            model = AnthropicModel("claude-sonnet-4-5", api_key="k", base_url=standin.anthropic_base_url,
-                                   retry=retry)
+            model = AnthropicModel("claude-sonnet-4-5", api_key="k", base_url=standin.anthropic_base_url, retry=retry)
         else:
             model = OpenAIChatModel("gpt-5.1", api_key="k", base_url=standin.openai_base_url, retry=retry)
         git = Git()
@@ -96,9 +103,14 @@ def replay(vendor: str, steps: int, context_chars: int) -> dict:
             limits = RunLimits(max_steps=steps + 5, max_bytes_written=10_000_000, context_chars=context_chars)
             result = run_agent(workspace, model, task, limits)
         usage = result.usage
-        return {"requests": len(standin.requests), "steps": result.steps, "input": usage.input_tokens,
-                "read": usage.cache_read_tokens, "written": usage.cache_write_tokens,
-                "billable_input": usage.billable_tokens - usage.output_tokens}
+        return {
+            "requests": len(standin.requests),
+            "steps": result.steps,
+            "input": usage.input_tokens,
+            "read": usage.cache_read_tokens,
+            "written": usage.cache_write_tokens,
+            "billable_input": usage.billable_tokens - usage.output_tokens,
+        }
 
 
 def main() -> None:
@@ -107,16 +119,20 @@ def main() -> None:
     parser.add_argument("--context-chars", type=int, default=200_000)
     args = parser.parse_args()
     print(f"{args.steps}-step run, context budget {args.context_chars:,} characters; tokens ~ bytes / 4")
-    print(f"{'protocol':>20} {'calls':>6} {'input tokens':>13} {'cache read':>11} {'cache write':>12} "
-          f"{'from cache':>11} {'billed input':>13} {'vs before':>10}")
+    print(
+        f"{'protocol':>20} {'calls':>6} {'input tokens':>13} {'cache read':>11} {'cache write':>12} "
+        f"{'from cache':>11} {'billed input':>13} {'vs before':>10}"
+    )
     for vendor in ("anthropic", "openai"):
         with before_caching():
             base = replay(vendor, args.steps, args.context_chars)
         now = replay(vendor, args.steps, args.context_chars)
         for label, r in ((f"{vendor} before", base), (vendor, now)):
-            print(f"{label:>20} {r['requests']:>6} {r['input']:>13,} {r['read']:>11,} {r['written']:>12,} "
-                  f"{r['read'] / r['input']:>10.0%} {r['billable_input'] / r['input']:>12.2f}x "
-                  f"{r['billable_input'] / base['billable_input']:>9.2f}x")
+            print(
+                f"{label:>20} {r['requests']:>6} {r['input']:>13,} {r['read']:>11,} {r['written']:>12,} "
+                f"{r['read'] / r['input']:>10.0%} {r['billable_input'] / r['input']:>12.2f}x "
+                f"{r['billable_input'] / base['billable_input']:>9.2f}x"
+            )
 
 
 if __name__ == "__main__":

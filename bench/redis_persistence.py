@@ -39,8 +39,9 @@ def measure(workdir: Path, args: tuple[str, ...], jobs: int) -> list[float]:
         times = []
         for n in range(jobs):
             started = time.perf_counter()
-            ctx.services.jobs.create(project, prompt=f"Improve page {n}", model="scripted:demo", ref="main",
-                                     as_draft=False)
+            ctx.services.jobs.create(
+                project, prompt=f"Improve page {n}", model="scripted:demo", ref="main", as_draft=False
+            )
             times.append(time.perf_counter() - started)
         ctx.services.redis.close()
     return times

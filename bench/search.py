@@ -18,8 +18,12 @@ from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
 
 # (pattern, globs as the tool takes them, the same as git pathspecs)
-CASES = [("toctree", None, []), (r"^title:\s*\S", ["*.md"], [":(glob)**/*.md"]),
-         ("next page", ["docs/**"], [":(glob)docs/**"]), (r"handler_1\d\d\b", None, [])]
+CASES = [
+    ("toctree", None, []),
+    (r"^title:\s*\S", ["*.md"], [":(glob)**/*.md"]),
+    ("next page", ["docs/**"], [":(glob)docs/**"]),
+    (r"handler_1\d\d\b", None, []),
+]
 
 
 def main() -> None:
@@ -39,8 +43,9 @@ def main() -> None:
                 found = workspace.search(pattern, globs=globs, max_matches=1_000_000)
                 ours = time.perf_counter() - started
                 started = time.perf_counter()
-                out = git.run("grep", "-I", "-n", "-z", "-P", "-e", pattern, commit, "--", *specs, git_dir=bare,
-                              check=False).stdout
+                out = git.run(
+                    "grep", "-I", "-n", "-z", "-P", "-e", pattern, commit, "--", *specs, git_dir=bare, check=False
+                ).stdout
                 theirs = time.perf_counter() - started
                 lines = out.count(b"\n")
                 print(f"{pattern:<22} {ours:>7.2f} {theirs:>14.2f} {len(found):>8} (git: {lines})")

@@ -32,8 +32,9 @@ TIMEOUT = 10  # seconds a probe may take; past it, it counts as a failure
 
 def _other_account(env: dict[str, str], root: Path):
     """A second account's project, active job and key, made in the stack's store; and a read-only key of `local`."""
-    settings = Settings(redis_url=env["COPYDESK_REDIS_URL"], data_dir=Path(env["COPYDESK_DATA_DIR"]),
-                        base_url=env["COPYDESK_BASE_URL"])
+    settings = Settings(
+        redis_url=env["COPYDESK_REDIS_URL"], data_dir=Path(env["COPYDESK_DATA_DIR"]), base_url=env["COPYDESK_BASE_URL"]
+    )
     ctx = context.build(settings, environ={})
     git = Git()
     bare = root / "other.git"
@@ -48,18 +49,21 @@ def _other_account(env: dict[str, str], root: Path):
 def measure(attempts: int, workers: int, probes: int, pages: int, env: dict[str, str]) -> dict:
     with web_stack("gevent", workers, env=env) as web, ExitStack() as held:
         ctx, other_project, other_key, reader = _other_account(web.env, web.root)
-        job = requests.post(f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"},
-                            headers=web.headers, timeout=TIMEOUT).json()
+        job = requests.post(
+            f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"}, headers=web.headers, timeout=TIMEOUT
+        ).json()
         other_auth = {"Authorization": f"Bearer {other_key}"}
-        other_job = requests.post(f"{web.url}/v2/agent/{other_project.id}/job", json={"prompt": "bench"},
-                                  headers=other_auth, timeout=TIMEOUT).json()
+        other_job = requests.post(
+            f"{web.url}/v2/agent/{other_project.id}/job", json={"prompt": "bench"}, headers=other_auth, timeout=TIMEOUT
+        ).json()
         url = f"{web.url}/v2/agent/{web.project_id}/job/{job['id']}/events?follow=true"
         outcomes: Counter[str] = Counter()
         opened = []
         for _ in range(attempts):
             try:
-                response = requests.get(url, headers={"Authorization": f"Bearer {reader}"}, stream=True,
-                                        timeout=TIMEOUT)
+                response = requests.get(
+                    url, headers={"Authorization": f"Bearer {reader}"}, stream=True, timeout=TIMEOUT
+                )
             except requests.RequestException:
                 outcomes["error"] += 1
                 continue
@@ -97,14 +101,23 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="web processes")
     parser.add_argument("--probes", type=int, default=40)
     parser.add_argument("--pages", type=int, default=10)
-    parser.add_argument("--no-caller-caps", action="store_true",
-                        help="lift the per-key and per-account caps: what the streams' own Redis pool does alone")
+    parser.add_argument(
+        "--no-caller-caps",
+        action="store_true",
+        help="lift the per-key and per-account caps: what the streams' own Redis pool does alone",
+    )
     args = parser.parse_args()
-    env = {"COPYDESK_MAX_STREAMS_PER_KEY": "200", "COPYDESK_MAX_STREAMS_PER_ACCOUNT": "200"} if args.no_caller_caps else {}
+    env = (
+        {"COPYDESK_MAX_STREAMS_PER_KEY": "200", "COPYDESK_MAX_STREAMS_PER_ACCOUNT": "200"}
+        if args.no_caller_caps
+        else {}
+    )
     result = measure(args.attempts, args.workers, args.probes, args.pages, env)
     outcomes = result["outcomes"]
-    print(f"stream attempts: {args.attempts} on {args.workers} web processes: "
-          + ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items())))
+    print(
+        f"stream attempts: {args.attempts} on {args.workers} web processes: "
+        + ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items()))
+    )
     print(f"other account GET job: {result['gets']}/{args.probes} answered 200")
     print(f"other account dashboard job page: {result['pages']}/{args.pages} answered 200")
 

@@ -68,8 +68,10 @@ def main() -> None:
                     time.sleep(1 if held else 0)
                     count, latencies, failed = poll(web.job_url, web.headers, args.seconds, args.concurrency)
             q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [float("nan")] * 99
-            print(f"{worker_class:<8} {held:>5} {count / args.seconds:>8.0f} {q[49] * 1000:>8.1f} "
-                  f"{q[98] * 1000:>8.1f} {failed:>7}")
+            print(
+                f"{worker_class:<8} {held:>5} {count / args.seconds:>8.0f} {q[49] * 1000:>8.1f} "
+                f"{q[98] * 1000:>8.1f} {failed:>7}"
+            )
 
 
 if __name__ == "__main__":

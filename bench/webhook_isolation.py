@@ -27,9 +27,16 @@ from tests.harness import LiveServer  # noqa: E402
 from tests.slow_receivers import SlowReceiver  # noqa: E402
 from tests.worker_processes import WorkerProcess  # noqa: E402
 
-SCRIPT = {"runs": [{"steps": [
-    {"tool": "write_file", "args": {"path": "docs/faq.md", "content": "# FAQ\n\nAsk away.\n"}},
-    {"tool": "finish", "args": {"title": "Add an FAQ", "summary": "Added docs/faq.md."}}]}]}
+SCRIPT = {
+    "runs": [
+        {
+            "steps": [
+                {"tool": "write_file", "args": {"path": "docs/faq.md", "content": "# FAQ\n\nAsk away.\n"}},
+                {"tool": "finish", "args": {"title": "Add an FAQ", "summary": "Added docs/faq.md."}},
+            ]
+        }
+    ]
+}
 GIVE_UP_SECONDS = 300.0
 
 
@@ -51,13 +58,15 @@ class Arrivals:
 def quiet_job(url: str, headers: dict, project_id: str, arrivals: Arrivals) -> dict[str, float | None]:
     """Create a job of the quiet account; seconds to `completed` and to its two deliveries (None: not in time)."""
     started = time.monotonic()
-    job = requests.post(f"{url}/v2/agent/{project_id}/job", json={"prompt": "Add an FAQ"}, headers=headers,
-                        timeout=30).json()
+    job = requests.post(
+        f"{url}/v2/agent/{project_id}/job", json={"prompt": "Add an FAQ"}, headers=headers, timeout=30
+    ).json()
     figures: dict[str, float | None] = {"job": None, "job.created": None, "job.completed": None}
     while time.monotonic() - started < GIVE_UP_SECONDS and None in figures.values():
         if figures["job"] is None:
-            status = requests.get(f"{url}/v2/agent/{project_id}/job/{job['id']}", headers=headers,
-                                  timeout=30).json()["status"]
+            status = requests.get(f"{url}/v2/agent/{project_id}/job/{job['id']}", headers=headers, timeout=30).json()[
+                "status"
+            ]
             if status == "completed":
                 figures["job"] = time.monotonic() - started
         for kind in ("job.created", "job.completed"):
@@ -74,14 +83,23 @@ def make_noise(url: str, ctx, endpoints: int, resends: int, tarpit: SlowReceiver
     per_project = 10
     hooks: list[tuple[str, dict, str]] = []
     for number in range((endpoints + per_project - 1) // per_project):
-        project = services.projects.add(account="noisy", host="local", repository=f"/nowhere/noisy-{number}.git",
-                                         web_url=f"http://example.invalid/noisy-{number}", ref="main")
+        project = services.projects.add(
+            account="noisy",
+            host="local",
+            repository=f"/nowhere/noisy-{number}.git",
+            web_url=f"http://example.invalid/noisy-{number}",
+            ref="main",
+        )
         _, key = services.keys.create(account="noisy", name=f"noisy-{number}")
         headers = {"Authorization": f"Bearer {key}"}
         for index in range(min(per_project, endpoints - number * per_project)):
             target = tarpit if index % 2 == 0 else dripper
-            made = requests.post(f"{url}/v2/agent/{project.id}/webhooks", json={"url": f"{target.url}/{index}"},
-                                 headers=headers, timeout=30)
+            made = requests.post(
+                f"{url}/v2/agent/{project.id}/webhooks",
+                json={"url": f"{target.url}/{index}"},
+                headers=headers,
+                timeout=30,
+            )
             made.raise_for_status()
             hooks.append((project.id, headers, made.json()["id"]))
         requests.post(f"{url}/v2/agent/{project.id}/job", json={"prompt": "noise"}, headers=headers, timeout=30)
@@ -89,8 +107,9 @@ def make_noise(url: str, ctx, endpoints: int, resends: int, tarpit: SlowReceiver
     deadline = time.monotonic() + 60
     while len(logs) < len(hooks) and time.monotonic() < deadline:
         for project_id, headers, hook_id in hooks:
-            found = requests.get(f"{url}/v2/agent/{project_id}/webhooks/{hook_id}/deliveries", headers=headers,
-                                 timeout=30).json()["deliveries"]
+            found = requests.get(
+                f"{url}/v2/agent/{project_id}/webhooks/{hook_id}/deliveries", headers=headers, timeout=30
+            ).json()["deliveries"]
             if found:
                 logs[hook_id] = [d["id"] for d in found]
         time.sleep(0.2)
@@ -100,8 +119,9 @@ def make_noise(url: str, ctx, endpoints: int, resends: int, tarpit: SlowReceiver
         if hook_id not in logs:
             continue
         delivery = logs[hook_id][number % len(logs[hook_id])]
-        answer = requests.post(f"{url}/v2/agent/{project_id}/webhooks/{hook_id}/deliveries/{delivery}/resend",
-                               headers=headers, timeout=30)
+        answer = requests.post(
+            f"{url}/v2/agent/{project_id}/webhooks/{hook_id}/deliveries/{delivery}/resend", headers=headers, timeout=30
+        )
         accepted += answer.status_code == 202
     return accepted
 
@@ -111,22 +131,36 @@ def main() -> int:
     parser.add_argument("--endpoints", type=int, default=20, help="slow endpoints of the noisy account")
     parser.add_argument("--resends", type=int, default=60)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--no-resend-limits", action="store_true",
-                        help="accept every re-send (to see the lanes' part alone)")
+    parser.add_argument(
+        "--no-resend-limits", action="store_true", help="accept every re-send (to see the lanes' part alone)"
+    )
     args = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the receivers' access logs
     arrivals = Arrivals()
     with SlowReceiver() as tarpit, SlowReceiver(drip_every=1.0) as dripper, LiveServer(arrivals) as quiet_hook:
-        limits = ({"COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT": "1000000", "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT": "1000000"}
-                  if args.no_resend_limits else {})
+        limits = (
+            {"COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT": "1000000", "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT": "1000000"}
+            if args.no_resend_limits
+            else {}
+        )
         with web_stack(env={"COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true", **limits}) as web:
             script = web.root / "script.json"
             script.write_text(json.dumps(SCRIPT))
             env = {**web.env, "COPYDESK_MODEL": f"scripted:{script}", "COPYDESK_WEBHOOK_ALLOW_PRIVATE": "true"}
-            ctx = context.build(Settings(redis_url=env["COPYDESK_REDIS_URL"], data_dir=Path(env["COPYDESK_DATA_DIR"]),
-                                         base_url=env["COPYDESK_BASE_URL"]), environ={})
-            requests.post(f"{web.url}/v2/agent/{web.project_id}/webhooks", json={"url": f"{quiet_hook.url}/hook"},
-                          headers=web.headers, timeout=30).raise_for_status()
+            ctx = context.build(
+                Settings(
+                    redis_url=env["COPYDESK_REDIS_URL"],
+                    data_dir=Path(env["COPYDESK_DATA_DIR"]),
+                    base_url=env["COPYDESK_BASE_URL"],
+                ),
+                environ={},
+            )
+            requests.post(
+                f"{web.url}/v2/agent/{web.project_id}/webhooks",
+                json={"url": f"{quiet_hook.url}/hook"},
+                headers=web.headers,
+                timeout=30,
+            ).raise_for_status()
             workers = [WorkerProcess(env, web.root / f"worker-{n}.log") for n in range(args.workers)]
             try:
                 quiet_job(web.url, web.headers, web.project_id, arrivals)  # warms the mirror up
@@ -136,8 +170,10 @@ def main() -> int:
             finally:
                 for worker in workers:
                     worker.stop(timeout=40)
-    print(f"{args.workers} workers; noisy account: {args.endpoints} endpoints (half tarpits, half dripping a header "
-          f"byte a second), {accepted} of {args.resends} re-sends accepted; the quiet account's job:")
+    print(
+        f"{args.workers} workers; noisy account: {args.endpoints} endpoints (half tarpits, half dripping a header "
+        f"byte a second), {accepted} of {args.resends} re-sends accepted; the quiet account's job:"
+    )
     for name in ("job", "job.created", "job.completed"):
         before, after = alone[name], loaded[name]
         shown = [f"{v:.2f} s" if v is not None else f"> {GIVE_UP_SECONDS:.0f} s" for v in (before, after)]

@@ -40,8 +40,13 @@ class Served:
 
 
 @contextlib.contextmanager
-def web_stack(worker_class: str = "gevent", workers: int = 2, *, env: dict[str, str] | None = None,
-              files: dict[str, str] | None = None) -> Iterator[WebStack]:
+def web_stack(
+    worker_class: str = "gevent",
+    workers: int = 2,
+    *,
+    env: dict[str, str] | None = None,
+    files: dict[str, str] | None = None,
+) -> Iterator[WebStack]:
     """`copydesk web --worker-class worker_class` with `env` over a fresh store holding one project (a repository
     of `files`, a README by default) and a key. Fails loudly when Redis or the web does not come up."""
     with tempfile.TemporaryDirectory(prefix="copydesk-bench-web-") as tmp:
@@ -57,8 +62,13 @@ def web_stack(worker_class: str = "gevent", workers: int = 2, *, env: dict[str, 
             ctx = context.build(settings, environ={})
             project = ctx.local.register(ctx.services.projects, path=bare, ref="main")
             _, key = ctx.services.keys.create(account="local", name="bench")
-            web_env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(root / "data"),
-                       "COPYDESK_BASE_URL": settings.base_url, "COPYDESK_RATE_LIMIT": "1000000", **(env or {})}
+            web_env = {
+                "COPYDESK_REDIS_URL": redis_url,
+                "COPYDESK_DATA_DIR": str(root / "data"),
+                "COPYDESK_BASE_URL": settings.base_url,
+                "COPYDESK_RATE_LIMIT": "1000000",
+                **(env or {}),
+            }
             with WebServer(web_env, port, root / "web.log", worker_class=worker_class, workers=workers) as server:
                 yield WebStack(server.url, port, {"Authorization": f"Bearer {key}"}, project.id, web_env, root)
 
@@ -67,8 +77,14 @@ def web_stack(worker_class: str = "gevent", workers: int = 2, *, env: dict[str, 
 def served(worker_class: str, workers: int = 2) -> Iterator[Served]:
     """`copydesk web --worker-class worker_class` over a fresh store holding one project, key and job."""
     with web_stack(worker_class, workers) as web:
-        created = requests.post(f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"},
-                                headers=web.headers, timeout=30)
+        created = requests.post(
+            f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"}, headers=web.headers, timeout=30
+        )
         created.raise_for_status()
-        yield Served(web.url, web.port, f"{web.url}/v2/agent/{web.project_id}/job/{created.json()['id']}",
-                     web.headers, web.project_id)
+        yield Served(
+            web.url,
+            web.port,
+            f"{web.url}/v2/agent/{web.project_id}/job/{created.json()['id']}",
+            web.headers,
+            web.project_id,
+        )

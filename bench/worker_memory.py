@@ -32,13 +32,18 @@ MIB = 1024 * 1024
 
 def agent_turns(n: int) -> list[Reply]:
     """One run's model turns: look around, read, search, write a page, check the docs, finish."""
-    return [Reply(tool_calls=[ToolUse("list_files", {"pattern": "docs/**/*.md"})]),
-            Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})]),
-            Reply(tool_calls=[ToolUse("search", {"pattern": "Page [0-9]+"})]),
-            Reply(tool_calls=[ToolUse("write_file", {"path": f"docs/bench-{n}.md",
-                                                     "content": f"# Bench {n}\n\n" + "Words. " * 2000})]),
-            Reply(tool_calls=[ToolUse("check_docs", {})]),
-            Reply(tool_calls=[ToolUse("finish", {"title": f"Bench {n}", "summary": "Added a page."})])]
+    return [
+        Reply(tool_calls=[ToolUse("list_files", {"pattern": "docs/**/*.md"})]),
+        Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})]),
+        Reply(tool_calls=[ToolUse("search", {"pattern": "Page [0-9]+"})]),
+        Reply(
+            tool_calls=[
+                ToolUse("write_file", {"path": f"docs/bench-{n}.md", "content": f"# Bench {n}\n\n" + "Words. " * 2000})
+            ]
+        ),
+        Reply(tool_calls=[ToolUse("check_docs", {})]),
+        Reply(tool_calls=[ToolUse("finish", {"title": f"Bench {n}", "summary": "Added a page."})]),
+    ]
 
 
 def _kib(path: Path, field: str) -> int:
@@ -98,26 +103,44 @@ def measure(size: int, runs: int) -> dict[str, float]:
         bare = root / "docs.git"
         generate(bare, repository_files(size), plain_env(root))
         with running_redis(root / "redis", *NO_PERSISTENCE) as base:
-            settings = Settings(redis_url=f"{base}/0", data_dir=root / "data", model="openai:bench",
-                                openai_api_key="sk-bench", openai_base_url=standin.openai_base_url)
+            settings = Settings(
+                redis_url=f"{base}/0",
+                data_dir=root / "data",
+                model="openai:bench",
+                openai_api_key="sk-bench",
+                openai_base_url=standin.openai_base_url,
+            )
             ctx = context.build(settings, environ={})
             project = ctx.local.register(ctx.services.projects, path=bare, ref="main")
-            env = {"COPYDESK_REDIS_URL": settings.redis_url, "COPYDESK_DATA_DIR": str(settings.data_dir),
-                   "COPYDESK_MODEL": settings.model, "OPENAI_API_KEY": "sk-bench",
-                   "OPENAI_BASE_URL": standin.openai_base_url}
+            env = {
+                "COPYDESK_REDIS_URL": settings.redis_url,
+                "COPYDESK_DATA_DIR": str(settings.data_dir),
+                "COPYDESK_MODEL": settings.model,
+                "OPENAI_API_KEY": "sk-bench",
+                "OPENAI_BASE_URL": standin.openai_base_url,
+            }
             with WorkerProcess({**os.environ, **env}, root / "worker.log") as worker, Sampler(worker) as sampler:
                 for n in range(runs):
                     standin.script(*agent_turns(n))
-                    job, _ = ctx.services.jobs.create(project, prompt=f"Add page {n}", model=settings.model,
-                                                      ref="main", as_draft=False)
+                    job, _ = ctx.services.jobs.create(
+                        project, prompt=f"Add page {n}", model=settings.model, ref="main", as_draft=False
+                    )
                     ctx.services.dispatcher.kick(job.id)
-                    wait_until(lambda j=job.id: ctx.services.jobs.get(j).status.value != "active", 300,
-                               f"run {n}", interval=0.1)
+                    wait_until(
+                        lambda j=job.id: ctx.services.jobs.get(j).status.value != "active",
+                        300,
+                        f"run {n}",
+                        interval=0.1,
+                    )
                     status = ctx.services.jobs.get(job.id)
                     if status.status.value != "completed":
                         raise SystemExit(f"run {n} ended {status.status.value}: {status.error}\n{worker.log()}")
-                return {"files": size, "run_pss_mib": sampler.run_pss / MIB, "horse_hwm_mib": sampler.horse_hwm / MIB,
-                        "worker_rss_mib": sampler.worker_rss / MIB}
+                return {
+                    "files": size,
+                    "run_pss_mib": sampler.run_pss / MIB,
+                    "horse_hwm_mib": sampler.horse_hwm / MIB,
+                    "worker_rss_mib": sampler.worker_rss / MIB,
+                }
 
 
 def main() -> None:
@@ -128,8 +151,10 @@ def main() -> None:
     print(f"{'files':>7}  {'run peak PSS':>13}  {'horse peak RSS':>15}  {'worker RSS':>11}")
     for size in (int(s) for s in args.sizes.split(",")):
         found = measure(size, args.runs)
-        print(f"{found['files']:>7}  {found['run_pss_mib']:>10.1f} MiB  {found['horse_hwm_mib']:>12.1f} MiB  "
-              f"{found['worker_rss_mib']:>8.1f} MiB")
+        print(
+            f"{found['files']:>7}  {found['run_pss_mib']:>10.1f} MiB  {found['horse_hwm_mib']:>12.1f} MiB  "
+            f"{found['worker_rss_mib']:>8.1f} MiB"
+        )
 
 
 if __name__ == "__main__":

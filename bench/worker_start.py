@@ -51,18 +51,25 @@ def main() -> None:
         tmp = Path(tmp_s)
         standin.respond(answer)
         with running_redis(tmp / "redis", *NO_PERSISTENCE) as base:
-            settings = Settings(redis_url=f"{base}/0", data_dir=tmp / "data", model=MODELS["openai"],
-                                models=tuple(MODELS.values()))
+            settings = Settings(
+                redis_url=f"{base}/0", data_dir=tmp / "data", model=MODELS["openai"], models=tuple(MODELS.values())
+            )
             git = Git()
             bare = tmp / "docs.git"
             git.run("init", "--bare", "-q", str(bare))
             commit_files(git, bare, {"README.md": "# Docs\n", "docs/index.md": "# Home\n"})
             ctx = context.build(settings, environ={})
             project = ctx.local.register(ctx.services.projects, path=bare, ref="main")
-            env = {"COPYDESK_REDIS_URL": settings.redis_url, "COPYDESK_DATA_DIR": str(settings.data_dir),
-                   "COPYDESK_MODEL": settings.model, "COPYDESK_MODELS": ",".join(settings.models),
-                   "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": standin.openai_base_url,
-                   "ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": standin.anthropic_base_url}
+            env = {
+                "COPYDESK_REDIS_URL": settings.redis_url,
+                "COPYDESK_DATA_DIR": str(settings.data_dir),
+                "COPYDESK_MODEL": settings.model,
+                "COPYDESK_MODELS": ",".join(settings.models),
+                "OPENAI_API_KEY": "sk-bench",
+                "OPENAI_BASE_URL": standin.openai_base_url,
+                "ANTHROPIC_API_KEY": "sk-ant-bench",
+                "ANTHROPIC_BASE_URL": standin.anthropic_base_url,
+            }
             with WorkerProcess(env, tmp / "worker.log", "--name", "bench") as worker:
                 results = {}
                 for provider, model in MODELS.items():
@@ -70,11 +77,16 @@ def main() -> None:
                     for i in range(args.runs + 1):
                         tag = f"{provider}-{i}"
                         started = time.monotonic()
-                        job, _ = ctx.services.jobs.create(project, prompt=f"bench run {tag}", model=model,
-                                                          ref="main", as_draft=False)
+                        job, _ = ctx.services.jobs.create(
+                            project, prompt=f"bench run {tag}", model=model, ref="main", as_draft=False
+                        )
                         ctx.services.dispatcher.kick(job.id)
-                        wait_until(lambda job_id=job.id: ctx.services.jobs.get(job_id).status is not JobStatus.ACTIVE, 60,
-                                   f"the run of {tag}", interval=0.01)
+                        wait_until(
+                            lambda job_id=job.id: ctx.services.jobs.get(job_id).status is not JobStatus.ACTIVE,
+                            60,
+                            f"the run of {tag}",
+                            interval=0.01,
+                        )
                         assert ctx.services.jobs.get(job.id).status is JobStatus.COMPLETED, worker.log()
                         if i:  # the first run of each provider only warms the worker up
                             times.append(arrivals[tag] - started)
@@ -82,8 +94,10 @@ def main() -> None:
                 imported = IMPORTED.findall(worker.log_path.read_text(errors="replace"))
     print(f"queue to first model request, {args.runs} runs each (load {os.getloadavg()[0]:.2f}):")
     for provider, times in results.items():
-        print(f"  {provider:>10}: median {statistics.median(times) * 1000:6.0f} ms "
-              f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f})")
+        print(
+            f"  {provider:>10}: median {statistics.median(times) * 1000:6.0f} ms "
+            f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f})"
+        )
     if imported:
         print(f"  modules imported per run in the work horse: {[int(n) for n, _ in imported]}")
         print(f"  top-level packages of the last run's: {imported[-1][1]}")

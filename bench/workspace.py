@@ -38,9 +38,16 @@ def page_path(i: int) -> str:
 
 def plain_env(tmp: Path) -> dict[str, str]:
     """Environment for the baseline git commands: no user or system config, a fixed identity."""
-    return {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": str(tmp),
-            "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-            "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    return {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": str(tmp),
+        "GIT_AUTHOR_NAME": "Bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "Bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    }
 
 
 def generate(bare: Path, files: int, env: dict[str, str]) -> None:
@@ -76,11 +83,15 @@ def forget_process_caches() -> None:
 
 def add_branches(bare: Path, count: int, env: dict[str, str]) -> None:
     """`count` more branches on main's head (as many jobs' branches would be), then refs packed as upkeep does."""
-    head = subprocess.run(["git", f"--git-dir={bare}", "rev-parse", "refs/heads/main"], check=True, env=env,
-                          capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", f"--git-dir={bare}", "rev-parse", "refs/heads/main"],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     script = "".join(f"create refs/heads/copydesk/job_old_{i:05d} {head}\n" for i in range(count))
-    subprocess.run(["git", f"--git-dir={bare}", "update-ref", "--stdin"], input=script, text=True, check=True,
-                   env=env)
+    subprocess.run(["git", f"--git-dir={bare}", "update-ref", "--stdin"], input=script, text=True, check=True, env=env)
     subprocess.run(["git", f"--git-dir={bare}", "pack-refs", "--all"], check=True, env=env)
 
 
@@ -97,8 +108,9 @@ def measure(files: int, repeat: int, branches: int = 0) -> dict[str, float]:
         generate(bare, files, env)
         if branches:
             add_branches(bare, branches, env)
-        print(f"  generated {files} files, {branches} branches in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        print(
+            f"  generated {files} files, {branches} branches in {time.perf_counter() - started:.1f} s", file=sys.stderr
+        )
 
         clones = []
         for n in range(repeat):
@@ -111,8 +123,13 @@ def measure(files: int, repeat: int, branches: int = 0) -> dict[str, float]:
             pass  # first contact; not measured
 
         pushes, overheads = [], []
-        steps: dict[str, list[float]] = {"fetch": [], "brief": [], "open+read+write": [], "build_commit": [],
-                                         "push_commit": []}
+        steps: dict[str, list[float]] = {
+            "fetch": [],
+            "brief": [],
+            "open+read+write": [],
+            "build_commit": [],
+            "push_commit": [],
+        }
         for n in range(repeat):
             # Baseline: one small commit pushed from a clone. It also moves main, so the next fetch is incremental.
             page = work / page_path(n * 7 + 1)
@@ -123,8 +140,9 @@ def measure(files: int, repeat: int, branches: int = 0) -> dict[str, float]:
             paths = [page_path((n * 1009 + k * 331) % files) for k in range(3)]
             forget_process_caches()  # each real run is a freshly forked work horse
             start = time.perf_counter()
-            with mirror.run_refs(remote, {"base": "refs/heads/main",
-                                          "branch": f"refs/heads/copydesk/bench_{n}"}) as heads:
+            with mirror.run_refs(
+                remote, {"base": "refs/heads/main", "branch": f"refs/heads/copydesk/bench_{n}"}
+            ) as heads:
                 t_fetch = time.perf_counter()
                 base = heads["branch"] or heads["base"]
                 with mirror.open(base) as ws:
@@ -137,9 +155,19 @@ def measure(files: int, repeat: int, branches: int = 0) -> dict[str, float]:
                 t_edit = time.perf_counter()
                 commit = build_commit(mirror, base, changes, "Edit three pages", BOT, BOT)
                 t_build = time.perf_counter()
-                push_commit(mirror, remote, PushRequest(commit=commit, branch=f"copydesk/bench_{n}",
-                                                        start_commit=base, changes=changes, message="Edit three pages",
-                                                        author=BOT, committer=BOT))
+                push_commit(
+                    mirror,
+                    remote,
+                    PushRequest(
+                        commit=commit,
+                        branch=f"copydesk/bench_{n}",
+                        start_commit=base,
+                        changes=changes,
+                        message="Edit three pages",
+                        author=BOT,
+                        committer=BOT,
+                    ),
+                )
                 t_push = time.perf_counter()
             end = time.perf_counter()
             overheads.append(end - start)
@@ -149,8 +177,11 @@ def measure(files: int, repeat: int, branches: int = 0) -> dict[str, float]:
             steps["build_commit"].append(t_build - t_edit)
             steps["push_commit"].append(t_push - t_build + (end - t_push))  # includes dropping the run refs
 
-        result = {"clone": statistics.median(clones), "push": statistics.median(pushes),
-                  "overhead": statistics.median(overheads)}
+        result = {
+            "clone": statistics.median(clones),
+            "push": statistics.median(pushes),
+            "overhead": statistics.median(overheads),
+        }
         result.update({k: statistics.median(v) for k, v in steps.items()})
         return result
 
@@ -173,26 +204,38 @@ def main() -> None:
         rows.append((f"5000+{branches}b", 5000, branches, measure(5000, args.repeat, branches)))
 
     print(f"\nmedians of {args.repeat} runs, seconds (load average {os.getloadavg()[0]:.1f})")
-    print(f"{'case':>10} {'clone':>7} {'push':>7} {'overhead':>9} {'ovh/clone':>10} {'ovh/push':>9}   "
-          f"{'fetch':>6} {'brief':>6} {'edit':>6} {'build':>6} {'push':>6}")
+    print(
+        f"{'case':>10} {'clone':>7} {'push':>7} {'overhead':>9} {'ovh/clone':>10} {'ovh/push':>9}   "
+        f"{'fetch':>6} {'brief':>6} {'edit':>6} {'build':>6} {'push':>6}"
+    )
     for name, _files, _branches, r in rows:
-        print(f"{name:>10} {r['clone']:>7.3f} {r['push']:>7.3f} {r['overhead']:>9.3f} "
-              f"{r['overhead'] / r['clone']:>10.3f} {r['overhead'] / r['push']:>9.2f}   "
-              f"{r['fetch']:>6.3f} {r['brief']:>6.3f} {r['open+read+write']:>6.3f} {r['build_commit']:>6.3f} "
-              f"{r['push_commit']:>6.3f}")
-    print("overhead = incremental fetch into the mirror + open + brief + list_files + read 3 + write 3 + build_commit"
-          " + push_commit")
+        print(
+            f"{name:>10} {r['clone']:>7.3f} {r['push']:>7.3f} {r['overhead']:>9.3f} "
+            f"{r['overhead'] / r['clone']:>10.3f} {r['overhead'] / r['push']:>9.2f}   "
+            f"{r['fetch']:>6.3f} {r['brief']:>6.3f} {r['open+read+write']:>6.3f} {r['build_commit']:>6.3f} "
+            f"{r['push_commit']:>6.3f}"
+        )
+    print(
+        "overhead = incremental fetch into the mirror + open + brief + list_files + read 3 + write 3 + build_commit"
+        " + push_commit"
+    )
     by_name = {name: r for name, _f, _b, r in rows}
     if "5000" in by_name:
-        print(f"goal: overhead / plain push at 5,000 files = {by_name['5000']['overhead'] / by_name['5000']['push']:.2f}"
-              " (≤ 2)")
+        print(
+            f"goal: overhead / plain push at 5,000 files = {by_name['5000']['overhead'] / by_name['5000']['push']:.2f}"
+            " (≤ 2)"
+        )
     if "5000" in by_name and "50000" in by_name:
-        print(f"goal: overhead at 50,000 / at 5,000 files = "
-              f"{by_name['50000']['overhead'] / by_name['5000']['overhead']:.2f} (≤ 1.5)")
+        print(
+            f"goal: overhead at 50,000 / at 5,000 files = "
+            f"{by_name['50000']['overhead'] / by_name['5000']['overhead']:.2f} (≤ 1.5)"
+        )
     if len(branch_counts) >= 2:
         few, many = f"5000+{branch_counts[0]}b", f"5000+{branch_counts[-1]}b"
-        print(f"goal: overhead at {branch_counts[-1]} / at {branch_counts[0]} branches = "
-              f"{by_name[many]['overhead'] / by_name[few]['overhead']:.2f} (≤ 1.2)")
+        print(
+            f"goal: overhead at {branch_counts[-1]} / at {branch_counts[0]} branches = "
+            f"{by_name[many]['overhead'] / by_name[few]['overhead']:.2f} (≤ 1.2)"
+        )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ class RedactingLogger(Logger):
     def atoms(self, resp, req, environ, request_time):
         atoms = super().atoms(resp, req, environ, request_time)
         for key, value in atoms.items():
-            if any(key in (f"{{{name}}}i", f"{{{name}}}o", f"{{http_{name.replace('-', '_')}}}e")
-                   for name in _SECRET_HEADERS):
+            if any(
+                key in (f"{{{name}}}i", f"{{{name}}}o", f"{{http_{name.replace('-', '_')}}}e")
+                for name in _SECRET_HEADERS
+            ):
                 atoms[key] = REDACTED
             elif isinstance(value, str):
                 atoms[key] = redact(value)
@@ -48,13 +50,20 @@ class JsonLogger(RedactingLogger):
             return
         atoms = self.atoms(resp, req, environ, request_time)
         query = atoms.get("q") or ""
-        fields = {"request_id": atoms.get("{x-request-id}o"), "method": atoms.get("m"),
-                  "path": atoms.get("U") + (f"?{query}" if query else ""), "status": _status(atoms.get("s")),
-                  "duration_ms": round(request_time.total_seconds() * 1000, 1), "bytes": atoms.get("B"),
-                  "remote_addr": atoms.get("h"), "user_agent": atoms.get("a")}
+        fields = {
+            "request_id": atoms.get("{x-request-id}o"),
+            "method": atoms.get("m"),
+            "path": atoms.get("U") + (f"?{query}" if query else ""),
+            "status": _status(atoms.get("s")),
+            "duration_ms": round(request_time.total_seconds() * 1000, 1),
+            "bytes": atoms.get("B"),
+            "remote_addr": atoms.get("h"),
+            "user_agent": atoms.get("a"),
+        }
         try:
-            self.access_log.info("%s %s %s", fields["method"], fields["path"], fields["status"],
-                                 extra={"fields": fields})
+            self.access_log.info(
+                "%s %s %s", fields["method"], fields["path"], fields["status"], extra={"fields": fields}
+            )
         except Exception:  # noqa: BLE001 - as gunicorn's own access(): a log line never fails a request
             self.error(f"Failed to format the access log line for {fields['path']}")
 

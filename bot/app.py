@@ -33,9 +33,12 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
         app.json.sort_keys = False
     app.extensions["copydesk"] = ctx.services
     app.extensions["copydesk.context"] = ctx
-    app.extensions["copydesk.streams"] = StreamSlots(settings.max_streams, per_caller=settings.max_streams_per_key,
-                                                     per_account=settings.max_streams_per_account,
-                                                     retry_after=settings.sse_keepalive_seconds)
+    app.extensions["copydesk.streams"] = StreamSlots(
+        settings.max_streams,
+        per_caller=settings.max_streams_per_key,
+        per_account=settings.max_streams_per_account,
+        retry_after=settings.sse_keepalive_seconds,
+    )
     problems.register(app)
     github = ctx.github_settings
     # The registration page posts its manifest to GitHub, the one other place a form here may go.
@@ -48,15 +51,30 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     dashboard.register(app, dashboard.build(ctx.services, ctx.local, ctx.github_settings, doors))
     if github.configured:
         assert github.webhook_secret is not None  # configured means the App id, private key and secret are set
-        app.register_blueprint(inbound.create_blueprint(secret=github.webhook_secret, redis_client=ctx.services.redis,
-                                                         queue_name=settings.queue_name))
-    app.register_blueprint(registration.create_blueprint(ctx.services.redis, doors, base_url=settings.base_url,
-                                                         data_dir=settings.data_dir, web_url=github.web_url,
-                                                         api_url=github.api_url, configured_app_id=github.app_id))
+        app.register_blueprint(
+            inbound.create_blueprint(
+                secret=github.webhook_secret, redis_client=ctx.services.redis, queue_name=settings.queue_name
+            )
+        )
+    app.register_blueprint(
+        registration.create_blueprint(
+            ctx.services.redis,
+            doors,
+            base_url=settings.base_url,
+            data_dir=settings.data_dir,
+            web_url=github.web_url,
+            api_url=github.api_url,
+            configured_app_id=github.app_id,
+        )
+    )
 
-    document = openapi_document(settings.base_url, settings.allowed_models,
-                                rate_limit=settings.rate_limit_per_hour,
-                                max_prompt_chars=settings.max_prompt_chars, max_body_bytes=settings.max_body_bytes)
+    document = openapi_document(
+        settings.base_url,
+        settings.allowed_models,
+        rate_limit=settings.rate_limit_per_hour,
+        max_prompt_chars=settings.max_prompt_chars,
+        max_body_bytes=settings.max_body_bytes,
+    )
 
     @app.get("/v2/openapi.json")
     def openapi():

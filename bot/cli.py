@@ -53,17 +53,25 @@ def _print(args, data: dict, human: str) -> None:
 
 # -- projects --------------------------------------------------------------------------------
 
+
 def _project_add(args, settings: Settings) -> None:
     ctx = context.build(settings)
-    project = ctx.local.register(ctx.services.projects, path=Path(args.repository), ref=args.ref,
-                                 account=args.account, docs_root=args.docs_root or "")
+    project = ctx.local.register(
+        ctx.services.projects,
+        path=Path(args.repository),
+        ref=args.ref,
+        account=args.account,
+        docs_root=args.docs_root or "",
+    )
     _print(args, _project_json(project), f"{project.id}  {project.repository} ({project.ref})")
 
 
 def _project_list(args, settings: Settings) -> None:
     projects = context.build(settings).services.projects.all()
-    lines = [f"{p.id}  {p.host:6}  {p.account:12}  {p.repository} ({p.ref})"
-             + ("" if p.enabled else "  [disabled]") for p in projects]
+    lines = [
+        f"{p.id}  {p.host:6}  {p.account:12}  {p.repository} ({p.ref})" + ("" if p.enabled else "  [disabled]")
+        for p in projects
+    ]
     _print(args, {"projects": [_project_json(p) for p in projects]}, "\n".join(lines) or "No projects yet.")
 
 
@@ -74,29 +82,53 @@ def _project_switch(args, settings: Settings) -> None:
     else:
         project = projects.disable(args.id, DisabledReason.ADMIN)
     reason = reason_of(project.disabled_reason)
-    _print(args, _project_json(project), f"{project.id} enabled" if project.enabled else
-           f"{project.id} stays disabled by its code host ({reason.label}); it comes back when its installation "
-           "is restored" if reason.by_host else f"{project.id} disabled")
+    _print(
+        args,
+        _project_json(project),
+        f"{project.id} enabled"
+        if project.enabled
+        else f"{project.id} stays disabled by its code host ({reason.label}); it comes back when its installation "
+        "is restored"
+        if reason.by_host
+        else f"{project.id} disabled",
+    )
 
 
 def _project_json(project) -> dict:
-    return {"id": project.id, "account": project.account, "host": project.host,
-            "repository": project.repository, "url": project.web_url, "ref": project.ref,
-            "docsRoot": project.docs_root, "enabled": project.enabled, "disabledReason": project.disabled_reason,
-            "createdAt": project.created_at}
+    return {
+        "id": project.id,
+        "account": project.account,
+        "host": project.host,
+        "repository": project.repository,
+        "url": project.web_url,
+        "ref": project.ref,
+        "docsRoot": project.docs_root,
+        "enabled": project.enabled,
+        "disabledReason": project.disabled_reason,
+        "createdAt": project.created_at,
+    }
 
 
 # -- jobs ------------------------------------------------------------------------------------
 
+
 def _job_delete(args, settings: Settings) -> None:
     job = context.build(settings).services.jobs.delete(args.id)
     kept = {"branch": job.branch, "prLink": job.pr_link}
-    _print(args, {"deleted": True, "id": job.id, "kept": kept},
-           f"deleted {job.id}" + (f"; its branch {job.branch} and pull request {job.pr_link or '(none)'} stay on "
-                                  "the code host" if job.branch else ""))
+    _print(
+        args,
+        {"deleted": True, "id": job.id, "kept": kept},
+        f"deleted {job.id}"
+        + (
+            f"; its branch {job.branch} and pull request {job.pr_link or '(none)'} stay on the code host"
+            if job.branch
+            else ""
+        ),
+    )
 
 
 # -- API keys --------------------------------------------------------------------------------
+
 
 def _key_create(args, settings: Settings) -> None:
     from service.apikeys import expiry_days
@@ -108,14 +140,22 @@ def _key_create(args, settings: Settings) -> None:
         project = services.projects.find(project_id)
         if project is None or project.account != args.account or project.host != host:
             raise CodeHostError(f"account {args.account!r} has no project {project_id} on the {host} code host")
-    key, plaintext = services.keys.create(account=args.account, name=args.name or "", projects=args.project,
-                                          access=KeyAccess(args.access.replace("-", "_")),
-                                          expires_in_days=expiry_days(args.expires), created_by="operator",
-                                          host=host)
+    key, plaintext = services.keys.create(
+        account=args.account,
+        name=args.name or "",
+        projects=args.project,
+        access=KeyAccess(args.access.replace("-", "_")),
+        expires_in_days=expiry_days(args.expires),
+        created_by="operator",
+        host=host,
+    )
     expiry = f"expires {key.expires_at}" if key.expires_at else "never expires"
-    _print(args, {"id": key.id, "key": plaintext, **key.to_public()},
-           f"{key.id}\n{plaintext}\n\n{args.access}, {expiry}. This key is shown once; store it now. "
-           "Use it as `Authorization: Bearer <key>`.")
+    _print(
+        args,
+        {"id": key.id, "key": plaintext, **key.to_public()},
+        f"{key.id}\n{plaintext}\n\n{args.access}, {expiry}. This key is shown once; store it now. "
+        "Use it as `Authorization: Bearer <key>`.",
+    )
 
 
 def account_host(account: str, projects: list) -> str:
@@ -127,8 +167,10 @@ def account_host(account: str, projects: list) -> str:
 
     hosts = {p.host for p in projects if p.account == account} | ({LOCAL_HOST} if account == LOCAL_ACCOUNT else set())
     if len(hosts) > 1:
-        raise CodeHostError(f"account {account!r} has projects on more than one code host; choose one with "
-                            "--host local or --host github")
+        raise CodeHostError(
+            f"account {account!r} has projects on more than one code host; choose one with "
+            "--host local or --host github"
+        )
     return hosts.pop() if hosts else GITHUB_HOST
 
 
@@ -147,8 +189,10 @@ def _key_list(args, settings: Settings) -> None:
     def line(k) -> str:
         state = "revoked" if k.revoked_at else ("expired" if k.expired(stamp) else f"expires {k.expires_at or 'never'}")
         scope = ",".join(k.projects) or "all projects"
-        return (f"{k.prefix}  {k.account:12}  {k.name or '-':16}  {k.access.value:10}  {scope}  by {k.created_by or '-'} "
-                f"{k.created_at}  {state}  last used {k.last_used_at or 'never'}  uses {k.use_count}")
+        return (
+            f"{k.prefix}  {k.account:12}  {k.name or '-':16}  {k.access.value:10}  {scope}  by {k.created_by or '-'} "
+            f"{k.created_at}  {state}  last used {k.last_used_at or 'never'}  uses {k.use_count}"
+        )
 
     _print(args, {"keys": [k.to_public() for k in keys]}, "\n".join(map(line, keys)) or "No API keys yet.")
 
@@ -161,43 +205,57 @@ def _key_audit(args, settings: Settings) -> None:
 
 # -- GitHub App ------------------------------------------------------------------------------
 
+
 def _github_register_link(args, settings: Settings) -> None:
     from bot.github.registration import TOKEN_TTL_SECONDS, issue_registration_token, registration_link
 
     token = issue_registration_token(context.build(settings).services.redis)
     link = registration_link(settings.base_url, token)
-    _print(args, {"url": link, "expiresIn": TOKEN_TTL_SECONDS},
-           f"{link}\n\nOpen this link to register the GitHub App. It works once, within an hour.")
+    _print(
+        args,
+        {"url": link, "expiresIn": TOKEN_TTL_SECONDS},
+        f"{link}\n\nOpen this link to register the GitHub App. It works once, within an hour.",
+    )
 
 
 # -- dashboard -------------------------------------------------------------------------------
+
 
 def _dashboard_login_link(args, settings: Settings) -> None:
     from bot.dashboard.operator import LINK_TTL_SECONDS, issue_login_link
 
     link = issue_login_link(context.build(settings).services.redis, settings.base_url)
-    _print(args, {"url": link, "expiresIn": LINK_TTL_SECONDS},
-           f"{link}\n\nOpen this link to sign in to the dashboard as the operator (admin of the local accounts). "
-           f"It works once, within {LINK_TTL_SECONDS // 60} minutes.")
+    _print(
+        args,
+        {"url": link, "expiresIn": LINK_TTL_SECONDS},
+        f"{link}\n\nOpen this link to sign in to the dashboard as the operator (admin of the local accounts). "
+        f"It works once, within {LINK_TTL_SECONDS // 60} minutes.",
+    )
 
 
 # -- local pull requests -------------------------------------------------------------------
+
 
 def _pull_settle(args, settings: Settings) -> None:
     ctx = context.build(settings)
     project = ctx.services.projects.get(args.project)
     if args.action == "merge":
-        pull = ctx.local.merge(project, args.number, committer_name=settings.git_author_name,
-                               committer_email=settings.git_author_email)
+        pull = ctx.local.merge(
+            project, args.number, committer_name=settings.git_author_name, committer_email=settings.git_author_email
+        )
     else:
         pull = ctx.local.close(project, args.number)
     # A merged or closed pull request ends its job, as on any code host.
     job = ctx.services.jobs.archive(pull.job_id)
-    _print(args, {"pull": pull.number, "state": pull.state, "job": job.to_api()},
-           f"pull request #{pull.number} {pull.state}; job {job.id} archived")
+    _print(
+        args,
+        {"pull": pull.number, "state": pull.state, "job": job.to_api()},
+        f"pull request #{pull.number} {pull.state}; job {job.id} archived",
+    )
 
 
 # -- processes -------------------------------------------------------------------------------
+
 
 def _web(args, settings: Settings) -> int:
     from bot.doctor import startup_checks
@@ -229,8 +287,10 @@ def _worker(args, settings: Settings) -> int:
         try:
             serve_in_background(settings)
         except OSError as exc:
-            return _fail(f"cannot serve metrics on port {settings.worker_metrics_port} ({exc.strerror}); "
-                         "choose another COPYDESK_WORKER_METRICS_PORT")
+            return _fail(
+                f"cannot serve metrics on port {settings.worker_metrics_port} ({exc.strerror}); "
+                "choose another COPYDESK_WORKER_METRICS_PORT"
+            )
     if args.processes > 1:
         from bot.workerpool import WorkerPool
 
@@ -268,8 +328,10 @@ def _migrate(args, settings: Settings) -> int:
     elif not done.steps:
         human = f"schema version {done.version}: nothing to migrate"
     else:
-        human = "\n".join([f"migrated schema version {done.found} to {done.version}:"]
-                          + [f"  {s.name}: {s.changed} changed ({s.summary})" for s in done.steps])
+        human = "\n".join(
+            [f"migrated schema version {done.found} to {done.version}:"]
+            + [f"  {s.name}: {s.changed} changed ({s.summary})" for s in done.steps]
+        )
     _print(args, done.to_json(), human)
     return 0
 
@@ -333,16 +395,21 @@ def _parser() -> argparse.ArgumentParser:
     listing = project.add_parser("list", help="list projects with their ids")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_project_list)
-    for action, text in (("disable", "stop taking jobs and messages for a project (its jobs stay readable)"),
-                         ("enable", "take jobs and messages for a project again")):
+    for action, text in (
+        ("disable", "stop taking jobs and messages for a project (its jobs stay readable)"),
+        ("enable", "take jobs and messages for a project again"),
+    ):
         switch = project.add_parser(action, help=text)
         switch.add_argument("id", help="project id")
         switch.add_argument("--json", action="store_true")
         switch.set_defaults(handler=_project_switch, writes=True)
 
     job = sub.add_parser("job", help="delete jobs").add_subparsers(dest="action", required=True)
-    job_delete = job.add_parser("delete", help="delete a job that is not active: its prompts, conversation and "
-                                               "events (its branch and pull request stay on the code host)")
+    job_delete = job.add_parser(
+        "delete",
+        help="delete a job that is not active: its prompts, conversation and "
+        "events (its branch and pull request stay on the code host)",
+    )
     job_delete.add_argument("id", help="job id")
     job_delete.add_argument("--json", action="store_true")
     job_delete.set_defaults(handler=_job_delete)
@@ -352,13 +419,24 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--account", required=True)
     create.add_argument("--project", action="append", default=[], help="limit the key to this project (repeatable)")
     create.add_argument("--name", help="a label to recognise the key by")
-    create.add_argument("--access", choices=("read-write", "read-only"), default="read-write",
-                        help="read-only keys may only GET (default: read-write)")
-    create.add_argument("--expires", default="90", metavar="{7,30,60,90,never}",
-                        help="days until the key stops working, or never (default: 90)")
-    create.add_argument("--host", choices=("local", "github"),
-                        help="the code host of the account's projects; the key works on no other (default: local "
-                             "for `local` and accounts with local projects, else github)")
+    create.add_argument(
+        "--access",
+        choices=("read-write", "read-only"),
+        default="read-write",
+        help="read-only keys may only GET (default: read-write)",
+    )
+    create.add_argument(
+        "--expires",
+        default="90",
+        metavar="{7,30,60,90,never}",
+        help="days until the key stops working, or never (default: 90)",
+    )
+    create.add_argument(
+        "--host",
+        choices=("local", "github"),
+        help="the code host of the account's projects; the key works on no other (default: local "
+        "for `local` and accounts with local projects, else github)",
+    )
     create.add_argument("--json", action="store_true")
     create.set_defaults(handler=_key_create, writes=True)
     revoke = key.add_parser("revoke", help="revoke an API key by id")
@@ -375,7 +453,8 @@ def _parser() -> argparse.ArgumentParser:
     audit.set_defaults(handler=_key_audit)
 
     dashboard = sub.add_parser("dashboard", help="sign in to the dashboard without GitHub").add_subparsers(
-        dest="action", required=True)
+        dest="action", required=True
+    )
     login_link = dashboard.add_parser("login-link", help="print a one-time dashboard sign-in link for the operator")
     login_link.add_argument("--json", action="store_true")
     login_link.set_defaults(handler=_dashboard_login_link, writes=True)
@@ -386,9 +465,12 @@ def _parser() -> argparse.ArgumentParser:
     register_link.set_defaults(handler=_github_register_link, writes=True)
 
     pull = sub.add_parser("pull", help="merge or close a local pull request").add_subparsers(
-        dest="action", required=True)
-    for action, text in (("merge", "merge into the base branch and archive the job"),
-                         ("close", "close without merging and archive the job")):
+        dest="action", required=True
+    )
+    for action, text in (
+        ("merge", "merge into the base branch and archive the job"),
+        ("close", "close without merging and archive the job"),
+    ):
         settle = pull.add_parser(action, help=text)
         settle.add_argument("project", help="project id")
         settle.add_argument("number", type=int, help="pull request number")
@@ -399,33 +481,58 @@ def _parser() -> argparse.ArgumentParser:
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8000)
     web.add_argument("--workers", type=int, default=2)
-    web.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent",
-                     help="gevent (default): a greenlet per connection; gthread: a thread each, 8 per worker")
+    web.add_argument(
+        "--worker-class",
+        choices=WORKER_CLASSES,
+        default="gevent",
+        help="gevent (default): a greenlet per connection; gthread: a thread each, 8 per worker",
+    )
     web.set_defaults(handler=_web)
 
-    worker = sub.add_parser("worker", help="run a worker on Copydesk's GitHub events, webhook and runs queues "
-                                           "(in that order), with RQ's scheduler for webhook retries")
+    worker = sub.add_parser(
+        "worker",
+        help="run a worker on Copydesk's GitHub events, webhook and runs queues "
+        "(in that order), with RQ's scheduler for webhook retries",
+    )
     worker.add_argument("--burst", action="store_true", help="exit when both queues are empty")
-    worker.add_argument("--name", help="the worker's name in heartbeats (default: COPYDESK_WORKER_NAME, else "
-                                       "<hostname>.<pid>)")
-    worker.add_argument("--processes", type=_positive, default=1, metavar="N",
-                        help="run N jobs at once: N worker processes (named NAME-1..NAME-N) under one supervisor "
-                             "that alone sweeps, fans webhooks out and maintains mirrors, and restarts a worker "
-                             "that dies (default: 1, this process)")
+    worker.add_argument(
+        "--name", help="the worker's name in heartbeats (default: COPYDESK_WORKER_NAME, else <hostname>.<pid>)"
+    )
+    worker.add_argument(
+        "--processes",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="run N jobs at once: N worker processes (named NAME-1..NAME-N) under one supervisor "
+        "that alone sweeps, fans webhooks out and maintains mirrors, and restarts a worker "
+        "that dies (default: 1, this process)",
+    )
     worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)  # a child of --processes
     worker.set_defaults(handler=_worker)
 
     doctor = sub.add_parser("doctor", help="check Redis, git, the data folder and the models; list the workers")
     doctor.add_argument("--json", action="store_true")
-    doctor.add_argument("--worker-alive", nargs="?", const="", metavar="NAME",
-                        help="liveness probe: exit 0 if worker NAME (without NAME: a worker of this host) published "
-                             "a heartbeat recently, else 1; reads the heartbeat files only, not Redis")
-    doctor.add_argument("--max-age", type=float, metavar="SECONDS",
-                        help="with --worker-alive: the oldest heartbeat that counts (default: 3 heartbeat intervals)")
+    doctor.add_argument(
+        "--worker-alive",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="liveness probe: exit 0 if worker NAME (without NAME: a worker of this host) published "
+        "a heartbeat recently, else 1; reads the heartbeat files only, not Redis",
+    )
+    doctor.add_argument(
+        "--max-age",
+        type=float,
+        metavar="SECONDS",
+        help="with --worker-alive: the oldest heartbeat that counts (default: 3 heartbeat intervals)",
+    )
     doctor.set_defaults(handler=_doctor)
 
-    migrate = sub.add_parser("migrate", help="upgrade the records in Redis to this version's schema (idempotent; "
-                                             "stop older web and worker processes first)")
+    migrate = sub.add_parser(
+        "migrate",
+        help="upgrade the records in Redis to this version's schema (idempotent; "
+        "stop older web and worker processes first)",
+    )
     migrate.add_argument("--json", action="store_true")
     migrate.set_defaults(handler=_migrate)
 
@@ -437,10 +544,14 @@ def _parser() -> argparse.ArgumentParser:
     cli_automations.add_commands(sub)
 
     demo = sub.add_parser("demo", help="run a whole job end to end on this machine")
-    demo.add_argument("--keep", action="store_true",
-                      help="keep the demo's project, key, records and folder (removed at the end otherwise)")
-    demo.add_argument("--serve", action="store_true",
-                      help="afterwards, print a dashboard sign-in link and keep serving until Ctrl-C")
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the demo's project, key, records and folder (removed at the end otherwise)",
+    )
+    demo.add_argument(
+        "--serve", action="store_true", help="afterwards, print a dashboard sign-in link and keep serving until Ctrl-C"
+    )
     demo.set_defaults(handler=_demo)
     return parser
 

@@ -16,17 +16,35 @@ from service.settings import Settings
 
 RUNS_SHOWN = 20
 # The flag that sets each field of an API body, to name in an error about that field.
-FLAGS = {"name": "--name", "prompt": "--prompt", "template": "--template", "enabled": "--enable/--disable",
-         "trigger": "--trigger", "trigger.type": "--trigger", "trigger.repository": "--repository",
-         "trigger.mode": "--mode", "trigger.cron": "--cron", "trigger.timeZone": "--time-zone",
-         "options.grouping": "--grouping", "options.maxOpenPullRequests": "--max-open-pull-requests",
-         "options.maxRunsPerDay": "--max-runs-per-day", "options.reviewers": "--reviewer",
-         "options.requestSourceReviews": "--request-source-reviews",
-         "options.commentOnSource": "--comment-on-source", "options.maxTokens": "--max-tokens", "note": "--note"}
-_OPTION_FLAGS = (("grouping", "grouping"), ("max_open_pull_requests", "maxOpenPullRequests"),
-                 ("max_runs_per_day", "maxRunsPerDay"), ("reviewer", "reviewers"),
-                 ("request_source_reviews", "requestSourceReviews"), ("comment_on_source", "commentOnSource"),
-                 ("max_tokens", "maxTokens"))
+FLAGS = {
+    "name": "--name",
+    "prompt": "--prompt",
+    "template": "--template",
+    "enabled": "--enable/--disable",
+    "trigger": "--trigger",
+    "trigger.type": "--trigger",
+    "trigger.repository": "--repository",
+    "trigger.mode": "--mode",
+    "trigger.cron": "--cron",
+    "trigger.timeZone": "--time-zone",
+    "options.grouping": "--grouping",
+    "options.maxOpenPullRequests": "--max-open-pull-requests",
+    "options.maxRunsPerDay": "--max-runs-per-day",
+    "options.reviewers": "--reviewer",
+    "options.requestSourceReviews": "--request-source-reviews",
+    "options.commentOnSource": "--comment-on-source",
+    "options.maxTokens": "--max-tokens",
+    "note": "--note",
+}
+_OPTION_FLAGS = (
+    ("grouping", "grouping"),
+    ("max_open_pull_requests", "maxOpenPullRequests"),
+    ("max_runs_per_day", "maxRunsPerDay"),
+    ("reviewer", "reviewers"),
+    ("request_source_reviews", "requestSourceReviews"),
+    ("comment_on_source", "commentOnSource"),
+    ("max_tokens", "maxTokens"),
+)
 _TRIGGER_FLAGS = (("repository", "repository"), ("mode", "mode"), ("cron", "cron"), ("time_zone", "timeZone"))
 
 
@@ -42,19 +60,25 @@ def _flagged(exc: InvalidRequest) -> InvalidRequest:
 
 # -- reading -----------------------------------------------------------------------------------------------
 
+
 def _list(args, settings: Settings) -> None:
     services = context.build(settings).services
     project = services.projects.get(args.project)
     automations = services.automations.of_project(project.id)
-    _print(args, {"automations": [manage.automation_api(services, a) for a in automations]},
-           "\n".join(_line(a) for a in automations) or "No automations.")
+    _print(
+        args,
+        {"automations": [manage.automation_api(services, a) for a in automations]},
+        "\n".join(_line(a) for a in automations) or "No automations.",
+    )
 
 
 def _line(automation: Automation) -> str:
     upcoming = manage.next_slot(automation.trigger, datetime.now(UTC))
-    return (f"{automation.id}  {'enabled ' if automation.enabled else 'disabled'}  {automation.name}  "
-            f"[{manage.describe_trigger(automation.trigger)}]"
-            + (f"  next {upcoming.isoformat(timespec='minutes')}" if upcoming and automation.enabled else ""))
+    return (
+        f"{automation.id}  {'enabled ' if automation.enabled else 'disabled'}  {automation.name}  "
+        f"[{manage.describe_trigger(automation.trigger)}]"
+        + (f"  next {upcoming.isoformat(timespec='minutes')}" if upcoming and automation.enabled else "")
+    )
 
 
 def _show(args, settings: Settings) -> None:
@@ -63,17 +87,21 @@ def _show(args, settings: Settings) -> None:
     automation = services.automations.get(project.id, args.id)
     shown = manage.automation_api(services, automation)
     options = automation.options.to_api()
-    human = [_line(automation), f"template: {automation.template or '-'}",
-             "options: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in options.items())]
+    human = [
+        _line(automation),
+        f"template: {automation.template or '-'}",
+        "options: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in options.items()),
+    ]
     if "webhookUrl" in shown:
-        human.append(f"webhook URL: {shown['webhookUrl']} (its secret was shown once; `rotate-secret` makes a new "
-                     "one)")
+        human.append(f"webhook URL: {shown['webhookUrl']} (its secret was shown once; `rotate-secret` makes a new one)")
     _print(args, shown, "\n".join([*human, "prompt:", automation.prompt]))
 
 
 def _templates(args, settings: Settings) -> None:
-    lines = [f"{t.id.value}  {t.title}" + (f"  (needs {', '.join(t.needs)})" if t.needs else "")
-             + f"\n    {t.description}" for t in TEMPLATES.values()]
+    lines = [
+        f"{t.id.value}  {t.title}" + (f"  (needs {', '.join(t.needs)})" if t.needs else "") + f"\n    {t.description}"
+        for t in TEMPLATES.values()
+    ]
     _print(args, {"templates": [t.to_api() for t in TEMPLATES.values()]}, "\n".join(lines))
 
 
@@ -93,10 +121,20 @@ def _runs(args, settings: Settings) -> None:
 
 def _run_line(run: dict) -> str:
     covers = ", ".join(_change_name(c) for c in run["changes"])
-    return "  ".join(part for part in (
-        run["id"], run["createdAt"], f"{run['trigger']:11}", f"{run['state']:16}",
-        f"({run['reason']})" if run["reason"] else "", f"job {run['jobId']}" if run["jobId"] else "",
-        run["prLink"] or "", f"covers {covers}" if covers else "") if part)
+    return "  ".join(
+        part
+        for part in (
+            run["id"],
+            run["createdAt"],
+            f"{run['trigger']:11}",
+            f"{run['state']:16}",
+            f"({run['reason']})" if run["reason"] else "",
+            f"job {run['jobId']}" if run["jobId"] else "",
+            run["prLink"] or "",
+            f"covers {covers}" if covers else "",
+        )
+        if part
+    )
 
 
 def _change_name(change: dict) -> str:
@@ -112,6 +150,7 @@ def _rate_line(rate: dict) -> str:
 
 # -- changing ----------------------------------------------------------------------------------------------
 
+
 def _create(args, settings: Settings) -> None:
     services = context.build(settings).services
     project = services.projects.get(args.project)
@@ -122,8 +161,11 @@ def _create(args, settings: Settings) -> None:
         if trigger:
             body["trigger"] = trigger
     elif args.trigger is None:
-        raise InvalidRequest("give --trigger (code_change, schedule or webhook) or start from a --template "
-                             "(`copydesk automation templates` lists them)", field="trigger")
+        raise InvalidRequest(
+            "give --trigger (code_change, schedule or webhook) or start from a --template "
+            "(`copydesk automation templates` lists them)",
+            field="trigger",
+        )
     else:
         body["trigger"] = trigger
     try:
@@ -140,15 +182,19 @@ def _update(args, settings: Settings) -> None:
     body = _fields(args)
     trigger = _trigger_fields(args)
     if trigger:
-        kept = current.trigger.to_api() if trigger.get("type", current.trigger.type.value) == \
-            current.trigger.type.value else {}
+        kept = (
+            current.trigger.to_api()
+            if trigger.get("type", current.trigger.type.value) == current.trigger.type.value
+            else {}
+        )
         merged = {**kept, **trigger}
         if merged.get("mode") == "per_change" and "cron" not in trigger:
             merged = {k: v for k, v in merged.items() if k not in ("cron", "timeZone")}  # back to a run per change
         body["trigger"] = merged
     if not body:
-        raise InvalidRequest("nothing to change: give a flag (--enable, --disable, --name, --prompt, a trigger or an "
-                             "option)")
+        raise InvalidRequest(
+            "nothing to change: give a flag (--enable, --disable, --name, --prompt, a trigger or an option)"
+        )
     try:
         automation, secret = manage.update(services, project, current.id, body)
     except InvalidRequest as exc:
@@ -159,8 +205,10 @@ def _update(args, settings: Settings) -> None:
 def _made(automation: Automation, secret: str | None, what: str) -> str:
     text = f"{what} {_line(automation)}"
     if automation.trigger.type is TriggerType.WEBHOOK and secret is not None:
-        text += (f"\n\nwebhook secret: {secret}\nThis secret is shown once; send it as `Authorization: Bearer "
-                 "<secret>` to the webhook URL (`copydesk automation show` prints it).")
+        text += (
+            f"\n\nwebhook secret: {secret}\nThis secret is shown once; send it as `Authorization: Bearer "
+            "<secret>` to the webhook URL (`copydesk automation show` prints it)."
+        )
     return text
 
 
@@ -188,8 +236,11 @@ def _rotate(args, settings: Settings) -> None:
     services = context.build(settings).services
     project = services.projects.get(args.project)
     automation, secret = services.automations.rotate_secret(project.id, args.id)
-    _print(args, manage.automation_api(services, automation, secret),
-           f"{secret}\n\nThe new secret is shown once; the old one stopped working.")
+    _print(
+        args,
+        manage.automation_api(services, automation, secret),
+        f"{secret}\n\nThe new secret is shown once; the old one stopped working.",
+    )
 
 
 def _fields(args) -> dict:
@@ -250,14 +301,24 @@ def _spec_flags(command: argparse.ArgumentParser) -> None:
     switch.add_argument("--enable", dest="enabled", action="store_const", const=True)
     switch.add_argument("--disable", dest="enabled", action="store_const", const=False)
     command.add_argument("--trigger", choices=[t.value for t in TriggerType], help="what starts a run")
-    command.add_argument("--repository", help="code_change: the source repository (owner/name on GitHub, a bare "
-                                              "repository's absolute path on the local host)")
-    command.add_argument("--mode", choices=("per_change", "batched"), help="code_change: a run per change, or one "
-                                                                           "over what was merged, on --cron")
-    command.add_argument("--cron", help="five cron fields, e.g. \"0 9 * * 1\"")
+    command.add_argument(
+        "--repository",
+        help="code_change: the source repository (owner/name on GitHub, a bare "
+        "repository's absolute path on the local host)",
+    )
+    command.add_argument(
+        "--mode",
+        choices=("per_change", "batched"),
+        help="code_change: a run per change, or one over what was merged, on --cron",
+    )
+    command.add_argument("--cron", help='five cron fields, e.g. "0 9 * * 1"')
     command.add_argument("--time-zone", help="IANA time zone of --cron (default: UTC)")
-    command.add_argument("--grouping", action=argparse.BooleanOptionalAction, default=None,
-                         help="while its last pull request is open, a run adds a round to it (default: on)")
+    command.add_argument(
+        "--grouping",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="while its last pull request is open, a run adds a round to it (default: on)",
+    )
     command.add_argument("--max-open-pull-requests", type=_whole, metavar="N")
     command.add_argument("--max-runs-per-day", type=_whole, metavar="N")
     command.add_argument("--reviewer", action="append", metavar="LOGIN", help="request review from (repeatable)")
@@ -269,13 +330,17 @@ def _spec_flags(command: argparse.ArgumentParser) -> None:
 
 def add_commands(sub) -> None:
     """Add `automation` to the `copydesk` parser."""
-    automation = sub.add_parser("automation", help="a project's automations: triggers that start jobs").\
-        add_subparsers(dest="action", required=True)
-    create = automation.add_parser("create", help="add an automation from flags or a --template (a webhook "
-                                                  "trigger's secret is printed once)")
+    automation = sub.add_parser("automation", help="a project's automations: triggers that start jobs").add_subparsers(
+        dest="action", required=True
+    )
+    create = automation.add_parser(
+        "create", help="add an automation from flags or a --template (a webhook trigger's secret is printed once)"
+    )
     create.add_argument("project")
-    create.add_argument("--template", help="start from this template (`copydesk automation templates`); the other "
-                                           "flags override its fields")
+    create.add_argument(
+        "--template",
+        help="start from this template (`copydesk automation templates`); the other flags override its fields",
+    )
     _spec_flags(create)
     create.set_defaults(handler=_create, writes=True)
     update = automation.add_parser("update", help="change an automation: the flags given replace its fields")
@@ -305,9 +370,10 @@ def add_commands(sub) -> None:
     run.add_argument("--json", action="store_true")
     run.set_defaults(handler=_run_now, writes=True)
     for action, handler, text, writes in (
-            ("show", _show, "an automation's trigger, options and prompt", False),
-            ("delete", _delete, "delete an automation and its run history (its jobs stay)", True),
-            ("rotate-secret", _rotate, "give a webhook trigger a new secret (printed once)", True)):
+        ("show", _show, "an automation's trigger, options and prompt", False),
+        ("delete", _delete, "delete an automation and its run history (its jobs stay)", True),
+        ("rotate-secret", _rotate, "give a webhook trigger a new secret (printed once)", True),
+    ):
         command = automation.add_parser(action, help=text)
         command.add_argument("project")
         command.add_argument("id", help="automation id")

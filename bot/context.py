@@ -55,8 +55,7 @@ class Context:
         """The job runner a worker uses (mirrors live under the data directory); `worker` names the RQ worker
         process that also renews its leases."""
         mirrors = MirrorStore(self.settings.mirrors_dir, self.git, max_file_bytes=self.settings.max_file_bytes)
-        return JobRunner(self.services, mirrors, self.models(), faults=Faults(self.settings.test_faults),
-                         worker=worker)
+        return JobRunner(self.services, mirrors, self.models(), faults=Faults(self.settings.test_faults), worker=worker)
 
     def models(self) -> ModelFactory:
         """The model factory runs pick their model from: the scripted provider and the vendors'."""
@@ -75,8 +74,7 @@ class Context:
     def github_bot(self) -> GitHubBot:
         """What the webhook event handlers work with; only for a configured GitHub App."""
         if self.github is None or self.github_app is None:
-            raise RuntimeError("no GitHub App is configured (GITHUB_APP_ID, GITHUB_PRIVATE_KEY, "
-                               "GITHUB_WEBHOOK_SECRET)")
+            raise RuntimeError("no GitHub App is configured (GITHUB_APP_ID, GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET)")
         return GitHubBot(services=self.services, app=self.github_app, host=self.github)
 
 
@@ -105,5 +103,12 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Conte
         github = GitHubCodeHost(github_app, web_url=gh_settings.web_url, announcer=announce_sources)
         hosts[github.name] = github
     services = build_services(settings, client, task=RUN_TASK, code_hosts=hosts, stream_client=stream_client)
-    return Context(settings=settings, services=services, git=git, local=local, github_settings=gh_settings,
-                   github_app=github_app, github=github)
+    return Context(
+        settings=settings,
+        services=services,
+        git=git,
+        local=local,
+        github_settings=gh_settings,
+        github_app=github_app,
+        github=github,
+    )

@@ -39,37 +39,50 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
         port = _free_port()
         model = _choose_model(settings)
         name = f"demo-{secrets.token_hex(4)}"
-        settings = settings.with_overrides(redis_url=redis_url, data_dir=root / "data", model=model, models=(),
-                                           base_url=f"http://127.0.0.1:{port}", queue_name=f"copydesk-{name}")
+        settings = settings.with_overrides(
+            redis_url=redis_url,
+            data_dir=root / "data",
+            model=model,
+            models=(),
+            base_url=f"http://127.0.0.1:{port}",
+            queue_name=f"copydesk-{name}",
+        )
         ctx = context.build(settings)
         repo = _sample_repository(Git(), root / "acme-widgets.git")
         project = ctx.local.register(ctx.services.projects, path=repo, ref="main", account=name)
-        key, api_key = ctx.services.keys.create(account=name, name="demo", projects=[project.id], host=project.host,
-                                                expires_in_days=7)
+        key, api_key = ctx.services.keys.create(
+            account=name, name="demo", projects=[project.id], host=project.host, expires_in_days=7
+        )
         run = DemoRun(account=name, queue_name=settings.queue_name, project_id=project.id, key_id=key.id)
         # Registered before the processes start, so it runs after they stopped (an ExitStack unwinds backwards).
         stack.callback(_leave, ctx, run, root, keep)
         _say(f"Sample repository  {repo}\nProject            {project.id} (account {name})\nModel              {model}")
 
         env = _child_env(settings)
-        stack.enter_context(_process([sys.executable, "-m", "bot.cli", "web", "--port", str(port), "--workers", "1"],
-                                     env, root / "web.log"))
+        stack.enter_context(
+            _process(
+                [sys.executable, "-m", "bot.cli", "web", "--port", str(port), "--workers", "1"], env, root / "web.log"
+            )
+        )
         stack.enter_context(_process([sys.executable, "-m", "bot.cli", "worker"], env, root / "worker.log"))
         _wait_healthy(settings.base_url)
 
         api = requests.Session()
         api.headers["Authorization"] = f"Bearer {api_key}"
         _say(f"\nPOST /v2/agent/{project.id}/job\n  prompt: {demo_repo.PROMPT}")
-        created = api.post(f"{settings.base_url}/v2/agent/{project.id}/job", json={"prompt": demo_repo.PROMPT},
-                           timeout=10)
+        created = api.post(
+            f"{settings.base_url}/v2/agent/{project.id}/job", json={"prompt": demo_repo.PROMPT}, timeout=10
+        )
         created.raise_for_status()
         job_url = settings.base_url + created.headers["Location"]
         job = _follow(api, job_url)
         _say("\nJob record:\n" + json.dumps(job, indent=2))
         scripted = model.startswith("scripted:")
         if job["error"]:
-            _say(f"\nThe job failed: {job['error']['message']} ({job['error']['code']}). "
-                 "Run `copydesk demo --keep` to keep the web and worker logs.")
+            _say(
+                f"\nThe job failed: {job['error']['message']} ({job['error']['code']}). "
+                "Run `copydesk demo --keep` to keep the web and worker logs."
+            )
         elif not scripted:  # a language model's own account of what it did
             replies = [m for m in api.get(f"{job_url}/messages", timeout=10).json()["messages"] if m["role"] == "agent"]
             if replies:
@@ -81,8 +94,10 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
             diff = ctx.local.diff(project, pull)
             _say(f"\nPull request #{number}: {pull.title}\n{job['prLink']}\n")
             if scripted:
-                _say(f"The scripted model made this change: it replayed the bundled demo script's tool calls (no "
-                     f"language model was asked) and changed {', '.join(_changed_files(diff))}.\n")
+                _say(
+                    f"The scripted model made this change: it replayed the bundled demo script's tool calls (no "
+                    f"language model was asked) and changed {', '.join(_changed_files(diff))}.\n"
+                )
             _say(_colour(diff))
         elif scripted and not job["error"]:
             _say("\nThe scripted model changed nothing.")
@@ -94,12 +109,16 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
 def _leave(ctx: context.Context, run: DemoRun, root: Path, keep: bool) -> None:
     """Remove the demo's records from Redis, or say where they and its files are kept."""
     if keep:
-        _say(f"\nKept the demo's files in {root}, and its project {run.project_id} and key {run.key_id} (account "
-             f"{run.account}, the key expiring in 7 days) in Redis.")
+        _say(
+            f"\nKept the demo's files in {root}, and its project {run.project_id} and key {run.key_id} (account "
+            f"{run.account}, the key expiring in 7 days) in Redis."
+        )
         return
     removed = remove_run(ctx.services.redis, ctx.services, run)
-    _say(f"\nRemoved the demo's project, key and records ({removed} Redis keys) and its files; "
-         "`copydesk demo --keep` keeps them.")
+    _say(
+        f"\nRemoved the demo's project, key and records ({removed} Redis keys) and its files; "
+        "`copydesk demo --keep` keeps them."
+    )
 
 
 def _changed_files(diff: str) -> list[str]:
@@ -112,8 +131,10 @@ def _serve_dashboard(ctx: context.Context, settings: Settings) -> None:
     from bot.dashboard.operator import issue_login_link
 
     link = issue_login_link(ctx.services.redis, settings.base_url)
-    _say(f"\nSee the job on the dashboard (this link signs you in once, within 15 minutes):\n  {link}\n"
-         "Press Ctrl-C to stop the demo.")
+    _say(
+        f"\nSee the job on the dashboard (this link signs you in once, within 15 minutes):\n  {link}\n"
+        "Press Ctrl-C to stop the demo."
+    )
     try:
         while True:
             time.sleep(3600)
@@ -128,8 +149,10 @@ def _choose_model(settings: Settings) -> str:
     if settings.model != Settings.model:  # a vendor key is set, so the settings chose that vendor's model
         _say(f"Using {settings.model}, because its API key is set (COPYDESK_MODEL chooses another).\n")
         return settings.model
-    _say("No model configured: using the bundled demo script (the `scripted` provider replays recorded "
-         "tool calls; it is not a language model). Set ANTHROPIC_API_KEY or OPENAI_API_KEY to use one.\n")
+    _say(
+        "No model configured: using the bundled demo script (the `scripted` provider replays recorded "
+        "tool calls; it is not a language model). Set ANTHROPIC_API_KEY or OPENAI_API_KEY to use one.\n"
+    )
     return "scripted:demo"
 
 
@@ -140,8 +163,17 @@ def _sample_repository(git: Git, path: Path) -> Path:
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(content)
     git.run("add", "-A", cwd=work)
-    git.run("-c", "user.name=Acme Writer", "-c", "user.email=writer@acme.test", "commit", "-q", "-m",
-            "Initial docs", cwd=work)
+    git.run(
+        "-c",
+        "user.name=Acme Writer",
+        "-c",
+        "user.email=writer@acme.test",
+        "commit",
+        "-q",
+        "-m",
+        "Initial docs",
+        cwd=work,
+    )
     git.run("clone", "-q", "--bare", str(work), str(path))
     shutil.rmtree(work)
     return path
@@ -158,8 +190,11 @@ def _redis(url: str, root: Path):
         raise redis.ConnectionError(f"nothing answers at {url} and redis-server is not installed")
     port = _free_port()
     _say(f"No Redis at {url}: starting redis-server on port {port} for the demo.")
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                             "no", "--dir", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     local = f"redis://127.0.0.1:{port}/0"
     try:
         _wait(lambda: redis.Redis.from_url(local).ping(), "redis-server")
@@ -223,8 +258,13 @@ def _wait(probe, what: str, seconds: float = 30) -> None:
 
 def _child_env(settings: Settings) -> dict:
     env = dict(os.environ)
-    env.update(COPYDESK_REDIS_URL=settings.redis_url, COPYDESK_DATA_DIR=str(settings.data_dir),
-               COPYDESK_BASE_URL=settings.base_url, COPYDESK_MODEL=settings.model, COPYDESK_QUEUE=settings.queue_name)
+    env.update(
+        COPYDESK_REDIS_URL=settings.redis_url,
+        COPYDESK_DATA_DIR=str(settings.data_dir),
+        COPYDESK_BASE_URL=settings.base_url,
+        COPYDESK_MODEL=settings.model,
+        COPYDESK_QUEUE=settings.queue_name,
+    )
     env.pop("COPYDESK_MODELS", None)
     return env
 
@@ -239,8 +279,9 @@ def _colour(diff: str) -> str:
     if not sys.stdout.isatty():
         return diff
     colours = {"+": "\033[32m", "-": "\033[31m", "@": "\033[36m"}
-    return "\n".join(colours.get(line[:1], "") + line + "\033[0m" if line[:1] in colours else line
-                     for line in diff.splitlines())
+    return "\n".join(
+        colours.get(line[:1], "") + line + "\033[0m" if line[:1] in colours else line for line in diff.splitlines()
+    )
 
 
 def _say(text: str) -> None:

@@ -37,9 +37,14 @@ def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:
     job_ids = _job_ids(client, run.project_id)
     jobs = [job for job in (services.jobs.find(job_id) for job_id in job_ids) if job is not None]
     patterns = [
-        f"cd:project:{run.project_id}*", f"cd:local:{run.project_id}:*", f"cd:rl:{run.project_id}:*",
-        f"cd:apikey:{run.key_id}*", f"cd:usage:key:{run.key_id}:*",
-        f"cd:apikeys:created:*:{run.account}", f"cd:apikeys:audit:{run.account}", f"cd:usage:account:{run.account}:*",
+        f"cd:project:{run.project_id}*",
+        f"cd:local:{run.project_id}:*",
+        f"cd:rl:{run.project_id}:*",
+        f"cd:apikey:{run.key_id}*",
+        f"cd:usage:key:{run.key_id}:*",
+        f"cd:apikeys:created:*:{run.account}",
+        f"cd:apikeys:audit:{run.account}",
+        f"cd:usage:account:{run.account}:*",
         f"cd:account:{run.account}:*",
     ]
     keys = {text(key) for pattern in patterns for key in client.scan_iter(match=pattern, count=1000)}
@@ -66,8 +71,14 @@ def _remove_queues(client: redis.Redis, names: tuple[str, ...]) -> int:
     removed = 0
     for name in names:
         queue = rq.Queue(name, connection=client)
-        registries = (queue.started_job_registry, queue.finished_job_registry, queue.failed_job_registry,
-                      queue.deferred_job_registry, queue.scheduled_job_registry, queue.canceled_job_registry)
+        registries = (
+            queue.started_job_registry,
+            queue.finished_job_registry,
+            queue.failed_job_registry,
+            queue.deferred_job_registry,
+            queue.scheduled_job_registry,
+            queue.canceled_job_registry,
+        )
         ids = {job_id for registry in registries for job_id in registry.get_job_ids()}
         for job in RQJob.fetch_many(sorted(ids), connection=client):
             if job is not None:

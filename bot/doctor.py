@@ -20,8 +20,14 @@ log = logging.getLogger("copydesk.startup")
 
 def checks(ctx: Context, *, redis_required: bool) -> list[Check]:
     """Every start-up check for the settings of `ctx`."""
-    return run_checks(ctx.settings, ctx.services.redis, ctx.git, ctx.models(), missing_keys(ctx.settings),
-                      redis_required=redis_required)
+    return run_checks(
+        ctx.settings,
+        ctx.services.redis,
+        ctx.git,
+        ctx.models(),
+        missing_keys(ctx.settings),
+        redis_required=redis_required,
+    )
 
 
 def startup_checks(ctx: Context, process: str) -> bool:
@@ -52,11 +58,19 @@ def report(found: list[Check], process: str, *, json_lines: bool = False) -> boo
         if check.status is Status.OK:
             continue
         if json_lines:
-            log.log(logging.ERROR if check.status is Status.ERROR else logging.WARNING, "%s: %s", check.name,
-                    check.detail, extra={"fields": {"process": process, "check": check.name, "fix": check.fix}})
+            log.log(
+                logging.ERROR if check.status is Status.ERROR else logging.WARNING,
+                "%s: %s",
+                check.name,
+                check.detail,
+                extra={"fields": {"process": process, "check": check.name, "fix": check.fix}},
+            )
         else:
-            print(f"copydesk {process}: {check.status.value}: {check.name}: {check.detail}"
-                  + (f"\n  fix: {check.fix}" if check.fix else ""), file=sys.stderr)
+            print(
+                f"copydesk {process}: {check.status.value}: {check.name}: {check.detail}"
+                + (f"\n  fix: {check.fix}" if check.fix else ""),
+                file=sys.stderr,
+            )
     if failed(found):
         if json_lines:
             log.error("copydesk %s: not starting; `copydesk doctor` runs these checks again", process)
@@ -75,13 +89,22 @@ def doctor(ctx: Context, *, as_json: bool) -> int:
         workers = None  # the Redis check already says why
     now = time.time()
     if as_json:
-        print(json.dumps({"ok": not failed(found), "checks": [c.to_json() for c in found],
-                          "workers": None if workers is None else [w.to_json(now) for w in workers]}))
+        print(
+            json.dumps(
+                {
+                    "ok": not failed(found),
+                    "checks": [c.to_json() for c in found],
+                    "workers": None if workers is None else [w.to_json(now) for w in workers],
+                }
+            )
+        )
     else:
         width = max(len(c.name) for c in found)
         for check in found:
-            print(f"{check.status.value:8} {check.name:{width}}  {check.detail}"
-                  + (f"\n{'':8} {'':{width}}  fix: {check.fix}" if check.fix else ""))
+            print(
+                f"{check.status.value:8} {check.name:{width}}  {check.detail}"
+                + (f"\n{'':8} {'':{width}}  fix: {check.fix}" if check.fix else "")
+            )
         print()
         print(_workers_table(workers, now))
     return 2 if failed(found) else 0
@@ -102,9 +125,17 @@ def _workers_table(workers: list[WorkerBeat] | None, now: float) -> str:
     rows = [("NAME", "STATE", "JOB", "TASK", "LAST HEARTBEAT")]
     for worker in workers:
         age = worker.age(now)
-        rows.append((worker.name, worker.state, worker.job or "-", worker.task or "-",
-                     f"{age:.0f} s ago" + (" STALE" if age > worker.stale_after else "")))
+        rows.append(
+            (
+                worker.name,
+                worker.state,
+                worker.job or "-",
+                worker.task or "-",
+                f"{age:.0f} s ago" + (" STALE" if age > worker.stale_after else ""),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    return (f"Workers ({len(workers)}; stale after {STALE_AFTER_BEATS} heartbeat intervals without one):\n"
-            + "\n".join(lines))
+    return f"Workers ({len(workers)}; stale after {STALE_AFTER_BEATS} heartbeat intervals without one):\n" + "\n".join(
+        lines
+    )

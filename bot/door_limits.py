@@ -31,8 +31,11 @@ class DoorLimits:
         """Count one request from `address` at `door`; RateLimited (with its Retry-After) past the limit."""
         quota = self._limiter.consume(f"door:{door.value}:{client_of(address)}")
         if not quota.allowed:
-            raise RateLimited(f"too many requests from your address here ({quota.limit} a minute); try again in "
-                              f"{quota.reset_seconds} s", retry_after=quota.reset_seconds)
+            raise RateLimited(
+                f"too many requests from your address here ({quota.limit} a minute); try again in "
+                f"{quota.reset_seconds} s",
+                retry_after=quota.reset_seconds,
+            )
 
 
 def client_of(address: str | None) -> str:

@@ -8,9 +8,11 @@ def content_security_policy(form_targets: tuple[str, ...] = (), *, inline_styles
     `form_targets`. The dashboard's pages take theirs from one static stylesheet and allow no inline style."""
     forms = " ".join(("'self'", *(target.rstrip("/") for target in form_targets)))
     styles = "'self' 'unsafe-inline'" if inline_styles else "'self'"
-    return ("default-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
-            f"form-action {forms}; style-src {styles}; img-src 'self' data:; "
-            "script-src 'self'; connect-src 'self'")
+    return (
+        "default-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+        f"form-action {forms}; style-src {styles}; img-src 'self' data:; "
+        "script-src 'self'; connect-src 'self'"
+    )
 
 
 def install(app: Flask, *, form_targets: tuple[str, ...] = ()) -> None:

@@ -17,6 +17,7 @@ from service.store.workers import HeartbeatFiles, WorkerBeat, WorkerRegistry
 
 log = logging.getLogger(__name__)
 
+
 def default_name() -> str:
     """`<hostname>.<pid>`: unique among the workers of a host; in a container, the same after a restart."""
     return f"{socket.gethostname()}.{os.getpid()}"
@@ -82,9 +83,17 @@ class WorkerHeartbeat:
         """Publish one heartbeat now; a failing file or Redis is logged once per outage, never raised."""
         worker = self._worker
         current = self._current_job(worker) if worker else _Current()
-        beat = WorkerBeat(name=self.name, host=socket.gethostname(), pid=os.getpid(), started_at=self._started,
-                          beat_at=time.time(), interval=self._interval,
-                          state=_state(worker) if worker else "starting", job=current.job, task=current.task)
+        beat = WorkerBeat(
+            name=self.name,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=self._started,
+            beat_at=time.time(),
+            interval=self._interval,
+            state=_state(worker) if worker else "starting",
+            job=current.job,
+            task=current.task,
+        )
         try:
             self._files.write(beat)
             self._file_failing = False
@@ -99,8 +108,9 @@ class WorkerHeartbeat:
             self._redis_down = False
         except redis.RedisError:
             if not self._redis_down:
-                log.warning("worker %s: cannot publish its heartbeat to Redis; retrying every %d s", self.name,
-                            self._interval)
+                log.warning(
+                    "worker %s: cannot publish its heartbeat to Redis; retrying every %d s", self.name, self._interval
+                )
             self._redis_down = True
         return beat
 

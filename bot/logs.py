@@ -10,8 +10,12 @@ from service.logcontext import ContextFilter
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
-                 "message": record.getMessage()}
+        entry = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         for name in ("request_id", "job_id"):
             if getattr(record, name, None):
                 entry[name] = getattr(record, name)
@@ -28,8 +32,9 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        tags = " ".join(f"[{value}]" for value in (getattr(record, "request_id", None),
-                                                    getattr(record, "job_id", None)) if value)
+        tags = " ".join(
+            f"[{value}]" for value in (getattr(record, "request_id", None), getattr(record, "job_id", None)) if value
+        )
         line = super().format(record)
         return f"{line} {tags}" if tags else line
 
@@ -46,13 +51,13 @@ def configure(json_lines: bool, level: int = logging.INFO) -> None:
     logging.captureWarnings(True)
     if json_lines:
         sys.excepthook = _log_uncaught
-        threading.excepthook = lambda hook: _log_uncaught(hook.exc_type, hook.exc_value, hook.exc_traceback,
-                                                          thread=hook.thread)
+        threading.excepthook = lambda hook: _log_uncaught(
+            hook.exc_type, hook.exc_value, hook.exc_traceback, thread=hook.thread
+        )
 
 
 def _log_uncaught(exc_type, exc_value, traceback, thread=None) -> None:
     if issubclass(exc_type, KeyboardInterrupt | SystemExit):
         return
     where = f" in thread {thread.name}" if thread is not None else ""
-    logging.getLogger("copydesk").critical("uncaught exception%s", where,
-                                           exc_info=(exc_type, exc_value, traceback))
+    logging.getLogger("copydesk").critical("uncaught exception%s", where, exc_info=(exc_type, exc_value, traceback))

@@ -34,8 +34,9 @@ def serve_in_background(settings: Settings) -> WSGIServer | None:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found\n"]
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            start_response("401 Unauthorized", [("Content-Type", "text/plain"),
-                                                ("WWW-Authenticate", 'Bearer realm="copydesk"')])
+            start_response(
+                "401 Unauthorized", [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Bearer realm="copydesk"')]
+            )
             return [b"send Authorization: Bearer <COPYDESK_METRICS_TOKEN>\n"]
         return scrape(environ, start_response)
 

@@ -100,8 +100,12 @@ class CopydeskWorker(rq.Worker):
                 return super().perform_job(job, queue, execution)
         finally:
             imported = set(sys.modules) - before
-            log.info("work horse: job %s imported %d new modules (%s)", run_job_id(job) or job.id, len(imported),
-                     ", ".join(sorted({name.partition(".")[0] for name in imported})) or "none")
+            log.info(
+                "work horse: job %s imported %d new modules (%s)",
+                run_job_id(job) or job.id,
+                len(imported),
+                ", ".join(sorted({name.partition(".")[0] for name in imported})) or "none",
+            )
 
     def execute_job(self, job, queue):
         if run_job_id(job) is not None:
@@ -140,8 +144,11 @@ class CopydeskWorker(rq.Worker):
             if info is None or info.worker != self.name:
                 return
             if info.kill_at and time.time() > info.kill_at:
-                log.warning("worker %s: the run of job %s is past its deadline and did not stop; killing its horse",
-                            self.name, job_id)
+                log.warning(
+                    "worker %s: the run of job %s is past its deadline and did not stop; killing its horse",
+                    self.name,
+                    job_id,
+                )
                 self._killed_for = "deadline"
                 self.kill_horse()
             else:
@@ -167,12 +174,19 @@ class CopydeskWorker(rq.Worker):
         try:
             if self._killed_for == "deadline" and info.message_id:
                 failure: RunFailed = time_limit_failure()
-                services.jobs.finish_message(job_id, info.message_id,
-                                             RunOutcome(error={"code": failure.code.value, "message": failure.message}),
-                                             fence=info.fence)
+                services.jobs.finish_message(
+                    job_id,
+                    info.message_id,
+                    RunOutcome(error={"code": failure.code.value, "message": failure.message}),
+                    fence=info.fence,
+                )
                 metrics.RUNS.labels("failed", failure.code).inc()  # the horse died before it could report
-                log.warning("run of job %s message %s failed (%s): its horse was killed past the deadline",
-                            job_id, info.message_id, failure.code)
+                log.warning(
+                    "run of job %s message %s failed (%s): its horse was killed past the deadline",
+                    job_id,
+                    info.message_id,
+                    failure.code,
+                )
             elif self._killed_for == "hand_back" and info.message_id:
                 services.jobs.hand_back(job_id, info.message_id, info.fence)
             # Else the horse crashed mid-run: the attempt counts, and the run resumes now rather than after the
@@ -184,8 +198,9 @@ class CopydeskWorker(rq.Worker):
             services.dispatcher.kick(job_id, first=True)
             if self._killed_for is None:
                 metrics.RECOVERIES.labels("worker").inc()
-        log.info("worker %s: settled job %s after its horse died (%s)", self.name, job_id,
-                 self._killed_for or "crashed")
+        log.info(
+            "worker %s: settled job %s after its horse died (%s)", self.name, job_id, self._killed_for or "crashed"
+        )
 
     # -- shutting down -------------------------------------------------------------------------
 
@@ -194,8 +209,11 @@ class CopydeskWorker(rq.Worker):
         self.shutting_down = True
         if self.horse_pid:
             self._grace_ends = time.monotonic() + self._ctx.settings.stop_grace_seconds
-            log.info("worker %s: stopping; the current run has %d s to finish before it is handed back",
-                     self.name, self._ctx.settings.stop_grace_seconds)
+            log.info(
+                "worker %s: stopping; the current run has %d s to finish before it is handed back",
+                self.name,
+                self._ctx.settings.stop_grace_seconds,
+            )
         super().request_stop(signum, frame)
 
     def request_force_stop(self, signum, frame):

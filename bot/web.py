@@ -22,11 +22,19 @@ ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"
 
 def options(*, host: str, port: int, workers: int, worker_class: str = "gevent", json_logs: bool = False) -> dict:
     """gunicorn's settings for `copydesk web`."""
-    chosen = {"bind": f"{host}:{port}", "workers": workers, "worker_class": worker_class, "timeout": 30,
-              "graceful_timeout": 10, "accesslog": "-", "errorlog": "-", "access_log_format": ACCESS_LOG_FORMAT,
-              "logger_class": "bot.accesslog.JsonLogger" if json_logs else "bot.accesslog.RedactingLogger",
-              # gunicorn >= 25.1 opens a control socket at one path per user: two servers would fight over it.
-              "control_socket_disable": True}
+    chosen = {
+        "bind": f"{host}:{port}",
+        "workers": workers,
+        "worker_class": worker_class,
+        "timeout": 30,
+        "graceful_timeout": 10,
+        "accesslog": "-",
+        "errorlog": "-",
+        "access_log_format": ACCESS_LOG_FORMAT,
+        "logger_class": "bot.accesslog.JsonLogger" if json_logs else "bot.accesslog.RedactingLogger",
+        # gunicorn >= 25.1 opens a control socket at one path per user: two servers would fight over it.
+        "control_socket_disable": True,
+    }
     if worker_class == "gevent":
         chosen["worker_connections"] = WORKER_CONNECTIONS
     else:
@@ -66,8 +74,19 @@ class _Gunicorn(BaseApplication):
 
 def serve(*, host: str, port: int, workers: int, worker_class: str = "gevent") -> None:
     """Replace this process with the web server (a fresh interpreter, so nothing is imported unpatched)."""
-    argv = [sys.executable, "-m", "bot.web", "--host", host, "--port", str(port), "--workers", str(workers),
-            "--worker-class", worker_class]
+    argv = [
+        sys.executable,
+        "-m",
+        "bot.web",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--worker-class",
+        worker_class,
+    ]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, argv)
@@ -82,8 +101,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
-    chosen = options(host=args.host, port=args.port, workers=args.workers, worker_class=args.worker_class,
-                     json_logs=settings.log_json)
+    chosen = options(
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        worker_class=args.worker_class,
+        json_logs=settings.log_json,
+    )
     _Gunicorn(settings, chosen).run()
 
 

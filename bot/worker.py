@@ -66,8 +66,11 @@ def maintain_local_repositories(ctx: Context) -> None:
     services = ctx.services
 
     def archived(job_ids: list[str]) -> set[str]:
-        return {job_id for job_id in job_ids
-                if (job := services.jobs.find(job_id)) is not None and job.status is JobStatus.ARCHIVED}
+        return {
+            job_id
+            for job_id in job_ids
+            if (job := services.jobs.find(job_id)) is not None and job.status is JobStatus.ARCHIVED
+        }
 
     for project in services.projects.all():
         if project.host != ctx.local.name:
@@ -79,8 +82,9 @@ def maintain_local_repositories(ctx: Context) -> None:
             log.warning("upkeep of %s failed", project.repository, exc_info=True)
             continue
         if retired:
-            log.info("project %s: branches of %d archived job(s) kept under refs/copydesk/archive/",
-                     project.id, len(retired))
+            log.info(
+                "project %s: branches of %d archived job(s) kept under refs/copydesk/archive/", project.id, len(retired)
+            )
 
 
 def _sweep_forever(ctx: Context, stop: threading.Event) -> None:
@@ -108,12 +112,16 @@ def _tick_automations_forever(ctx: Context, stop: threading.Event) -> None:
     """Each interval: the due schedule slots and (one worker at a time) new local source commits. Only workers
     tick; see service.automations.ticker."""
     settings = ctx.settings
-    clock, faults, interval = clock_of(settings.test_clock_file), Faults(settings.test_faults), \
-        settings.automation_tick_seconds
+    clock, faults, interval = (
+        clock_of(settings.test_clock_file),
+        Faults(settings.test_faults),
+        settings.automation_tick_seconds,
+    )
     while not stop.wait(interval):
         try:
-            automation_tick(ctx.services, clock(), max_diff_chars=settings.max_prompt_chars, faults=faults,
-                            interval=interval)
+            automation_tick(
+                ctx.services, clock(), max_diff_chars=settings.max_prompt_chars, faults=faults, interval=interval
+            )
         except redis.RedisError:
             log.warning("automation tick skipped: Redis unreachable")
         except Exception:
@@ -123,8 +131,9 @@ def _tick_automations_forever(ctx: Context, stop: threading.Event) -> None:
 def fanout(ctx: Context) -> Fanout:
     """The webhook fan-out of this worker process (one consumer of the outbox's group)."""
     services = ctx.services
-    return Fanout(services.redis, services.webhooks, services.deliveries,
-                  consumer=f"{socket.gethostname()}-{os.getpid()}")
+    return Fanout(
+        services.redis, services.webhooks, services.deliveries, consumer=f"{socket.gethostname()}-{os.getpid()}"
+    )
 
 
 def delivery_lanes(ctx: Context) -> DeliveryLanes:
@@ -134,9 +143,13 @@ def delivery_lanes(ctx: Context) -> DeliveryLanes:
     def make(attempt: Attempt) -> None:
         sender.attempt(attempt.delivery_id, attempt.number, manual=attempt.manual)
 
-    return DeliveryLanes(ctx.services.deliveries, make, threads=settings.webhook_threads,
-                         per_lane=settings.webhook_account_concurrency,
-                         deadline_seconds=settings.webhook_timeout_seconds)
+    return DeliveryLanes(
+        ctx.services.deliveries,
+        make,
+        threads=settings.webhook_threads,
+        per_lane=settings.webhook_account_concurrency,
+        deadline_seconds=settings.webhook_timeout_seconds,
+    )
 
 
 def _fan_out_forever(ctx: Context, stop: threading.Event) -> None:
@@ -169,8 +182,11 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
     stop = threading.Event()
     started_at = time.monotonic()
     providers = preload(ctx.settings, ctx.model_http)
-    log.info("worker: model providers imported before forking: %s (%.1f s)", ", ".join(providers) or "none",
-             time.monotonic() - started_at)
+    log.info(
+        "worker: model providers imported before forking: %s (%.1f s)",
+        ", ".join(providers) or "none",
+        time.monotonic() - started_at,
+    )
     hold_pool_across_fork(ctx.services.redis.connection_pool)
     redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
@@ -186,8 +202,7 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
                     if upkeep and not burst and not started:
                         start_upkeep(ctx, stop)
                         started = True
-                    worker = CopydeskWorker([rq.Queue(name, connection=ctx.services.redis) for name in names],
-                                            ctx=ctx)
+                    worker = CopydeskWorker([rq.Queue(name, connection=ctx.services.redis) for name in names], ctx=ctx)
                     heartbeat.watch(worker)
                     if upkeep:
                         sweep_once(ctx)
@@ -215,11 +230,13 @@ def start_upkeep(ctx: Context, stop: threading.Event) -> None:
     run in threads until `stop` is set."""
     log.info("sweep, mirror upkeep, webhook fan-out and delivery lanes running in process %d", os.getpid())
     threading.Thread(target=_sweep_forever, args=(ctx, stop), name="copydesk-sweeper", daemon=True).start()
-    threading.Thread(target=_tick_automations_forever, args=(ctx, stop), name="copydesk-automations",
-                     daemon=True).start()
+    threading.Thread(
+        target=_tick_automations_forever, args=(ctx, stop), name="copydesk-automations", daemon=True
+    ).start()
     threading.Thread(target=_fan_out_forever, args=(ctx, stop), name="copydesk-fanout", daemon=True).start()
-    threading.Thread(target=delivery_lanes(ctx).run_forever, args=(stop,), name="copydesk-webhook-lanes",
-                     daemon=True).start()
+    threading.Thread(
+        target=delivery_lanes(ctx).run_forever, args=(stop,), name="copydesk-webhook-lanes", daemon=True
+    ).start()
 
 
 def _reachable(ctx: Context) -> bool:

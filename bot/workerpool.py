@@ -85,8 +85,12 @@ class WorkerPool:
 
     def _on_signal(self, signum, frame) -> None:
         self._signals += 1
-        log.info("worker pool: %s (%d); passing it on to %d worker process(es)", signal.Signals(signum).name,
-                 self._signals, sum(1 for s in self._slots if s.proc and s.proc.poll() is None))
+        log.info(
+            "worker pool: %s (%d); passing it on to %d worker process(es)",
+            signal.Signals(signum).name,
+            self._signals,
+            sum(1 for s in self._slots if s.proc and s.proc.poll() is None),
+        )
         self._stop.set()
         self._signal_children(signal.SIGTERM)
 
@@ -108,20 +112,29 @@ class WorkerPool:
                 if self._stop.is_set():
                     continue
                 lived = now - slot.started_at
-                slot.delay = FIRST_RESTART_DELAY_SECONDS if lived > HEALTHY_AFTER_SECONDS else \
-                    min(slot.delay * 2, LONGEST_RESTART_DELAY_SECONDS)
+                slot.delay = (
+                    FIRST_RESTART_DELAY_SECONDS
+                    if lived > HEALTHY_AFTER_SECONDS
+                    else min(slot.delay * 2, LONGEST_RESTART_DELAY_SECONDS)
+                )
                 slot.restart_at = now + (0 if lived > HEALTHY_AFTER_SECONDS else slot.delay)
-                log.warning("worker pool: worker %s (pid %d) exited with %s after %.0f s; restarting it%s",
-                            slot.name, proc.pid, proc.returncode, lived,
-                            "" if lived > HEALTHY_AFTER_SECONDS else f" in {slot.delay:.0f} s")
+                log.warning(
+                    "worker pool: worker %s (pid %d) exited with %s after %.0f s; restarting it%s",
+                    slot.name,
+                    proc.pid,
+                    proc.returncode,
+                    lived,
+                    "" if lived > HEALTHY_AFTER_SECONDS else f" in {slot.delay:.0f} s",
+                )
             if slot.proc is None and not self._stop.is_set() and now >= slot.restart_at:
                 self._start(slot)
 
     def _start(self, slot: _Slot) -> None:
         # Its own process group: a Ctrl-C in a terminal reaches the supervisor alone, which passes it on once (a
         # child that got it twice would hand its run back at once instead of after the grace).
-        slot.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", slot.name, "--supervised"],
-                                     process_group=0)
+        slot.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "worker", "--name", slot.name, "--supervised"], process_group=0
+        )
         slot.started_at = time.monotonic()
         log.info("worker pool: started worker %s (pid %d)", slot.name, slot.proc.pid)
 

@@ -26,10 +26,16 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-OPENAPI = ("@octokit/openapi", "23.0.2",
-           "sha512-pV8M7L9GY23AybNvTmo2nyjmpmnt6+2sRE/tqr0ZLQcPS4lnw7u5eZGNmwRNkBC3D7gZXbFx5AHzLUVRBXGDhg==")
-EXAMPLES = ("@octokit/webhooks-examples", "7.6.1",
-            "sha512-De6U3XB6O3DtCa7bKgCMzTHdeopqqZ6SNivMYJnK65ierKL1AnNIA0tkRYCRS7lwGT792d+Ps1WbfHlso6MynQ==")
+OPENAPI = (
+    "@octokit/openapi",
+    "23.0.2",
+    "sha512-pV8M7L9GY23AybNvTmo2nyjmpmnt6+2sRE/tqr0ZLQcPS4lnw7u5eZGNmwRNkBC3D7gZXbFx5AHzLUVRBXGDhg==",
+)
+EXAMPLES = (
+    "@octokit/webhooks-examples",
+    "7.6.1",
+    "sha512-De6U3XB6O3DtCa7bKgCMzTHdeopqqZ6SNivMYJnK65ierKL1AnNIA0tkRYCRS7lwGT792d+Ps1WbfHlso6MynQ==",
+)
 # The non-dereferenced description: shared components stay shared, which keeps the output small.
 OPENAPI_MEMBER = "package/generated/api.github.com.json"
 EXAMPLES_MEMBER = "package/api.github.com/index.json"
@@ -77,13 +83,21 @@ OPERATIONS = (
 )
 # (event, action or None); the OpenAPI document names them "<event>-<action>" with dashes.
 WEBHOOKS = (
-    ("installation", "created"), ("installation", "deleted"),
-    ("installation", "suspend"), ("installation", "unsuspend"),
-    ("installation_repositories", "added"), ("installation_repositories", "removed"),
-    ("issue_comment", "created"), ("issue_comment", "edited"),
-    ("check_run", "completed"), ("check_suite", "completed"), ("status", None),
-    ("repository", "renamed"), ("repository", "transferred"),
-    ("pull_request", "closed"), ("pull_request", "review_requested"),
+    ("installation", "created"),
+    ("installation", "deleted"),
+    ("installation", "suspend"),
+    ("installation", "unsuspend"),
+    ("installation_repositories", "added"),
+    ("installation_repositories", "removed"),
+    ("issue_comment", "created"),
+    ("issue_comment", "edited"),
+    ("check_run", "completed"),
+    ("check_suite", "completed"),
+    ("status", None),
+    ("repository", "renamed"),
+    ("repository", "transferred"),
+    ("pull_request", "closed"),
+    ("pull_request", "review_requested"),
     ("pull_request_review", "submitted"),
     ("pull_request_review_comment", "created"),
     ("ping", None),
@@ -93,8 +107,20 @@ EXAMPLES_PER_ACTION = 2
 # request's diff); they are added to the operation's 200 answer as text, the schema compare gives them.
 DESCRIBED_MEDIA_TYPES = ("application/vnd.github.diff", "application/vnd.github.patch")
 # Annotations and OpenAPI-only keywords that do not constrain an instance.
-DROPPED_KEYWORDS = {"description", "example", "examples", "title", "summary", "externalDocs", "xml",
-                    "discriminator", "readOnly", "writeOnly", "deprecated", "nullable"}
+DROPPED_KEYWORDS = {
+    "description",
+    "example",
+    "examples",
+    "title",
+    "summary",
+    "externalDocs",
+    "xml",
+    "discriminator",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "nullable",
+}
 # Keywords whose value maps names to schemas (the names are data, not keywords).
 SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 
@@ -172,7 +198,7 @@ def allow_null(schema: dict) -> dict:
 
 def component_name(ref: str, kind: str) -> str | None:
     prefix = f"#/components/{kind}/"
-    return ref[len(prefix):] if ref.startswith(prefix) else None
+    return ref[len(prefix) :] if ref.startswith(prefix) else None
 
 
 def schema_refs(node):
@@ -215,8 +241,11 @@ def json_schema_of(content: dict | None):
 
 def other_media_schemas(content: dict | None) -> dict:
     """The schemas of a response's media types other than JSON (a diff, a patch), by media type."""
-    return {media: clean_schema(body["schema"]) for media, body in sorted((content or {}).items())
-            if media != "application/json" and "schema" in body}
+    return {
+        media: clean_schema(body["schema"])
+        for media, body in sorted((content or {}).items())
+        if media != "application/json" and "schema" in body
+    }
 
 
 def described_media_types(description: str) -> dict:
@@ -226,21 +255,31 @@ def described_media_types(description: str) -> dict:
 
 def operations(document: dict) -> dict:
     """The listed operations: method, path, request body schema, response schema per status."""
-    index = {op["operationId"]: (method, path, op)
-             for path, item in document["paths"].items()
-             for method, op in item.items() if isinstance(op, dict) and "operationId" in op}
+    index = {
+        op["operationId"]: (method, path, op)
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+        if isinstance(op, dict) and "operationId" in op
+    }
     result = {}
     for operation_id in OPERATIONS:
         method, path, op = index[operation_id]
         body = resolve(document, op["requestBody"], "requestBodies") if "requestBody" in op else None
-        responses = {status: json_schema_of(resolve(document, response, "responses").get("content"))
-                     for status, response in sorted(op["responses"].items())}
-        result[operation_id] = {"method": method.upper(), "path": path,
-                                "requestBody": json_schema_of(body["content"]) if body else None,
-                                "requestBodyRequired": bool(body and body.get("required")),
-                                "responses": responses}
-        others = {status: other_media_schemas(resolve(document, response, "responses").get("content"))
-                  for status, response in sorted(op["responses"].items())}
+        responses = {
+            status: json_schema_of(resolve(document, response, "responses").get("content"))
+            for status, response in sorted(op["responses"].items())
+        }
+        result[operation_id] = {
+            "method": method.upper(),
+            "path": path,
+            "requestBody": json_schema_of(body["content"]) if body else None,
+            "requestBodyRequired": bool(body and body.get("required")),
+            "responses": responses,
+        }
+        others = {
+            status: other_media_schemas(resolve(document, response, "responses").get("content"))
+            for status, response in sorted(op["responses"].items())
+        }
         if "200" in others:
             others["200"] = {**described_media_types(op.get("description") or ""), **others["200"]}
         # Only where there are some: the other operations' entries stay as they were.
@@ -284,12 +323,15 @@ def main(argv: list[str] | None = None) -> int:
 
     document = read_member(fetch_tarball(OPENAPI, args.cache), OPENAPI_MEMBER)
     ops, hooks = operations(document), webhooks(document)
-    roots = [op["requestBody"] for op in ops.values()] + [
-        schema for op in ops.values() for schema in op["responses"].values()] + [
-        op.get("otherMediaTypes", {}) for op in ops.values()] + list(hooks.values())
+    roots = (
+        [op["requestBody"] for op in ops.values()]
+        + [schema for op in ops.values() for schema in op["responses"].values()]
+        + [op.get("otherMediaTypes", {}) for op in ops.values()]
+        + list(hooks.values())
+    )
     schemas = {
         "source": f"{OPENAPI[0]}@{OPENAPI[1]} {OPENAPI_MEMBER} (OpenAPI {document['openapi']}), "
-                  "nullable rewritten for JSON Schema 2020-12",
+        "nullable rewritten for JSON Schema 2020-12",
         "operations": ops,
         "webhooks": hooks,
         "components": {"schemas": reachable_components(document, roots)},

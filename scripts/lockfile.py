@@ -61,7 +61,9 @@ def stamp(lock: Path, pyproject: dict) -> None:
     header = 0
     while header < len(lines) and lines[header].startswith("#"):
         header += 1
-    lines.insert(header, f"{MARKER}{digest(pyproject)}  (of pyproject.toml's dependency lists; `make install` checks it)")
+    lines.insert(
+        header, f"{MARKER}{digest(pyproject)}  (of pyproject.toml's dependency lists; `make install` checks it)"
+    )
     lock.write_text("\n".join(lines) + "\n")
 
 

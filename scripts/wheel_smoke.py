@@ -63,8 +63,14 @@ def smoke(tmp: Path) -> None:
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         env = child_env(redis_url=redis_url, data_dir=tmp / "data", base_url=base_url)
-        web = stack.enter_context(process([str(venv / "bin" / "copydesk"), "web", "--port", str(port), "--workers",
-                                           "1"], env, tmp, tmp / "web.log"))
+        web = stack.enter_context(
+            process(
+                [str(venv / "bin" / "copydesk"), "web", "--port", str(port), "--workers", "1"],
+                env,
+                tmp,
+                tmp / "web.log",
+            )
+        )
         wait_for(lambda: http("GET", f"{base_url}/healthz"), 60, "/healthz", web, tmp / "web.log")
         step("copydesk web answers /healthz")
         check_registration_page(venv, env, tmp)
@@ -86,8 +92,20 @@ def build_wheel(tmp: Path) -> Path:
         else:
             shutil.copy2(ROOT / name, source / name)
     # The build backend comes from the lock, installed with the development venv running this script.
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir",
-         str(tmp / "dist"), str(source)])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(tmp / "dist"),
+            str(source),
+        ]
+    )
     (wheel,) = (tmp / "dist").glob("copydesk-*.whl")
     step(f"built {wheel.name}")
     return wheel
@@ -111,8 +129,12 @@ def check_installed(venv: Path) -> None:
     site = Path(out.strip().splitlines()[-1]).parent.parent
     if ROOT in site.parents or site == ROOT:
         raise SmokeFailure(f"the modules were imported from the work tree ({site}), not the install")
-    data = [path.relative_to(ROOT) for package in PACKAGES for path in (ROOT / package).rglob("*")
-            if path.is_file() and path.suffix not in (".py", ".pyc")]
+    data = [
+        path.relative_to(ROOT)
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*")
+        if path.is_file() and path.suffix not in (".py", ".pyc")
+    ]
     missing = [str(path) for path in data if not (site / path).is_file()]
     if missing:
         raise SmokeFailure(f"package data missing from the wheel: {missing}; list it in pyproject.toml")
@@ -130,13 +152,19 @@ def check_registration_page(venv: Path, env: dict[str, str], tmp: Path) -> None:
 
 def run_one_job(venv: Path, env: dict[str, str], tmp: Path, base_url: str) -> None:
     copydesk = str(venv / "bin" / "copydesk")
-    files_and_prompt = run([str(venv / "bin" / "python"), "-c",
-                            "import json; from bot import demo_repo; "
-                            "print(json.dumps([demo_repo.FILES, demo_repo.PROMPT]))"], cwd=tmp)
+    files_and_prompt = run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import json; from bot import demo_repo; print(json.dumps([demo_repo.FILES, demo_repo.PROMPT]))",
+        ],
+        cwd=tmp,
+    )
     files, prompt = json.loads(files_and_prompt)
     repo = sample_repository(tmp, files)
-    project = json.loads(run([copydesk, "project", "add", "--repository", str(repo), "--ref", "main", "--json"],
-                             env=env, cwd=tmp))
+    project = json.loads(
+        run([copydesk, "project", "add", "--repository", str(repo), "--ref", "main", "--json"], env=env, cwd=tmp)
+    )
     key = json.loads(run([copydesk, "key", "create", "--account", "local", "--json"], env=env, cwd=tmp))["key"]
     headers = {"Authorization": f"Bearer {key}"}
     status, body = http("POST", f"{base_url}/v2/agent/{project['id']}/job", {"prompt": prompt}, headers)
@@ -165,8 +193,12 @@ def sample_repository(tmp: Path, files: dict[str, str]) -> Path:
 
 def child_env(**settings: object) -> dict[str, str]:
     """This environment without anything that could import the work tree, pointed at the smoke's Redis."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COPYDESK_", "PYTHON", "VIRTUAL_ENV"))
-           and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_APP_ID")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COPYDESK_", "PYTHON", "VIRTUAL_ENV"))
+        and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_APP_ID")
+    }
     env.update({f"COPYDESK_{name.upper()}": str(value) for name, value in settings.items()})
     env["COPYDESK_MODEL"] = "scripted:demo"
     return env
@@ -178,11 +210,20 @@ def redis_server(tmp: Path) -> Iterator[str]:
     if binary is None:
         raise SmokeFailure("redis-server is not installed")
     port = free_port()
-    with process([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                 os.environ.copy(), tmp, tmp / "redis.log") as proc:
+    with process(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        os.environ.copy(),
+        tmp,
+        tmp / "redis.log",
+    ) as proc:
         url = f"redis://127.0.0.1:{port}/0"
-        wait_for(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close(), 20, "redis-server", proc,
-                 tmp / "redis.log")
+        wait_for(
+            lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close(),
+            20,
+            "redis-server",
+            proc,
+            tmp / "redis.log",
+        )
         yield url
 
 
@@ -218,8 +259,12 @@ def wait_for(probe: Callable[[], object], seconds: float, what: str, proc: subpr
 def http(method: str, url: str, body: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, str]:
     """(status, body) of one request; connection errors raise OSError (URLError is one)."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        **({"Content-Type": "application/json"} if data else {}), **(headers or {})})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={**({"Content-Type": "application/json"} if data else {}), **(headers or {})},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read().decode("utf-8", "replace")

@@ -35,7 +35,7 @@ def key_id_of(plaintext: str) -> str | None:
     """The public id embedded in a well-formed key, or None for anything else."""
     if not _FORMAT.match(plaintext):
         return None
-    return "key_" + plaintext[len(PREFIX):len(PREFIX) + _LOOKUP_LEN]
+    return "key_" + plaintext[len(PREFIX) : len(PREFIX) + _LOOKUP_LEN]
 
 
 def expiry_days(text: str | None) -> int | None:
@@ -56,9 +56,17 @@ class ApiKeys:
     def __init__(self, store: ApiKeyStore) -> None:
         self._store = store
 
-    def create(self, *, account: str, name: str = "", projects: list[str] | None = None,
-               access: KeyAccess = KeyAccess.READ_WRITE, expires_in_days: int | None = DEFAULT_EXPIRY_DAYS,
-               created_by: str = "operator", host: str | None = None) -> tuple[ApiKey, str]:
+    def create(
+        self,
+        *,
+        account: str,
+        name: str = "",
+        projects: list[str] | None = None,
+        access: KeyAccess = KeyAccess.READ_WRITE,
+        expires_in_days: int | None = DEFAULT_EXPIRY_DAYS,
+        created_by: str = "operator",
+        host: str | None = None,
+    ) -> tuple[ApiKey, str]:
         """Make a key for `account` on code host family `host`; returns the record and the plaintext, which is never
         available again. At most NEW_KEYS_PER_HOUR per account (RateLimited past it); the creation is audited."""
         name = name.strip()
@@ -71,16 +79,31 @@ class ApiKeys:
         scope = account if host is None else f"{host}:{account}"
         wait = self._store.claim_creation(scope, "key_" + lookup, limit=NEW_KEYS_PER_HOUR, window_seconds=3600)
         if wait:
-            raise RateLimited(f"account {account} may create {NEW_KEYS_PER_HOUR} API keys per hour; "
-                              f"try again in {int(wait) // 60 + 1} minutes", retry_after=int(wait))
+            raise RateLimited(
+                f"account {account} may create {NEW_KEYS_PER_HOUR} API keys per hour; "
+                f"try again in {int(wait) // 60 + 1} minutes",
+                retry_after=int(wait),
+            )
         plaintext = PREFIX + lookup + _random(_SECRET_LEN)
         created = now()
-        key = ApiKey(id="key_" + lookup, account=account, hash=_digest(plaintext), created_at=iso(created),
-                     name=name, projects=list(projects or []), access=KeyAccess(access), created_by=created_by,
-                     host=host,
-                     expires_at=iso(created + timedelta(days=expires_in_days)) if expires_in_days else None)
-        self._store.add(key, KeyEvent(at=key.created_at, account=account, actor=created_by, action="created",
-                                      key_id=key.id, key_name=name))
+        key = ApiKey(
+            id="key_" + lookup,
+            account=account,
+            hash=_digest(plaintext),
+            created_at=iso(created),
+            name=name,
+            projects=list(projects or []),
+            access=KeyAccess(access),
+            created_by=created_by,
+            host=host,
+            expires_at=iso(created + timedelta(days=expires_in_days)) if expires_in_days else None,
+        )
+        self._store.add(
+            key,
+            KeyEvent(
+                at=key.created_at, account=account, actor=created_by, action="created", key_id=key.id, key_name=name
+            ),
+        )
         return key, plaintext
 
     def authenticate(self, authorization: str | None) -> ApiKey:

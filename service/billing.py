@@ -28,8 +28,9 @@ OPENAI = CacheRates(read=0.5, write=1.0)
 NO_CACHE = CacheRates(read=1.0, write=1.0)
 
 
-def billable(input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0,
-             rates: CacheRates = NO_CACHE) -> int:
+def billable(
+    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0, rates: CacheRates = NO_CACHE
+) -> int:
     """Billable tokens of one model call; `input_tokens` counts all input, the cached part included."""
     uncached = input_tokens - cache_read - cache_write
     return uncached + math.ceil(cache_read * rates.read + cache_write * rates.write) + output_tokens

@@ -19,8 +19,7 @@ def fallback_title(prompt: str) -> str:
     return _clip(f"Docs: {first_line}", _MAX_TITLE)
 
 
-def commit_message(title: str, summary: str, *, job_id: str, message_id: str,
-                   co_author: str | None = None) -> str:
+def commit_message(title: str, summary: str, *, job_id: str, message_id: str, co_author: str | None = None) -> str:
     """A commit message whose trailers let a retried run recognise its own earlier push."""
     trailers = [f"{TRAILER_JOB}: {job_id}", f"{TRAILER_MESSAGE}: {message_id}"]
     if co_author:
@@ -47,8 +46,14 @@ def round_summary(summary: str, *, no_change_needed: bool) -> str:
     return summary
 
 
-def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], docs_check: str | None,
-              job_id: str, sources: list[list[dict]] | None = None) -> str:
+def pull_body(
+    *,
+    rounds: list[tuple[str, str]],
+    files: list[tuple[str, str]],
+    docs_check: str | None,
+    job_id: str,
+    sources: list[list[dict]] | None = None,
+) -> str:
     """Copydesk's marked section of the pull request's description: what was asked, what each round did, the
     source changes the rounds cover (an automation's job), which files the branch changes against the base, and
     the latest docs check.
@@ -62,9 +67,12 @@ def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], do
     parts = ["## Request", _quote(request), "## Summary", summary.strip() or "(no summary)"]
     if follow_ups:
         parts.append("## Follow-ups")
-        parts += [f"**Round {n}.** " + (f"Covers {_change_list(covers[n - 1])}.\n\n" if covers[n - 1] else "")
-                  + f"{_quote(_clip(asked, 500))}\n\n{answer.strip() or '(no summary)'}"
-                  for n, (asked, answer) in enumerate(follow_ups, start=2)]
+        parts += [
+            f"**Round {n}.** "
+            + (f"Covers {_change_list(covers[n - 1])}.\n\n" if covers[n - 1] else "")
+            + f"{_quote(_clip(asked, 500))}\n\n{answer.strip() or '(no summary)'}"
+            for n, (asked, answer) in enumerate(follow_ups, start=2)
+        ]
     timeline = [f"- Round {n}: {_change_line(ref)}" for n, refs in enumerate(covers, start=1) for ref in refs]
     if timeline:
         parts += ["## Source changes", "\n".join(timeline)]
@@ -73,8 +81,10 @@ def pull_body(*, rounds: list[tuple[str, str]], files: list[tuple[str, str]], do
     if docs_check:
         parts += ["## Docs check", docs_check.strip()]
     rounds_so_far = f"{len(rounds)} round" + ("s" if len(rounds) != 1 else "")
-    parts.append(f"<sub>Opened by Copydesk for job `{job_id}` ({rounds_so_far} so far). Comment on this pull "
-                 "request to ask for changes; text outside this section is yours and is kept.</sub>")
+    parts.append(
+        f"<sub>Opened by Copydesk for job `{job_id}` ({rounds_so_far} so far). Comment on this pull "
+        "request to ask for changes; text outside this section is yours and is kept.</sub>"
+    )
     return f"{DESCRIPTION_START}\n" + "\n\n".join(parts) + f"\n{DESCRIPTION_END}\n"
 
 
@@ -84,7 +94,7 @@ def merge_description(current: str | None, section: str) -> str:
     current = (current or "").replace("\r\n", "\n")
     start, end = current.find(DESCRIPTION_START), current.find(DESCRIPTION_END)
     if start != -1 and end > start:
-        return current[:start] + section.rstrip("\n") + current[end + len(DESCRIPTION_END):]
+        return current[:start] + section.rstrip("\n") + current[end + len(DESCRIPTION_END) :]
     if not current.strip() or _OLD_FOOTER in current:
         return section  # empty, or all Copydesk's from before the section had markers
     # The markers were removed: the person's text stays on top, Copydesk's section goes below it.
@@ -117,8 +127,13 @@ class RoundReport:
     no_change_needed: bool = False  # the agent found the request needs no change; `summary` says why
 
 
-_STATE_WORDS = {RoundState.QUEUED: "⏳ queued", RoundState.WORKING: "🛠️ working", RoundState.DONE: "✅ done",
-                RoundState.FAILED: "❌ failed", RoundState.CANCELLED: "⏹️ cancelled"}
+_STATE_WORDS = {
+    RoundState.QUEUED: "⏳ queued",
+    RoundState.WORKING: "🛠️ working",
+    RoundState.DONE: "✅ done",
+    RoundState.FAILED: "❌ failed",
+    RoundState.CANCELLED: "⏹️ cancelled",
+}
 
 
 def tracking_comment(report: RoundReport) -> str:
@@ -143,15 +158,24 @@ def tracking_comment(report: RoundReport) -> str:
             parts.append("Docs check:\n" + report.docs_check.strip())
     elif report.state is RoundState.FAILED:
         error = report.error or {}
-        parts.append(f"This round failed and changed nothing: {error.get('message', '')} "
-                     f"(`{error.get('code', 'error')}`).\n\nComment again to retry, or rephrase the request.")
+        parts.append(
+            f"This round failed and changed nothing: {error.get('message', '')} "
+            f"(`{error.get('code', 'error')}`).\n\nComment again to retry, or rephrase the request."
+        )
     else:
         parts.append("Stopped on request; nothing of this round was pushed.")
     return "\n\n".join(parts)
 
 
-def round_reply(*, mention: str, round_number: int, state: RoundState, summary: str = "",
-                error: dict | None = None, no_change_needed: bool = False) -> str:
+def round_reply(
+    *,
+    mention: str,
+    round_number: int,
+    state: RoundState,
+    summary: str = "",
+    error: dict | None = None,
+    no_change_needed: bool = False,
+) -> str:
     """The short reply at a round's end (edits notify nobody): who asked, and how it ended in one line."""
     if state is RoundState.FAILED:
         return f"@{mention} round {round_number} failed: {_clip((error or {}).get('message', ''), 200)}"
@@ -173,8 +197,10 @@ def thread_reply(*, mention: str | None, commit: str | None, summary: str, no_ch
 
 def source_comment(pull_url: str, *, automation_name: str) -> str:
     """The comment on a source pull request that links the docs pull request an automation opened for it."""
-    return (f"📝 The docs for this change are proposed in {pull_url} (Copydesk automation "
-            f"{_code(_clip(automation_name, 100))}). Reviews there are welcome.")
+    return (
+        f"📝 The docs for this change are proposed in {pull_url} (Copydesk automation "
+        f"{_code(_clip(automation_name, 100))}). Reviews there are welcome."
+    )
 
 
 def _change_line(ref: dict) -> str:
@@ -193,8 +219,11 @@ def _change_link(ref: dict) -> str:
     """`owner/name#12` (a pull request) or `name@sha` (a commit), linked when it has a web address."""
     repository = str(ref.get("repository") or "")
     ident = str(ref.get("id") or "")
-    label = f"{repository}#{ident}" if ref.get("kind") == "pull_request" else \
-        f"{repository.rstrip('/').rsplit('/', 1)[-1]}@{ident[:12]}"
+    label = (
+        f"{repository}#{ident}"
+        if ref.get("kind") == "pull_request"
+        else f"{repository.rstrip('/').rsplit('/', 1)[-1]}@{ident[:12]}"
+    )
     url = str(ref.get("url") or "")
     if re.match(r"^https?://[^\s()<>]+$", url):
         return f"[{_escape_link_text(label)}]({url})"

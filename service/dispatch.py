@@ -25,8 +25,16 @@ RUN_DESCRIPTION_PREFIX = "copydesk run "  # RQ's description of a run, then its 
 class Dispatcher:
     """Enqueues `task(job_id)` on RQ; `task` is the dotted path of the worker's entry function."""
 
-    def __init__(self, client: redis.Redis, jobs: JobStore, *, queue_name: str, task: str,
-                 job_timeout: int, requeue_after: int | None = None) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        jobs: JobStore,
+        *,
+        queue_name: str,
+        task: str,
+        job_timeout: int,
+        requeue_after: int | None = None,
+    ) -> None:
         """`requeue_after`: seconds a queued run may wait before the sweep queues another (default `job_timeout`)."""
         self._redis = client
         self._jobs = jobs
@@ -41,9 +49,16 @@ class Dispatcher:
         # own failure record is only kept for operators and expires.
         # One pipeline, so the API's create pays one round trip for it (RQ's own enqueue takes three).
         with self._redis.pipeline() as pipe:
-            rq_job = self._queue.enqueue_call(self._task, args=(job_id,), timeout=self._job_timeout,
-                                              result_ttl=3600, failure_ttl=7 * 24 * 3600,
-                                              description=f"{RUN_DESCRIPTION_PREFIX}{job_id}", at_front=first, pipeline=pipe)
+            rq_job = self._queue.enqueue_call(
+                self._task,
+                args=(job_id,),
+                timeout=self._job_timeout,
+                result_ttl=3600,
+                failure_ttl=7 * 24 * 3600,
+                description=f"{RUN_DESCRIPTION_PREFIX}{job_id}",
+                at_front=first,
+                pipeline=pipe,
+            )
             pipe.set(rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
             pipe.execute()
 
@@ -86,8 +101,10 @@ class Dispatcher:
             return False
         if rq_job.get_status() is not RqStatus.QUEUED or not self._recent(rq_job.enqueued_at):
             return False
-        return any(self._redis.lpos(key, rq_job.id) is not None
-                   for key in (self._queue.key, self._queue.intermediate_queue_key))
+        return any(
+            self._redis.lpos(key, rq_job.id) is not None
+            for key in (self._queue.key, self._queue.intermediate_queue_key)
+        )
 
     def _recent(self, enqueued_at: datetime | None) -> bool:
         if enqueued_at is None:

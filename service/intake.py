@@ -23,8 +23,11 @@ class QuotaSpent(RateLimited):
     """The project used its jobs and messages of this hour; `quota` says how many and when more come."""
 
     def __init__(self, project: Project, quota: Quota) -> None:
-        super().__init__(f"project {project.id} may create {quota.limit} jobs or messages per hour; "
-                         f"try again in {quota.reset_seconds} s", retry_after=quota.reset_seconds)
+        super().__init__(
+            f"project {project.id} may create {quota.limit} jobs or messages per hour; "
+            f"try again in {quota.reset_seconds} s",
+            retry_after=quota.reset_seconds,
+        )
         self.quota = quota
 
 
@@ -77,12 +80,22 @@ def create(services: Services, project: Project, new: NewJob) -> Accepted:
     reference = check_source(project, new.source_repository, new.source_commit)
     limiter = services.limiter
     quota_key, reset = limiter.window(project.id)
-    job, admission = services.jobs.admit(project, prompt=prompt, model=new.model, ref=new.ref,
-                                         as_draft=new.as_draft, source=new.source, author=new.author,
-                                         key_id=new.key_id, max_tokens=new.max_tokens,
-                                         idempotency=new.idempotency, gate=_gate(project, limiter, quota_key),
-                                         automation=new.automation, source_repository=reference.repository,
-                                         source_commit=reference.commit)
+    job, admission = services.jobs.admit(
+        project,
+        prompt=prompt,
+        model=new.model,
+        ref=new.ref,
+        as_draft=new.as_draft,
+        source=new.source,
+        author=new.author,
+        key_id=new.key_id,
+        max_tokens=new.max_tokens,
+        idempotency=new.idempotency,
+        gate=_gate(project, limiter, quota_key),
+        automation=new.automation,
+        source_repository=reference.repository,
+        source_commit=reference.commit,
+    )
     if admission.verdict is Verdict.CAPPED:
         raise cap_reached(project.host, project.account, admission.used, admission.cap)
     quota = limiter.quota(admission.verdict is not Verdict.LIMITED, admission.used, reset)
@@ -101,14 +114,30 @@ def gate(project: Project, limiter: RateLimiter) -> Gate:
 
 
 def _gate(project: Project, limiter: RateLimiter, quota_key: str) -> Gate:
-    return Gate(**cap_keys(project.host, project.account, month_of()), quota_key=quota_key,
-                quota_limit=limiter.limit, quota_ttl=limiter.ttl)
+    return Gate(
+        **cap_keys(project.host, project.account, month_of()),
+        quota_key=quota_key,
+        quota_limit=limiter.limit,
+        quota_ttl=limiter.ttl,
+    )
 
 
-def follow_up(services: Services, project: Project, job: Job, prompt: str, *, source: str = "api",
-              author: str | None = None, key_id: str | None = None, threads: list | None = None,
-              interrupt: bool = False, source_repository: str | None = None, source_commit: str | None = None,
-              announce: Callable[[Job, Message], None] | None = None, kick: bool = True) -> Accepted:
+def follow_up(
+    services: Services,
+    project: Project,
+    job: Job,
+    prompt: str,
+    *,
+    source: str = "api",
+    author: str | None = None,
+    key_id: str | None = None,
+    threads: list | None = None,
+    interrupt: bool = False,
+    source_repository: str | None = None,
+    source_commit: str | None = None,
+    announce: Callable[[Job, Message], None] | None = None,
+    kick: bool = True,
+) -> Accepted:
     """Queue a follow-up message of `job` and (unless `kick` is False) its run; every refusal comes before any
     quota is used. `interrupt` cancels the running round and the waiting ones, as cancel does (issue 22).
     `source_repository` and `source_commit`: a repository the round may read, never write (service.sources).
@@ -122,9 +151,17 @@ def follow_up(services: Services, project: Project, job: Job, prompt: str, *, so
     quota = services.limiter.consume(project.id)
     if not quota.allowed:
         raise QuotaSpent(project, quota)
-    job, message = services.jobs.add_message(job.id, prompt=prompt, source=source, author=author, key_id=key_id,
-                                             threads=threads, interrupt=interrupt,
-                                             source_repository=reference.repository, source_commit=reference.commit)
+    job, message = services.jobs.add_message(
+        job.id,
+        prompt=prompt,
+        source=source,
+        author=author,
+        key_id=key_id,
+        threads=threads,
+        interrupt=interrupt,
+        source_repository=reference.repository,
+        source_commit=reference.commit,
+    )
     if announce is not None:
         announce(job, message)
     if kick:

@@ -21,8 +21,7 @@ class EventType(str, enum.Enum):
 
 
 # After one of these a job is no longer `active`: a stream that does not follow the job ends there.
-SETTLING = frozenset({EventType.JOB_COMPLETED, EventType.JOB_FAILED, EventType.JOB_ARCHIVED,
-                      EventType.JOB_CANCELLED})
+SETTLING = frozenset({EventType.JOB_COMPLETED, EventType.JOB_FAILED, EventType.JOB_ARCHIVED, EventType.JOB_CANCELLED})
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,9 @@ class LeaseInfo:
         if not raw or b"token" not in raw:
             return None
         text = {replies.text(k): replies.text(v) for k, v in raw.items()}
-        return cls(job_id, text["token"], text.get("worker", ""), text.get("message", ""), float(text.get("kill_at") or 0))
+        return cls(
+            job_id, text["token"], text.get("worker", ""), text.get("message", ""), float(text.get("kill_at") or 0)
+        )
 
 
 class Lease:
@@ -112,8 +114,7 @@ class Lease:
 
     def acquire(self, *, worker: str = "", kill_at: float = 0) -> bool:
         """Take the lease if it is free; `worker` names the process that may renew it for this run."""
-        token = self._acquire(keys=[self._key, fence_key(self.job_id)],
-                              args=[self._ttl_ms, worker, repr(kill_at)])
+        token = self._acquire(keys=[self._key, fence_key(self.job_id)], args=[self._ttl_ms, worker, repr(kill_at)])
         if not token:
             return False
         self.token = str(int(token))

@@ -19,23 +19,51 @@ from prometheus_client.registry import Collector
 RUN_BUCKETS = (1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800)
 PHASE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
-RUNS = Counter("copydesk_runs", "Runs (one message of a job each) by how they ended; code is the error code of a "
-               "failed run", ["outcome", "code"], registry=None)
-RUN_SECONDS = Histogram("copydesk_run_duration_seconds", "Wall-clock time of a run, start to recorded outcome",
-                        ["outcome"], buckets=RUN_BUCKETS, registry=None)
-PHASE_SECONDS = Histogram("copydesk_run_phase_seconds", "Time a run spent in each phase: fetch (mirror), agent "
-                          "(model and tools), push, pull_request (open or update, comment)", ["phase"],
-                          buckets=PHASE_BUCKETS, registry=None)
-MODEL_TOKENS = Counter("copydesk_model_tokens", "Model tokens by model and kind; input includes the cached "
-                       "kinds (cache_read, cache_write) where the vendor reports them", ["model", "kind"],
-                       registry=None)
-RECOVERIES = Counter("copydesk_lease_recoveries", "Runs requeued because no live run held them: by the sweep "
-                     "(lease lapsed or never queued) or by the worker whose work horse died", ["by"], registry=None)
-WEBHOOK_DELIVERIES = Counter("copydesk_webhook_deliveries", "Webhook delivery attempts by result", ["result"],
-                             registry=None)
-GITHUB_RATE_REMAINING = Gauge("copydesk_github_rate_limit_remaining", "GitHub's remaining API calls in the current "
-                              "window, as its last answer said (X-RateLimit-Remaining)", ["resource"],
-                              multiprocess_mode="mostrecent", registry=None)
+RUNS = Counter(
+    "copydesk_runs",
+    "Runs (one message of a job each) by how they ended; code is the error code of a failed run",
+    ["outcome", "code"],
+    registry=None,
+)
+RUN_SECONDS = Histogram(
+    "copydesk_run_duration_seconds",
+    "Wall-clock time of a run, start to recorded outcome",
+    ["outcome"],
+    buckets=RUN_BUCKETS,
+    registry=None,
+)
+PHASE_SECONDS = Histogram(
+    "copydesk_run_phase_seconds",
+    "Time a run spent in each phase: fetch (mirror), agent "
+    "(model and tools), push, pull_request (open or update, comment)",
+    ["phase"],
+    buckets=PHASE_BUCKETS,
+    registry=None,
+)
+MODEL_TOKENS = Counter(
+    "copydesk_model_tokens",
+    "Model tokens by model and kind; input includes the cached "
+    "kinds (cache_read, cache_write) where the vendor reports them",
+    ["model", "kind"],
+    registry=None,
+)
+RECOVERIES = Counter(
+    "copydesk_lease_recoveries",
+    "Runs requeued because no live run held them: by the sweep "
+    "(lease lapsed or never queued) or by the worker whose work horse died",
+    ["by"],
+    registry=None,
+)
+WEBHOOK_DELIVERIES = Counter(
+    "copydesk_webhook_deliveries", "Webhook delivery attempts by result", ["result"], registry=None
+)
+GITHUB_RATE_REMAINING = Gauge(
+    "copydesk_github_rate_limit_remaining",
+    "GitHub's remaining API calls in the current window, as its last answer said (X-RateLimit-Remaining)",
+    ["resource"],
+    multiprocess_mode="mostrecent",
+    registry=None,
+)
 
 
 def process_identity(pid: int | None = None, role: str = "") -> str:

@@ -166,9 +166,15 @@ class Message(Record):
         }
         if self.role is Role.USER:
             assert self.status is not None  # a user message always has a status
-            data.update(status=self.status.value, source=self.source, author=self.author, error=self.error,
-                        usage=None if self.usage is None else add_records(None, self.usage),
-                        outcome=self.outcome and self.outcome.value, reason=self.reason)
+            data.update(
+                status=self.status.value,
+                source=self.source,
+                author=self.author,
+                error=self.error,
+                usage=None if self.usage is None else add_records(None, self.usage),
+                outcome=self.outcome and self.outcome.value,
+                reason=self.reason,
+            )
         else:
             data.update(replyTo=self.reply_to, commit=self.commit, changedFiles=self.changed_files)
         return data
@@ -263,8 +269,14 @@ class KeyEvent(Record):
     key_name: str = ""
 
     def to_public(self) -> dict:
-        return {"at": self.at, "account": self.account, "actor": self.actor, "action": self.action,
-                "keyId": self.key_id, "keyName": self.key_name}
+        return {
+            "at": self.at,
+            "account": self.account,
+            "actor": self.actor,
+            "action": self.action,
+            "keyId": self.key_id,
+            "keyName": self.key_name,
+        }
 
 
 @dataclass
@@ -304,9 +316,16 @@ class WebhookEndpoint(Record):
         return self.enabled and (not self.events or event_type in self.events)
 
     def to_api(self) -> dict:
-        return {"id": self.id, "url": self.url, "description": self.description, "events": self.events,
-                "enabled": self.enabled, "disabledReason": self.disabled_reason,
-                "failingSince": self.failing_since, "createdAt": self.created_at}
+        return {
+            "id": self.id,
+            "url": self.url,
+            "description": self.description,
+            "events": self.events,
+            "enabled": self.enabled,
+            "disabledReason": self.disabled_reason,
+            "failingSince": self.failing_since,
+            "createdAt": self.created_at,
+        }
 
 
 @dataclass
@@ -332,7 +351,17 @@ class Delivery(Record):
         self.status = DeliveryStatus(self.status)
 
     def to_api(self) -> dict:
-        return {"id": self.id, "webhookId": self.endpoint_id, "jobId": self.job_id, "type": self.event_type, "status": self.status.value, "attempts": self.attempts,
-                "responseStatus": self.response_status, "latencyMs": self.latency_ms, "error": self.error,
-                "createdAt": self.created_at, "lastAttemptAt": self.last_attempt_at,
-                "nextAttemptAt": self.next_attempt_at}
+        return {
+            "id": self.id,
+            "webhookId": self.endpoint_id,
+            "jobId": self.job_id,
+            "type": self.event_type,
+            "status": self.status.value,
+            "attempts": self.attempts,
+            "responseStatus": self.response_status,
+            "latencyMs": self.latency_ms,
+            "error": self.error,
+            "createdAt": self.created_at,
+            "lastAttemptAt": self.last_attempt_at,
+            "nextAttemptAt": self.next_attempt_at,
+        }

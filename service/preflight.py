@@ -22,11 +22,15 @@ log = logging.getLogger(__name__)
 
 # GIT_CONFIG_GLOBAL (2.32) is how Copydesk keeps a user's global git config out of its commands.
 MIN_GIT_VERSION = (2, 32)
-EVICTION_FIX = ("run `redis-cli CONFIG SET maxmemory-policy noeviction` and put `maxmemory-policy noeviction` in "
-                "redis.conf (or start redis-server with `--maxmemory-policy noeviction`)")
+EVICTION_FIX = (
+    "run `redis-cli CONFIG SET maxmemory-policy noeviction` and put `maxmemory-policy noeviction` in "
+    "redis.conf (or start redis-server with `--maxmemory-policy noeviction`)"
+)
 EVICTION_OVERRIDE = "; to start anyway, set COPYDESK_ALLOW_REDIS_EVICTION=1"
-PERSISTENCE_FIX = ("turn on AOF: `redis-cli CONFIG SET appendonly yes` and `appendonly yes` in redis.conf "
-                   "(or `--appendonly yes`), with `appendfsync always` to lose no accepted message")
+PERSISTENCE_FIX = (
+    "turn on AOF: `redis-cli CONFIG SET appendonly yes` and `appendonly yes` in redis.conf "
+    "(or `--appendonly yes`), with `appendfsync always` to lose no accepted message"
+)
 
 
 class Status(enum.Enum):
@@ -48,14 +52,24 @@ class Check:
         return {"check": self.name, "status": self.status.value, "detail": self.detail, "fix": self.fix or None}
 
 
-def run_checks(settings: Settings, client: redis.Redis, git: Git, models: ModelFactory,
-               missing_keys: Mapping[str, str], *, redis_required: bool) -> list[Check]:
+def run_checks(
+    settings: Settings,
+    client: redis.Redis,
+    git: Git,
+    models: ModelFactory,
+    missing_keys: Mapping[str, str],
+    *,
+    redis_required: bool,
+) -> list[Check]:
     """Every start-up check. An unreachable Redis is an error when `redis_required`, else a warning (and the
     checks of its settings are skipped)."""
-    return [*redis_checks(client, allow_eviction=settings.allow_redis_eviction, required=redis_required),
-            *(replication_checks(client, min_replicas=settings.redis_min_replicas) if redis_required else []),
-            git_check(git), data_dir_check(settings.data_dir),
-            *model_checks(settings.allowed_models, models, missing_keys)]
+    return [
+        *redis_checks(client, allow_eviction=settings.allow_redis_eviction, required=redis_required),
+        *(replication_checks(client, min_replicas=settings.redis_min_replicas) if redis_required else []),
+        git_check(git),
+        data_dir_check(settings.data_dir),
+        *model_checks(settings.allowed_models, models, missing_keys),
+    ]
 
 
 def failed(checks: list[Check]) -> bool:
@@ -70,10 +84,22 @@ def redis_checks(client: redis.Redis, *, allow_eviction: bool, required: bool = 
     except redis.RedisError as exc:
         where = _redis_address(client)
         if required:
-            return [Check("redis", Status.ERROR, f"cannot reach Redis at {where}: {exc}",
-                          "start redis-server or set COPYDESK_REDIS_URL")]
-        return [Check("redis", Status.WARNING, f"cannot reach Redis at {where} ({exc}); its settings were not "
-                                               "checked", "run `copydesk doctor` once Redis is up")]
+            return [
+                Check(
+                    "redis",
+                    Status.ERROR,
+                    f"cannot reach Redis at {where}: {exc}",
+                    "start redis-server or set COPYDESK_REDIS_URL",
+                )
+            ]
+        return [
+            Check(
+                "redis",
+                Status.WARNING,
+                f"cannot reach Redis at {where} ({exc}); its settings were not checked",
+                "run `copydesk doctor` once Redis is up",
+            )
+        ]
 
 
 def redis_settings_checks(client: redis.Redis, *, allow_eviction: bool) -> list[Check]:
@@ -108,18 +134,27 @@ def _role_check(state: ReplicationState, min_replicas: int) -> Check:
     replicas = ", ".join(f"{r.address} {r.state} lag {r.lag} s" for r in state.replicas) or "none"
     refusal = state.refusal(min_replicas)
     if refusal is not None:
-        return Check("redis role", Status.ERROR, f"{refusal}; replicas: {replicas}",
-                     "point COPYDESK_REDIS_URL at the primary (a redis+sentinel:// URL follows failovers), or bring "
-                     "its replicas back")
-    detail = (f"primary with {state.online} replica(s) online ({replicas}); writes wait for {min_replicas} "
-              f"(COPYDESK_REDIS_MIN_REPLICAS), min-replicas-to-write is {state.replicas_to_write}")
+        return Check(
+            "redis role",
+            Status.ERROR,
+            f"{refusal}; replicas: {replicas}",
+            "point COPYDESK_REDIS_URL at the primary (a redis+sentinel:// URL follows failovers), or bring "
+            "its replicas back",
+        )
+    detail = (
+        f"primary with {state.online} replica(s) online ({replicas}); writes wait for {min_replicas} "
+        f"(COPYDESK_REDIS_MIN_REPLICAS), min-replicas-to-write is {state.replicas_to_write}"
+    )
     if state.replicas and min(min_replicas, state.replicas_to_write) < len(state.replicas):
         # Sentinel may promote a replica that lacks a write the others confirmed, and a demoted primary keeps
         # taking writes through the replicas that still follow it until Sentinel moves them.
-        return Check("redis role", Status.WARNING, detail + ": a failover may lose writes that fewer than all "
-                                                            "replicas confirmed",
-                     f"set COPYDESK_REDIS_MIN_REPLICAS and min-replicas-to-write to {len(state.replicas)}, the "
-                     "number of replicas (see the README, \"High availability\")")
+        return Check(
+            "redis role",
+            Status.WARNING,
+            detail + ": a failover may lose writes that fewer than all replicas confirmed",
+            f"set COPYDESK_REDIS_MIN_REPLICAS and min-replicas-to-write to {len(state.replicas)}, the "
+            'number of replicas (see the README, "High availability")',
+        )
     return Check("redis role", Status.OK, detail)
 
 
@@ -134,13 +169,19 @@ def _sentinel_check(sentinel, service: str) -> Check:
             unreachable += 1
             views.append(f"{where}: {exc}")
             continue
-        views.append(f"{where}: primary {master['ip']}:{master['port']} ({master['flags']}), "
-                     f"{master['num-slaves']} replica(s), {master['num-other-sentinels']} other sentinel(s)")
+        views.append(
+            f"{where}: primary {master['ip']}:{master['port']} ({master['flags']}), "
+            f"{master['num-slaves']} replica(s), {master['num-other-sentinels']} other sentinel(s)"
+        )
     primaries = {view.split("primary ", 1)[1].split(" ", 1)[0] for view in views if "primary " in view}
     detail = f"service {service!r}: " + "; ".join(views)
     if not primaries:
-        return Check("redis sentinel", Status.ERROR, detail, "start the sentinels and check `sentinel monitor` names "
-                                                             "this service")
+        return Check(
+            "redis sentinel",
+            Status.ERROR,
+            detail,
+            "start the sentinels and check `sentinel monitor` names this service",
+        )
     if unreachable or len(primaries) > 1:
         return Check("redis sentinel", Status.WARNING, detail, "every sentinel should answer and name one primary")
     return Check("redis sentinel", Status.OK, detail)
@@ -192,14 +233,18 @@ class FirstContactChecks:
 def _eviction_check(memory: Mapping, allow_eviction: bool) -> Check:
     policy = memory.get("maxmemory_policy")
     if policy == "noeviction":
-        return Check("redis eviction", Status.OK, "maxmemory-policy is noeviction: Redis never deletes a key to "
-                                                  "make room")
+        return Check(
+            "redis eviction", Status.OK, "maxmemory-policy is noeviction: Redis never deletes a key to make room"
+        )
     found = f"maxmemory-policy is {policy}" if policy else "Redis does not report its maxmemory-policy"
-    risk = (f"{found}: when memory runs short Redis may delete jobs, messages, API keys, projects, leases and "
-            "sessions (the volatile-* policies delete the keys that expire: leases, locks and sessions)")
+    risk = (
+        f"{found}: when memory runs short Redis may delete jobs, messages, API keys, projects, leases and "
+        "sessions (the volatile-* policies delete the keys that expire: leases, locks and sessions)"
+    )
     if allow_eviction:
-        return Check("redis eviction", Status.WARNING, risk + "; starting anyway (COPYDESK_ALLOW_REDIS_EVICTION)",
-                     EVICTION_FIX)
+        return Check(
+            "redis eviction", Status.WARNING, risk + "; starting anyway (COPYDESK_ALLOW_REDIS_EVICTION)", EVICTION_FIX
+        )
     return Check("redis eviction", Status.ERROR, risk, EVICTION_FIX + EVICTION_OVERRIDE)
 
 
@@ -207,21 +252,38 @@ def _persistence_check(client: redis.Redis, persistence: Mapping) -> Check:
     if persistence.get("aof_enabled") == 1:
         fsync = _config(client, "appendfsync")
         if fsync == "always":
-            return Check("redis persistence", Status.OK, "AOF with appendfsync always: an accepted message "
-                                                         "survives a crash of Redis or of its host")
+            return Check(
+                "redis persistence",
+                Status.OK,
+                "AOF with appendfsync always: an accepted message survives a crash of Redis or of its host",
+            )
         if fsync == "no":
-            return Check("redis persistence", Status.WARNING, "AOF with appendfsync no: a crash of Redis's host "
-                                                              "may lose the last 30 s or so of accepted messages",
-                         "`appendfsync everysec` (at most the last second) or `always` (nothing)")
-        return Check("redis persistence", Status.OK, f"AOF with appendfsync {fsync or 'everysec'}: a crash of "
-                                                     "Redis's host may lose the last second of accepted messages")
+            return Check(
+                "redis persistence",
+                Status.WARNING,
+                "AOF with appendfsync no: a crash of Redis's host may lose the last 30 s or so of accepted messages",
+                "`appendfsync everysec` (at most the last second) or `always` (nothing)",
+            )
+        return Check(
+            "redis persistence",
+            Status.OK,
+            f"AOF with appendfsync {fsync or 'everysec'}: a crash of "
+            "Redis's host may lose the last second of accepted messages",
+        )
     save = _config(client, "save")
     if save:
-        return Check("redis persistence", Status.OK, f"RDB snapshots only (save {save}): a Redis crash loses what "
-                                                     "was accepted since the last snapshot; AOF loses less")
+        return Check(
+            "redis persistence",
+            Status.OK,
+            f"RDB snapshots only (save {save}): a Redis crash loses what "
+            "was accepted since the last snapshot; AOF loses less",
+        )
     unknown = save is None
-    detail = ("no AOF, and the RDB save setting could not be read (CONFIG GET is refused)" if unknown else
-              "neither AOF nor RDB snapshots: a Redis restart loses every job, message, API key and project")
+    detail = (
+        "no AOF, and the RDB save setting could not be read (CONFIG GET is refused)"
+        if unknown
+        else "neither AOF nor RDB snapshots: a Redis restart loses every job, message, API key and project"
+    )
     return Check("redis persistence", Status.WARNING, detail, PERSISTENCE_FIX)
 
 
@@ -248,8 +310,12 @@ def git_check(git: Git) -> Check:
     if found is None:
         return Check("git", Status.ERROR, f"cannot read the version in {text!r}", f"install git {minimum} or newer")
     if (int(found[1]), int(found[2])) < MIN_GIT_VERSION:
-        return Check("git", Status.ERROR, f"{text} is too old: Copydesk needs {minimum} or newer",
-                     f"install git {minimum} or newer")
+        return Check(
+            "git",
+            Status.ERROR,
+            f"{text} is too old: Copydesk needs {minimum} or newer",
+            f"install git {minimum} or newer",
+        )
     return Check("git", Status.OK, text)
 
 
@@ -261,9 +327,12 @@ def data_dir_check(path: Path) -> Check:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".copydesk-check-"):
             pass
     except OSError as exc:
-        return Check("data folder", Status.ERROR, f"{path} is not writable: {exc.strerror or exc}",
-                     "give the user running Copydesk write access to it, or set COPYDESK_DATA_DIR to a folder "
-                     "it can write")
+        return Check(
+            "data folder",
+            Status.ERROR,
+            f"{path} is not writable: {exc.strerror or exc}",
+            "give the user running Copydesk write access to it, or set COPYDESK_DATA_DIR to a folder it can write",
+        )
     return Check("data folder", Status.OK, f"{path} is writable")
 
 
@@ -274,13 +343,25 @@ def model_checks(names: tuple[str, ...], models: ModelFactory, missing_keys: Map
         try:
             provider = models.check(name)
         except ModelError as exc:
-            checks.append(Check(f"model {name}", Status.ERROR, exc.message,
-                                "fix COPYDESK_MODEL / COPYDESK_MODELS (provider:model, e.g. "
-                                "anthropic:claude-sonnet-5-5, openai:gpt-5.6-terra, scripted:demo)"))
+            checks.append(
+                Check(
+                    f"model {name}",
+                    Status.ERROR,
+                    exc.message,
+                    "fix COPYDESK_MODEL / COPYDESK_MODELS (provider:model, e.g. "
+                    "anthropic:claude-sonnet-5-5, openai:gpt-5.6-terra, scripted:demo)",
+                )
+            )
             continue
         if provider in missing_keys:
-            checks.append(Check(f"model {name}", Status.ERROR, f"no API key for the {provider} provider",
-                                f"set {missing_keys[provider]}"))
+            checks.append(
+                Check(
+                    f"model {name}",
+                    Status.ERROR,
+                    f"no API key for the {provider} provider",
+                    f"set {missing_keys[provider]}",
+                )
+            )
         else:
             checks.append(Check(f"model {name}", Status.OK, f"provider {provider} is available"))
     return checks

@@ -55,9 +55,9 @@ _LABELS = {
 }
 _DETAILS = {
     DisabledReason.INSTALLATION_REMOVED: "the code host no longer gives Copydesk access to this repository (the app "
-                                         "was uninstalled or the repository was removed from its installation)",
+    "was uninstalled or the repository was removed from its installation)",
     DisabledReason.INSTALLATION_SUSPENDED: "the app's installation on this repository is suspended; an owner can "
-                                           "unsuspend it",
+    "unsuspend it",
     DisabledReason.ADMIN: "the project was disabled by the operator; its repository is no longer reachable",
 }
 
@@ -95,8 +95,10 @@ class ProjectState:
     def enabled_by_admin(self, project_id: str) -> "ProjectState":
         """After an admin switched the project on; HostDisabledProject while the code host has it off."""
         if self.host is not None:
-            raise HostDisabledProject(f"Project {project_id} was disabled by its code host ({self.host.label}), not "
-                                      "by an admin; it comes back when its installation is restored")
+            raise HostDisabledProject(
+                f"Project {project_id} was disabled by its code host ({self.host.label}), not "
+                "by an admin; it comes back when its installation is restored"
+            )
         return replace(self, admin=False)
 
     def unsuspended(self) -> "ProjectState":

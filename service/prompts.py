@@ -22,7 +22,10 @@ def check_text(value: str, field: str) -> str:
     found = _SURROGATE.search(value)
     if found is not None:
         code = ord(found.group())
-        raise InvalidRequest(f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{code:04X} at "
-                             f"character {found.start()}), half of a UTF-16 pair such as the escape \\u{code:04x}; "
-                             "send whole characters only", field=field)
+        raise InvalidRequest(
+            f"`{field}` is not valid Unicode text: it holds a lone surrogate (U+{code:04X} at "
+            f"character {found.start()}), half of a UTF-16 pair such as the escape \\u{code:04x}; "
+            "send whole characters only",
+            field=field,
+        )
     return value

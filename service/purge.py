@@ -50,8 +50,12 @@ class AccountPurges:
         """Purge the account's data on `host` after the configured days; returns when (Unix time)."""
         due = (time.time() if now is None else now) + self._s.settings.purge_days * 86400
         self._redis.zadd(PURGES, {_member(host, account): due})
-        log.info("account %s on %s left: its data is purged at %s unless it comes back", account, host,
-                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due)))
+        log.info(
+            "account %s on %s left: its data is purged at %s unless it comes back",
+            account,
+            host,
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due)),
+        )
         return due
 
     def cancel(self, host: str, account: str) -> bool:
@@ -101,8 +105,15 @@ class AccountPurges:
         if not self._s.keys.of_account(account):
             self._s.keys.forget_audit(account)
         result = PurgeResult(host, account, projects, jobs, len(keys), left)
-        log.info("purged account %s on %s: %d project(s), %d job(s), %d key(s)%s", account, host, projects, jobs,
-                 len(keys), f"; {left} job(s) still running, tried again later" if left else "")
+        log.info(
+            "purged account %s on %s: %d project(s), %d job(s), %d key(s)%s",
+            account,
+            host,
+            projects,
+            jobs,
+            len(keys),
+            f"; {left} job(s) still running, tried again later" if left else "",
+        )
         return result
 
     def _purge_jobs(self, project_id: str) -> tuple[int, int]:

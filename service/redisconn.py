@@ -49,8 +49,10 @@ def parse_sentinel_url(url: str) -> SentinelUrl:
     """Read a Sentinel URL; RedisUrlError names what is wrong."""
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in SENTINEL_SCHEMES:
-        raise RedisUrlError(f"COPYDESK_REDIS_URL: a Sentinel URL starts with redis+sentinel:// or "
-                            f"rediss+sentinel://, not {scheme or url!r}://")
+        raise RedisUrlError(
+            f"COPYDESK_REDIS_URL: a Sentinel URL starts with redis+sentinel:// or "
+            f"rediss+sentinel://, not {scheme or url!r}://"
+        )
     rest, _, query = rest.partition("?")
     netloc, _, path = rest.partition("/")
     userinfo, at, hosts = netloc.rpartition("@")
@@ -61,8 +63,10 @@ def parse_sentinel_url(url: str) -> SentinelUrl:
         password = unquote(secret) if colon else None
     parts = [p for p in path.split("/") if p]
     if not parts or len(parts) > 2:
-        raise RedisUrlError("COPYDESK_REDIS_URL: a Sentinel URL names its service after the hosts, and optionally "
-                            "a database: redis+sentinel://host:26379[,host:26379...]/SERVICE[/DB]")
+        raise RedisUrlError(
+            "COPYDESK_REDIS_URL: a Sentinel URL names its service after the hosts, and optionally "
+            "a database: redis+sentinel://host:26379[,host:26379...]/SERVICE[/DB]"
+        )
     db = _db(parts[1]) if len(parts) == 2 else 0
     options = _options(query)
     if "db" in options:
@@ -72,15 +76,23 @@ def parse_sentinel_url(url: str) -> SentinelUrl:
     sentinel_username = options.pop("sentinel_username", None)
     sentinel_password = options.pop("sentinel_password", None)
     if options:
-        raise RedisUrlError(f"COPYDESK_REDIS_URL: unknown option(s) {sorted(options)}; known: "
-                            f"{['db', 'ssl', *_SENTINEL_OPTIONS, *_TLS_OPTIONS]}")
+        raise RedisUrlError(
+            f"COPYDESK_REDIS_URL: unknown option(s) {sorted(options)}; known: "
+            f"{['db', 'ssl', *_SENTINEL_OPTIONS, *_TLS_OPTIONS]}"
+        )
     if tls_options and not tls:
         raise RedisUrlError("COPYDESK_REDIS_URL: TLS options need rediss+sentinel:// (or ssl=true)")
-    return SentinelUrl(sentinels=tuple(_host(h) for h in hosts.split(",")), service=unquote(parts[0]), db=db,
-                       username=username, password=password,
-                       sentinel_username=str(sentinel_username) if sentinel_username else None,
-                       sentinel_password=str(sentinel_password) if sentinel_password else None,
-                       tls=tls, tls_options=tls_options)
+    return SentinelUrl(
+        sentinels=tuple(_host(h) for h in hosts.split(",")),
+        service=unquote(parts[0]),
+        db=db,
+        username=username,
+        password=password,
+        sentinel_username=str(sentinel_username) if sentinel_username else None,
+        sentinel_password=str(sentinel_password) if sentinel_password else None,
+        tls=tls,
+        tls_options=tls_options,
+    )
 
 
 def client(url: str, **options) -> redis.Redis:
@@ -94,18 +106,25 @@ def client(url: str, **options) -> redis.Redis:
             raise RedisUrlError(f"COPYDESK_REDIS_URL: {exc}") from None
     parsed = parse_sentinel_url(url)
     return sentinel(parsed, **options).master_for(
-        parsed.service, db=parsed.db, username=parsed.username,
+        parsed.service,
+        db=parsed.db,
+        username=parsed.username,
         password=parsed.password,
-        connection_class=FailoverSSLConnection if parsed.tls else FailoverConnection, **options)
+        connection_class=FailoverSSLConnection if parsed.tls else FailoverConnection,
+        **options,
+    )
 
 
 def sentinel(parsed: SentinelUrl, **options) -> Sentinel:
     """redis-py's Sentinel manager for `parsed`: its sentinels' own credentials, TLS like the data nodes."""
     tls = dict(parsed.tls_options)
     socket_options = {k: v for k, v in options.items() if k.startswith("socket_")}
-    sentinel_kwargs = {**socket_options, "username": parsed.sentinel_username,
-                       "password": parsed.sentinel_password,
-                       **({"ssl": True, **tls} if parsed.tls else {})}
+    sentinel_kwargs = {
+        **socket_options,
+        "username": parsed.sentinel_username,
+        "password": parsed.sentinel_password,
+        **({"ssl": True, **tls} if parsed.tls else {}),
+    }
     return Sentinel(list(parsed.sentinels), sentinel_kwargs=sentinel_kwargs, **tls)
 
 
@@ -120,8 +139,11 @@ def address(client_: redis.Redis) -> str:
     pool = client_.connection_pool
     if isinstance(pool, SentinelConnectionPool):
         master = pool.master_address
-        return f"{master[0]}:{master[1]} (primary of Sentinel service {pool.service_name!r})" if master else \
-            f"the primary of Sentinel service {pool.service_name!r}"
+        return (
+            f"{master[0]}:{master[1]} (primary of Sentinel service {pool.service_name!r})"
+            if master
+            else f"the primary of Sentinel service {pool.service_name!r}"
+        )
     kwargs = pool.connection_kwargs
     return kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
 
@@ -153,8 +175,7 @@ class FailoverSSLConnection(_LeavesDemotedPrimary, SentinelManagedSSLConnection)
 def _host(text: str) -> tuple[str, int]:
     text = text.strip()
     if not text:
-        raise RedisUrlError("COPYDESK_REDIS_URL: a Sentinel URL needs at least one host:port (an empty one was "
-                            "given)")
+        raise RedisUrlError("COPYDESK_REDIS_URL: a Sentinel URL needs at least one host:port (an empty one was given)")
     if text.startswith("["):  # [IPv6]:port
         host, _, port = text[1:].partition("]")
         port = port.removeprefix(":")

@@ -43,13 +43,22 @@ class ReplicationState:
     def read(cls, client: redis.Redis) -> "ReplicationState":
         """Ask the node; raises redis.RedisError while it cannot be reached."""
         info = client.info("replication")
-        replicas = tuple(Replica(f"{v.get('ip')}:{v.get('port')}", str(v.get("state")), int(v.get("lag", 0)))
-                         for k, v in sorted(info.items()) if k.startswith("slave") and isinstance(v, dict))
+        replicas = tuple(
+            Replica(f"{v.get('ip')}:{v.get('port')}", str(v.get("state")), int(v.get("lag", 0)))
+            for k, v in sorted(info.items())
+            if k.startswith("slave") and isinstance(v, dict)
+        )
         good = info.get("min_slaves_good_slaves")
         needed = _config_int(client, "min-replicas-to-write") if good is not None else 0
         primary = f"{info.get('master_host')}:{info.get('master_port')}" if info.get("master_host") else None
-        return cls(role=str(info.get("role")), replicas=replicas, good_replicas=None if good is None else int(good),
-                   replicas_to_write=needed, primary=primary, link=info.get("master_link_status"))
+        return cls(
+            role=str(info.get("role")),
+            replicas=replicas,
+            good_replicas=None if good is None else int(good),
+            replicas_to_write=needed,
+            primary=primary,
+            link=info.get("master_link_status"),
+        )
 
     @property
     def online(self) -> int:
@@ -58,14 +67,17 @@ class ReplicationState:
     def refusal(self, min_replicas: int) -> str | None:
         """Why the node cannot take Copydesk's writes now, or None when it can."""
         if self.role != "master":
-            return (f"Redis is a read-only {self.role} (of {self.primary or 'no primary'}, link {self.link or '?'}), "
-                    "not a primary")
+            return (
+                f"Redis is a read-only {self.role} (of {self.primary or 'no primary'}, link {self.link or '?'}), "
+                "not a primary"
+            )
         if self.good_replicas is not None and self.good_replicas < self.replicas_to_write:
-            return (f"the primary refuses writes: {self.good_replicas} good replica(s), min-replicas-to-write is "
-                    f"{self.replicas_to_write}")
+            return (
+                f"the primary refuses writes: {self.good_replicas} good replica(s), min-replicas-to-write is "
+                f"{self.replicas_to_write}"
+            )
         if self.online < min_replicas:
-            return (f"the primary has {self.online} replica(s) online; COPYDESK_REDIS_MIN_REPLICAS needs "
-                    f"{min_replicas}")
+            return f"the primary has {self.online} replica(s) online; COPYDESK_REDIS_MIN_REPLICAS needs {min_replicas}"
         return None
 
 
@@ -87,8 +99,10 @@ class Durability:
             pipe.wait(self.min_replicas, self._wait_ms)
             _, acknowledged = pipe.execute()
         if int(acknowledged) < self.min_replicas:
-            raise WriteNotReplicated(f"the write reached {acknowledged} of the {self.min_replicas} Redis replica(s) "
-                                     f"it needs within {self._wait_ms} ms; it may not survive a failover; try again")
+            raise WriteNotReplicated(
+                f"the write reached {acknowledged} of the {self.min_replicas} Redis replica(s) "
+                f"it needs within {self._wait_ms} ms; it may not survive a failover; try again"
+            )
 
     def writable(self) -> None:
         """Raise NotWritable unless the node is a primary that takes writes with enough replicas online."""

@@ -55,6 +55,7 @@ BACKSTOP_GRACE_SECONDS = 5.0
 # How long publishing (push, pull request, outcome) may take before the worker process ends the run anyway.
 PUBLISH_ALLOWANCE_SECONDS = 900.0
 
+
 @dataclass
 class _Edited:
     """What the agent left: its words, its changes (path -> content, None deletes) and the docs check."""
@@ -86,8 +87,15 @@ class _Published:
 class JobRunner:
     """Processes one waiting message of a job per call, never two runs of one job at once."""
 
-    def __init__(self, services: Services, mirrors: MirrorStore, models: ModelFactory, *,
-                 faults: Faults = Faults(), worker: str = "") -> None:
+    def __init__(
+        self,
+        services: Services,
+        mirrors: MirrorStore,
+        models: ModelFactory,
+        *,
+        faults: Faults = Faults(),
+        worker: str = "",
+    ) -> None:
         self.services = services
         self.mirrors = mirrors
         self.models = models
@@ -103,8 +111,9 @@ class JobRunner:
                 self._process(job_id)
             except redis.RedisError:
                 # Nothing was recorded; the lease lapses and the sweep resumes the message once Redis is back.
-                log.warning("job %s: Redis became unreachable; the run is left for the recovery sweep",
-                            job_id, exc_info=True)
+                log.warning(
+                    "job %s: Redis became unreachable; the run is left for the recovery sweep", job_id, exc_info=True
+                )
 
     def _process(self, job_id: str) -> None:
         settings = self.services.settings
@@ -184,8 +193,12 @@ class Run:
         except LeaseLost:
             reason = StopReason.LEASE_LOST
         except redis.RedisError:
-            log.warning("job %s message %s: Redis became unreachable mid-run; handing the message back",
-                        self.job.id, self.message.id, exc_info=True)
+            log.warning(
+                "job %s message %s: Redis became unreachable mid-run; handing the message back",
+                self.job.id,
+                self.message.id,
+                exc_info=True,
+            )
             self._hand_back(retry_for=self.lease.ttl_seconds)
             return StopReason.HAND_BACK
         self._on_stop[reason](self)
@@ -193,8 +206,11 @@ class Run:
 
     def _attempt(self) -> RunOutcome:
         if self.message.attempts > self.settings.max_attempts:
-            return _failed(RunFailure.RUN_INTERRUPTED, f"the run was interrupted {self.message.attempts - 1} times "
-                           "(worker crash or time-out); send the message again to retry")
+            return _failed(
+                RunFailure.RUN_INTERRUPTED,
+                f"the run was interrupted {self.message.attempts - 1} times "
+                "(worker crash or time-out); send the message again to retry",
+            )
         try:
             outcome = self._run()
         except (RunStopped, LeaseLost, redis.RedisError):
@@ -207,14 +223,16 @@ class Run:
             outcome = _failed(RunFailure.CODE_HOST_ERROR, f"the code host refused or failed a request: {exc}")
         except Exception:
             log.exception("job %s message %s: unexpected error", self.job.id, self.message.id)
-            outcome = _failed(RunFailure.INTERNAL_ERROR,
-                              "an unexpected error stopped the run; the operator's logs have details")
+            outcome = _failed(
+                RunFailure.INTERNAL_ERROR, "an unexpected error stopped the run; the operator's logs have details"
+            )
         return outcome
 
     def _run(self) -> RunOutcome:
         self.project = self._ensure_enabled()
-        self.spending = spending = AccountSpending(self.services.usage, host=self.project.host,
-                                                   account=self.project.account, key_id=self.message.key_id)
+        self.spending = spending = AccountSpending(
+            self.services.usage, host=self.project.host, account=self.project.account, key_id=self.message.key_id
+        )
         spending.allow_call()  # checked again as the run starts: work since it was accepted may have used the cap
         self.host = self.services.code_hosts[self.project.host]
         self._track().start(self.job.pr_number)
@@ -224,10 +242,16 @@ class Run:
             with ExitStack() as refs:
                 with self.stop.interruptible():
                     with self.clock.phase("fetch"):
-                        heads = refs.enter_context(self.mirror.run_refs(
-                            self.remote, {"base": f"refs/heads/{self.job.ref}",
-                                          "branch": f"refs/heads/{self.branch}",
-                                          "project": f"refs/heads/{self.project.ref}"}))
+                        heads = refs.enter_context(
+                            self.mirror.run_refs(
+                                self.remote,
+                                {
+                                    "base": f"refs/heads/{self.job.ref}",
+                                    "branch": f"refs/heads/{self.branch}",
+                                    "project": f"refs/heads/{self.project.ref}",
+                                },
+                            )
+                        )
                     start = heads["branch"] or heads["base"]
                     if start is None:
                         raise RunFailed(RunFailure.REF_NOT_FOUND, f"the repository has no branch {self.job.ref!r}")
@@ -244,7 +268,9 @@ class Run:
                 if published.commit is None and self.job.pr_number is not None:
                     published.title = self._kept_title(published.title)
         except GitError as exc:
-            raise RunFailed(RunFailure.REPOSITORY_UNREACHABLE, f"git could not reach the repository: {exc.stderr.strip()[:300]}") from exc
+            raise RunFailed(
+                RunFailure.REPOSITORY_UNREACHABLE, f"git could not reach the repository: {exc.stderr.strip()[:300]}"
+            ) from exc
         except BranchConflict as exc:
             raise RunFailed(RunFailure.BRANCH_CONFLICT, str(exc)) from exc
         with self.clock.phase("pull_request"):
@@ -258,12 +284,17 @@ class Run:
         with self.mirror.open(start) as workspace, self._open_source() as source:
             # The instructions come from the project's base branch, not the job's `ref`: an API caller may
             # start a job from any branch, and whoever can push there must not be able to instruct the agent.
-            task = brief(workspace, _prompt_text(self.message), base_commit=self.instructions_from,
-                         history=compact_history(_history(self.earlier), max_chars=settings.agent_history_chars),
-                         docs_root=self.project.docs_root, base_ref=self.job.ref,
-                         branch_diff=self.history.diff(start) if self.earlier else None,
-                         source_repository=source.repository if source else None,
-                         source_commit=source.commit if source else None)
+            task = brief(
+                workspace,
+                _prompt_text(self.message),
+                base_commit=self.instructions_from,
+                history=compact_history(_history(self.earlier), max_chars=settings.agent_history_chars),
+                docs_root=self.project.docs_root,
+                base_ref=self.job.ref,
+                branch_diff=self.history.diff(start) if self.earlier else None,
+                source_repository=source.repository if source else None,
+                source_commit=source.commit if source else None,
+            )
             if docsfirst.wanted(self.services, self.job, self.message):
                 first = docsfirst.check_first(workspace, task.site)
                 if first.clean:  # no model call at all: the round ends here, with its reason
@@ -271,12 +302,27 @@ class Run:
                 task = replace(task, prompt=first.prompt(task.prompt))
             model = self.runner.models.client(self.job.model, run_index=self.message.seq, cache_key=self.job.id)
             budget = remaining_budget(self.job)
-            limits = RunLimits(settings.max_steps, settings.max_bytes_written, deadline=self.stop.deadline,
-                               max_tokens=settings.max_tokens, context_chars=settings.agent_context_chars,
-                               tool_seconds=settings.tool_timeout_seconds, budget=budget)
-            result = run_agent(workspace, model, task, limits, self.meter, stop=self.stop, faults=self.runner.faults,
-                               on_step=self._step, spending=self.spending,
-                               source=source.workspace if source else None)
+            limits = RunLimits(
+                settings.max_steps,
+                settings.max_bytes_written,
+                deadline=self.stop.deadline,
+                max_tokens=settings.max_tokens,
+                context_chars=settings.agent_context_chars,
+                tool_seconds=settings.tool_timeout_seconds,
+                budget=budget,
+            )
+            result = run_agent(
+                workspace,
+                model,
+                task,
+                limits,
+                self.meter,
+                stop=self.stop,
+                faults=self.runner.faults,
+                on_step=self._step,
+                spending=self.spending,
+                source=source.workspace if source else None,
+            )
             changes = workspace.changes()
         title = result.title or describe.fallback_title(request)
         docs_check = result.docs_report.to_text(REPORT_MAX_CHARS) if result.docs_report else None
@@ -287,8 +333,9 @@ class Run:
         if self.message.source_repository is None:
             return nullcontext(None)
         assert self.host is not None and self.project is not None  # set by _run
-        return open_source(self.host, self.project, self.runner.mirrors, self.message.source_repository,
-                           self.message.source_commit)
+        return open_source(
+            self.host, self.project, self.runner.mirrors, self.message.source_repository, self.message.source_commit
+        )
 
     def _push(self, start: str, edited: _Edited) -> _Published:
         """Commit the agent's changes and push them: fenced by the lease, never twice for one message."""
@@ -298,8 +345,9 @@ class Run:
             return _Published(edited.title, edited.summary, None, [], edited.docs_check, edited.no_change_needed)
         text = describe.commit_message(edited.title, edited.summary, job_id=self.job.id, message_id=self.message.id)
         assert self.mirror is not None and self.remote is not None and self.history is not None  # set by _run
-        commit = build_commit(self.mirror, start, edited.changes, text, author=self.runner.identity,
-                              committer=self.runner.identity)
+        commit = build_commit(
+            self.mirror, start, edited.changes, text, author=self.runner.identity, committer=self.runner.identity
+        )
         if commit is None:
             return _Published(edited.title, edited.summary, None, [], edited.docs_check, edited.no_change_needed)
         self._ensure_still_wanted()
@@ -307,23 +355,36 @@ class Run:
         # process must not kill a horse that is past the deadline but pushing (it would record a failure).
         self.lease.note("kill_at", repr(time.time() + PUBLISH_ALLOWANCE_SECONDS))
         self.runner.faults.reach(PAUSE_BEFORE_PUSH)
-        push = PushRequest(commit=commit, branch=self.branch, start_commit=start, changes=edited.changes,
-                           message=text, author=self.runner.identity, committer=self.runner.identity,
-                           trailer=self.trailer, base_head=self.history.base)
+        push = PushRequest(
+            commit=commit,
+            branch=self.branch,
+            start_commit=start,
+            changes=edited.changes,
+            message=text,
+            author=self.runner.identity,
+            committer=self.runner.identity,
+            trailer=self.trailer,
+            base_head=self.history.base,
+        )
         pushed = push_commit(self.mirror, self.remote, push, guard=self._guard_push)
         self.runner.faults.reach(AFTER_PUSH)
         if pushed.already:
             return self._published_from(pushed.commit)
-        self.services.events.emit(self.job, EventType.RUN_PUSHED, run={"messageId": self.message.id,
-                                                                        "commit": pushed.commit})
+        self.services.events.emit(
+            self.job, EventType.RUN_PUSHED, run={"messageId": self.message.id, "commit": pushed.commit}
+        )
         return _Published(edited.title, edited.summary, pushed.commit, sorted(edited.changes), edited.docs_check)
 
     def _publish_pull(self, published: _Published, files: list[tuple[str, str]]) -> RunOutcome:
         """Open or update the job's pull request (and comment on a follow-up round), each after a lease check."""
         no_change = published.outcome is RoundOutcome.NO_CHANGE_NEEDED
-        outcome = RunOutcome(reply=published.summary, commit=published.commit,
-                             changed_files=published.changed_files, outcome=published.outcome,
-                             reason=published.summary if no_change else None)
+        outcome = RunOutcome(
+            reply=published.summary,
+            commit=published.commit,
+            changed_files=published.changed_files,
+            outcome=published.outcome,
+            reason=published.summary if no_change else None,
+        )
         if published.commit is None and self.job.pr_number is None:
             return outcome  # nothing changed and no pull request yet: nothing to show on the host
         outcome.branch = self.branch
@@ -336,17 +397,29 @@ class Run:
             summary = describe.round_summary(published.summary, no_change_needed=no_change)
             asked = [m for m in [*self.earlier, self.message] if m.role is Role.USER]
             shown = automation_rounds.automation_rounds(self.services, self.job, asked)
-            body = describe.pull_body(rounds=_rounds(self.earlier, self.message, summary, shown), files=files,
-                                      docs_check=docs_check, job_id=self.job.id, sources=self._sources(shown))
+            body = describe.pull_body(
+                rounds=_rounds(self.earlier, self.message, summary, shown),
+                files=files,
+                docs_check=docs_check,
+                job_id=self.job.id,
+                sources=self._sources(shown),
+            )
             # An early look at the lease spares a doomed write; the host fences the write itself with the lease
             # (a worker may freeze between this look and the write). One pull request per branch, so a retry
             # updates, not opens.
             self.lease.ensure_held()
             self.runner.faults.reach(FREEZE_BEFORE_PULL)
-            pull = self.host.open_or_update_pull(self.project, job_id=self.job.id, branch=self.branch,
-                                                 base=self.job.ref, title=published.title, body=body,
-                                                 draft=self.job.as_draft, fence=self.lease.fence,
-                                                 may_open=published.commit is not None)
+            pull = self.host.open_or_update_pull(
+                self.project,
+                job_id=self.job.id,
+                branch=self.branch,
+                base=self.job.ref,
+                title=published.title,
+                body=body,
+                draft=self.job.as_draft,
+                fence=self.lease.fence,
+                may_open=published.commit is not None,
+            )
             if pull is not None:
                 outcome.pr_link, outcome.pr_number = pull.url, pull.number
                 if published.commit is not None:
@@ -357,20 +430,40 @@ class Run:
         number = outcome.pr_number or self.job.pr_number
         assert number is not None  # the job had a pull request or this run opened one (see the return above)
         tracker = self._track()
-        tracker.finish(number, tracker.report(RoundState.DONE, summary=published.summary, commit=published.commit,
-                                              changed_files=published.changed_files,
-                                              docs_check=published.docs_check, no_change_needed=no_change))
+        tracker.finish(
+            number,
+            tracker.report(
+                RoundState.DONE,
+                summary=published.summary,
+                commit=published.commit,
+                changed_files=published.changed_files,
+                docs_check=published.docs_check,
+                no_change_needed=no_change,
+            ),
+        )
         mention = _mention(self.message)
         for thread in self.message.threads:
             # Each line comment is answered in its own thread; those replies notify whoever asked.
-            self._comment(number, describe.thread_reply(mention=mention, commit=published.commit,
-                                                        summary=published.summary, no_change_needed=no_change),
-                          key=f"{self.message.id}:thread:{thread}", thread=thread)
+            self._comment(
+                number,
+                describe.thread_reply(
+                    mention=mention, commit=published.commit, summary=published.summary, no_change_needed=no_change
+                ),
+                key=f"{self.message.id}:thread:{thread}",
+                thread=thread,
+            )
         if mention and not self.message.threads:
-            self._comment(number, describe.round_reply(mention=mention, round_number=tracker.round_number,
-                                                       state=RoundState.DONE, summary=published.summary,
-                                                       no_change_needed=no_change),
-                          key=f"{self.message.id}:done")
+            self._comment(
+                number,
+                describe.round_reply(
+                    mention=mention,
+                    round_number=tracker.round_number,
+                    state=RoundState.DONE,
+                    summary=published.summary,
+                    no_change_needed=no_change,
+                ),
+                key=f"{self.message.id}:done",
+            )
         return outcome
 
     def _sources(self, shown: dict[str, automation_rounds.AutomationRound]) -> list[list[dict]] | None:
@@ -391,8 +484,12 @@ class Run:
             if notice is not None:
                 self.host.announce_sources(self.project, pull.number, notice)
         except Exception:  # noqa: BLE001 - telling people must never change how the round ended
-            log.warning("job %s: could not request reviews or link pull request #%s from its sources", self.job.id,
-                        pull.number, exc_info=True)
+            log.warning(
+                "job %s: could not request reviews or link pull request #%s from its sources",
+                self.job.id,
+                pull.number,
+                exc_info=True,
+            )
 
     def _record(self, outcome: RunOutcome) -> None:
         """Record the outcome, fenced: a run whose lease lapsed writes nothing (LeaseLost)."""
@@ -411,8 +508,12 @@ class Run:
         try:
             self.services.durability.confirm()
         except (WriteNotReplicated, redis.RedisError) as exc:
-            log.warning("job %s message %s: the outcome is recorded but its replication is not confirmed (%s)",
-                        self.job.id, self.message.id, getattr(exc, "detail", exc))
+            log.warning(
+                "job %s message %s: the outcome is recorded but its replication is not confirmed (%s)",
+                self.job.id,
+                self.message.id,
+                getattr(exc, "detail", exc),
+            )
 
     def _guard_push(self) -> None:
         """Right before each push, a rebuild's too: the lease is still this run's (a push is the one write Redis
@@ -433,12 +534,17 @@ class Run:
         try:
             self._record(_failed(failure.code, failure.message))
         except LeaseLost:
-            log.warning("job %s: the lease lapsed as the run hit its time limit; its new holder records it", self.job.id)
+            log.warning(
+                "job %s: the lease lapsed as the run hit its time limit; its new holder records it", self.job.id
+            )
 
     def _walk_away(self) -> None:
         # Another run may hold the job now: it finds any commit of ours by its trailer and records the outcome.
-        log.warning("job %s message %s: the lease was lost mid-run; stopping without writing anything",
-                    self.job.id, self.message.id)
+        log.warning(
+            "job %s message %s: the lease was lost mid-run; stopping without writing anything",
+            self.job.id,
+            self.message.id,
+        )
 
     def _hand_back(self, retry_for: float = 0.0) -> None:
         """Requeue the message without counting the attempt; retried for `retry_for` seconds (Redis blips)."""
@@ -453,8 +559,9 @@ class Run:
                 return  # someone else runs it now
             except redis.RedisError:
                 if time.monotonic() + delay > give_up:
-                    log.warning("job %s: could not hand the message back; the recovery sweep will resume it",
-                                self.job.id)
+                    log.warning(
+                        "job %s: could not hand the message back; the recovery sweep will resume it", self.job.id
+                    )
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
@@ -495,11 +602,22 @@ class Run:
         else:
             outcome = _UNRECORDED.get(reason, "interrupted") if reason is not None else "interrupted"
         try:
-            report(RunReport(job_id=self.job.id, message_id=self.message.id, model=self.job.model,
-                             attempt=self.message.attempts, outcome=outcome, seconds=seconds, code=code,
-                             commit=recorded.commit if recorded else None,
-                             pr_link=(recorded.pr_link if recorded else None) or self.job.pr_link,
-                             steps=self.meter.steps, usage=self.meter.usage, phases=self.clock.seconds))
+            report(
+                RunReport(
+                    job_id=self.job.id,
+                    message_id=self.message.id,
+                    model=self.job.model,
+                    attempt=self.message.attempts,
+                    outcome=outcome,
+                    seconds=seconds,
+                    code=code,
+                    commit=recorded.commit if recorded else None,
+                    pr_link=(recorded.pr_link if recorded else None) or self.job.pr_link,
+                    steps=self.meter.steps,
+                    usage=self.meter.usage,
+                    phases=self.clock.seconds,
+                )
+            )
         except Exception:  # noqa: BLE001 - reporting must never change how a run ended
             log.warning("job %s: could not report the run", self.job.id, exc_info=True)
 
@@ -512,8 +630,14 @@ class Run:
         """The round's tracker, made once the project and its code host are known."""
         if self.tracker is None:
             assert self.host is not None and self.project is not None  # set by _run or _reply_failure
-            self.tracker = RoundTracker(TrackingComments(self.services.redis), self.host, self.project, self.message,
-                                        fence=self.lease.fence, edit_every=self.settings.comment_edit_seconds)
+            self.tracker = RoundTracker(
+                TrackingComments(self.services.redis),
+                self.host,
+                self.project,
+                self.message,
+                fence=self.lease.fence,
+                edit_every=self.settings.comment_edit_seconds,
+            )
         return self.tracker
 
     def _kept_title(self, title: str) -> str:
@@ -554,8 +678,11 @@ class Run:
         if self.services.jobs.get(self.job.id).status is JobStatus.ARCHIVED:
             # Its pull request was merged or closed (or the job archived): a push now would revive the branch
             # and open a second pull request nobody follows.
-            raise RunFailed(RunFailure.JOB_ARCHIVED, "the job was archived during the run (its pull request was merged "
-                            "or closed, or it was archived); nothing was pushed")
+            raise RunFailed(
+                RunFailure.JOB_ARCHIVED,
+                "the job was archived during the run (its pull request was merged "
+                "or closed, or it was archived); nothing was pushed",
+            )
 
     def _reply_failure(self, error: dict) -> None:
         """Tell the pull request's readers that a run failed and why (its PR exists from an earlier run)."""
@@ -572,12 +699,17 @@ class Run:
             tracker.finish(self.job.pr_number, tracker.report(RoundState.FAILED, error=error))
             mention = _mention(self.message)
             if mention:
-                self._comment(self.job.pr_number, describe.round_reply(
-                    mention=mention, round_number=tracker.round_number, state=RoundState.FAILED, error=error),
-                    key=f"{self.message.id}:failure")
+                self._comment(
+                    self.job.pr_number,
+                    describe.round_reply(
+                        mention=mention, round_number=tracker.round_number, state=RoundState.FAILED, error=error
+                    ),
+                    key=f"{self.message.id}:failure",
+                )
         except LeaseLost:
-            log.warning("job %s: the lease lapsed right after the failure was recorded; it is not commented",
-                        self.job.id)
+            log.warning(
+                "job %s: the lease lapsed right after the failure was recorded; it is not commented", self.job.id
+            )
 
     def _comment(self, number: int, body: str, *, key: str, thread: str | None = None) -> None:
         """Comment on the job's pull request (in review thread `thread` when given): fenced by the lease
@@ -644,8 +776,12 @@ class CancelWatch:
 
 
 # How a run that recorded no outcome ended, by why it stopped (its message is run again, or by another run).
-_UNRECORDED = {StopReason.HAND_BACK: "handed_back", StopReason.LEASE_LOST: "lease_lost",
-               StopReason.DEADLINE: "lease_lost", StopReason.CANCELLED: "lease_lost"}
+_UNRECORDED = {
+    StopReason.HAND_BACK: "handed_back",
+    StopReason.LEASE_LOST: "lease_lost",
+    StopReason.DEADLINE: "lease_lost",
+    StopReason.CANCELLED: "lease_lost",
+}
 
 
 def _failed(code: RunFailure, text: str) -> RunOutcome:
@@ -682,8 +818,12 @@ def _round_ids(earlier: list[Message], message: Message) -> list[str]:
     return [m.id for m in earlier if m.role is Role.USER and m.id in answered] + [message.id]
 
 
-def _rounds(earlier: list[Message], message: Message, summary: str,
-            shown: dict[str, automation_rounds.AutomationRound] | None = None) -> list[tuple[str, str]]:
+def _rounds(
+    earlier: list[Message],
+    message: Message,
+    summary: str,
+    shown: dict[str, automation_rounds.AutomationRound] | None = None,
+) -> list[tuple[str, str]]:
     """(request, summary) per answered round of the job, the current one last, for the pull request's body (a
     round that needed no change says so); an automation's round shows its own prompt (`shown`), the trigger's
     data being in the source changes."""
@@ -693,7 +833,9 @@ def _rounds(earlier: list[Message], message: Message, summary: str,
     def request(m: Message) -> str:
         return shown[m.id].request if m.id in shown else m.content
 
-    rounds = [(request(m), describe.round_summary(answers[m.id],
-                                                  no_change_needed=m.outcome is RoundOutcome.NO_CHANGE_NEEDED))
-              for m in earlier if m.role is Role.USER and m.id in answers]
+    rounds = [
+        (request(m), describe.round_summary(answers[m.id], no_change_needed=m.outcome is RoundOutcome.NO_CHANGE_NEEDED))
+        for m in earlier
+        if m.role is Role.USER and m.id in answers
+    ]
     return rounds + [(request(message), summary)]

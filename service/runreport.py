@@ -50,12 +50,25 @@ class RunReport:
 
     def fields(self) -> dict:
         """The run line's structured fields (JSON logs put them at the top level)."""
-        return {"job_id": self.job_id, "message_id": self.message_id, "outcome": self.outcome,
-                "code": self.code or None, "duration_s": round(self.seconds, 3), "model": self.model,
-                "attempt": self.attempt, "steps": self.steps, "commit": self.commit, "pr_link": self.pr_link,
-                "tokens": {"input": self.usage.input_tokens, "output": self.usage.output_tokens,
-                           "cache_read": self.usage.cache_read_tokens, "cache_write": self.usage.cache_write_tokens},
-                "phases_s": {name: round(seconds, 3) for name, seconds in self.phases.items()}}
+        return {
+            "job_id": self.job_id,
+            "message_id": self.message_id,
+            "outcome": self.outcome,
+            "code": self.code or None,
+            "duration_s": round(self.seconds, 3),
+            "model": self.model,
+            "attempt": self.attempt,
+            "steps": self.steps,
+            "commit": self.commit,
+            "pr_link": self.pr_link,
+            "tokens": {
+                "input": self.usage.input_tokens,
+                "output": self.usage.output_tokens,
+                "cache_read": self.usage.cache_read_tokens,
+                "cache_write": self.usage.cache_write_tokens,
+            },
+            "phases_s": {name: round(seconds, 3) for name, seconds in self.phases.items()},
+        }
 
 
 def report(run: RunReport) -> None:
@@ -65,13 +78,26 @@ def report(run: RunReport) -> None:
     for name, seconds in run.phases.items():
         metrics.PHASE_SECONDS.labels(name).observe(seconds)
     usage = run.usage
-    for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens),
-                        ("cache_read", usage.cache_read_tokens), ("cache_write", usage.cache_write_tokens)):
+    for kind, count in (
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+        ("cache_read", usage.cache_read_tokens),
+        ("cache_write", usage.cache_write_tokens),
+    ):
         if count:
             metrics.MODEL_TOKENS.labels(run.model, kind).inc(count)
     ended = f"failed ({run.code})" if run.code else run.outcome.replace("_", " ")
     commit = f", commit {run.commit[:12]}" if run.commit else ""
-    log.log(logging.WARNING if run.code else logging.INFO,
-            "run of job %s message %s %s in %.1f s: %d steps, %d input and %d output tokens%s",
-            run.job_id, run.message_id, ended, run.seconds, run.steps, usage.input_tokens, usage.output_tokens,
-            commit, extra={"fields": run.fields()})
+    log.log(
+        logging.WARNING if run.code else logging.INFO,
+        "run of job %s message %s %s in %.1f s: %d steps, %d input and %d output tokens%s",
+        run.job_id,
+        run.message_id,
+        ended,
+        run.seconds,
+        run.steps,
+        usage.input_tokens,
+        usage.output_tokens,
+        commit,
+        extra={"fields": run.fields()},
+    )

@@ -120,12 +120,16 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.redis_socket_timeout < MIN_SOCKET_TIMEOUT:
-            raise SettingsError(f"COPYDESK_REDIS_SOCKET_TIMEOUT must be at least {MIN_SOCKET_TIMEOUT} seconds: "
-                                "blocking reads wait up to a second under it")
+            raise SettingsError(
+                f"COPYDESK_REDIS_SOCKET_TIMEOUT must be at least {MIN_SOCKET_TIMEOUT} seconds: "
+                "blocking reads wait up to a second under it"
+            )
         if self.redis_max_connections - self.max_streams < MIN_REQUEST_CONNECTIONS:
-            raise SettingsError(f"COPYDESK_REDIS_MAX_CONNECTIONS ({self.redis_max_connections}) must exceed "
-                                f"COPYDESK_MAX_STREAMS ({self.max_streams}) by at least {MIN_REQUEST_CONNECTIONS}: "
-                                "event streams hold connections of their own, requests need the rest")
+            raise SettingsError(
+                f"COPYDESK_REDIS_MAX_CONNECTIONS ({self.redis_max_connections}) must exceed "
+                f"COPYDESK_MAX_STREAMS ({self.max_streams}) by at least {MIN_REQUEST_CONNECTIONS}: "
+                "event streams hold connections of their own, requests need the rest"
+            )
 
     @property
     def allowed_models(self) -> tuple[str, ...]:
@@ -259,7 +263,8 @@ class Settings:
             git_author_email=env.get("COPYDESK_GIT_AUTHOR_EMAIL") or defaults.git_author_email,
             log_json=_choice(env, "COPYDESK_LOG_FORMAT", ("text", "json"), "text") == "json",
             metrics_token=env.get("COPYDESK_METRICS_TOKEN") or None,
-            metrics_dir_setting=Path(env["COPYDESK_METRICS_DIR"]).expanduser() if env.get("COPYDESK_METRICS_DIR")
+            metrics_dir_setting=Path(env["COPYDESK_METRICS_DIR"]).expanduser()
+            if env.get("COPYDESK_METRICS_DIR")
             else None,
             worker_metrics_port=_worker_metrics_port(env),
             event_retention=_int(env, "COPYDESK_EVENT_RETENTION", defaults.event_retention),
@@ -277,13 +282,16 @@ class Settings:
             webhook_timeout_seconds=_int(env, "COPYDESK_WEBHOOK_TIMEOUT", defaults.webhook_timeout_seconds),
             webhook_max_endpoints=_int(env, "COPYDESK_WEBHOOK_MAX_ENDPOINTS", defaults.webhook_max_endpoints),
             max_automations=_int(env, "COPYDESK_MAX_AUTOMATIONS", defaults.max_automations),
-            webhook_resends_per_endpoint=_int(env, "COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT",
-                                              defaults.webhook_resends_per_endpoint),
-            webhook_resends_per_account=_int(env, "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT",
-                                             defaults.webhook_resends_per_account),
+            webhook_resends_per_endpoint=_int(
+                env, "COPYDESK_WEBHOOK_RESENDS_PER_ENDPOINT", defaults.webhook_resends_per_endpoint
+            ),
+            webhook_resends_per_account=_int(
+                env, "COPYDESK_WEBHOOK_RESENDS_PER_ACCOUNT", defaults.webhook_resends_per_account
+            ),
             webhook_threads=_int(env, "COPYDESK_WEBHOOK_THREADS", defaults.webhook_threads),
-            webhook_account_concurrency=_int(env, "COPYDESK_WEBHOOK_ACCOUNT_CONCURRENCY",
-                                             defaults.webhook_account_concurrency),
+            webhook_account_concurrency=_int(
+                env, "COPYDESK_WEBHOOK_ACCOUNT_CONCURRENCY", defaults.webhook_account_concurrency
+            ),
             secret_key=env.get("COPYDESK_SECRET_KEY") or None,
             session_idle_seconds=_int(env, "COPYDESK_SESSION_IDLE_MINUTES", defaults.session_idle_seconds // 60) * 60,
             session_max_seconds=_int(env, "COPYDESK_SESSION_MAX_HOURS", defaults.session_max_seconds // 3600) * 3600,
@@ -319,8 +327,9 @@ def worker_name(raw: str, variable: str = "COPYDESK_WORKER_NAME") -> str:
     """A worker name as given (letters, digits, `.`, `_`, `-`; it names a file), or "" for the default."""
     name = raw.strip()
     if name and not WORKER_NAME.fullmatch(name):
-        raise SettingsError(f"{variable} must be 1-100 letters, digits, '.', '_' or '-' (starting with a letter or "
-                            f"digit), not {raw!r}")
+        raise SettingsError(
+            f"{variable} must be 1-100 letters, digits, '.', '_' or '-' (starting with a letter or digit), not {raw!r}"
+        )
     return name
 
 
@@ -337,12 +346,15 @@ def _redis_url(raw: str) -> str:
     except ValueError as exc:
         raise SettingsError(f"COPYDESK_REDIS_URL is not a Redis URL ({exc}): {_without_password(raw)!r}") from None
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise SettingsError("COPYDESK_REDIS_URL is not a Redis URL (redis://, rediss:// or unix:// expected): "
-                            f"{_without_password(raw)!r}")
+        raise SettingsError(
+            "COPYDESK_REDIS_URL is not a Redis URL (redis://, rediss:// or unix:// expected): "
+            f"{_without_password(raw)!r}"
+        )
     database = parts.path.strip("/")
     if parts.scheme != "unix" and (not parts.hostname or (database and not database.isdigit())):
-        raise SettingsError("COPYDESK_REDIS_URL must look like redis://HOST:PORT/DB (DB a number), not "
-                            f"{_without_password(raw)!r}")
+        raise SettingsError(
+            f"COPYDESK_REDIS_URL must look like redis://HOST:PORT/DB (DB a number), not {_without_password(raw)!r}"
+        )
     return raw
 
 
@@ -379,8 +391,11 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     except ValueError:
         raise SettingsError(f"{name} must be a whole number, not {raw!r}") from None
     if value < minimum:
-        raise SettingsError(f"{name} must be positive, not {value}" if minimum == 1
-                            else f"{name} must be {minimum} or more, not {value}")
+        raise SettingsError(
+            f"{name} must be positive, not {value}"
+            if minimum == 1
+            else f"{name} must be {minimum} or more, not {value}"
+        )
     return value
 
 
@@ -391,8 +406,9 @@ def _worker_metrics_port(env: Mapping[str, str]) -> int | None:
     if port > 65535:
         raise SettingsError(f"COPYDESK_WORKER_METRICS_PORT must be a TCP port (1-65535), not {port}")
     if not env.get("COPYDESK_METRICS_TOKEN"):
-        raise SettingsError("COPYDESK_WORKER_METRICS_PORT needs COPYDESK_METRICS_TOKEN: metrics are served to "
-                            "a scraper that sends it")
+        raise SettingsError(
+            "COPYDESK_WORKER_METRICS_PORT needs COPYDESK_METRICS_TOKEN: metrics are served to a scraper that sends it"
+        )
     return port
 
 

@@ -49,20 +49,29 @@ def check_source(project: Project, repository: str | None, commit: str | None) -
         if commit is not None:
             raise InvalidRequest("a source commit needs a source repository", field="sourceCommit")
         return Source()
-    if not isinstance(repository, str) or not repository.strip() or len(repository) > MAX_REPOSITORY_CHARS \
-            or _CONTROL.search(repository):
-        where = "\"owner/name\" of the same installation" if project.host == "github" else "a bare repository's path"
-        raise InvalidRequest(f"the source repository must be {where}, at most {MAX_REPOSITORY_CHARS} characters "
-                             "without control characters", field="sourceRepository")
+    if (
+        not isinstance(repository, str)
+        or not repository.strip()
+        or len(repository) > MAX_REPOSITORY_CHARS
+        or _CONTROL.search(repository)
+    ):
+        where = '"owner/name" of the same installation' if project.host == "github" else "a bare repository's path"
+        raise InvalidRequest(
+            f"the source repository must be {where}, at most {MAX_REPOSITORY_CHARS} characters "
+            "without control characters",
+            field="sourceRepository",
+        )
     if commit is not None and (not isinstance(commit, str) or not _COMMIT.fullmatch(commit.lower())):
-        raise InvalidRequest("the source commit must be a full commit id (40 or 64 hexadecimal digits)",
-                             field="sourceCommit")
+        raise InvalidRequest(
+            "the source commit must be a full commit id (40 or 64 hexadecimal digits)", field="sourceCommit"
+        )
     return Source(repository.strip(), commit.lower() if commit is not None else None)
 
 
 @contextmanager
-def open_source(host: CodeHost, project: Project, mirrors: MirrorStore, repository: str,
-                commit: str | None) -> Iterator[SourceTree]:
+def open_source(
+    host: CodeHost, project: Project, mirrors: MirrorStore, repository: str, commit: str | None
+) -> Iterator[SourceTree]:
     """Fetch the source at `commit` into its mirror and yield its tree for reading; RunFailed(SOURCE_UNREACHABLE)
     when it cannot be read. Nothing is ever written to the source repository or pushed to it."""
     with ExitStack() as opened:
@@ -73,11 +82,14 @@ def open_source(host: CodeHost, project: Project, mirrors: MirrorStore, reposito
             sha = opened.enter_context(mirror.run_commit(remote, commit))
             workspace = opened.enter_context(mirror.open(sha))
         except (SourceUnreachable, MissingCommit) as exc:
-            raise RunFailed(RunFailure.SOURCE_UNREACHABLE, f"the source repository {repository} could not be read: "
-                            f"{exc}") from exc
+            raise RunFailed(
+                RunFailure.SOURCE_UNREACHABLE, f"the source repository {repository} could not be read: {exc}"
+            ) from exc
         except GitError as exc:
-            raise RunFailed(RunFailure.SOURCE_UNREACHABLE, f"git could not read the source repository {repository}: "
-                            f"{exc.stderr.strip()[:300]}") from exc
+            raise RunFailed(
+                RunFailure.SOURCE_UNREACHABLE,
+                f"git could not read the source repository {repository}: {exc.stderr.strip()[:300]}",
+            ) from exc
         yield SourceTree(repository, sha, workspace)
 
 

@@ -36,8 +36,11 @@ class StoreCollector(Collector):
         for status, count in totals.items():
             jobs.add_metric([status], count)
         depth = GaugeMetricFamily("copydesk_queue_depth", "RQ jobs waiting in each queue", labels=["queue"])
-        age = GaugeMetricFamily("copydesk_queue_oldest_age_seconds", "How long the oldest waiting RQ job of each "
-                                "queue has waited (0 when the queue is empty)", labels=["queue"])
+        age = GaugeMetricFamily(
+            "copydesk_queue_oldest_age_seconds",
+            "How long the oldest waiting RQ job of each queue has waited (0 when the queue is empty)",
+            labels=["queue"],
+        )
         for name, count, oldest in waiting:
             depth.add_metric([name], count)
             age.add_metric([name], oldest)

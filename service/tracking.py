@@ -67,7 +67,9 @@ def mark_cancelled(client: redis.Redis, host: CodeHost, project: Project, messag
     if tracked is None:
         return
     report = RoundReport(message.seq + 1, RoundState.CANCELLED, request=_request_line(message))
-    host.edit_comment(project, tracked.number, tracked.comment_id, tracking_comment(report), key=comment_key(message.id))
+    host.edit_comment(
+        project, tracked.number, tracked.comment_id, tracking_comment(report), key=comment_key(message.id)
+    )
 
 
 class StepTally:
@@ -120,9 +122,18 @@ class RoundTracker:
     """A run's handle on its round's comment: it posts the comment once the pull request exists and edits it as the
     round goes, never twice within `edit_every` seconds; a failing code host only costs a log line."""
 
-    def __init__(self, records: TrackingComments, host: CodeHost, project: Project, message: Message, *,
-                 fence: Fence, edit_every: float, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        records: TrackingComments,
+        host: CodeHost,
+        project: Project,
+        message: Message,
+        *,
+        fence: Fence,
+        edit_every: float,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._records, self._host, self._project, self._message = records, host, project, message
         self._fence, self._edit_every, self._clock, self._sleep = fence, edit_every, clock, sleep
         self._tally = StepTally()
@@ -164,8 +175,9 @@ class RoundTracker:
         return self._report(state, **fields)
 
     def _report(self, state: RoundState, **fields) -> RoundReport:
-        return RoundReport(self.round_number, state, request=_request_line(self._message), steps=self._tally.text(),
-                           **fields)
+        return RoundReport(
+            self.round_number, state, request=_request_line(self._message), steps=self._tally.text(), **fields
+        )
 
     def _write(self, number: int, report: RoundReport, *, final: bool = False) -> None:
         body = tracking_comment(report)
@@ -175,8 +187,9 @@ class RoundTracker:
                 comment_id = self._host.comment(self._project, number, body, fence=self._fence, key=key)
                 self._tracked = Tracked(comment_id, number)
             else:
-                self._host.edit_comment(self._project, number, self._tracked.comment_id, body, fence=self._fence,
-                                        key=key)
+                self._host.edit_comment(
+                    self._project, number, self._tracked.comment_id, body, fence=self._fence, key=key
+                )
                 self._tracked.edited_at = self._clock()
             self._records.save(self._message.id, self._tracked)
         except LeaseLost:
@@ -192,7 +205,9 @@ def _request_line(message: Message) -> str:
     if message.source == "ci":
         return message.content.splitlines()[0]  # "Fix the checks that fail on this pull request: …"
     if message.source == "automation":  # its name is no login, and its prompt carries source PRs' text (data)
-        return f"Started by the automation `{_path(message.author)}`." if message.author else "Started by an automation."
+        return (
+            f"Started by the automation `{_path(message.author)}`." if message.author else "Started by an automation."
+        )
     if message.source == "api" or not message.author:
         return message.content
     return f"Requested by @{message.author}."

@@ -75,18 +75,22 @@ class ChaosReport:
         def pct(p):
             return f"{rec[min(len(rec) - 1, int(p * len(rec)))]:.1f}" if rec else "-"
 
-        return (f"kills: {sum(self.kills.values())} ({', '.join(f'{k} {v}' for k, v in self.kills.items())})\n"
-                f"messages: {self.messages}\nlost: {len(self.lost)}\nduplicates: {len(self.duplicates)}\n"
-                f"processed without their commit: {len(self.uncommitted)}\n"
-                f"stuck: {len(self.stuck)}\nrun_interrupted: {self.run_interrupted}\n"
-                f"internal_error: {len(self.internal_errors)}\nextra pull requests: {len(self.extra_pulls)}\n"
-                f"jobs missing their pull request: {len(self.missing_pulls)}\nfsck findings: {len(self.fsck_findings)}\n"
-                f"recovery: n={len(rec)} p50={statistics.median(rec) if rec else 0:.1f}s p90={pct(0.9)}s "
-                f"max={max(rec) if rec else 0:.1f}s (not seen resuming: {self.unresumed})\n"
-                + "".join(f"  after a {kind} kill: n={len(times)} p50={statistics.median(times):.1f}s "
-                          f"max={max(times):.1f}s\n" for kind, times in sorted(self.recoveries_by_kind.items()))
-                + f"5xx outside downtime: {len(self.server_errors_outside_downtime)}\n"
-                f"workers that exited by themselves: {len(self.exited_by_themselves)}")
+        return (
+            f"kills: {sum(self.kills.values())} ({', '.join(f'{k} {v}' for k, v in self.kills.items())})\n"
+            f"messages: {self.messages}\nlost: {len(self.lost)}\nduplicates: {len(self.duplicates)}\n"
+            f"processed without their commit: {len(self.uncommitted)}\n"
+            f"stuck: {len(self.stuck)}\nrun_interrupted: {self.run_interrupted}\n"
+            f"internal_error: {len(self.internal_errors)}\nextra pull requests: {len(self.extra_pulls)}\n"
+            f"jobs missing their pull request: {len(self.missing_pulls)}\nfsck findings: {len(self.fsck_findings)}\n"
+            f"recovery: n={len(rec)} p50={statistics.median(rec) if rec else 0:.1f}s p90={pct(0.9)}s "
+            f"max={max(rec) if rec else 0:.1f}s (not seen resuming: {self.unresumed})\n"
+            + "".join(
+                f"  after a {kind} kill: n={len(times)} p50={statistics.median(times):.1f}s max={max(times):.1f}s\n"
+                for kind, times in sorted(self.recoveries_by_kind.items())
+            )
+            + f"5xx outside downtime: {len(self.server_errors_outside_downtime)}\n"
+            f"workers that exited by themselves: {len(self.exited_by_themselves)}"
+        )
 
 
 class RedisProcess:
@@ -101,9 +105,26 @@ class RedisProcess:
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--maxmemory-policy", "noeviction"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.workdir),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--maxmemory-policy",
+                "noeviction",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 20
         while True:
@@ -148,23 +169,36 @@ class ChaosRig:
         git.run("symbolic-ref", "HEAD", "refs/heads/main", git_dir=repo)
         commit_files(git, repo, DOCS, message="Initial docs")
         self.repo = repo
-        self.settings = Settings(redis_url=self.redis.url, data_dir=self.dir / "data",
-                                 base_url=f"http://127.0.0.1:{self.web_port}", model="openai:chaos",
-                                 openai_api_key="sk-chaos", openai_base_url=self.model.openai_base_url,
-                                 lease_ttl_seconds=self.plan.lease_ttl,
-                                 sweep_interval_seconds=self.plan.sweep_interval, stop_grace_seconds=2,
-                                 max_attempts=self.plan.max_attempts)
+        self.settings = Settings(
+            redis_url=self.redis.url,
+            data_dir=self.dir / "data",
+            base_url=f"http://127.0.0.1:{self.web_port}",
+            model="openai:chaos",
+            openai_api_key="sk-chaos",
+            openai_base_url=self.model.openai_base_url,
+            lease_ttl_seconds=self.plan.lease_ttl,
+            sweep_interval_seconds=self.plan.sweep_interval,
+            stop_grace_seconds=2,
+            max_attempts=self.plan.max_attempts,
+        )
         ctx = context.build(self.settings)
         self.ctx = ctx
         project = ctx.local.register(ctx.services.projects, path=repo, ref="main")
         self.project_id = project.id
         _key, self.key = ctx.services.keys.create(account="local", name="chaos")
-        self.env = {**os.environ, "COPYDESK_REDIS_URL": self.redis.url, "COPYDESK_DATA_DIR": str(self.dir / "data"),
-                    "COPYDESK_BASE_URL": self.settings.base_url, "COPYDESK_MODEL": "openai:chaos",
-                    "OPENAI_API_KEY": "sk-chaos", "OPENAI_BASE_URL": self.model.openai_base_url,
-                    "COPYDESK_LEASE_TTL": str(self.plan.lease_ttl),
-                    "COPYDESK_SWEEP_INTERVAL": str(self.plan.sweep_interval), "COPYDESK_STOP_GRACE": "2",
-                    "COPYDESK_MAX_ATTEMPTS": str(self.plan.max_attempts)}
+        self.env = {
+            **os.environ,
+            "COPYDESK_REDIS_URL": self.redis.url,
+            "COPYDESK_DATA_DIR": str(self.dir / "data"),
+            "COPYDESK_BASE_URL": self.settings.base_url,
+            "COPYDESK_MODEL": "openai:chaos",
+            "OPENAI_API_KEY": "sk-chaos",
+            "OPENAI_BASE_URL": self.model.openai_base_url,
+            "COPYDESK_LEASE_TTL": str(self.plan.lease_ttl),
+            "COPYDESK_SWEEP_INTERVAL": str(self.plan.sweep_interval),
+            "COPYDESK_STOP_GRACE": "2",
+            "COPYDESK_MAX_ATTEMPTS": str(self.plan.max_attempts),
+        }
         self.start_web()
         for _ in range(self.plan.workers):
             self.start_worker()
@@ -187,9 +221,24 @@ class ChaosRig:
         self.model.__exit__(*exc)
 
     def start_web(self) -> None:
-        self.web = subprocess.Popen([sys.executable, "-m", "bot.cli", "web", "--host", "127.0.0.1", "--port",
-                                     str(self.web_port), "--workers", "1"], env=self.env, start_new_session=True,
-                                    stdout=subprocess.DEVNULL, stderr=open(self.dir / "web.log", "ab"))
+        self.web = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "web",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.web_port),
+                "--workers",
+                "1",
+            ],
+            env=self.env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.dir / "web.log", "ab"),
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -214,8 +263,7 @@ class ChaosRig:
         if messages and messages[-1].get("role") == "tool":
             reply = Reply(tool_calls=[ToolUse("finish", {"title": f"Page {tag}", "summary": f"Wrote {tag}."})])
         else:
-            reply = Reply(tool_calls=[ToolUse("write_file", {"path": f"docs/chaos/{tag}.md",
-                                                             "content": f"# {tag}\n"})])
+            reply = Reply(tool_calls=[ToolUse("write_file", {"path": f"docs/chaos/{tag}.md", "content": f"# {tag}\n"})])
         return self.plan.model_delay * (0.5 + self.random.random()), reply
 
     # -- the API, as a client that retries what never reached the store -----------------------
@@ -242,8 +290,12 @@ class ChaosRig:
 
     def create(self, index: int) -> str:
         tag = f"j{index}m0"
-        response = self._call("POST", "/job", json={"prompt": f"chaos:{tag} Write the page."},
-                              headers={"Idempotency-Key": f"chaos-{index}"})
+        response = self._call(
+            "POST",
+            "/job",
+            json={"prompt": f"chaos:{tag} Write the page."},
+            headers={"Idempotency-Key": f"chaos-{index}"},
+        )
         assert response.status_code == 201, response.text
         job_id = response.json()["id"]
         self.accepted[job_id] = [tag]
@@ -288,8 +340,7 @@ class ChaosRig:
             worker.proc.wait(timeout=10)
             self.start_worker()  # as a supervisor would
         for job_id, token in running:
-            thread = threading.Thread(target=self._watch_recovery, args=(job_id, token, killed_at, kind),
-                                      daemon=True)
+            thread = threading.Thread(target=self._watch_recovery, args=(job_id, token, killed_at, kind), daemon=True)
             thread.start()
             self._recovery_threads.append((thread, killed_at))
 
@@ -349,8 +400,11 @@ class ChaosRig:
         jobs = {self.create(i): i for i in range(plan.jobs)}
         started = time.monotonic()
         next_kill = started + self.random.expovariate(1 / plan.kill_every)
-        outages = sorted((at, outage) for at, outage in ((plan.redis_outage_at, self.redis_outage),
-                                                         (plan.web_outage_at, self.web_outage)) if at is not None)
+        outages = sorted(
+            (at, outage)
+            for at, outage in ((plan.redis_outage_at, self.redis_outage), (plan.web_outage_at, self.web_outage))
+            if at is not None
+        )
         while time.monotonic() - started < plan.seconds:
             now = time.monotonic()
             if outages and now - started >= outages[0][0]:
@@ -364,7 +418,8 @@ class ChaosRig:
         while time.monotonic() < settle:
             self._send_follow_ups(jobs)
             if all(self._ended(job_id) for job_id in jobs) and all(
-                    len(self.accepted[j]) == plan.follow_ups + 1 for j in jobs):
+                len(self.accepted[j]) == plan.follow_ups + 1 for j in jobs
+            ):
                 self._settled.set()  # a watcher still waiting would wait out its window for nothing
                 break
             time.sleep(0.5)
@@ -392,8 +447,9 @@ class ChaosRig:
             changed = any(m["role"] == "agent" and m["changedFiles"] for m in conversation)
             self._check_pull(job_id, self.job(job_id)["prLink"], changed, listed, linked)
         report.extra_pulls += [number for number in sorted(listed) if number not in linked]
-        report.exited_by_themselves = [(w.pid, w.proc.returncode) for w in self.workers
-                                       if not w.alive() and w.pid not in self.killed]
+        report.exited_by_themselves = [
+            (w.pid, w.proc.returncode) for w in self.workers if not w.alive() and w.pid not in self.killed
+        ]
         try:
             assert_copydesk_commits_pass_fsck(self.repo)
         except AssertionError as finding:
@@ -429,8 +485,9 @@ class ChaosRig:
             elif error:
                 report.other_failures.append((job_id, tag, message["error"]))
 
-    def _check_pull(self, job_id: str, pr_link: str | None, changed: bool, listed: set[int],
-                    linked: dict[int, str]) -> None:
+    def _check_pull(
+        self, job_id: str, pr_link: str | None, changed: bool, listed: set[int], linked: dict[int, str]
+    ) -> None:
         """The job's `prLink` is a pull request the code host lists, for this job alone; none only without commits."""
         if pr_link is None:
             if changed:
@@ -442,8 +499,19 @@ class ChaosRig:
 
     def _trailer_count(self, branch: str, message_id: str) -> int:
         """How many commits on the branch carry the message's trailer (none when the branch does not exist)."""
-        return len(Git().out("log", "--format=%H", "--fixed-strings", f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
-                             f"refs/heads/{branch}", git_dir=self.repo, check=False).split())
+        return len(
+            Git()
+            .out(
+                "log",
+                "--format=%H",
+                "--fixed-strings",
+                f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
+                f"refs/heads/{branch}",
+                git_dir=self.repo,
+                check=False,
+            )
+            .split()
+        )
 
     def _listed_pulls(self) -> set[int]:
         """The pull-request numbers the local code host's repository page lists, read over HTTP as the signed-in

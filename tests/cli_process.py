@@ -23,8 +23,7 @@ def run_in_process(env, *args, check=True) -> subprocess.CompletedProcess:
     from bot.cli import main
 
     stdout, stderr = io.StringIO(), io.StringIO()
-    with _environment(env), _logging_restored(), contextlib.redirect_stdout(stdout), \
-            contextlib.redirect_stderr(stderr):
+    with _environment(env), _logging_restored(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
             code = main(list(args))
         except SystemExit as exc:  # argparse refusing the arguments

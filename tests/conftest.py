@@ -13,9 +13,17 @@ from service.workspace.git import Git
 # the docs-site fixtures (`sites`, `open_site`) and the dashboard's (`dash`, `chromium`, `browser_page`).
 # Fixtures shared between test modules are defined once, in these plugins: the model stand-in (`standin`), the
 # GitHub App bot (`bot`, `installed`, `pull`), worker processes (`workers`), hostile projects (`register`).
-pytest_plugins = ["tests.github_fixtures", "tests.scripted_github", "tests.docsite_fixtures", "tests.dashboard_fixtures",
-                  "tests.model_fixtures", "tests.github_event_fixtures", "tests.worker_fixtures",
-                  "tests.hostile_fixtures", "tests.process_guard"]
+pytest_plugins = [
+    "tests.github_fixtures",
+    "tests.scripted_github",
+    "tests.docsite_fixtures",
+    "tests.dashboard_fixtures",
+    "tests.model_fixtures",
+    "tests.github_event_fixtures",
+    "tests.worker_fixtures",
+    "tests.hostile_fixtures",
+    "tests.process_guard",
+]
 
 
 def free_port() -> int:
@@ -62,8 +70,15 @@ def git():
     return Git()
 
 
-def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, branch: str = "main",
-                 message: str = "Update", parent: str | None = "auto") -> str:
+def commit_files(
+    git: Git,
+    bare: Path,
+    files: dict[str, str | bytes | None],
+    *,
+    branch: str = "main",
+    message: str = "Update",
+    parent: str | None = "auto",
+) -> str:
     """Commit `files` (path -> content, None deletes) onto `branch` of a bare repository; return the sha.
 
     Builds the commit with plumbing, like a person pushing from elsewhere would produce one.
@@ -72,9 +87,13 @@ def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, 
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"),
-                     "GIT_AUTHOR_NAME": "Test Person", "GIT_AUTHOR_EMAIL": "person@example.com",
-                     "GIT_COMMITTER_NAME": "Test Person", "GIT_COMMITTER_EMAIL": "person@example.com"}
+        index_env = {
+            "GIT_INDEX_FILE": os.path.join(tmp, "index"),
+            "GIT_AUTHOR_NAME": "Test Person",
+            "GIT_AUTHOR_EMAIL": "person@example.com",
+            "GIT_COMMITTER_NAME": "Test Person",
+            "GIT_COMMITTER_EMAIL": "person@example.com",
+        }
         head = None
         if parent == "auto":
             proc = git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=bare, check=False)
@@ -86,8 +105,13 @@ def commit_files(git: Git, bare: Path, files: dict[str, str | bytes | None], *, 
         for path, content in files.items():
             if content is None:
                 # --force-remove needs a work tree; an index-info line with mode 0 removes the entry.
-                git.run("update-index", "--index-info", git_dir=bare, env=index_env,
-                        input=f"0 {'0' * 40}\t{path}\n".encode())
+                git.run(
+                    "update-index",
+                    "--index-info",
+                    git_dir=bare,
+                    env=index_env,
+                    input=f"0 {'0' * 40}\t{path}\n".encode(),
+                )
                 continue
             data = content.encode() if isinstance(content, str) else content
             sha = git.out("hash-object", "-w", "--stdin", git_dir=bare, input=data)
@@ -158,8 +182,12 @@ def stack_factory(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator
             script_path = tmp_path / "script.json"
             script_path.write_text('{"runs": []}')
             port = free_port()
-            settings = Settings(redis_url=redis_url, data_dir=tmp_path / "data",
-                                base_url=f"http://127.0.0.1:{port}", model=f"scripted:{script_path}")
+            settings = Settings(
+                redis_url=redis_url,
+                data_dir=tmp_path / "data",
+                base_url=f"http://127.0.0.1:{port}",
+                model=f"scripted:{script_path}",
+            )
             settings = settings.with_overrides(**overrides)
             ctx = context.build(settings)
             repo = make_repo(DOCS)
@@ -168,8 +196,16 @@ def stack_factory(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator
             server = running.enter_context(LiveServer(create_app(settings, ctx), port))
             api = CheckedSession(server.url, openapi_validator)
             api.headers["Authorization"] = f"Bearer {plaintext}"
-            built = Stack(settings=settings, ctx=ctx, url=server.url, repo=repo, project_id=project.id,
-                          key=plaintext, api=api, script_path=script_path)
+            built = Stack(
+                settings=settings,
+                ctx=ctx,
+                url=server.url,
+                repo=repo,
+                project_id=project.id,
+                key=plaintext,
+                api=api,
+                script_path=script_path,
+            )
             # The worker's task builds its own context from the environment, as in production.
             for name, value in built.env().items():
                 monkeypatch.setenv(name, value)

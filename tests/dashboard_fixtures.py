@@ -37,13 +37,23 @@ def time_bound(request):
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # Set COPYDESK_SCREENSHOTS=docs/screenshots to refresh the README's pictures; else they go to a temp folder.
 SCREENSHOTS_ENV = "COPYDESK_SCREENSHOTS"
 # Deque's accessibility engine, from the npm registry, pinned and checked like the GitHub schemas' packages.
-AXE = ("axe-core", "4.14.1",
-       "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==")
+AXE = (
+    "axe-core",
+    "4.14.1",
+    "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+)
 AXE_CACHE = Path.home() / ".cache" / "copydesk-tests"
 
 
@@ -112,8 +122,10 @@ def dash(github, redis_url, tmp_path, make_repo, monkeypatch):
     a local project for the operator. Copydesk reads the App and its OAuth client from the environment."""
     github.add_repo("acme/docs", files=DOCS)
     github.add_repo("globex/site", files=DOCS)
-    installs = {"acme": github.add_installation("acme", ["acme/docs"]),
-                "globex": github.add_installation("globex", ["globex/site"])}
+    installs = {
+        "acme": github.add_installation("acme", ["acme/docs"]),
+        "globex": github.add_installation("globex", ["globex/site"]),
+    }
     github.add_member("acme", "alice", "admin")
     github.add_member("acme", "bob", "member")
     github.add_member("globex", "carol", "admin")
@@ -124,14 +136,23 @@ def dash(github, redis_url, tmp_path, make_repo, monkeypatch):
     base = f"http://127.0.0.1:{port}"
     github.oauth_callback = f"{base}/dashboard/login/github/callback"
     # On top of what the test set in the environment (e.g. COPYDESK_WEBHOOK_ALLOW_PRIVATE).
-    settings = Settings.from_env().with_overrides(redis_url=redis_url, data_dir=tmp_path / "data", base_url=base,
-                                                  model=f"scripted:{script_path}",
-                                                  models=(f"scripted:{script_path}", "scripted:demo"))
-    env = {**settings.to_env(),
-           "GITHUB_APP_ID": str(github.app.id),
-           "GITHUB_PRIVATE_KEY": github.app.private_key_pem, "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
-           "GITHUB_API_URL": github.url, "GITHUB_WEB_URL": github.url, "GITHUB_CLIENT_ID": github.app.client_id,
-           "GITHUB_CLIENT_SECRET": github.app.client_secret}
+    settings = Settings.from_env().with_overrides(
+        redis_url=redis_url,
+        data_dir=tmp_path / "data",
+        base_url=base,
+        model=f"scripted:{script_path}",
+        models=(f"scripted:{script_path}", "scripted:demo"),
+    )
+    env = {
+        **settings.to_env(),
+        "GITHUB_APP_ID": str(github.app.id),
+        "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_WEB_URL": github.url,
+        "GITHUB_CLIENT_ID": github.app.client_id,
+        "GITHUB_CLIENT_SECRET": github.app.client_secret,
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)  # the worker's task builds its context from the environment
     settings = Settings.from_env()
@@ -140,8 +161,13 @@ def dash(github, redis_url, tmp_path, make_repo, monkeypatch):
     for account, name in (("acme", "acme/docs"), ("globex", "globex/site")):
         repo = github.state.repo(name)
         projects[name], _ = ctx.services.projects.ensure(
-            account=account, host="github", repository=name, web_url=f"{github.url}/{name}", ref="main",
-            host_data={"installation_id": installs[account], "repository_id": repo.id})
+            account=account,
+            host="github",
+            repository=name,
+            web_url=f"{github.url}/{name}",
+            ref="main",
+            host_data={"installation_id": installs[account], "repository_id": repo.id},
+        )
     projects["local"] = ctx.local.register(ctx.services.projects, path=make_repo(DOCS, name="widgets"), ref="main")
     with LiveServer(create_app(settings, ctx), port):
         yield Dash(github, ctx, base, script_path, projects)

@@ -12,14 +12,22 @@ MINTLIFY_NAV = {
     "theme": "mint",
     "navigation": {
         "tabs": [
-            {"tab": "Guides", "groups": [
-                {"group": "Get started", "pages": ["index", "quickstart"]},
-                {"group": "Advanced", "pages": ["guides/deploy",
-                                                {"group": "Nested", "pages": ["guides/nested/tips"]}]},
-            ]},
-            {"tab": "API", "groups": [
-                {"group": "Endpoints", "openapi": "openapi.json", "pages": ["api/overview", "GET /users"]},
-            ]},
+            {
+                "tab": "Guides",
+                "groups": [
+                    {"group": "Get started", "pages": ["index", "quickstart"]},
+                    {
+                        "group": "Advanced",
+                        "pages": ["guides/deploy", {"group": "Nested", "pages": ["guides/nested/tips"]}],
+                    },
+                ],
+            },
+            {
+                "tab": "API",
+                "groups": [
+                    {"group": "Endpoints", "openapi": "openapi.json", "pages": ["api/overview", "GET /users"]},
+                ],
+            },
             {"tab": "Blog", "href": "https://blog.example.com"},
         ],
     },
@@ -29,11 +37,11 @@ MINTLIFY = {
     "README.md": "# Acme docs\n\nRun `mint dev` to preview.\n",
     "docs/docs.json": json.dumps(MINTLIFY_NAV, indent=2) + "\n",
     "docs/index.mdx": "---\ntitle: Welcome\ndescription: What Acme does\n---\n\n"
-                      "Start with the [quickstart](/quickstart) or [deploy](guides/deploy#requirements).\n\n"
-                      "<CardGroup cols={2}>\n  <Card title=\"Quickstart\" href=\"/quickstart\" />\n</CardGroup>\n",
+    "Start with the [quickstart](/quickstart) or [deploy](guides/deploy#requirements).\n\n"
+    '<CardGroup cols={2}>\n  <Card title="Quickstart" href="/quickstart" />\n</CardGroup>\n',
     "docs/quickstart.mdx": "---\ntitle: Quickstart\ndescription: Install and run\nicon: rocket\n---\n\n"
-                           "## Install\n\n<Steps>\n<Step title=\"Get the CLI\">\nRun `npm i -g acme`.\n</Step>\n"
-                           "</Steps>\n",
+    '## Install\n\n<Steps>\n<Step title="Get the CLI">\nRun `npm i -g acme`.\n</Step>\n'
+    "</Steps>\n",
     "docs/guides/deploy.mdx": "---\ntitle: Deploy\ndescription: Ship it\n---\n\n## Requirements\n\nA server.\n",
     "docs/guides/nested/tips.md": "---\ntitle: Tips\n---\n\n# Tips\n",
     "docs/api/overview.mdx": "---\ntitle: API overview\ndescription: The REST API\n---\n\n## Auth\n",
@@ -43,8 +51,10 @@ MINTLIFY = {
 }
 
 MINT_JSON = {
-    "mint.json": json.dumps({"name": "Old", "navigation": [
-        {"group": "Start", "pages": ["introduction", "setup/install"]}]}, indent=2) + "\n",
+    "mint.json": json.dumps(
+        {"name": "Old", "navigation": [{"group": "Start", "pages": ["introduction", "setup/install"]}]}, indent=2
+    )
+    + "\n",
     "introduction.mdx": "---\ntitle: Introduction\n---\n",
     "setup/install.mdx": "---\ntitle: Install\n---\n",
 }
@@ -75,7 +85,7 @@ not_in_nav: |
     "documentation/index.md": "---\ntitle: Widgets\n---\n\n# Widgets\n\nSee [install](guide/install.md).\n",
     "documentation/guide/install.md": "---\ntitle: Install\ntags: [setup]\n---\n\n# Install\n\n## Requirements\n",
     "documentation/guide/usage.md": "---\ntitle: Usage\n---\n\n# Usage\n\n## Options\n\n### Options\n\n"
-                                    "## Advanced usage {#advanced}\n",
+    "## Advanced usage {#advanced}\n",
     "documentation/drafts/idea.md": "# Idea\n",
 }
 
@@ -130,8 +140,7 @@ export default sidebars;
 
 SPHINX = {
     "pyproject.toml": "[project]\nname = 'widgets'\n",
-    "docs/conf.py": "project = 'Widgets'\nextensions = ['myst_parser']\n"
-                    "exclude_patterns = ['_build', 'drafts/*']\n",
+    "docs/conf.py": "project = 'Widgets'\nextensions = ['myst_parser']\nexclude_patterns = ['_build', 'drafts/*']\n",
     "docs/index.rst": """\
 Widgets
 =======
@@ -157,8 +166,14 @@ MARKDOWN = {
     "docs/setup.md": "---\ntitle: Setup\n---\n\n# Setup\n",
 }
 
-LAYOUTS = {"mintlify": MINTLIFY, "mint.json": MINT_JSON, "mkdocs": MKDOCS, "docusaurus": DOCUSAURUS,
-           "sphinx": SPHINX, "markdown": MARKDOWN}
+LAYOUTS = {
+    "mintlify": MINTLIFY,
+    "mint.json": MINT_JSON,
+    "mkdocs": MKDOCS,
+    "docusaurus": DOCUSAURUS,
+    "sphinx": SPHINX,
+    "markdown": MARKDOWN,
+}
 
 
 class Sites:

@@ -2,8 +2,16 @@
 
 import time
 
-STATE_TYPES = ["job.created", "run.started", "run.step", "run.step", "run.pushed", "run.finished", "pr.opened",
-               "job.completed"]
+STATE_TYPES = [
+    "job.created",
+    "run.started",
+    "run.step",
+    "run.step",
+    "run.pushed",
+    "run.finished",
+    "pr.opened",
+    "job.completed",
+]
 
 
 def events_url(stack, job_id: str) -> str:

@@ -57,21 +57,31 @@ class FailoverReport:
         statuses: dict[int, int] = {}
         for answer in self.answers:
             statuses[answer.status] = statuses.get(answer.status, 0) + 1
-        return (f"failover as clients see it (first 503 to the first 2xx after it): "
-                f"{'none seen' if seconds is None else f'{seconds:.1f} s'}\n"
-                f"writes acknowledged: {self.acknowledged}, present afterwards: {self.present}\n"
-                f"answers by status: {dict(sorted(statuses.items()))}\n"
-                f"lost: {len(self.lost)}, committed twice: {len(self.duplicates)}, stuck: {len(self.stuck)}, "
-                f"failed runs: {len(self.failed)}, /readyz 200 with no writable primary: "
-                f"{len(self.ready_while_no_primary)}")
+        return (
+            f"failover as clients see it (first 503 to the first 2xx after it): "
+            f"{'none seen' if seconds is None else f'{seconds:.1f} s'}\n"
+            f"writes acknowledged: {self.acknowledged}, present afterwards: {self.present}\n"
+            f"answers by status: {dict(sorted(statuses.items()))}\n"
+            f"lost: {len(self.lost)}, committed twice: {len(self.duplicates)}, stuck: {len(self.stuck)}, "
+            f"failed runs: {len(self.failed)}, /readyz 200 with no writable primary: "
+            f"{len(self.ready_while_no_primary)}"
+        )
 
 
 class FailoverRig:
     """Everything on loopback in `workdir`; `clients` threads each create jobs one after another and send a
     follow-up to each once its first round ended."""
 
-    def __init__(self, workdir: Path, *, min_replicas: int = 1, workers: int = 2, clients: int = 2,
-                 model_delay: float = 0.4, replicas: int = 1) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        min_replicas: int = 1,
+        workers: int = 2,
+        clients: int = 2,
+        model_delay: float = 0.4,
+        replicas: int = 1,
+    ) -> None:
         self.dir = workdir
         self.group = SentinelGroup(workdir / "redis", replicas=replicas)
         self.model = ModelStandIn().respond(self._model_turn)
@@ -105,12 +115,21 @@ class FailoverRig:
         git.run("symbolic-ref", "HEAD", "refs/heads/main", git_dir=self.repo)
         commit_files(git, self.repo, DOCS, message="Initial docs")
         port = free_port()
-        self.env = {"COPYDESK_REDIS_URL": self.group.url(), "COPYDESK_DATA_DIR": str(self.dir / "data"),
-                    "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}", "COPYDESK_MODEL": "openai:failover",
-                    "OPENAI_API_KEY": "sk-failover", "OPENAI_BASE_URL": self.model.openai_base_url,
-                    "COPYDESK_LEASE_TTL": "2", "COPYDESK_SWEEP_INTERVAL": "1", "COPYDESK_STOP_GRACE": "2",
-                    "COPYDESK_MAX_ATTEMPTS": "20", "COPYDESK_REDIS_MIN_REPLICAS": str(self.min_replicas),
-                    "COPYDESK_REDIS_REPLICA_WAIT_MS": "1000", "COPYDESK_RATE_LIMIT": "100000"}
+        self.env = {
+            "COPYDESK_REDIS_URL": self.group.url(),
+            "COPYDESK_DATA_DIR": str(self.dir / "data"),
+            "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}",
+            "COPYDESK_MODEL": "openai:failover",
+            "OPENAI_API_KEY": "sk-failover",
+            "OPENAI_BASE_URL": self.model.openai_base_url,
+            "COPYDESK_LEASE_TTL": "2",
+            "COPYDESK_SWEEP_INTERVAL": "1",
+            "COPYDESK_STOP_GRACE": "2",
+            "COPYDESK_MAX_ATTEMPTS": "20",
+            "COPYDESK_REDIS_MIN_REPLICAS": str(self.min_replicas),
+            "COPYDESK_REDIS_REPLICA_WAIT_MS": "1000",
+            "COPYDESK_RATE_LIMIT": "100000",
+        }
         settings = Settings.from_env(self.env)
         ctx = context.build(settings)
         self.project_id = ctx.local.register(ctx.services.projects, path=self.repo, ref="main").id
@@ -146,10 +165,12 @@ class FailoverRig:
         if tag.startswith("p"):
             return 0.0, Reply(tool_calls=[ToolUse("finish", {"title": "Probe", "summary": "Nothing to change."})])
         if messages and messages[-1].get("role") == "tool":
-            return self.model_delay, Reply(tool_calls=[ToolUse("finish", {"title": f"Page {tag}",
-                                                                           "summary": f"Wrote {tag}."})])
-        return self.model_delay, Reply(tool_calls=[ToolUse("write_file", {"path": f"docs/failover/{tag}.md",
-                                                                          "content": f"# {tag}\n"})])
+            return self.model_delay, Reply(
+                tool_calls=[ToolUse("finish", {"title": f"Page {tag}", "summary": f"Wrote {tag}."})]
+            )
+        return self.model_delay, Reply(
+            tool_calls=[ToolUse("write_file", {"path": f"docs/failover/{tag}.md", "content": f"# {tag}\n"})]
+        )
 
     # -- traffic ------------------------------------------------------------------------------
 
@@ -168,16 +189,20 @@ class FailoverRig:
             thread.join(timeout=30)
         self._threads = []
 
-    def _call(self, session: requests.Session, method: str, path: str, *, headers: dict[str, str] | None = None,
-              **kwargs) -> requests.Response | None:
+    def _call(
+        self, session: requests.Session, method: str, path: str, *, headers: dict[str, str] | None = None, **kwargs
+    ) -> requests.Response | None:
         sent = time.monotonic()
         try:
-            response = session.request(method, self.api + path, headers={**self.headers, **(headers or {})},
-                                       timeout=10, **kwargs)
+            response = session.request(
+                method, self.api + path, headers={**self.headers, **(headers or {})}, timeout=10, **kwargs
+            )
         except requests.RequestException:
             response = None
         with self._lock:
-            self.report.answers.append(Answer(method, sent, time.monotonic(), response.status_code if response is not None else 0))
+            self.report.answers.append(
+                Answer(method, sent, time.monotonic(), response.status_code if response is not None else 0)
+            )
         return response
 
     def _client(self, n: int) -> None:
@@ -203,8 +228,13 @@ class FailoverRig:
         """Create a job, retried with one Idempotency-Key until answered 201 (None when stopped first)."""
         tag = f"{name}m0"
         while not self._stop.is_set():
-            response = self._call(session, "POST", "/job", json={"prompt": f"failover:{tag} Write the page."},
-                                  headers={"Idempotency-Key": name})
+            response = self._call(
+                session,
+                "POST",
+                "/job",
+                json={"prompt": f"failover:{tag} Write the page."},
+                headers={"Idempotency-Key": name},
+            )
             if response is not None and response.status_code == 201:
                 job_id = response.json()["id"]
                 with self._lock:
@@ -217,8 +247,9 @@ class FailoverRig:
     def _follow_up(self, session: requests.Session, job_id: str, tag: str) -> None:
         """Send a follow-up until answered 200; a retry after a 503 may store it twice, which the checks allow."""
         while not self._stop.is_set():
-            response = self._call(session, "POST", f"/job/{job_id}/message",
-                                  json={"prompt": f"failover:{tag} Write another."})
+            response = self._call(
+                session, "POST", f"/job/{job_id}/message", json={"prompt": f"failover:{tag} Write another."}
+            )
             if response is not None and response.status_code == 200:
                 with self._lock:
                     self.accepted[job_id].append(tag)
@@ -302,7 +333,9 @@ class FailoverRig:
     def wait_for_service(self, after: float, timeout: float = 60) -> None:
         """Until a write sent after `after` was answered 2xx."""
         deadline = time.monotonic() + timeout
-        while not any(a.method == "POST" and a.sent > after and 200 <= a.status < 300 for a in list(self.report.answers)):
+        while not any(
+            a.method == "POST" and a.sent > after and 200 <= a.status < 300 for a in list(self.report.answers)
+        ):
             assert time.monotonic() < deadline, f"no write succeeded within {timeout} s of the failover"
             time.sleep(0.2)
 
@@ -318,8 +351,7 @@ class FailoverRig:
             for job_id in list(pending):
                 response = self._get(session, f"/job/{job_id}/messages")
                 messages = response.json()["messages"] if response is not None else []
-                if messages and all(m["status"] not in ("queued", "running") for m in messages
-                                    if m["role"] == "user"):
+                if messages and all(m["status"] not in ("queued", "running") for m in messages if m["role"] == "user"):
                     pending.discard(job_id)
             time.sleep(0.5)
         report = self.report
@@ -379,9 +411,19 @@ class FailoverRig:
             client.close()
 
     def _trailer_count(self, branch: str, message_id: str) -> int:
-        return len(Git().out("log", "--format=%H", "--fixed-strings",
-                             f"--grep={describe.TRAILER_MESSAGE}: {message_id}", f"refs/heads/{branch}",
-                             git_dir=self.repo, check=False).split())
+        return len(
+            Git()
+            .out(
+                "log",
+                "--format=%H",
+                "--fixed-strings",
+                f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
+                f"refs/heads/{branch}",
+                git_dir=self.repo,
+                check=False,
+            )
+            .split()
+        )
 
     def processes_alive(self) -> bool:
         """The web and every worker are the processes started at the beginning: nothing was restarted."""
@@ -397,4 +439,3 @@ def _outage(answers: list[Answer]) -> tuple[float, float] | None:
         return None
     back = next((a for a in ordered if a.sent > first_bad.sent and 200 <= a.status < 300), None)
     return (first_bad.sent, back.answered) if back is not None else (first_bad.sent, float("inf"))
-

@@ -25,19 +25,29 @@ def show(repo, rev, path):
 
 
 def branch_exists(stack, branch: str) -> bool:
-    return bool(Git().run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=stack.repo,
-                          check=False).stdout.strip())
+    return bool(
+        Git().run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", git_dir=stack.repo, check=False).stdout.strip()
+    )
 
 
 def job_keys_left(redis_client, job_id: str, message_ids: list[str]) -> list[bytes]:
     """Every key that names the job or one of its messages, and every list, set or hash that still holds its id."""
-    left = [key for key in redis_client.scan_iter(count=1000)
-            if job_id.encode() in key or any(m.encode() in key for m in message_ids)]
+    left = [
+        key
+        for key in redis_client.scan_iter(count=1000)
+        if job_id.encode() in key or any(m.encode() in key for m in message_ids)
+    ]
     for key in redis_client.scan_iter(count=1000):
         kind = redis_client.type(key)
-        members = (redis_client.zrange(key, 0, -1) if kind == b"zset" else
-                   redis_client.smembers(key) if kind == b"set" else
-                   redis_client.hvals(key) if kind == b"hash" and key.startswith(b"cd:idem:") else [])
+        members = (
+            redis_client.zrange(key, 0, -1)
+            if kind == b"zset"
+            else redis_client.smembers(key)
+            if kind == b"set"
+            else redis_client.hvals(key)
+            if kind == b"hash" and key.startswith(b"cd:idem:")
+            else []
+        )
         if job_id.encode() in members:
             left.append(key)
     return left
@@ -45,8 +55,14 @@ def job_keys_left(redis_client, job_id: str, message_ids: list[str]) -> list[byt
 
 def trailer_count(repo, branch: str, message_id: str) -> int:
     """How many commits on the branch carry this message's trailer."""
-    out = Git().out("log", "--format=%H", "--fixed-strings", f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
-                    f"refs/heads/{branch}", git_dir=repo)
+    out = Git().out(
+        "log",
+        "--format=%H",
+        "--fixed-strings",
+        f"--grep={describe.TRAILER_MESSAGE}: {message_id}",
+        f"refs/heads/{branch}",
+        git_dir=repo,
+    )
     return len(out.splitlines())
 
 

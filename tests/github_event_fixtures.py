@@ -19,12 +19,16 @@ REPO = "acme/docs"
 @pytest.fixture
 def bot(github, redis_client, tmp_path):
     settings = Settings(redis_url="unused", data_dir=tmp_path / "data", rate_limit_per_hour=5)
-    gh = GitHubSettings(app_id=str(github.app.id), private_key=github.app.private_key_pem,
-                        webhook_secret=github.app.webhook_secret, api_url=github.url, web_url=github.url)
+    gh = GitHubSettings(
+        app_id=str(github.app.id),
+        private_key=github.app.private_key_pem,
+        webhook_secret=github.app.webhook_secret,
+        api_url=github.url,
+        web_url=github.url,
+    )
     app = GitHubApp(gh, redis_client, requests.Session(), sleep=lambda _seconds: None, retries=1)
     host = GitHubCodeHost(app)
-    services = build_services(settings, redis_client, task="bot.tasks.process_job",
-                              code_hosts={host.name: host})
+    services = build_services(settings, redis_client, task="bot.tasks.process_job", code_hosts={host.name: host})
     return GitHubBot(services=services, app=app, host=host)
 
 
@@ -55,16 +59,32 @@ def pull(github, bot, installed):
 def pull_of_a_completed_job(github, bot, project, path: str, content: str):
     """A job that ran, changed `path` on its branch and opened its pull request, as Copydesk leaves it;
     returns (job, pull request number)."""
-    job, _ = bot.services.jobs.create(project, prompt=f"Fix {path}", model="scripted:demo", ref=project.ref,
-                                      as_draft=False)
+    job, _ = bot.services.jobs.create(
+        project, prompt=f"Fix {path}", model="scripted:demo", ref=project.ref, as_draft=False
+    )
     branch = f"copydesk/{job.id}"
     github.push(REPO, {path: content}, branch=branch)
-    opened = bot.host.open_or_update_pull(project, job_id=job.id, branch=branch, base=project.ref,
-                                          title=f"Docs: {path}", body="Opened by Copydesk", draft=False)
+    opened = bot.host.open_or_update_pull(
+        project,
+        job_id=job.id,
+        branch=branch,
+        base=project.ref,
+        title=f"Docs: {path}",
+        body="Opened by Copydesk",
+        draft=False,
+    )
     _, message = bot.services.jobs.start_next(job.id)
-    bot.services.jobs.finish_message(job.id, message.id, RunOutcome(reply="Done.", branch=branch,
-                                                                    commit=github.branch_sha(REPO, branch),
-                                                                    pr_link=opened.url, pr_number=opened.number))
+    bot.services.jobs.finish_message(
+        job.id,
+        message.id,
+        RunOutcome(
+            reply="Done.",
+            branch=branch,
+            commit=github.branch_sha(REPO, branch),
+            pr_link=opened.url,
+            pr_number=opened.number,
+        ),
+    )
     return bot.services.jobs.get(job.id), opened.number
 
 

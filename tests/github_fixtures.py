@@ -76,11 +76,18 @@ def gh_stack(github, redis_url, tmp_path, monkeypatch):
             script_path.write_text('{"runs": []}')
             port = free_port()
             env = {
-                **Settings(redis_url=redis_url, data_dir=tmp_path / "data", base_url=f"http://127.0.0.1:{port}",
-                           model=f"scripted:{script_path}").to_env(),
-                "GITHUB_APP_ID": str(github.app.id), "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
-                "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret, "GITHUB_API_URL": github.url,
-                "GITHUB_WEB_URL": github.url, **env_overrides,
+                **Settings(
+                    redis_url=redis_url,
+                    data_dir=tmp_path / "data",
+                    base_url=f"http://127.0.0.1:{port}",
+                    model=f"scripted:{script_path}",
+                ).to_env(),
+                "GITHUB_APP_ID": str(github.app.id),
+                "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
+                "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
+                "GITHUB_API_URL": github.url,
+                "GITHUB_WEB_URL": github.url,
+                **env_overrides,
             }
             for name, value in env.items():
                 monkeypatch.setenv(name, value)  # the worker's task builds its context from the environment
@@ -110,5 +117,6 @@ def bot_comments(github, number):
 
 
 def pem_of(key) -> str:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()

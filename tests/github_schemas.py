@@ -54,8 +54,9 @@ def _templates() -> list[tuple[re.Pattern, str, str]]:
     found = []
     for operation_id, op in document()["operations"].items():
         parts = re.split(r"(\{[^}]+\})", op["path"])
-        pattern = "".join((".+" if p in MULTI_SEGMENT else "[^/]+") if p.startswith("{") else re.escape(p)
-                          for p in parts)
+        pattern = "".join(
+            (".+" if p in MULTI_SEGMENT else "[^/]+") if p.startswith("{") else re.escape(p) for p in parts
+        )
         found.append((re.compile(f"^{pattern}$"), op["method"], operation_id))
     return sorted(found, key=lambda item: document()["operations"][item[2]]["path"].count("{"))
 
@@ -100,10 +101,13 @@ def _check_other_media(operation: str, status: int, media_type: str, body) -> No
     documented = document()["operations"][operation].get("otherMediaTypes", {}).get(str(status), {})
     where = f"{operation} -> {status} ({media_type})"
     if media_type not in documented:
-        raise GitHubSchemaError(f"{where}: GitHub documents no such answer (documented: "
-                                f"{', '.join([JSON, *documented]) if documented else JSON})")
-    _check(where, {"$ref": f"{URI}#/operations/{_escape(operation)}/otherMediaTypes/{status}/"
-                           f"{_escape(media_type)}"}, body)
+        raise GitHubSchemaError(
+            f"{where}: GitHub documents no such answer (documented: "
+            f"{', '.join([JSON, *documented]) if documented else JSON})"
+        )
+    _check(
+        where, {"$ref": f"{URI}#/operations/{_escape(operation)}/otherMediaTypes/{status}/{_escape(media_type)}"}, body
+    )
 
 
 def validate_request(operation: str, body) -> None:

@@ -31,8 +31,9 @@ class LiveServer:
     """A WSGI app served on 127.0.0.1 (or another loopback `host`) from a background thread, over TLS with
     `ssl_context`."""
 
-    def __init__(self, app, port: int | None = None, *, host: str = "127.0.0.1",
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, app, port: int | None = None, *, host: str = "127.0.0.1", ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.host = host
         self.port = port or free_port()
         self.scheme = "https" if ssl_context else "http"
@@ -64,7 +65,7 @@ class CheckedSession(requests.Session):
         full = url if url.startswith("http") else self.base_url + url
         kwargs.setdefault("timeout", 10)
         response = super().request(method, full, *args, **kwargs)
-        path = full[len(self.base_url):].split("?", 1)[0]
+        path = full[len(self.base_url) :].split("?", 1)[0]
         if path.startswith("/v2/") and self._validator is not None:
             body = response.json() if response.content else None
             self._validator.validate(method, path, response.status_code, body, response.headers)

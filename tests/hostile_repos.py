@@ -7,9 +7,13 @@ from service.workspace.git import Git
 
 ANCHORS = "abcdefgh"
 # 8 levels of anchors, each repeating the one below 10 times: 10^8 entries once expanded, in under 1 KB.
-ALIAS_BOMB = "site_name: Bomb\nlevels:\n" + "".join(
-    f"  - &{a} [{', '.join(['*' + ANCHORS[i - 1]] * 10 if i else ['x'] * 10)}]\n" for i, a in enumerate(ANCHORS)) \
+ALIAS_BOMB = (
+    "site_name: Bomb\nlevels:\n"
+    + "".join(
+        f"  - &{a} [{', '.join(['*' + ANCHORS[i - 1]] * 10 if i else ['x'] * 10)}]\n" for i, a in enumerate(ANCHORS)
+    )
     + f"nav: *{ANCHORS[-1]}\n"
+)
 CYCLIC_NAV = "site_name: Cycle\nnav: &a [index.md, *a]\n"
 DEEP = 3000
 DEEP_NAV = "site_name: Deep\nnav: " + "[" * DEEP + "index.md" + "]" * DEEP + "\n"
@@ -46,14 +50,24 @@ def write_tree(git: Git, bare: Path, files: dict[str, "bytes | str | Entry"]) ->
     return git.out("mktree", "-z", "--missing", git_dir=bare, input=listing)
 
 
-def hostile_repo(git: Git, bare: Path, files: dict[str, "bytes | str | Entry"], *, branch: str = "main",
-                 message: str = "Hostile docs") -> Path:
+def hostile_repo(
+    git: Git,
+    bare: Path,
+    files: dict[str, "bytes | str | Entry"],
+    *,
+    branch: str = "main",
+    message: str = "Hostile docs",
+) -> Path:
     """A bare repository at `bare` whose `branch` holds exactly `files` in one commit."""
     git.run("init", "--bare", "-q", str(bare))
     git.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=bare)
     tree = write_tree(git, bare, files)
-    env = {"GIT_AUTHOR_NAME": "Mallory", "GIT_AUTHOR_EMAIL": "mallory@example.com",
-           "GIT_COMMITTER_NAME": "Mallory", "GIT_COMMITTER_EMAIL": "mallory@example.com"}
+    env = {
+        "GIT_AUTHOR_NAME": "Mallory",
+        "GIT_AUTHOR_EMAIL": "mallory@example.com",
+        "GIT_COMMITTER_NAME": "Mallory",
+        "GIT_COMMITTER_EMAIL": "mallory@example.com",
+    }
     commit = git.out("commit-tree", tree, "-m", message, git_dir=bare, env=env)
     git.run("update-ref", f"refs/heads/{branch}", commit, git_dir=bare)
     return bare

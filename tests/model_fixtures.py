@@ -5,10 +5,12 @@ import pytest
 from tests.model_standin import ModelStandIn, Reply, ToolUse
 
 PROVIDERS = {
-    "openai": lambda standin: dict(model="openai:gpt-test", openai_api_key="sk-test",
-                                   openai_base_url=standin.openai_base_url),
-    "anthropic": lambda standin: dict(model="anthropic:claude-test", anthropic_api_key="sk-ant-test",
-                                      anthropic_base_url=standin.anthropic_base_url),
+    "openai": lambda standin: dict(
+        model="openai:gpt-test", openai_api_key="sk-test", openai_base_url=standin.openai_base_url
+    ),
+    "anthropic": lambda standin: dict(
+        model="anthropic:claude-test", anthropic_api_key="sk-ant-test", anthropic_base_url=standin.anthropic_base_url
+    ),
 }
 
 
@@ -19,8 +21,10 @@ def standin():
 
 
 def write_then_finish(path="docs/faq.md", content="# FAQ\n", title="Add an FAQ", summary="Added the FAQ."):
-    return (Reply(tool_calls=[ToolUse("write_file", {"path": path, "content": content})]),
-            Reply(tool_calls=[ToolUse("finish", {"title": title, "summary": summary})]))
+    return (
+        Reply(tool_calls=[ToolUse("write_file", {"path": path, "content": content})]),
+        Reply(tool_calls=[ToolUse("finish", {"title": title, "summary": summary})]),
+    )
 
 
 def finish_without_change(reason="The docs already cover it."):

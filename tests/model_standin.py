@@ -35,6 +35,7 @@ ANTHROPIC_PATH = "/v1/messages"
 class ToolUse:
     """One tool call. A `str` is sent as the raw (possibly invalid) JSON arguments text to OpenAI clients;
     Anthropic clients get it parsed, so it must then be a JSON object."""
+
     name: str
     arguments: dict | str
 
@@ -42,6 +43,7 @@ class ToolUse:
 @dataclass
 class Reply:
     """One successful model turn."""
+
     tool_calls: list[ToolUse] = field(default_factory=list)
     text: str = ""
     input_tokens: int | None = None  # None: counted from the request, cache hits included; else exactly this
@@ -52,6 +54,7 @@ class Reply:
 @dataclass
 class Failure:
     """An error response with the vendor's error body, e.g. `Failure(429, headers={"retry-after": "1"})`."""
+
     status: int
     message: str = "scripted failure"
     headers: dict[str, str] = field(default_factory=dict)
@@ -66,6 +69,7 @@ class Hang:
     """The request that meets this waits `seconds`, then is answered with the item after it. With `until`, it
     waits for the test to set that event instead (`seconds` only bounds a test that never does), so a test that
     needs the call still in flight does not depend on how fast the machine is."""
+
     seconds: float
     until: threading.Event | None = None
 
@@ -83,6 +87,7 @@ class Hang:
 class Outage:
     """From the first request that meets it, every request fails with `status` for `seconds`; then the
     items after it answer again. `Outage(3, 503)` is a vendor down for three seconds."""
+
     seconds: float
     status: int = 503
     message: str = "the service is temporarily unavailable"
@@ -99,6 +104,7 @@ class Outage:
 @dataclass
 class Recorded:
     """One request the stand-in received. Header names are lower-case."""
+
     path: str
     headers: dict[str, str]
     body: dict
@@ -132,8 +138,9 @@ class ModelStandIn:
         self.openai_base_url = self.url + "/v1"
         self.anthropic_base_url = self.url
         # A short poll interval keeps shutdown (which waits for the next poll) from costing each test 0.5 s.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
-                                        name="model-standin", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="model-standin", daemon=True
+        )
 
     def __enter__(self) -> ModelStandIn:
         self._thread.start()
@@ -223,8 +230,11 @@ class ModelStandIn:
         if isinstance(item, Failure):
             status, payload, extra = vendor.error(item.status, item.message)
             return status, payload, {**extra, **item.headers}
-        usage = (self._caches[vendor.name].use(body) if item.input_tokens is None
-                 else CacheUsage(item.input_tokens, read=item.cached_tokens))
+        usage = (
+            self._caches[vendor.name].use(body)
+            if item.input_tokens is None
+            else CacheUsage(item.input_tokens, read=item.cached_tokens)
+        )
         self.requests[number - 1].usage = usage
         try:
             return vendor.reply(item, body["model"], usage)
@@ -268,22 +278,28 @@ def _new_id(prefix: str, length: int = 24) -> str:
 
 # ---------------------------------------------------------------- OpenAI Chat Completions
 
-UNANSWERED = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-              "'tool_call_id'. The following tool_call_ids did not have response messages: ")
+UNANSWERED = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: "
+)
 
 
 class _OpenAI:
     name = "openai"
-    bad_key_message = ("Incorrect API key provided. You can find your API key at "
-                       "https://platform.openai.com/account/api-keys.")
+    bad_key_message = (
+        "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys."
+    )
     # status -> (type, code) as the real API sends them
-    kinds = {401: ("invalid_request_error", "invalid_api_key"), 404: ("invalid_request_error", "unknown_url"),
-             429: ("requests", "rate_limit_exceeded")}
+    kinds = {
+        401: ("invalid_request_error", "invalid_api_key"),
+        404: ("invalid_request_error", "unknown_url"),
+        429: ("requests", "rate_limit_exceeded"),
+    }
 
     @staticmethod
     def key(headers: dict[str, str]) -> str | None:
         auth = headers.get("authorization", "")
-        return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        return auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
 
     def error(self, status: int, message: str, param: str | None = None):
         kind, code = self.kinds.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
@@ -293,8 +309,10 @@ class _OpenAI:
     @staticmethod
     def check(headers: dict[str, str], body) -> None:
         if not isinstance(body, dict):
-            raise BadRequest("We could not parse the JSON body of your request. (HINT: This likely means you aren't "
-                             "using your HTTP library correctly. The OpenAI API expects a JSON payload...)")
+            raise BadRequest(
+                "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+                "using your HTTP library correctly. The OpenAI API expects a JSON payload...)"
+            )
         if not isinstance(body.get("model"), str) or not body["model"]:
             raise BadRequest("you must provide a model parameter")
         messages = body.get("messages")
@@ -307,8 +325,11 @@ class _OpenAI:
         for i, message in enumerate(messages):
             role = message.get("role")
             if role not in ("system", "developer", "user", "assistant", "tool"):
-                raise BadRequest(f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
-                                 f"'tool', 'function', and 'developer'.", f"messages[{i}].role")
+                raise BadRequest(
+                    f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
+                    f"'tool', 'function', and 'developer'.",
+                    f"messages[{i}].role",
+                )
             if role != "tool" and unanswered:
                 raise BadRequest(UNANSWERED + ", ".join(unanswered), "messages")
             content = message.get("content")
@@ -316,61 +337,107 @@ class _OpenAI:
                 if not isinstance(content, (str, list)):
                     raise BadRequest(f"Invalid type for 'messages[{i}].content'.", f"messages[{i}].content")
                 if message.get("tool_call_id") not in unanswered:
-                    raise BadRequest("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                                     "message with 'tool_calls'.", f"messages[{i}].role")
+                    raise BadRequest(
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        "message with 'tool_calls'.",
+                        f"messages[{i}].role",
+                    )
                 unanswered.remove(message["tool_call_id"])
             if role == "assistant":
                 for j, call in enumerate(message.get("tool_calls") or []):
                     where = f"messages[{i}].tool_calls[{j}]"
                     function = call.get("function") or {}
                     if not call.get("id") or call.get("type") != "function" or not function.get("name"):
-                        raise BadRequest(f"Missing required parameter: '{where}.id', '.type' or '.function.name'.",
-                                         where)
+                        raise BadRequest(
+                            f"Missing required parameter: '{where}.id', '.type' or '.function.name'.", where
+                        )
                     if not isinstance(function.get("arguments"), str):
-                        raise BadRequest(f"Invalid type for '{where}.function.arguments': expected a string.",
-                                         f"{where}.function.arguments")
+                        raise BadRequest(
+                            f"Invalid type for '{where}.function.arguments': expected a string.",
+                            f"{where}.function.arguments",
+                        )
                     unanswered.append(call["id"])
         if unanswered:
             raise BadRequest(UNANSWERED + ", ".join(unanswered), "messages")
 
     @staticmethod
     def reply(item: Reply, model: str, usage: CacheUsage):
-        calls = [{"id": _new_id("call_"), "type": "function",
-                  "function": {"name": call.name, "arguments": call.arguments if isinstance(call.arguments, str)
-                               else json.dumps(call.arguments)}}
-                 for call in item.tool_calls]
-        message = {"role": "assistant", "content": item.text or (None if calls else ""), "refusal": None,
-                   "annotations": []}
+        calls = [
+            {
+                "id": _new_id("call_"),
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments),
+                },
+            }
+            for call in item.tool_calls
+        ]
+        message = {
+            "role": "assistant",
+            "content": item.text or (None if calls else ""),
+            "refusal": None,
+            "annotations": [],
+        }
         if calls:
             message["tool_calls"] = calls
-        return 200, {
-            "id": _new_id("chatcmpl-", 29), "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": usage.total, "completion_tokens": item.output_tokens,
-                      "total_tokens": usage.total + item.output_tokens,
-                      "prompt_tokens_details": {"cached_tokens": usage.read, "audio_tokens": 0},
-                      "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                                    "accepted_prediction_tokens": 0,
-                                                    "rejected_prediction_tokens": 0}},
-            "service_tier": "default", "system_fingerprint": None,
-        }, {"x-request-id": _new_id("req_", 32)}
+        return (
+            200,
+            {
+                "id": _new_id("chatcmpl-", 29),
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "logprobs": None,
+                        "finish_reason": "tool_calls" if calls else "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": usage.total,
+                    "completion_tokens": item.output_tokens,
+                    "total_tokens": usage.total + item.output_tokens,
+                    "prompt_tokens_details": {"cached_tokens": usage.read, "audio_tokens": 0},
+                    "completion_tokens_details": {
+                        "reasoning_tokens": 0,
+                        "audio_tokens": 0,
+                        "accepted_prediction_tokens": 0,
+                        "rejected_prediction_tokens": 0,
+                    },
+                },
+                "service_tier": "default",
+                "system_fingerprint": None,
+            },
+            {"x-request-id": _new_id("req_", 32)},
+        )
 
 
 # ---------------------------------------------------------------- Anthropic Messages
 
+
 class _Anthropic:
     name = "anthropic"
     bad_key_message = "invalid x-api-key"
-    kinds = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-             403: "permission_error", 404: "not_found_error", 429: "rate_limit_error", 500: "api_error",
-             504: "timeout_error", 529: "overloaded_error"}
+    kinds = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        402: "billing_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        500: "api_error",
+        504: "timeout_error",
+        529: "overloaded_error",
+    }
 
     @staticmethod
     def key(headers: dict[str, str]) -> str | None:
         # The API takes `x-api-key`; anthropic 2.x sends the api_key as `Authorization: Bearer` instead.
         auth = headers.get("authorization", "")
-        return headers.get("x-api-key") or (auth[len("Bearer "):] if auth.startswith("Bearer ") else None)
+        return headers.get("x-api-key") or (auth[len("Bearer ") :] if auth.startswith("Bearer ") else None)
 
     def error(self, status: int, message: str, param: str | None = None):
         kind = self.kinds.get(status, "api_error" if status >= 500 else "invalid_request_error")
@@ -394,17 +461,22 @@ class _Anthropic:
         for i, message in enumerate(messages):
             role = message.get("role")
             if role not in ("user", "assistant"):
-                raise BadRequest(f'messages.{i}.role: Unexpected role "{role}". Use the top-level `system` '
-                                 f'parameter for a system prompt.')
+                raise BadRequest(
+                    f'messages.{i}.role: Unexpected role "{role}". Use the top-level `system` '
+                    f"parameter for a system prompt."
+                )
             if role != ("user" if i % 2 == 0 else "assistant"):
-                raise BadRequest(f"messages.{i}: roles must alternate between \"user\" and \"assistant\", "
-                                 f"starting with \"user\"")
+                raise BadRequest(
+                    f'messages.{i}: roles must alternate between "user" and "assistant", starting with "user"'
+                )
             content = message.get("content")
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
             last = i == len(messages) - 1
             if not isinstance(blocks, list) or (not blocks and not (last and role == "assistant")):
-                raise BadRequest(f"messages.{i}: all messages must have non-empty content except for the optional "
-                                 f"final assistant message")
+                raise BadRequest(
+                    f"messages.{i}: all messages must have non-empty content except for the optional "
+                    f"final assistant message"
+                )
             results = set()
             for j, block in enumerate(blocks):
                 kind = block.get("type") if isinstance(block, dict) else None
@@ -413,44 +485,62 @@ class _Anthropic:
                     raise BadRequest(f"{where}: text content blocks must be non-empty")
                 if kind == "tool_use":
                     if role != "assistant" or not block.get("id") or not block.get("name"):
-                        raise BadRequest(f"{where}: tool_use blocks need an id and a name and belong to assistant "
-                                         f"messages")
+                        raise BadRequest(
+                            f"{where}: tool_use blocks need an id and a name and belong to assistant messages"
+                        )
                     if not isinstance(block.get("input"), dict):
                         raise BadRequest(f"{where}.tool_use.input: Input should be a valid dictionary")
                 if kind == "tool_result":
                     if block.get("tool_use_id") not in expected_uses:
-                        raise BadRequest(f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                                         f"{block.get('tool_use_id')}. Each `tool_result` block must have a "
-                                         f"corresponding `tool_use` block in the previous message.")
+                        raise BadRequest(
+                            f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                            f"{block.get('tool_use_id')}. Each `tool_result` block must have a "
+                            f"corresponding `tool_use` block in the previous message."
+                        )
                     results.add(block["tool_use_id"])
                 if kind is None:
                     raise BadRequest(f"{where}.type: Field required")
             if expected_uses - results:
-                raise BadRequest(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
-                                 f"after: {', '.join(sorted(expected_uses - results))}. Each `tool_use` block must "
-                                 f"have a corresponding `tool_result` block in the next message.")
+                raise BadRequest(
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                    f"after: {', '.join(sorted(expected_uses - results))}. Each `tool_use` block must "
+                    f"have a corresponding `tool_result` block in the next message."
+                )
             expected_uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
         _Anthropic._check_cache_control(body)
 
     @staticmethod
     def _check_cache_control(body: dict) -> None:
         system = body.get("system")
-        marked = [(where, block) for where, blocks in
-                  (("tools", body.get("tools") or []), ("system", system if isinstance(system, list) else []),
-                   *((f"messages.{i}.content", m["content"]) for i, m in enumerate(body["messages"])
-                     if isinstance(m["content"], list)))
-                  for block in blocks if isinstance(block, dict) and "cache_control" in block]
+        marked = [
+            (where, block)
+            for where, blocks in (
+                ("tools", body.get("tools") or []),
+                ("system", system if isinstance(system, list) else []),
+                *(
+                    (f"messages.{i}.content", m["content"])
+                    for i, m in enumerate(body["messages"])
+                    if isinstance(m["content"], list)
+                ),
+            )
+            for block in blocks
+            if isinstance(block, dict) and "cache_control" in block
+        ]
         for where, block in marked:
             control = block["cache_control"]
-            if not isinstance(control, dict) or control.get("type") != "ephemeral" \
-                    or control.get("ttl", "5m") not in ("5m", "1h"):
+            if (
+                not isinstance(control, dict)
+                or control.get("type") != "ephemeral"
+                or control.get("ttl", "5m") not in ("5m", "1h")
+            ):
                 raise BadRequest(f"{where}.cache_control: Input tag does not match the expected tag 'ephemeral'")
             if block.get("type") == "text" and not block.get("text"):
                 raise BadRequest(f"{where}: cache_control cannot be set for empty text blocks")
         count = AnthropicCache.breakpoints(body)
         if count > ANTHROPIC_MAX_BREAKPOINTS:
-            raise BadRequest(f"A maximum of {ANTHROPIC_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
-                             f"Found {count}.")
+            raise BadRequest(
+                f"A maximum of {ANTHROPIC_MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {count}."
+            )
 
     @staticmethod
     def reply(item: Reply, model: str, usage: CacheUsage):
@@ -460,13 +550,26 @@ class _Anthropic:
             if not isinstance(arguments, dict):
                 raise ValueError("Anthropic tool_use input must be a JSON object")
             content.append({"type": "tool_use", "id": _new_id("toolu_01"), "name": call.name, "input": arguments})
-        return 200, {
-            "id": _new_id("msg_01"), "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": "tool_use" if item.tool_calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": usage.uncached, "output_tokens": item.output_tokens,
-                      "cache_creation_input_tokens": usage.written, "cache_read_input_tokens": usage.read,
-                      "service_tier": "standard"},
-        }, {"request-id": _new_id("req_011", 24)}
+        return (
+            200,
+            {
+                "id": _new_id("msg_01"),
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": "tool_use" if item.tool_calls else "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": usage.uncached,
+                    "output_tokens": item.output_tokens,
+                    "cache_creation_input_tokens": usage.written,
+                    "cache_read_input_tokens": usage.read,
+                    "service_tier": "standard",
+                },
+            },
+            {"request-id": _new_id("req_011", 24)},
+        )
 
 
 _OPENAI = _OpenAI()

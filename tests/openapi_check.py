@@ -87,19 +87,24 @@ class ResponseValidator:
             if status == 405 and "MethodNotAllowed" in components:
                 return "/components/responses/MethodNotAllowed"
             documented = sorted(m.upper() for m in METHODS if m in item)
-            raise AssertionError(f"{where}: the document has no {method.upper()} operation on {template} "
-                                 f"(it has {', '.join(documented)})")
+            raise AssertionError(
+                f"{where}: the document has no {method.upper()} operation on {template} "
+                f"(it has {', '.join(documented)})"
+            )
         responses = operation.get("responses", {})
         for key in (str(status), f"{str(status)[0]}XX", "default"):
             if key in responses:
                 return f"/paths/{_escape(template)}/{method.lower()}/responses/{key}"
-        raise AssertionError(f"{where}: status {status} is not documented for {operation.get('operationId')} "
-                             f"({template}); documented: {', '.join(sorted(responses))}")
+        raise AssertionError(
+            f"{where}: status {status} is not documented for {operation.get('operationId')} "
+            f"({template}); documented: {', '.join(sorted(responses))}"
+        )
 
     # -- checks ------------------------------------------------------------------------------
 
-    def validate(self, method: str, path: str, status: int, body: dict | list | None,
-                 headers: Mapping | None = None) -> None:
+    def validate(
+        self, method: str, path: str, status: int, body: dict | list | None, headers: Mapping | None = None
+    ) -> None:
         """Assert that a response with this status, body and headers is what the document promises."""
         where = f"{method.upper()} {path} -> {status}"
         pointer, response = self._resolve(self._response_pointer(method, path, status))
@@ -122,8 +127,9 @@ class ResponseValidator:
         declared = _header(headers, "Content-Type") if headers is not None else None
         if declared is not None:
             media_type = declared.split(";")[0].strip().lower()
-            assert media_type in content, (f"{where}: Content-Type {declared!r} is not documented; "
-                                           f"documented: {', '.join(content)}")
+            assert media_type in content, (
+                f"{where}: Content-Type {declared!r} is not documented; documented: {', '.join(content)}"
+            )
             return media_type
         assert len(content) == 1, f"{where}: several media types documented ({', '.join(content)}); pass headers"
         return next(iter(content))
@@ -142,16 +148,18 @@ class ResponseValidator:
             self._check_schema(f"{where}: header {name}", f"{header_pointer}/schema", instance)
 
     def _check_schema(self, where: str, pointer: str, instance) -> None:
-        validator = Draft202012Validator({"$ref": f"{DOCUMENT_URI}#{pointer}"}, registry=self._registry,
-                                         format_checker=Draft202012Validator.FORMAT_CHECKER)
+        validator = Draft202012Validator(
+            {"$ref": f"{DOCUMENT_URI}#{pointer}"},
+            registry=self._registry,
+            format_checker=Draft202012Validator.FORMAT_CHECKER,
+        )
         errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             lines = [f"  at {_json_path(error)}: {error.message}" for error in map(_most_relevant, errors[:8])]
             shown = json.dumps(instance, default=str)
             if len(shown) > 2000:
                 shown = shown[:2000] + "..."
-            raise AssertionError(f"{where}: does not match #{pointer}:\n" + "\n".join(lines)
-                                 + f"\n  instance: {shown}")
+            raise AssertionError(f"{where}: does not match #{pointer}:\n" + "\n".join(lines) + f"\n  instance: {shown}")
 
 
 def _header(headers: Mapping, name: str) -> str | None:

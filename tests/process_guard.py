@@ -40,7 +40,7 @@ def leaked_children(before: set[int], grace: float = EXIT_GRACE_SECONDS) -> dict
     """Children of this process not in `before` that are still running after `grace` seconds, pid -> command
     line; they are killed, so the next test starts clean."""
     deadline = time.monotonic() + grace
-    while (leaked := {pid: cmd for pid, cmd in live_children(os.getpid()).items() if pid not in before}):
+    while leaked := {pid: cmd for pid, cmd in live_children(os.getpid()).items() if pid not in before}:
         if time.monotonic() >= deadline:
             _kill(leaked)
             return leaked
@@ -54,5 +54,8 @@ def no_leaked_processes():
     before = set(live_children(os.getpid()))
     yield
     if leaked := leaked_children(before):
-        pytest.fail("the test left child processes running: "
-                    + "; ".join(f"pid {pid}: {cmd[:300]}" for pid, cmd in sorted(leaked.items())), pytrace=False)
+        pytest.fail(
+            "the test left child processes running: "
+            + "; ".join(f"pid {pid}: {cmd[:300]}" for pid, cmd in sorted(leaked.items())),
+            pytrace=False,
+        )

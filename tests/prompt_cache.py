@@ -64,8 +64,9 @@ class AnthropicCache:
     @staticmethod
     def blocks(body: dict) -> list[tuple[dict, bool]]:
         """The request's prompt as (block, carries a breakpoint) pairs: tools, system, then message blocks."""
-        out: list[tuple[dict, bool]] = [({"tool": _without_marker(t)}, "cache_control" in t)
-                                        for t in body.get("tools") or []]
+        out: list[tuple[dict, bool]] = [
+            ({"tool": _without_marker(t)}, "cache_control" in t) for t in body.get("tools") or []
+        ]
         system = body.get("system")
         if isinstance(system, str):
             system = [{"type": "text", "text": system}] if system else []
@@ -73,8 +74,10 @@ class AnthropicCache:
         for i, message in enumerate(body["messages"]):
             content = message["content"]
             content = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            out += [({"message": i, "role": message["role"], "block": _without_marker(b)}, "cache_control" in b)
-                    for b in content]
+            out += [
+                ({"message": i, "role": message["role"], "block": _without_marker(b)}, "cache_control" in b)
+                for b in content
+            ]
         if body.get("cache_control") and out:  # automatic caching: a breakpoint on the last block
             out[-1] = (out[-1][0], True)
         return out

@@ -28,8 +28,11 @@ def running_redis(workdir: Path, *args: str, port: int | None = None) -> Iterato
         raise RedisStartError("redis-server is not installed; .ci/run installs it (apt-get install redis-server)")
     port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client = redis.Redis(port=port)
     deadline = time.monotonic() + 10
     try:
@@ -52,14 +55,26 @@ def running_redis(workdir: Path, *args: str, port: int | None = None) -> Iterato
             proc.wait()
 
 
-
-
 def ha_node(replicas: int = 1) -> tuple[str, ...]:
     """A data node's settings in a Sentinel group of `replicas` replicas: it takes no write it could not hand to
     every replica, so a demoted primary refuses writes at once (the promoted replica left it) instead of taking
     writes a resync will discard."""
-    return ("--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction",
-            "--min-replicas-to-write", str(replicas), "--min-replicas-max-lag", "10")
+    return (
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--save",
+        "",
+        "--maxmemory-policy",
+        "noeviction",
+        "--min-replicas-to-write",
+        str(replicas),
+        "--min-replicas-max-lag",
+        "10",
+    )
+
+
 SERVICE = "copydesk"
 
 
@@ -94,11 +109,22 @@ class RedisNode:
             config = self.workdir / "sentinel.conf"
             if not config.exists():
                 host, port = self.sentinel_of
-                config.write_text(f"sentinel monitor {SERVICE} {host} {port} 1\n"
-                                  f"sentinel down-after-milliseconds {SERVICE} 1000\n"
-                                  f"sentinel failover-timeout {SERVICE} 4000\n")
-            argv = [binary, str(config), "--sentinel", "--port", str(self.port), "--bind", "127.0.0.1",
-                    "--dir", str(self.workdir)]
+                config.write_text(
+                    f"sentinel monitor {SERVICE} {host} {port} 1\n"
+                    f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                    f"sentinel failover-timeout {SERVICE} 4000\n"
+                )
+            argv = [
+                binary,
+                str(config),
+                "--sentinel",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.workdir),
+            ]
         with open(self.workdir / "log", "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         client = self.client()
@@ -133,14 +159,18 @@ class SentinelGroup:
     """A primary, `replicas` replicas and `sentinels` sentinels on loopback (each redis-server with `ha_node`'s
     settings unless `node_args` says otherwise); `url` is the Sentinel URL Copydesk takes."""
 
-    def __init__(self, workdir: Path, *, replicas: int = 1, sentinels: int = 1,
-                 node_args: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, *, replicas: int = 1, sentinels: int = 1, node_args: tuple[str, ...] | None = None
+    ) -> None:
         node_args = ha_node(replicas) if node_args is None else node_args
         self.primary = RedisNode(workdir / "node0", *node_args)
-        self.replicas = [RedisNode(workdir / f"node{n + 1}", *node_args, "--replicaof", "127.0.0.1",
-                                   str(self.primary.port)) for n in range(replicas)]
-        self.sentinels = [RedisNode(workdir / f"sentinel{n}", sentinel_of=("127.0.0.1", self.primary.port))
-                          for n in range(sentinels)]
+        self.replicas = [
+            RedisNode(workdir / f"node{n + 1}", *node_args, "--replicaof", "127.0.0.1", str(self.primary.port))
+            for n in range(replicas)
+        ]
+        self.sentinels = [
+            RedisNode(workdir / f"sentinel{n}", sentinel_of=("127.0.0.1", self.primary.port)) for n in range(sentinels)
+        ]
 
     @property
     def nodes(self) -> list[RedisNode]:
@@ -180,8 +210,10 @@ class SentinelGroup:
         others = {n.port for n in self.nodes if n.port != primary_port and n.proc and n.proc.poll() is None}
         while not all(self._sees(s, primary_port, others) for s in self.sentinels):
             if time.monotonic() > deadline:
-                raise RedisStartError(f"the sentinels did not settle on primary {primary_port} with replicas "
-                                      f"{sorted(others)} within {timeout} s")
+                raise RedisStartError(
+                    f"the sentinels did not settle on primary {primary_port} with replicas "
+                    f"{sorted(others)} within {timeout} s"
+                )
             time.sleep(0.1)
 
     @staticmethod
@@ -192,6 +224,5 @@ class SentinelGroup:
                 found = client.sentinel_slaves(SERVICE)
         except redis.RedisError:
             return False
-        healthy = {r["port"] for r in found
-                   if not r["is_sdown"] and r.get("master-link-status") == "ok"}
+        healthy = {r["port"] for r in found if not r["is_sdown"] and r.get("master-link-status") == "ok"}
         return master["port"] == primary_port and not master["is_sdown"] and replicas <= healthy

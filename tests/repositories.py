@@ -28,8 +28,14 @@ class Repository:
         return self.mirror.open(self.sha)
 
 
-def make_repository(git: Git, root: Path, files: dict[str, str | bytes], *, symlinks: dict[str, str] | None = None,
-                    submodules: list[str] | None = None) -> Repository:
+def make_repository(
+    git: Git,
+    root: Path,
+    files: dict[str, str | bytes],
+    *,
+    symlinks: dict[str, str] | None = None,
+    submodules: list[str] | None = None,
+) -> Repository:
     """Create `root/origin.git` holding `files`, symlink entries (path -> target) and submodule entries."""
     bare = root / "origin.git"
     git.run("init", "--bare", "-q", str(bare))
@@ -51,8 +57,13 @@ def call(executor: ToolExecutor, name: str, **arguments):
 def add_entries(git, bare, entries: dict[str, tuple[str, bytes | str]], branch: str = "main") -> str:
     """Commit entries with explicit modes (`path -> (mode, blob content or commit id)`) onto `branch`."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x",
-               "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x"}
+        env = {
+            "GIT_INDEX_FILE": os.path.join(tmp, "index"),
+            "GIT_AUTHOR_NAME": "T",
+            "GIT_AUTHOR_EMAIL": "t@x",
+            "GIT_COMMITTER_NAME": "T",
+            "GIT_COMMITTER_EMAIL": "t@x",
+        }
         head = git.out("rev-parse", f"refs/heads/{branch}", git_dir=bare)
         git.run("read-tree", head, git_dir=bare, env=env)
         for path, (mode, content) in entries.items():
@@ -68,9 +79,13 @@ def add_entries(git, bare, entries: dict[str, tuple[str, bytes | str]], branch: 
 def _add_special_entries(git: Git, bare: Path, symlinks: dict[str, str], submodules: list[str]) -> None:
     # commit_files only writes regular files; symlinks (120000) and gitlinks (160000) need their own modes.
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"),
-               "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
-               "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
+        env = {
+            "GIT_INDEX_FILE": os.path.join(tmp, "index"),
+            "GIT_AUTHOR_NAME": "T",
+            "GIT_AUTHOR_EMAIL": "t@example.com",
+            "GIT_COMMITTER_NAME": "T",
+            "GIT_COMMITTER_EMAIL": "t@example.com",
+        }
         head = git.out("rev-parse", "refs/heads/main", git_dir=bare)
         git.run("read-tree", head, git_dir=bare, env=env)
         for path, target in symlinks.items():

@@ -42,15 +42,15 @@ class ScriptedGitHub:
     def __call__(self, environ, start_response):
         request = Request(environ)
         with self._lock:
-            self.seen.append(Seen(request.method, request.full_path.rstrip("?"), dict(request.headers),
-                                  request.get_data()))
+            self.seen.append(
+                Seen(request.method, request.full_path.rstrip("?"), dict(request.headers), request.get_data())
+            )
             answer = self.answers.popleft() if self.answers else Answer()
         if answer.delay:
             time.sleep(answer.delay)
         body = b"" if answer.body is None else json.dumps(answer.body).encode()
         headers = {"Content-Type": "application/json; charset=utf-8", **answer.headers} if body else answer.headers
         return Response(body, status=answer.status, headers=headers)(environ, start_response)
-
 
     def reset(self) -> "ScriptedGitHub":
         """Forget the answers and requests of the test before."""

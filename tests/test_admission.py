@@ -16,14 +16,16 @@ from service.store.usage import cap_keys, month_of
 @pytest.fixture
 def stores(redis_client):
     ids = UlidGenerator()
-    project = ProjectStore(redis_client, ids).add(account="acme", host="local", repository="/r.git",
-                                                  web_url="http://x/r", ref="main")
+    project = ProjectStore(redis_client, ids).add(
+        account="acme", host="local", repository="/r.git", web_url="http://x/r", ref="main"
+    )
     return JobStore(redis_client, ids), project, RateLimiter(redis_client, limit=2)
 
 
 def admit(jobs, project, limiter, claim=None):
-    return jobs.admit(project, prompt="p", model="m", ref="main", as_draft=False, idempotency=claim,
-                      gate=gate(project, limiter))
+    return jobs.admit(
+        project, prompt="p", model="m", ref="main", as_draft=False, idempotency=claim, gate=gate(project, limiter)
+    )
 
 
 def test_the_quota_refuses_past_its_limit_and_a_refusal_writes_nothing(stores, redis_client):

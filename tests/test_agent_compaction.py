@@ -27,6 +27,7 @@ def conversation(rounds: int, size: int = 600) -> list[tuple[str, str]]:
 
 # --- compact_history -----------------------------------------------------------------------------------
 
+
 def test_a_conversation_within_budget_is_returned_as_is():
     history = conversation(3)
     compacted = compact_history(history, max_chars=history_chars(history))
@@ -44,7 +45,7 @@ def test_fifty_rounds_keep_the_first_prompt_and_the_last_rounds_within_budget(bu
     assert note[0] == "agent" and note[1].startswith(NOTE_HEAD)
     assert "1. answered “Answer 1:" in note[1] and "asked “Request 2:" in note[1]
     verbatim = compacted[2:]
-    assert verbatim == history[-len(verbatim):]  # the most recent rounds, whole
+    assert verbatim == history[-len(verbatim) :]  # the most recent rounds, whole
     assert len(verbatim) >= 4 and verbatim[0][0] == "user"
     roles = [role for role, _ in compacted]
     assert all(a != b for a, b in pairwise(roles))  # user and agent still take turns
@@ -97,12 +98,15 @@ def test_compacted_history_builds_a_valid_first_request():
 
 # --- compact_transcript --------------------------------------------------------------------------------
 
+
 def run_transcript(steps: int, output_size: int = 5_000) -> list[ChatMessage]:
     """A run's messages: system, prompt, then per step one assistant turn with two calls and their results."""
     messages = [ChatMessage("system", "You are Copydesk."), ChatMessage("user", "Fix the install docs")]
     for step in range(1, steps + 1):
-        calls = [ToolCall(f"s{step}a", "read_file", {"path": f"docs/p{step}.md"}),
-                 ToolCall(f"s{step}b", "write_file", {"path": f"docs/p{step}.md", "content": "w" * 3_000})]
+        calls = [
+            ToolCall(f"s{step}a", "read_file", {"path": f"docs/p{step}.md"}),
+            ToolCall(f"s{step}b", "write_file", {"path": f"docs/p{step}.md", "content": "w" * 3_000}),
+        ]
         messages.append(ChatMessage("assistant", f"step {step}", calls))
         messages.append(ChatMessage("tool", f"page {step}\n" + "r" * output_size, tool_call_id=f"s{step}a"))
         messages.append(ChatMessage("tool", f"replaced docs/p{step}.md", tool_call_id=f"s{step}b", is_error=True))
@@ -136,8 +140,9 @@ def test_the_oldest_tool_outputs_become_stubs_and_the_pairing_stays_valid():
     assert len(compacted) == len(messages)
     assert_pairing_valid(compacted)
     assert compacted[:2] == messages[:2] and compacted[-6:] == messages[-6:]
-    assert compacted[3].content == ("[read_file output from step 1 elided to save context; call the tool again if "
-                                    "you need it]")
+    assert compacted[3].content == (
+        "[read_file output from step 1 elided to save context; call the tool again if you need it]"
+    )
     assert compacted[3].tool_call_id == "s1a" and compacted[4].is_error
     stubbed = [i for i, (new, old) in enumerate(zip(compacted, messages, strict=True)) if new.content != old.content]
     assert stubbed == sorted(stubbed) and stubbed[0] == 3
@@ -149,8 +154,10 @@ def test_long_arguments_of_old_calls_are_elided_when_stubs_are_not_enough():
     compacted = compact_transcript(messages, max_chars=25_000)
     assert_pairing_valid(compacted)
     first_call = compacted[2].tool_calls[1]
-    assert first_call.id == "s1b" and first_call.arguments == {"path": "docs/p1.md",
-                                                               "content": "[3,000 characters elided to save context]"}
+    assert first_call.id == "s1b" and first_call.arguments == {
+        "path": "docs/p1.md",
+        "content": "[3,000 characters elided to save context]",
+    }
     assert messages[2].tool_calls[1].arguments["content"] == "w" * 3_000
     assert compacted[-6:] == messages[-6:]
     assert transcript_chars(compacted) <= 25_000
@@ -179,10 +186,10 @@ def test_a_growing_transcript_is_compacted_in_chunks_so_earlier_requests_stay_it
         assert transcript_chars(sent) <= 200_000 and len(sent) == end
         assert_pairing_valid(sent)
         assert sent[:2] == full[:2] and sent[-KEEP_LAST:] == full[:end][-KEEP_LAST:]
-        rewrites += sent[:len(sent_before)] != sent_before
+        rewrites += sent[: len(sent_before)] != sent_before
         sent_before = sent
         scratch = compact_transcript(full[:end], max_chars=200_000)
-        from_scratch_rewrites += scratch[:len(previous_scratch)] != previous_scratch
+        from_scratch_rewrites += scratch[: len(previous_scratch)] != previous_scratch
         previous_scratch = scratch
     assert from_scratch_rewrites >= 20  # what the vendors' caches used to miss
     print(rewrites, from_scratch_rewrites)

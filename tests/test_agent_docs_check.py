@@ -50,16 +50,19 @@ def test_good_links_in_a_changed_page_pass(workspace):
     assert report.problems == []
     assert report.pages_checked == 1
     # `/docs/install` is root-relative on a site whose routing is unknown: said once, not judged.
-    assert report.to_text() == ("- note: links of the form `/x` are not checked: the site's routing is unknown\n"
-                                "docs check passed: 1 changed page(s), no problems found")
+    assert report.to_text() == (
+        "- note: links of the form `/x` are not checked: the site's routing is unknown\n"
+        "docs check passed: 1 changed page(s), no problems found"
+    )
 
 
 def test_broken_relative_links_in_a_changed_page_are_found(workspace):
     workspace.write("docs/new.md", b"# New\n\n[a](instal.md) and <a href='empty/'>x</a>\n[up](../../../x.md)\n")
     workspace.write("docs/notes.txt", b"[not a page](nowhere.md)\n")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/new.md", 3, "broken link: empty/ (the folder docs/empty has no index.md, index.mdx, "
-                                      "README.md)"),
+        DocsProblem(
+            "docs/new.md", 3, "broken link: empty/ (the folder docs/empty has no index.md, index.mdx, README.md)"
+        ),
         DocsProblem("docs/new.md", 3, "broken link: instal.md (no file docs/instal.md)"),
         DocsProblem("docs/new.md", 4, "link to ../../../x.md points outside the repository"),
     ]
@@ -68,26 +71,30 @@ def test_broken_relative_links_in_a_changed_page_are_found(workspace):
 def test_problems_already_in_an_edited_page_are_not_reported_new_ones_are(workspace):
     workspace.write("docs/index.md", FILES["docs/index.md"].replace("# Docs", "# Documentation").encode())
     assert check_docs(workspace).problems == []  # its old broken link to gone.md is not this run's doing
-    workspace.write("docs/index.md", FILES["docs/index.md"].replace("[Install]", "[Gone again](gone.md) [Install]")
-                    .encode())
+    workspace.write(
+        "docs/index.md", FILES["docs/index.md"].replace("[Install]", "[Gone again](gone.md) [Install]").encode()
+    )
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/index.md", 3, "broken link: gone.md (no file docs/gone.md)")]
+        DocsProblem("docs/index.md", 3, "broken link: gone.md (no file docs/gone.md)")
+    ]
 
 
 def test_links_to_a_deleted_page_from_unchanged_pages_are_found(workspace):
     workspace.delete("docs/install.md")
     report = check_docs(workspace)
     # docs/index.md's old broken link to gone.md is not this run's doing, so it is not reported.
-    assert report.problems == [
-        DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
-    assert report.to_text() == ("- `docs/index.md:3` link to install.md, which this run moved or deleted\n"
-                                "docs check failed: 1 problem(s) found, 0 changed page(s) checked")
+    assert report.problems == [DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
+    assert report.to_text() == (
+        "- `docs/index.md:3` link to install.md, which this run moved or deleted\n"
+        "docs check failed: 1 problem(s) found, 0 changed page(s) checked"
+    )
 
 
 def test_moving_a_page_away_is_found_and_fixing_the_link_clears_it(workspace):
     workspace.move("docs/install.md", "docs/setup/install.md")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")]
+        DocsProblem("docs/index.md", 3, "link to install.md, which this run moved or deleted")
+    ]
     workspace.write("docs/index.md", workspace.read("docs/index.md").replace(b"(install.md)", b"(setup/install)"))
     # docs/index.md is now a changed page; its old broken link to gone.md was there before, so it is left be.
     assert check_docs(workspace).problems == []
@@ -96,7 +103,8 @@ def test_moving_a_page_away_is_found_and_fixing_the_link_clears_it(workspace):
 def test_a_moved_page_is_checked_from_its_new_folder(workspace):
     workspace.move("docs/guide/intro.md", "docs/intro.md")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/intro.md", 3, "broken link: ../index.md (no file index.md)")]
+        DocsProblem("docs/intro.md", 3, "broken link: ../index.md (no file index.md)")
+    ]
 
 
 def test_deleting_a_folder_index_breaks_links_to_the_folder(workspace):
@@ -104,37 +112,63 @@ def test_deleting_a_folder_index_breaks_links_to_the_folder(workspace):
     assert check_docs(workspace).problems == []
     workspace.delete("docs/guide/index.mdx")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/links.md", 1, "broken link: guide/ (the folder docs/guide has no index.md, index.mdx, "
-                                        "README.md)"),
+        DocsProblem(
+            "docs/links.md", 1, "broken link: guide/ (the folder docs/guide has no index.md, index.mdx, README.md)"
+        ),
         DocsProblem("docs/overview.md", 3, "link to guide, which this run moved or deleted"),
     ]
 
 
 def test_broken_anchors_in_a_changed_page_are_found(workspace):
-    workspace.write("docs/new.md", b"# New\n\n[a](install.md#step) [b](#missing) [c](install.md#Steps)\n"
-                                   b"[d](#new) [e](guide/#guide) [f](install.md#:~:text=Run)\n")
+    workspace.write(
+        "docs/new.md",
+        b"# New\n\n[a](install.md#step) [b](#missing) [c](install.md#Steps)\n"
+        b"[d](#new) [e](guide/#guide) [f](install.md#:~:text=Run)\n",
+    )
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/new.md", 3, "broken anchor: #missing (this page has no heading or id `missing`); link to an "
-                                      "existing heading or remove the anchor"),
-        DocsProblem("docs/new.md", 3, "broken anchor: install.md#step (docs/install.md has no heading or id `step`); "
-                                      "did you mean #steps?"),
+        DocsProblem(
+            "docs/new.md",
+            3,
+            "broken anchor: #missing (this page has no heading or id `missing`); link to an "
+            "existing heading or remove the anchor",
+        ),
+        DocsProblem(
+            "docs/new.md",
+            3,
+            "broken anchor: install.md#step (docs/install.md has no heading or id `step`); did you mean #steps?",
+        ),
     ]
 
 
 def test_anchors_of_pages_that_include_other_content_are_not_judged(open_workspace):
-    workspace = open_workspace({"api.md": "# API\n\n::: widgets.core\n", "_intro.mdx": "## Shared heading\n",
-                                "usage.mdx": "import Intro from './_intro.mdx'\n\n<Intro />\n"})
+    workspace = open_workspace(
+        {
+            "api.md": "# API\n\n::: widgets.core\n",
+            "_intro.mdx": "## Shared heading\n",
+            "usage.mdx": "import Intro from './_intro.mdx'\n\n<Intro />\n",
+        }
+    )
     workspace.write("guide.md", b"[run](api.md#widgets.core.run) [shared](usage.mdx#shared-heading)\n")
     assert check_docs(workspace).problems == []
 
 
 def test_renaming_a_heading_breaks_anchor_links_in_untouched_pages(open_workspace):
-    workspace = open_workspace({"install.md": "# Install\n\n## Steps\n", "ref.md": "# Ref\n\n[how](install.md#steps)\n",
-                                "other.md": "[unrelated](#steps)\n"})
+    workspace = open_workspace(
+        {
+            "install.md": "# Install\n\n## Steps\n",
+            "ref.md": "# Ref\n\n[how](install.md#steps)\n",
+            "other.md": "[unrelated](#steps)\n",
+        }
+    )
     workspace.write("install.md", b"# Install\n\n## Procedure\n")
     assert check_docs(workspace).problems == [
-        DocsProblem("ref.md", 3, "link to install.md#steps: this run removed the anchor `steps` from install.md (a "
-                                 "heading was renamed or deleted); point the link at the new heading")]
+        DocsProblem(
+            "ref.md",
+            3,
+            "link to install.md#steps: this run removed the anchor `steps` from install.md (a "
+            "heading was renamed or deleted); point the link at the new heading",
+        )
+    ]
 
 
 def test_bad_front_matter_and_unclosed_tags_in_changed_pages_are_found(workspace):
@@ -146,8 +180,9 @@ def test_bad_front_matter_and_unclosed_tags_in_changed_pages_are_found(workspace
 
 
 def test_old_problems_in_untouched_pages_are_not_reported(open_workspace):
-    workspace = open_workspace({"old.mdx": "---\ntitle: a: b\n---\n<Note>\n[x](gone.md) [y](#nope)\n",
-                                "new-home.md": "# Home\n"})
+    workspace = open_workspace(
+        {"old.mdx": "---\ntitle: a: b\n---\n<Note>\n[x](gone.md) [y](#nope)\n", "new-home.md": "# Home\n"}
+    )
     workspace.write("new-home.md", b"# Home\n\nUpdated.\n")
     report = check_docs(workspace)
     assert report.ok and report.to_text() == "docs check passed: 1 changed page(s), no problems found"
@@ -161,13 +196,16 @@ def test_links_come_from_the_parsed_page_not_code():
     assert [link.line for link in links if link.target == "guide/intro.md"] == [3, 6]  # and the [ref] use: line 3
 
 
-@pytest.mark.parametrize("target, expected", [
-    ("a.md", "docs/a.md"),
-    ("./a.md", "docs/a.md"),
-    ("../README.md", "README.md"),
-    ("..", ""),
-    ("../..", None),
-])
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        ("a.md", "docs/a.md"),
+        ("./a.md", "docs/a.md"),
+        ("../README.md", "README.md"),
+        ("..", ""),
+        ("../..", None),
+    ],
+)
 def test_join(target, expected):
     assert join("docs", target) == expected
 
@@ -194,12 +232,17 @@ def test_empty_report_text():
 
 def test_links_with_an_anchor_the_source_lacks_are_still_reported_when_their_page_moves(open_workspace):
     # Modelled on a MkDocs Material site whose option anchors (`#config.blog_dir`) a hook adds at build time.
-    workspace = open_workspace({"mkdocs.yml": "site_name: S\n",
-                                "docs/plugins/blog.md": "# Blog\n\n## Settings\n",
-                                "docs/setup.md": "# Setup\n\nSet [the folder](plugins/blog.md#config.blog_dir).\n"})
+    workspace = open_workspace(
+        {
+            "mkdocs.yml": "site_name: S\n",
+            "docs/plugins/blog.md": "# Blog\n\n## Settings\n",
+            "docs/setup.md": "# Setup\n\nSet [the folder](plugins/blog.md#config.blog_dir).\n",
+        }
+    )
     assert check_docs(workspace).problems == []
     workspace.write("docs/plugins/blog.md", b"# Blog\n\n## Options\n")  # the hook's anchor was never a heading
     assert check_docs(workspace).problems == []
     workspace.move("docs/plugins/blog.md", "docs/reference/blog.md")
     assert check_docs(workspace).problems == [
-        DocsProblem("docs/setup.md", 3, "link to plugins/blog.md#config.blog_dir, which this run moved or deleted")]
+        DocsProblem("docs/setup.md", 3, "link to plugins/blog.md#config.blog_dir, which this run moved or deleted")
+    ]

@@ -22,9 +22,15 @@ def fast_import(git: Git, bare, files: dict[str, str]) -> str:
 
 def big_repository_files() -> dict[str, str]:
     """5,000 files: 1,500 nested docs pages with front matter, code, a mkdocs.yml, a docs.json and workflows."""
-    files = {"README.md": "# Widgets\n", "AGENTS.md": "Use sentence case.\n", "mkdocs.yml": "site_name: W\n",
-             "docs/docs.json": "{}\n", "docs/index.md": "# Widgets\n", ".github/workflows/ci.yml": "on: push\n",
-             "website/sidebars.js": "module.exports = {};\n"}
+    files = {
+        "README.md": "# Widgets\n",
+        "AGENTS.md": "Use sentence case.\n",
+        "mkdocs.yml": "site_name: W\n",
+        "docs/docs.json": "{}\n",
+        "docs/index.md": "# Widgets\n",
+        ".github/workflows/ci.yml": "on: push\n",
+        "website/sidebars.js": "module.exports = {};\n",
+    }
     for i in range(1_500):
         suffix = ".mdx" if i % 4 == 0 else ".md"
         files[f"docs/{SECTIONS[i % 4]}/topic-{i // 4 % 30}/page-{i:04}{suffix}"] = f"---\ntitle: P{i}\n---\n# P{i}\n"
@@ -85,10 +91,12 @@ def test_the_overview_of_5000_files_is_small_and_names_the_docs_and_their_config
     assert "Top-level folders (files): docs/ 1,502, src/ 3,493, website/ 1" in text
     assert "Docs configuration files: mkdocs.yml, docs/docs.json, website/sidebars.js" in text
     assert "Docs pages under docs/: 1,501 (.md 1,126, .mdx 375)." in text
-    assert "Folders under docs/ (pages): docs/api/ 375, docs/concepts/ 375, docs/guides/ 375, docs/reference/ 375" \
-        in text
-    assert lines[-1] == f"… and {1_501 - MAX_PAGES:,} more: use list_files('docs/**/*.md') or " \
-                        "list_files('docs/**/*.mdx')"
+    assert (
+        "Folders under docs/ (pages): docs/api/ 375, docs/concepts/ 375, docs/guides/ 375, docs/reference/ 375" in text
+    )
+    assert (
+        lines[-1] == f"… and {1_501 - MAX_PAGES:,} more: use list_files('docs/**/*.md') or list_files('docs/**/*.mdx')"
+    )
     pages = [line for line in lines if line.startswith("docs/") and line.endswith((".md", ".mdx"))]
     assert len(pages) == MAX_PAGES and pages == sorted(pages)
     assert "docs/index.md" in pages
@@ -111,8 +119,15 @@ def test_without_a_docs_root_the_folder_with_the_most_pages_is_described(big):
 
 
 def test_a_small_repository_lists_every_page_without_a_hint(open_workspace):
-    workspace = open_workspace({"README.md": "# R\n", "guide/a.md": "# A\n", "guide/b.rst": "B\n",
-                                "conf.py": "project = 'x'\n", "src/x.py": "x\n"})
+    workspace = open_workspace(
+        {
+            "README.md": "# R\n",
+            "guide/a.md": "# A\n",
+            "guide/b.rst": "B\n",
+            "conf.py": "project = 'x'\n",
+            "src/x.py": "x\n",
+        }
+    )
     text = repository_overview(workspace)
     assert text.splitlines()[1:] == [
         "Root files: README.md, conf.py",

@@ -8,11 +8,17 @@ from service.agent.model import ModelError, ModelFactory, UnknownModel
 from service.agent.scripted import ScriptError, load_script, parse_script
 from service.errors import RunFailed
 
-SCRIPT = {"runs": [
-    {"steps": [{"tool": "read_file", "args": {"path": "README.md"}},
-               {"tool": "write_file", "args": {"path": "docs/a.md", "content": "A\n"}}]},
-    {"steps": [{"tool": "finish", "args": {"title": "T", "summary": "S"}}]},
-]}
+SCRIPT = {
+    "runs": [
+        {
+            "steps": [
+                {"tool": "read_file", "args": {"path": "README.md"}},
+                {"tool": "write_file", "args": {"path": "docs/a.md", "content": "A\n"}},
+            ]
+        },
+        {"steps": [{"tool": "finish", "args": {"title": "T", "summary": "S"}}]},
+    ]
+}
 
 
 @pytest.fixture
@@ -52,8 +58,10 @@ def test_a_no_change_needed_finish_step_is_replayed_as_written(tmp_path):
     path.write_text(json.dumps({"runs": [{"steps": [{"tool": "finish", "args": finish}]}]}))
     (call,) = ModelFactory().client(f"scripted:{path}", run_index=0).complete([], []).tool_calls
     assert (call.name, call.arguments) == ("finish", finish)
-    assert "no_change_needed" not in ModelFactory().client(f"scripted:{path}", run_index=1).complete(
-        [], []).tool_calls[0].arguments  # past the last run: an answer, not a judgement
+    assert (
+        "no_change_needed"
+        not in ModelFactory().client(f"scripted:{path}", run_index=1).complete([], []).tool_calls[0].arguments
+    )  # past the last run: an answer, not a judgement
 
 
 def test_alias_resolves_to_bundled_script(script_path):
@@ -94,23 +102,27 @@ def test_script_that_is_not_json(tmp_path):
         load_script(path)
 
 
-@pytest.mark.parametrize("data, message", [
-    ([], "top level must be an object"),
-    ({}, "missing 'runs'"),
-    ({"runs": {}}, "'runs' must be a list"),
-    ({"runs": [{}]}, r"runs\[0\] must be an object with a 'steps' list"),
-    ({"runs": [{"steps": [{"args": {}}]}]}, r"runs\[0\].steps\[0\] has no 'tool'"),
-    ({"runs": [{"steps": [{"tool": "shell", "args": {}}]}]}, "unknown tool 'shell'"),
-    ({"runs": [{"steps": [{"tool": "read_file", "args": ["README.md"]}]}]}, "'args' must be an object"),
-    ({"runs": [{"steps": [{"tool": "read_file", "arguments": {}}]}]}, "unexpected key.*'arguments'"),
-    ({"runs": [{"steps": ["read_file"]}]}, r"steps\[0\] must be an object"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ([], "top level must be an object"),
+        ({}, "missing 'runs'"),
+        ({"runs": {}}, "'runs' must be a list"),
+        ({"runs": [{}]}, r"runs\[0\] must be an object with a 'steps' list"),
+        ({"runs": [{"steps": [{"args": {}}]}]}, r"runs\[0\].steps\[0\] has no 'tool'"),
+        ({"runs": [{"steps": [{"tool": "shell", "args": {}}]}]}, "unknown tool 'shell'"),
+        ({"runs": [{"steps": [{"tool": "read_file", "args": ["README.md"]}]}]}, "'args' must be an object"),
+        ({"runs": [{"steps": [{"tool": "read_file", "arguments": {}}]}]}, "unexpected key.*'arguments'"),
+        ({"runs": [{"steps": ["read_file"]}]}, r"steps\[0\] must be an object"),
+    ],
+)
 def test_invalid_scripts_say_what_is_wrong(data, message):
     with pytest.raises(ScriptError, match=message):
         parse_script(data, source="s.json")
 
 
 def test_args_are_optional_and_not_checked_against_the_schema():
-    script = parse_script({"description": "x", "runs": [{"steps": [{"tool": "check_docs"},
-                                                                   {"tool": "read_file", "args": {"p": 1}}]}]})
+    script = parse_script(
+        {"description": "x", "runs": [{"steps": [{"tool": "check_docs"}, {"tool": "read_file", "args": {"p": 1}}]}]}
+    )
     assert [s.args for s in script.runs[0]] == [{}, {"p": 1}]

@@ -29,8 +29,7 @@ LINKS = {"docs/latest.md": "install.md", "guides": "docs"}
 
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory):
-    return make_repository(Git(), tmp_path_factory.mktemp("tools"), FILES, symlinks=LINKS,
-                           submodules=["vendor/theme"])
+    return make_repository(Git(), tmp_path_factory.mktemp("tools"), FILES, symlinks=LINKS, submodules=["vendor/theme"])
 
 
 @pytest.fixture
@@ -78,8 +77,9 @@ ESCAPES = [
 ]
 
 
-@pytest.mark.parametrize("name, arguments", ESCAPES, ids=[f"{n}:{a.get('path', a.get('path_glob'))}"
-                                                          for n, a in ESCAPES])
+@pytest.mark.parametrize(
+    "name, arguments", ESCAPES, ids=[f"{n}:{a.get('path', a.get('path_glob'))}" for n, a in ESCAPES]
+)
 def test_every_escape_attempt_is_a_tool_error_and_changes_nothing(executor, workspace, name, arguments):
     result = call(executor, name, **arguments)
     assert result.is_error, result.content
@@ -96,8 +96,17 @@ def test_symlinks_are_reported_not_followed(executor):
 
 
 def test_tool_specs_are_json_schema_objects():
-    assert [spec.name for spec in TOOL_SPECS] == ["list_files", "read_file", "search", "write_file", "edit_file",
-                                                  "move_file", "delete_file", "check_docs", "finish"]
+    assert [spec.name for spec in TOOL_SPECS] == [
+        "list_files",
+        "read_file",
+        "search",
+        "write_file",
+        "edit_file",
+        "move_file",
+        "delete_file",
+        "check_docs",
+        "finish",
+    ]
     for spec in TOOL_SPECS:
         assert spec.parameters["type"] == "object"
         assert spec.parameters["additionalProperties"] is False
@@ -107,17 +116,21 @@ def test_tool_specs_are_json_schema_objects():
 
 # --- arguments -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, arguments, message", [
-    ("read_file", {}, "missing argument 'path'"),
-    ("read_file", {"path": "README.md", "lines": 3}, "unknown argument(s) lines"),
-    ("read_file", {"path": 7}, "'path' must be of type string"),
-    ("read_file", {"path": "README.md", "start_line": True}, "'start_line' must be of type integer"),
-    ("read_file", {"path": "README.md", "start_line": "2"}, "'start_line' must be of type integer"),
-    ("read_file", {"path": "README.md", "start_line": 0}, "at least 1"),
-    ("search", {"pattern": "x", "ignore_case": "yes"}, "'ignore_case' must be of type boolean"),
-    ("write_file", {"path": "a.md", "content": None}, "missing argument 'content'"),
-    ("check_docs", {"verbose": True}, "unknown argument(s) verbose (expected: none)"),
-])
+
+@pytest.mark.parametrize(
+    "name, arguments, message",
+    [
+        ("read_file", {}, "missing argument 'path'"),
+        ("read_file", {"path": "README.md", "lines": 3}, "unknown argument(s) lines"),
+        ("read_file", {"path": 7}, "'path' must be of type string"),
+        ("read_file", {"path": "README.md", "start_line": True}, "'start_line' must be of type integer"),
+        ("read_file", {"path": "README.md", "start_line": "2"}, "'start_line' must be of type integer"),
+        ("read_file", {"path": "README.md", "start_line": 0}, "at least 1"),
+        ("search", {"pattern": "x", "ignore_case": "yes"}, "'ignore_case' must be of type boolean"),
+        ("write_file", {"path": "a.md", "content": None}, "missing argument 'content'"),
+        ("check_docs", {"verbose": True}, "unknown argument(s) verbose (expected: none)"),
+    ],
+)
 def test_arguments_that_do_not_fit_the_schema_are_tool_errors(executor, workspace, name, arguments, message):
     result = call(executor, name, **arguments)
     assert result.is_error
@@ -141,6 +154,7 @@ def test_null_optional_arguments_and_integral_floats_are_accepted(executor):
 
 # --- list_files ----------------------------------------------------------------------------------------
 
+
 def test_list_files_lists_everything_allowed_sorted(executor):
     listed = call(executor, "list_files").content.splitlines()
     assert listed == sorted(listed)
@@ -151,9 +165,16 @@ def test_list_files_lists_everything_allowed_sorted(executor):
 
 def test_list_files_with_patterns(executor):
     assert call(executor, "list_files", pattern="*.md").content.splitlines() == [
-        "README.md", "docs/index.md", "docs/install.md", "docs/latest.md", "docs/usage.md"]
+        "README.md",
+        "docs/index.md",
+        "docs/install.md",
+        "docs/latest.md",
+        "docs/usage.md",
+    ]
     assert call(executor, "list_files", pattern="docs/i*.md").content.splitlines() == [
-        "docs/index.md", "docs/install.md"]
+        "docs/index.md",
+        "docs/install.md",
+    ]
     assert call(executor, "list_files", pattern="docs/").content.count("\n") == 4
     assert call(executor, "list_files", pattern="nothing/**").content == "no files match 'nothing/**'"
 
@@ -169,12 +190,15 @@ def test_list_files_caps_its_output(executor, monkeypatch):
     monkeypatch.setattr(tools, "LIST_LIMIT", 2)
     lines = call(executor, "list_files", pattern="*.md").content.splitlines()
     assert lines[:2] == ["README.md", "docs/index.md"]
-    assert lines[2] == ("[3 more files not shown (of 5); list them with a narrower pattern: "
-                        "list_files(pattern='docs/i*') for 1, list_files(pattern='docs/l*') for 1, "
-                        "list_files(pattern='docs/u*') for 1]")
+    assert lines[2] == (
+        "[3 more files not shown (of 5); list them with a narrower pattern: "
+        "list_files(pattern='docs/i*') for 1, list_files(pattern='docs/l*') for 1, "
+        "list_files(pattern='docs/u*') for 1]"
+    )
 
 
 # --- read_file -----------------------------------------------------------------------------------------
+
 
 def test_read_file_numbers_lines(executor):
     result = call(executor, "read_file", path="./docs//install.md")
@@ -190,20 +214,25 @@ def test_read_file_numbers_lines(executor):
 
 def test_read_file_line_range_and_cap(executor, monkeypatch):
     assert call(executor, "read_file", path="docs/install.md", start_line=3, end_line=3).content.splitlines() == [
-        "docs/install.md (lines 3-3 of 4)", "     3\tRun `pip install thing`."]
+        "docs/install.md (lines 3-3 of 4)",
+        "     3\tRun `pip install thing`.",
+    ]
     monkeypatch.setattr(tools, "READ_MAX_LINES", 2)
     capped = call(executor, "read_file", path="docs/install.md").content.splitlines()
     assert capped[0] == "docs/install.md (lines 1-2 of 4)"
     assert capped[-1] == "[more lines follow; call read_file with start_line=3 to read on]"
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"path": "docs/missing.md"}, "does not exist"),
-    ({"path": "docs"}, "directory"),
-    ({"path": "vendor/theme"}, "submodule"),
-    ({"path": "docs/install.md", "start_line": 9}, "past the end"),
-    ({"path": "docs/install.md", "start_line": 3, "end_line": 2}, "before start_line"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"path": "docs/missing.md"}, "does not exist"),
+        ({"path": "docs"}, "directory"),
+        ({"path": "vendor/theme"}, "submodule"),
+        ({"path": "docs/install.md", "start_line": 9}, "past the end"),
+        ({"path": "docs/install.md", "start_line": 3, "end_line": 2}, "before start_line"),
+    ],
+)
 def test_read_file_errors(executor, arguments, message):
     result = call(executor, "read_file", **arguments)
     assert result.is_error and message in result.content
@@ -217,6 +246,7 @@ def test_read_file_reports_binary_files(executor):
 
 # --- search --------------------------------------------------------------------------------------------
 
+
 def test_search_finds_lines_in_tree_and_overlay(executor):
     call(executor, "write_file", path="docs/new.md", content="Install it\n")
     result = call(executor, "search", pattern=r"^# Inst|Install it")
@@ -225,7 +255,9 @@ def test_search_finds_lines_in_tree_and_overlay(executor):
 
 def test_search_with_glob_and_case(executor):
     assert call(executor, "search", pattern="thing", path_glob="docs/usage.md").content.splitlines() == [
-        "docs/usage.md:3: thing --help", "docs/usage.md:4: thing --help"]
+        "docs/usage.md:3: thing --help",
+        "docs/usage.md:4: thing --help",
+    ]
     assert call(executor, "search", pattern="^# project").content == "no matches"
     assert call(executor, "search", pattern="^# project", ignore_case=True).content == "README.md:1: # Project"
     assert call(executor, "search", pattern="push").content == "no matches"  # workflows stay hidden
@@ -238,11 +270,15 @@ def test_search_errors(executor):
 
 # --- write_file, edit_file -----------------------------------------------------------------------------
 
+
 def test_write_file_creates_and_replaces(executor, workspace):
-    assert call(executor, "write_file", path="docs/faq.md", content="# FAQ\n").content == \
-        "created docs/faq.md (6 bytes)"
-    assert call(executor, "write_file", path="docs/usage.md", content="# Use\n").content == \
-        "replaced docs/usage.md (6 bytes)"
+    assert (
+        call(executor, "write_file", path="docs/faq.md", content="# FAQ\n").content == "created docs/faq.md (6 bytes)"
+    )
+    assert (
+        call(executor, "write_file", path="docs/usage.md", content="# Use\n").content
+        == "replaced docs/usage.md (6 bytes)"
+    )
     assert workspace.changes() == {"docs/faq.md": b"# FAQ\n", "docs/usage.md": b"# Use\n"}
     assert executor.bytes_written == 12
 
@@ -260,14 +296,17 @@ def test_edit_file_replaces_a_unique_occurrence(executor, workspace):
     assert executor.bytes_written == len("pipx install thing")
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"path": "docs/usage.md", "old": "thing --help", "new": "thing -h"}, "occurs 2 times"),
-    ({"path": "docs/usage.md", "old": "aa", "new": "b"}, "not found"),
-    ({"path": "docs/install.md", "old": "", "new": "x"}, "old is empty"),
-    ({"path": "docs/install.md", "old": "Run", "new": "Run"}, "the same"),
-    ({"path": "docs/logo.png", "old": "PNG", "new": "JPG"}, "binary"),
-    ({"path": "docs/missing.md", "old": "a", "new": "b"}, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"path": "docs/usage.md", "old": "thing --help", "new": "thing -h"}, "occurs 2 times"),
+        ({"path": "docs/usage.md", "old": "aa", "new": "b"}, "not found"),
+        ({"path": "docs/install.md", "old": "", "new": "x"}, "old is empty"),
+        ({"path": "docs/install.md", "old": "Run", "new": "Run"}, "the same"),
+        ({"path": "docs/logo.png", "old": "PNG", "new": "JPG"}, "binary"),
+        ({"path": "docs/missing.md", "old": "a", "new": "b"}, "does not exist"),
+    ],
+)
 def test_edit_file_errors(executor, workspace, arguments, message):
     result = call(executor, "edit_file", **arguments)
     assert result.is_error and message in result.content
@@ -283,17 +322,23 @@ def test_edit_file_counts_overlapping_occurrences(executor, workspace):
 
 # --- move_file, delete_file ----------------------------------------------------------------------------
 
+
 def test_move_file(executor, workspace):
-    assert call(executor, "move_file", path="docs/usage.md", new_path="docs/guide/usage.md").content == \
-        "moved docs/usage.md to docs/guide/usage.md"
+    assert (
+        call(executor, "move_file", path="docs/usage.md", new_path="docs/guide/usage.md").content
+        == "moved docs/usage.md to docs/guide/usage.md"
+    )
     assert workspace.changes() == {"docs/usage.md": None, "docs/guide/usage.md": FILES["docs/usage.md"].encode()}
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"path": "docs/usage.md", "new_path": "docs/install.md"}, "already exists"),
-    ({"path": "docs/missing.md", "new_path": "docs/x.md"}, "does not exist"),
-    ({"path": "docs/usage.md", "new_path": "./docs/usage.md"}, "the same"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"path": "docs/usage.md", "new_path": "docs/install.md"}, "already exists"),
+        ({"path": "docs/missing.md", "new_path": "docs/x.md"}, "does not exist"),
+        ({"path": "docs/usage.md", "new_path": "./docs/usage.md"}, "the same"),
+    ],
+)
 def test_move_file_errors(executor, workspace, arguments, message):
     result = call(executor, "move_file", **arguments)
     assert result.is_error and message in result.content
@@ -315,6 +360,7 @@ def test_delete_file(executor, workspace):
 
 
 # --- check_docs, finish --------------------------------------------------------------------------------
+
 
 def test_check_docs_reports_as_text(executor):
     assert call(executor, "check_docs").content == "docs check passed: 0 changed page(s), no problems found"
@@ -338,8 +384,9 @@ def test_finish_ends_the_run(executor):
 
 
 def test_finish_with_no_change_needed_carries_the_reason(executor):
-    result = call(executor, "finish", title="", summary=" The install page already covers pipx. ",
-                  no_change_needed=True)
+    result = call(
+        executor, "finish", title="", summary=" The install page already covers pipx. ", no_change_needed=True
+    )
     assert not result.is_error
     assert result.finish == tools.Finish(None, "The install page already covers pipx.", no_change_needed=True)
     unsaid = call(executor, "finish", title="", summary="", no_change_needed=True)
@@ -377,6 +424,7 @@ def test_tool_schemas_are_valid_json_schema_and_finish_accepts_its_examples():
 
 # --- the write limit -----------------------------------------------------------------------------------
 
+
 def test_writing_past_the_byte_limit_fails_the_run_and_writes_nothing(workspace):
     executor = ToolExecutor(workspace, max_bytes_written=10)
     call(executor, "write_file", path="a.md", content="12345678")
@@ -390,6 +438,7 @@ def test_writing_past_the_byte_limit_fails_the_run_and_writes_nothing(workspace)
 
 
 # --- output caps: a cut result says how to get the rest ------------------------------------------------
+
 
 @pytest.fixture
 def roomy(workspace):
@@ -423,8 +472,10 @@ def test_list_files_over_the_cap_suggests_narrower_patterns(roomy, workspace):
     lines = call(roomy, "list_files", pattern="src").content.splitlines()
     assert len(lines) == tools.LIST_LIMIT + 1
     assert lines[-2] == "src/web/v049.py"  # sorted: src/core/* (450), then the first 50 of src/web
-    assert lines[-1] == ("[100 more files not shown (of 600); list them with a narrower pattern: "
-                         "list_files(pattern='src/web/v0*') for 50, list_files(pattern='src/web/v1*') for 50]")
+    assert lines[-1] == (
+        "[100 more files not shown (of 600); list them with a narrower pattern: "
+        "list_files(pattern='src/web/v0*') for 50, list_files(pattern='src/web/v1*') for 50]"
+    )
     everything = call(roomy, "list_files").content.splitlines()
     assert everything[-1].startswith("[") and "list_files(pattern='src/**')" in everything[-1]
     assert len("\n".join(everything)) <= tools.LIST_MAX_CHARS + 500
@@ -436,16 +487,20 @@ def test_search_over_the_cap_says_so_and_suggests_a_path_glob(roomy, workspace):
             workspace.write(f"docs/{folder}/p{n:02}.md", "".join(f"term {k}\n" for k in range(10)).encode())
     lines = call(roomy, "search", pattern="^term").content.splitlines()
     assert len(lines) == tools.SEARCH_LIMIT + 1
-    assert lines[-1] == (f"[stopped after {tools.SEARCH_LIMIT} matches; there are more: search again with a "
-                         "narrower pattern or a path_glob, e.g. path_glob='docs/guides/**' (150 of these), "
-                         "path_glob='docs/reference/**' (50 of these)]")
+    assert lines[-1] == (
+        f"[stopped after {tools.SEARCH_LIMIT} matches; there are more: search again with a "
+        "narrower pattern or a path_glob, e.g. path_glob='docs/guides/**' (150 of these), "
+        "path_glob='docs/reference/**' (50 of these)]"
+    )
 
 
 def test_search_over_the_cap_in_one_file_points_at_the_file(roomy, workspace):
     workspace.write("docs/many.md", "".join(f"term {n}\n" for n in range(300)).encode())
     lines = call(roomy, "search", pattern="^term").content.splitlines()
-    assert lines[-1] == (f"[stopped after {tools.SEARCH_LIMIT} matches; there are more: all in docs/many.md; "
-                         "narrow the pattern, or read the file with read_file]")
+    assert lines[-1] == (
+        f"[stopped after {tools.SEARCH_LIMIT} matches; there are more: all in docs/many.md; "
+        "narrow the pattern, or read the file with read_file]"
+    )
 
 
 def test_search_stops_at_the_character_cap(roomy, workspace):
@@ -468,8 +523,10 @@ def test_check_docs_report_is_capped_with_a_note_and_keeps_its_last_line(roomy, 
     assert len("\n".join(lines)) <= tools.REPORT_MAX_CHARS
     shown = len(lines) - 2
     assert 10 < shown < 600 and lines[:shown] == full[:shown]
-    assert lines[-2] == (f"[{600 - shown} more line(s) of this report not shown; fix these problems and run "
-                         "check_docs again to see the rest]")
+    assert lines[-2] == (
+        f"[{600 - shown} more line(s) of this report not shown; fix these problems and run "
+        "check_docs again to see the rest]"
+    )
     assert lines[-1] == full[-1]
 
 
@@ -486,9 +543,15 @@ def test_a_file_past_the_size_limit_is_read_in_ranges_but_never_loaded_or_edited
         workspace.max_file_bytes = 64 * 1024  # what COPYDESK_MAX_FILE_BYTES sets; tests lower it
         executor = ToolExecutor(workspace, max_bytes_written=10_000)
         text = call(executor, "read_file", path="docs/big.md", start_line=199_999).content
-        assert text.splitlines() == ["docs/big.md (lines 199999-200000 of 200000)", "199999\tentry 199999",
-                                     "200000\tentry 200000"]
-        for tool, args in (("edit_file", {"old": "entry 5\n", "new": "entry five\n"}), ("move_file", {"new_path": "b.md"})):
+        assert text.splitlines() == [
+            "docs/big.md (lines 199999-200000 of 200000)",
+            "199999\tentry 199999",
+            "200000\tentry 200000",
+        ]
+        for tool, args in (
+            ("edit_file", {"old": "entry 5\n", "new": "entry five\n"}),
+            ("move_file", {"new_path": "b.md"}),
+        ):
             refused = call(executor, tool, path="docs/big.md", **args)
             assert refused.is_error and "more than the 65,536-byte limit" in refused.content
         # Search skips it (and says nothing of it): the small file still answers.
@@ -498,7 +561,9 @@ def test_a_file_past_the_size_limit_is_read_in_ranges_but_never_loaded_or_edited
 
 def test_binary_files_are_reported_as_binary_with_their_size(executor):
     result = call(executor, "read_file", path="docs/logo.png")
-    assert not result.is_error and result.content == "docs/logo.png is a binary file (17 bytes); its content is not shown"
+    assert (
+        not result.is_error and result.content == "docs/logo.png is a binary file (17 bytes); its content is not shown"
+    )
 
 
 def test_a_very_long_line_is_cut_and_measured(executor, workspace):
@@ -508,26 +573,37 @@ def test_a_very_long_line_is_cut_and_measured(executor, workspace):
     assert lines[2] == "     2\tsecond"
 
 
-@pytest.mark.parametrize("tool, args", [
-    ("write_file", {"path": ".gitmodules", "content": "[submodule \"x\"]\n\turl = --upload-pack=touch /tmp/p\n"}),
-    ("write_file", {"path": "docs/.gitattributes", "content": "* filter=evil\n"}),
-    ("move_file", {"path": "docs/install.md", "new_path": ".gitattributes"}),
-])
+@pytest.mark.parametrize(
+    "tool, args",
+    [
+        ("write_file", {"path": ".gitmodules", "content": '[submodule "x"]\n\turl = --upload-pack=touch /tmp/p\n'}),
+        ("write_file", {"path": "docs/.gitattributes", "content": "* filter=evil\n"}),
+        ("move_file", {"path": "docs/install.md", "new_path": ".gitattributes"}),
+    ],
+)
 def test_files_that_change_how_git_treats_the_repository_are_read_only(executor, tool, args):
     result = call(executor, tool, **args)
     assert result.is_error and "changes how git treats the repository" in result.content
 
 
-@pytest.mark.parametrize("name, arguments, message", [
-    ("write_file", {"path": "docs/new.md", "content": "x\ud800"}, "an internal error stopped it (UnicodeEncodeError"),
-    ("edit_file", {"path": "docs/install.md", "old": "Install", "new": "\ud800"}, "an internal error stopped it"),
-    ("write_file", {"path": "docs/\ud800.md", "content": "x"}, "not valid Unicode text"),
-    ("read_file", {"path": "docs/\udfff.md"}, "not valid Unicode text"),
-    ("move_file", {"path": "docs/install.md", "new_path": "docs/\ud800.md"}, "not valid Unicode text"),
-    ("search", {"pattern": "a\ud800"}, "the pattern is not valid Unicode text"),
-    ("search", {"pattern": "a", "path_glob": "docs/\ud800*"}, "surrogates not allowed"),
-    ("finish", {"title": "Add", "summary": "Added \ud800"}, "summary is not valid Unicode text"),
-], ids=["content", "edit", "write-path", "read-path", "move-path", "pattern", "glob", "summary"])
+@pytest.mark.parametrize(
+    "name, arguments, message",
+    [
+        (
+            "write_file",
+            {"path": "docs/new.md", "content": "x\ud800"},
+            "an internal error stopped it (UnicodeEncodeError",
+        ),
+        ("edit_file", {"path": "docs/install.md", "old": "Install", "new": "\ud800"}, "an internal error stopped it"),
+        ("write_file", {"path": "docs/\ud800.md", "content": "x"}, "not valid Unicode text"),
+        ("read_file", {"path": "docs/\udfff.md"}, "not valid Unicode text"),
+        ("move_file", {"path": "docs/install.md", "new_path": "docs/\ud800.md"}, "not valid Unicode text"),
+        ("search", {"pattern": "a\ud800"}, "the pattern is not valid Unicode text"),
+        ("search", {"pattern": "a", "path_glob": "docs/\ud800*"}, "surrogates not allowed"),
+        ("finish", {"title": "Add", "summary": "Added \ud800"}, "summary is not valid Unicode text"),
+    ],
+    ids=["content", "edit", "write-path", "read-path", "move-path", "pattern", "glob", "summary"],
+)
 def test_lone_surrogates_in_any_argument_are_tool_errors(executor, workspace, name, arguments, message):
     result = call(executor, name, **arguments)
     assert result.is_error and result.content.startswith(f"{name} failed: ") and message in result.content, result
@@ -549,8 +625,7 @@ def test_an_unexpected_error_inside_a_tool_is_logged_with_the_job_and_its_traceb
 
 def test_a_stop_inside_a_tool_is_never_turned_into_a_tool_error(workspace):
     stop = RunStop()
-    executor = ToolExecutor(workspace, max_bytes_written=10_000, stop=stop,
-                            faults=Faults(frozenset({STALL_IN_TOOL})))
+    executor = ToolExecutor(workspace, max_bytes_written=10_000, stop=stop, faults=Faults(frozenset({STALL_IN_TOOL})))
     cancel = threading.Timer(0.3, stop.request, [StopReason.CANCELLED])
     cancel.start()
     try:

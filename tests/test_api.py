@@ -28,8 +28,11 @@ def test_a_body_nested_deeper_than_64_levels_is_invalid_json_on_every_write(stac
             response = stack.api.post(path, data=body, headers={"Content-Type": "application/json"})
             assert "levels deep" in problem_of(response, 400, "invalid_json")["detail"]
     nested = '{"prompt": "x", "ok": ' + "[" * 62 + "]" * 62 + "}"  # 63 levels: parsed, then refused by field
-    problem = problem_of(stack.api.post(f"/v2/agent/{stack.project_id}/job", data=nested,
-                                        headers={"Content-Type": "application/json"}), 400, "invalid_request")
+    problem = problem_of(
+        stack.api.post(f"/v2/agent/{stack.project_id}/job", data=nested, headers={"Content-Type": "application/json"}),
+        400,
+        "invalid_request",
+    )
     assert problem["field"] == "ok"
     assert "RecursionError" not in caplog.text and "Traceback" not in caplog.text
 
@@ -58,30 +61,44 @@ def test_bad_json_and_bad_fields_are_400_naming_the_field(stack):
 def test_the_prompt_limit_is_in_characters_not_bytes(stack):
     # Sent as raw UTF-8 (40,000 bytes); \u-escaped it would be 120,000 bytes, over the body limit.
     body = json.dumps({"prompt": "é" * 20_000}, ensure_ascii=False).encode()
-    response = stack.api.post(f"/v2/agent/{stack.project_id}/job", data=body,
-                              headers={"Content-Type": "application/json"})
+    response = stack.api.post(
+        f"/v2/agent/{stack.project_id}/job", data=body, headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 201
 
 
 def test_message_takes_only_a_prompt(stack):
     job = stack.create().json()
-    problem = problem_of(stack.api.post(f"/v2/agent/{stack.project_id}/job/{job['id']}/message",
-                                        json={"prompt": "x", "model": "scripted:x"}), 400, "invalid_request")
+    problem = problem_of(
+        stack.api.post(
+            f"/v2/agent/{stack.project_id}/job/{job['id']}/message", json={"prompt": "x", "model": "scripted:x"}
+        ),
+        400,
+        "invalid_request",
+    )
     assert problem["field"] == "model"
 
 
 def test_media_type_and_size(stack):
     url = f"/v2/agent/{stack.project_id}/job"
-    problem_of(stack.api.post(url, data="prompt=hi", headers={"Content-Type": "text/plain"}), 415,
-               "unsupported_media_type")
-    problem_of(stack.api.post(url, data=json.dumps({"prompt": "x" * 70_000}),
-                              headers={"Content-Type": "application/json"}), 413, "payload_too_large")
+    problem_of(
+        stack.api.post(url, data="prompt=hi", headers={"Content-Type": "text/plain"}), 415, "unsupported_media_type"
+    )
+    problem_of(
+        stack.api.post(url, data=json.dumps({"prompt": "x" * 70_000}), headers={"Content-Type": "application/json"}),
+        413,
+        "payload_too_large",
+    )
 
 
 def test_authentication(stack):
     url = f"{stack.url}/v2/agent/{stack.project_id}/jobs"
-    for headers in ({}, {"Authorization": "Basic abc"}, {"Authorization": "Bearer cdk_wrong"},
-                    {"Authorization": "Bearer " + stack.key[:-1] + ("A" if stack.key[-1] != "A" else "B")}):
+    for headers in (
+        {},
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer cdk_wrong"},
+        {"Authorization": "Bearer " + stack.key[:-1] + ("A" if stack.key[-1] != "A" else "B")},
+    ):
         response = requests.get(url, headers=headers, timeout=10)
         problem_of(response, 401, "unauthorized")
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
@@ -131,8 +148,11 @@ def test_a_key_narrowed_to_projects_sees_only_those(stack, make_repo):
     second = stack.ctx.local.register(services.projects, path=make_repo({"b.md": "b"}, name="second"), ref="main")
     _, narrow = services.keys.create(account="local", projects=[second.id])
     headers = {"Authorization": f"Bearer {narrow}"}
-    problem_of(requests.get(f"{stack.url}/v2/agent/{stack.project_id}/jobs", headers=headers, timeout=10), 404,
-               "project_not_found")
+    problem_of(
+        requests.get(f"{stack.url}/v2/agent/{stack.project_id}/jobs", headers=headers, timeout=10),
+        404,
+        "project_not_found",
+    )
     assert requests.get(f"{stack.url}/v2/agent/{second.id}/jobs", headers=headers, timeout=10).status_code == 200
 
 
@@ -145,12 +165,22 @@ def test_a_read_only_key_reads_and_every_write_is_403_forbidden(stack, openapi_v
     reader = CheckedSession(stack.url, openapi_validator)  # every answer checked against the OpenAPI document
     reader.headers["Authorization"] = f"Bearer {plaintext}"
     base = f"/v2/agent/{stack.project_id}"
-    for path in (f"{base}/job/{job['id']}", f"{base}/jobs", f"{base}/job/{job['id']}/messages",
-                 f"{base}/job/{job['id']}/events?after=0", f"{base}/webhooks", "/v2/agent/usage"):
+    for path in (
+        f"{base}/job/{job['id']}",
+        f"{base}/jobs",
+        f"{base}/job/{job['id']}/messages",
+        f"{base}/job/{job['id']}/events?after=0",
+        f"{base}/webhooks",
+        "/v2/agent/usage",
+    ):
         assert reader.get(path).status_code == 200, path
-    for path, body in ((f"{base}/job", {"prompt": "x"}), (f"{base}/job/{job['id']}/message", {"prompt": "x"}),
-                       (f"{base}/job/{job['id']}/archive", None), (f"{base}/job/{job['id']}/cancel", None),
-                       (f"{base}/webhooks", {"url": "https://example.com/hook"})):
+    for path, body in (
+        (f"{base}/job", {"prompt": "x"}),
+        (f"{base}/job/{job['id']}/message", {"prompt": "x"}),
+        (f"{base}/job/{job['id']}/archive", None),
+        (f"{base}/job/{job['id']}/cancel", None),
+        (f"{base}/webhooks", {"url": "https://example.com/hook"}),
+    ):
         problem_of(reader.post(path, json=body), 403, "forbidden")
     assert stack.job(job["id"])["status"] == "active" and len(stack.conversation(job["id"])) == 1
     key = stack.ctx.services.keys.find(made.id)
@@ -160,8 +190,7 @@ def test_a_read_only_key_reads_and_every_write_is_403_forbidden(stack, openapi_v
 def test_unknown_project_and_job(stack):
     problem_of(stack.api.get("/v2/agent/prj_01JD0000000000000000000000/jobs"), 404, "project_not_found")
     problem_of(stack.api.get("/v2/agent/whatever/jobs"), 404, "project_not_found")
-    problem_of(stack.api.get(f"/v2/agent/{stack.project_id}/job/job_01JD0000000000000000000000"), 404,
-               "job_not_found")
+    problem_of(stack.api.get(f"/v2/agent/{stack.project_id}/job/job_01JD0000000000000000000000"), 404, "job_not_found")
     problem_of(stack.api.get(f"/v2/agent/{stack.project_id}/job/not-an-id"), 404, "job_not_found")
     problem_of(stack.api.get("/v2/agent/nowhere"), 404, "not_found")
 
@@ -180,8 +209,10 @@ def test_idempotent_create(stack):
     assert first.status_code == again.status_code == 201
     assert first.json()["id"] == again.json()["id"]
     problem_of(stack.api.post(url, json={"prompt": "different"}, headers=headers), 409, "idempotency_conflict")
-    assert stack.api.post(url, json={"prompt": "same"}, headers={"Idempotency-Key": "order-43"}).json()["id"] \
+    assert (
+        stack.api.post(url, json={"prompt": "same"}, headers={"Idempotency-Key": "order-43"}).json()["id"]
         != first.json()["id"]
+    )
     assert len(stack.api.get(f"/v2/agent/{stack.project_id}/jobs").json()["jobs"]) == 2
 
 
@@ -201,11 +232,15 @@ def test_list_pages_newest_first_and_filters_by_status(stack):
     assert [j["id"] for j in archived["jobs"]] == [ids[1]]
     active = stack.api.get(f"/v2/agent/{stack.project_id}/jobs", params={"status": "active"}).json()
     assert len(active["jobs"]) == 4
-    for params, field in (({"status": "running"}, "status"), ({"limit": "0"}, "limit"),
-                          ({"limit": "101"}, "limit"), ({"limit": "²"}, "limit"), ({"cursor": "nope"}, "cursor"),
-                          ({"page": "2"}, "page")):
-        problem = problem_of(stack.api.get(f"/v2/agent/{stack.project_id}/jobs", params=params), 400,
-                             "invalid_request")
+    for params, field in (
+        ({"status": "running"}, "status"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "101"}, "limit"),
+        ({"limit": "²"}, "limit"),
+        ({"cursor": "nope"}, "cursor"),
+        ({"page": "2"}, "page"),
+    ):
+        problem = problem_of(stack.api.get(f"/v2/agent/{stack.project_id}/jobs", params=params), 400, "invalid_request")
         assert problem["field"] == field
 
 
@@ -231,9 +266,14 @@ def test_the_conversation_pages_oldest_first_and_refuses_bad_paging(stack):
     assert len(exact["messages"]) == 7 and exact["nextCursor"] is None
     other = stack.create("another job").json()
     foreign_cursor = stack.api.get(f"/v2/agent/{stack.project_id}/job/{other['id']}/messages").json()
-    for params, field in (({"limit": "0"}, "limit"), ({"limit": "101"}, "limit"), ({"limit": "x"}, "limit"),
-                          ({"cursor": "nope"}, "cursor"),
-                          ({"cursor": foreign_cursor["messages"][0]["id"]}, "cursor"), ({"after": "1"}, "after")):
+    for params, field in (
+        ({"limit": "0"}, "limit"),
+        ({"limit": "101"}, "limit"),
+        ({"limit": "x"}, "limit"),
+        ({"cursor": "nope"}, "cursor"),
+        ({"cursor": foreign_cursor["messages"][0]["id"]}, "cursor"),
+        ({"after": "1"}, "after"),
+    ):
         problem = problem_of(stack.api.get(url, params=params), 400, "invalid_request")
         assert problem["field"] == field
 
@@ -272,8 +312,11 @@ def test_an_unexpected_error_is_a_500_without_a_trace(stack):
 def test_store_down_is_503_and_not_ready(tmp_path):
     settings = Settings(redis_url="redis://127.0.0.1:1/0", data_dir=tmp_path, model="scripted:x")
     with LiveServer(create_app(settings)) as server:
-        response = requests.get(f"{server.url}/v2/agent/prj_01JD0000000000000000000000/jobs",
-                                headers={"Authorization": "Bearer cdk_" + "a" * 44}, timeout=10)
+        response = requests.get(
+            f"{server.url}/v2/agent/prj_01JD0000000000000000000000/jobs",
+            headers={"Authorization": "Bearer cdk_" + "a" * 44},
+            timeout=10,
+        )
         problem_of(response, 503, "unavailable")
         assert response.headers["Retry-After"]
         problem_of(requests.get(f"{server.url}/readyz", timeout=10), 503, "unavailable")

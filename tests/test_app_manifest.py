@@ -23,9 +23,16 @@ def url_map(tmp_path, redis_url):
     app = Flask(__name__)
     client = redis.Redis.from_url(redis_url)
     app.register_blueprint(inbound.create_blueprint(secret="s", redis_client=client, queue_name="q"))
-    app.register_blueprint(registration.create_blueprint(client, DoorLimits(client, per_minute=1), base_url="http://x",
-                                                         data_dir=tmp_path,
-                                                         web_url="http://gh", api_url="http://gh/api"))
+    app.register_blueprint(
+        registration.create_blueprint(
+            client,
+            DoorLimits(client, per_minute=1),
+            base_url="http://x",
+            data_dir=tmp_path,
+            web_url="http://gh",
+            api_url="http://gh/api",
+        )
+    )
     return {rule.rule: rule.methods for rule in app.url_map.iter_rules()}
 
 
@@ -85,7 +92,6 @@ def test_the_top_level_app_yml_is_the_packaged_one():
     """One manifest: the installed package reads `bot/github/app.yml`, and the documented top-level file links to it."""
     top = Path(__file__).resolve().parent.parent / "app.yml"
     assert top.is_symlink() and top.resolve() == manifests.DEFAULT_PATH
-
 
 
 def test_the_code_change_trigger_has_what_it_needs(manifest):

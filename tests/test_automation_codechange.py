@@ -18,20 +18,35 @@ def _automation(stack, trigger: dict, *, host: str | None = None, account: str |
     project = services.projects.get(stack.project_id)
     body = {"name": "Docs from code", "prompt": "Update the docs.", "trigger": trigger, **fields}
     spec = parse_spec(body, host=host or project.host)
-    return services.automations.create(project.id, host=host or project.host, account=account or project.account,
-                                       spec=spec)[0]
+    return services.automations.create(
+        project.id, host=host or project.host, account=account or project.account, spec=spec
+    )[0]
 
 
 def _change(number: int, repository: str = "/srv/git/api.git", diff: str = "") -> SourceChange:
-    return SourceChange(kind="commit", id=f"{number:040x}", title=f"Change {number}", body="", author="Ada",
-                        url=None, merge_commit=f"{number:040x}", diff=diff or f"+flag_{number}\n",
-                        diff_truncated=False, repository=repository)
+    return SourceChange(
+        kind="commit",
+        id=f"{number:040x}",
+        title=f"Change {number}",
+        body="",
+        author="Ada",
+        url=None,
+        merge_commit=f"{number:040x}",
+        diff=diff or f"+flag_{number}\n",
+        diff_truncated=False,
+        repository=repository,
+    )
 
 
 def _event(number: int, repository: str = "/srv/git/api.git") -> TriggerEvent:
     change = _change(number, repository)
-    return TriggerEvent(kind="code_change", key=f"commit:{repository}@{change.id}", changes=(change,),
-                        source_repository=repository, source_commit=change.merge_commit)
+    return TriggerEvent(
+        kind="code_change",
+        key=f"commit:{repository}@{change.id}",
+        changes=(change,),
+        source_repository=repository,
+        source_commit=change.merge_commit,
+    )
 
 
 def test_a_change_reaches_only_the_enabled_automations_watching_that_repository(stack):
@@ -60,8 +75,9 @@ def test_the_watch_index_follows_updates_and_deletes(stack):
     services = stack.ctx.services
     automation = _automation(stack, {"type": "code_change", "repository": "/srv/git/api.git"})
     project = services.projects.get(stack.project_id)
-    moved = parse_spec({"trigger": {"type": "code_change", "repository": "/srv/git/new.git"}}, host="local",
-                       base=automation)
+    moved = parse_spec(
+        {"trigger": {"type": "code_change", "repository": "/srv/git/new.git"}}, host="local", base=automation
+    )
     services.automations.update(project.id, automation.id, moved)
     assert services.automations.watching("local", "/srv/git/api.git") == []
     assert [a.id for a in services.automations.watching("local", "/srv/git/new.git")] == [automation.id]
@@ -72,8 +88,9 @@ def test_the_watch_index_follows_updates_and_deletes(stack):
 
 def test_a_batched_automation_keeps_changes_and_runs_once_over_them_at_its_slot(stack):
     services = stack.ctx.services
-    automation = _automation(stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
-                                     "cron": "0 16 * * 5"})
+    automation = _automation(
+        stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched", "cron": "0 16 * * 5"}
+    )
     assert on_source_change(services, "local", "/srv/git/api.git", _event(1)) == []
     on_source_change(services, "local", "/srv/git/api.git", _event(2))
     on_source_change(services, "local", "/srv/git/api.git", _event(2))  # a repeat is one change in the run
@@ -92,8 +109,9 @@ def test_a_batched_automation_keeps_changes_and_runs_once_over_them_at_its_slot(
 
 def test_a_batch_whose_run_is_skipped_waits_for_the_next_slot(stack):
     services = stack.ctx.services
-    automation = _automation(stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
-                                     "cron": "0 16 * * 5"})
+    automation = _automation(
+        stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched", "cron": "0 16 * * 5"}
+    )
     on_source_change(services, "local", "/srv/git/api.git", _event(1))
     services.projects.disable(stack.project_id, DisabledReason.INSTALLATION_REMOVED)
     skipped = run_batch(services, automation, datetime(2030, 1, 4, 16, tzinfo=UTC))
@@ -103,8 +121,9 @@ def test_a_batch_whose_run_is_skipped_waits_for_the_next_slot(stack):
 
 def test_a_batch_keeps_a_bounded_diff_and_says_it_was_cut(stack):
     services = stack.ctx.services
-    automation = _automation(stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
-                                     "cron": "0 16 * * 5"})
+    automation = _automation(
+        stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched", "cron": "0 16 * * 5"}
+    )
     change = _change(1, diff="+" + "x" * (codechange.BATCH_DIFF_CHARS * 2))
     codechange.take_change(services, automation, TriggerEvent(kind="code_change", key="k", changes=(change,)))
     [entry] = services.automations.batch(automation.id)
@@ -135,8 +154,9 @@ def test_the_due_index_holds_enabled_cron_automations_from_their_creation(stack)
 
 def test_automations_made_before_the_indexes_are_indexed_once(stack):
     services = stack.ctx.services
-    automation = _automation(stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
-                                     "cron": "0 16 * * 5"})
+    automation = _automation(
+        stack, {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched", "cron": "0 16 * * 5"}
+    )
     services.redis.delete(DUE_KEY, "cd:automations:code-change:local")  # as an older version left them
     assert not services.automations.indexed()
     tick(services, datetime.now(UTC), max_diff_chars=1000)

@@ -9,8 +9,12 @@ from service.workspace.git import Git, GitError
 from tests.conftest import commit_files
 from tests.hostile_repos import write_tree
 
-AUTHOR = {"GIT_AUTHOR_NAME": "Mallory", "GIT_AUTHOR_EMAIL": "mallory@example.com",
-          "GIT_COMMITTER_NAME": "Mallory", "GIT_COMMITTER_EMAIL": "mallory@example.com"}
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "Mallory",
+    "GIT_AUTHOR_EMAIL": "mallory@example.com",
+    "GIT_COMMITTER_NAME": "Mallory",
+    "GIT_COMMITTER_EMAIL": "mallory@example.com",
+}
 
 
 @pytest.fixture
@@ -27,8 +31,9 @@ def raw_commit(git: Git, bare: Path, message: bytes, files: dict, parent: str | 
     header = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
     header += "author Mallory <mallory@example.com> 1700000000 +0000\n"
     header += "committer Mallory <mallory@example.com> 1700000000 +0000\n\n"
-    sha = git.out("hash-object", "-t", "commit", "-w", "--stdin", "--literally", git_dir=bare,
-                  input=header.encode() + message)
+    sha = git.out(
+        "hash-object", "-t", "commit", "-w", "--stdin", "--literally", git_dir=bare, input=header.encode() + message
+    )
     git.run("update-ref", f"refs/heads/{branch}", sha, git_dir=bare)
     return sha
 
@@ -46,7 +51,9 @@ def test_nothing_before_the_automation_existed_counts(git, source):
 
 def test_new_commits_oldest_first_with_message_author_and_diff(git, source):
     start = commit_files(git, source, {"a.md": "a\n"}, message="First")
-    second = commit_files(git, source, {"cli.py": "def main(): ...\n"}, message="Add the CLI\n\nIt has a main.\nTwo lines.")
+    second = commit_files(
+        git, source, {"cli.py": "def main(): ...\n"}, message="Add the CLI\n\nIt has a main.\nTwo lines."
+    )
     third = commit_files(git, source, {"a.md": None}, message="Drop a.md")
     head, changes = new_commits(source, start, max_diff_chars=10_000)
     assert head == third
@@ -57,8 +64,13 @@ def test_new_commits_oldest_first_with_message_author_and_diff(git, source):
     assert (first.merge_commit, first.url, first.repository) == (second, None, str(source))
     assert "+def main(): ..." in first.diff and not first.diff_truncated
     assert "deleted file mode" in changes[1].diff
-    assert changes[1].to_ref() == {"kind": "commit", "id": third, "title": "Drop a.md", "url": None,
-                                   "author": "Test Person <person@example.com>"}
+    assert changes[1].to_ref() == {
+        "kind": "commit",
+        "id": third,
+        "title": "Drop a.md",
+        "url": None,
+        "author": "Test Person <person@example.com>",
+    }
 
 
 def test_the_default_branch_is_what_head_names(git, source):
@@ -108,7 +120,9 @@ def test_past_the_cap_older_commits_become_one_change_with_their_combined_diff(g
     assert head == shas[-1] and len(changes) == 6
     combined = changes[0]
     assert combined.title == "7 earlier commits, shown as one change" and combined.id == shas[6]
-    assert combined.body.splitlines()[1:] == [f"{sha[:12]} Commit {i}" for i, sha in reversed(list(enumerate(shas[:7])))]
+    assert combined.body.splitlines()[1:] == [
+        f"{sha[:12]} Commit {i}" for i, sha in reversed(list(enumerate(shas[:7])))
+    ]
     assert all(f"+++ b/f{i}.md" in combined.diff for i in range(7)) and "f7.md" not in combined.diff
     assert combined.author == "Test Person"
     assert [c.id for c in changes[1:]] == shas[7:]
@@ -125,13 +139,24 @@ def test_huge_diffs_are_bounded(git, source):
 def test_hostile_commits_do_not_break_the_scan(git, source):
     start = commit_files(git, source, {"a.md": "a\n"})
     huge = raw_commit(git, source, b"Huge\n\n" + b"spam " * 400_000, {"a.md": "a\n", "b.md": "b\n"}, start)
-    latin = raw_commit(git, source, "Caf\xe9 \x00 r\xe9sum\xe9\n\nBody \xff\xfe".encode("latin-1"),
-                       {"a.md": "a\n", "b.md": "b\n", "bin.dat": bytes(range(256)) * 50,
-                        b"caf\xe9.md".decode("utf-8", "surrogateescape"): b"\xff\xfe\x00bytes"}, huge)
+    latin = raw_commit(
+        git,
+        source,
+        "Caf\xe9 \x00 r\xe9sum\xe9\n\nBody \xff\xfe".encode("latin-1"),
+        {
+            "a.md": "a\n",
+            "b.md": "b\n",
+            "bin.dat": bytes(range(256)) * 50,
+            b"caf\xe9.md".decode("utf-8", "surrogateescape"): b"\xff\xfe\x00bytes",
+        },
+        huge,
+    )
     empty = raw_commit(git, source, b"", {"a.md": "a\n"}, latin)
     head, changes = new_commits(source, start, max_diff_chars=20_000)
     assert head == empty and [c.id for c in changes] == [huge, latin, empty]
-    assert changes[0].title == "Huge" and changes[0].body.endswith(f"[commit message cut at {MAX_MESSAGE_BYTES:,} bytes]")
+    assert changes[0].title == "Huge" and changes[0].body.endswith(
+        f"[commit message cut at {MAX_MESSAGE_BYTES:,} bytes]"
+    )
     assert len(changes[0].body) < MAX_MESSAGE_BYTES + 100
     assert changes[1].title.startswith("Caf\ufffd")
     assert "Binary files /dev/null and b/bin.dat differ" in changes[1].diff

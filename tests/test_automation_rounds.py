@@ -13,16 +13,31 @@ from service.models import Role
 def _automation(stack, **options):
     services = stack.ctx.services
     project = services.projects.get(stack.project_id)
-    spec = parse_spec({"name": "Docs from code", "prompt": "Update the docs for the merged change.",
-                       "trigger": {"type": "code_change", "repository": "/srv/git/api.git"}, "options": options},
-                      host=project.host)
+    spec = parse_spec(
+        {
+            "name": "Docs from code",
+            "prompt": "Update the docs for the merged change.",
+            "trigger": {"type": "code_change", "repository": "/srv/git/api.git"},
+            "options": options,
+        },
+        host=project.host,
+    )
     return services.automations.create(project.id, host=project.host, account=project.account, spec=spec)[0]
 
 
 def _event(number: int, author: str = "octocat") -> TriggerEvent:
-    change = SourceChange(kind="pull_request", id=str(number), title=f"Add flag {number}", body="b", author=author,
-                          url=f"https://github.com/acme/api/pull/{number}", merge_commit="a" * 40, diff="+x\n",
-                          diff_truncated=False, repository="acme/api")
+    change = SourceChange(
+        kind="pull_request",
+        id=str(number),
+        title=f"Add flag {number}",
+        body="b",
+        author=author,
+        url=f"https://github.com/acme/api/pull/{number}",
+        merge_commit="a" * 40,
+        diff="+x\n",
+        diff_truncated=False,
+        repository="acme/api",
+    )
     return TriggerEvent(kind="code_change", key=f"gh:acme/api#pr{number}", changes=(change,))
 
 
@@ -64,20 +79,43 @@ def test_options_turn_review_requests_and_links_off(stack):
 
 
 def test_the_timeline_links_each_change_and_keeps_other_peoples_text_inert():
-    hostile = {"kind": "pull_request", "id": "7", "title": "Fix [it](https://evil.example) @everyone `x`",
-               "url": "javascript:alert(1)", "author": "mallory", "repository": "acme/api"}
-    plain = {"kind": "pull_request", "id": "8", "title": "Add flag", "url": "https://github.com/acme/api/pull/8",
-             "author": "dev", "repository": "acme/api"}
-    commit = {"kind": "commit", "id": "0123456789abcdef", "title": "Tweak", "url": None, "author": "",
-              "repository": "/srv/git/api.git"}
-    body = describe.pull_body(rounds=[("Update the docs", "Done."), ("Again", "Done again.")], files=[],
-                              docs_check=None, job_id="job_1", sources=[[hostile, commit], [plain]])
+    hostile = {
+        "kind": "pull_request",
+        "id": "7",
+        "title": "Fix [it](https://evil.example) @everyone `x`",
+        "url": "javascript:alert(1)",
+        "author": "mallory",
+        "repository": "acme/api",
+    }
+    plain = {
+        "kind": "pull_request",
+        "id": "8",
+        "title": "Add flag",
+        "url": "https://github.com/acme/api/pull/8",
+        "author": "dev",
+        "repository": "acme/api",
+    }
+    commit = {
+        "kind": "commit",
+        "id": "0123456789abcdef",
+        "title": "Tweak",
+        "url": None,
+        "author": "",
+        "repository": "/srv/git/api.git",
+    }
+    body = describe.pull_body(
+        rounds=[("Update the docs", "Done."), ("Again", "Done again.")],
+        files=[],
+        docs_check=None,
+        job_id="job_1",
+        sources=[[hostile, commit], [plain]],
+    )
     timeline = [line for line in body.splitlines() if line.startswith("- Round ")]
     assert timeline == [
         "- Round 1: `acme/api#7` `Fix [it](https://evil.example) @everyone 'x'` by `mallory`",
         "- Round 1: `api.git@0123456789ab` `Tweak`",
-        "- Round 2: [acme/api#8](https://github.com/acme/api/pull/8) `Add flag` by `dev`"]
+        "- Round 2: [acme/api#8](https://github.com/acme/api/pull/8) `Add flag` by `dev`",
+    ]
     assert "**Round 2.** Covers [acme/api#8](https://github.com/acme/api/pull/8)." in body
     # Without sources (a job no automation started) the description is as before.
-    assert "## Source changes" not in describe.pull_body(rounds=[("a", "b")], files=[], docs_check=None,
-                                                         job_id="job_1")
+    assert "## Source changes" not in describe.pull_body(rounds=[("a", "b")], files=[], docs_check=None, job_id="job_1")

@@ -19,27 +19,32 @@ def at(*parts: int) -> datetime:
     return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("expr", ["0 9 * * 1", "*/5 * * * *", "@daily", "@hourly", "0 9 * * MON-FRI", "30 2 * * *",
-                                  "  0  9 * * 1 ", "0 0 L * *"])
+@pytest.mark.parametrize(
+    "expr",
+    ["0 9 * * 1", "*/5 * * * *", "@daily", "@hourly", "0 9 * * MON-FRI", "30 2 * * *", "  0  9 * * 1 ", "0 0 L * *"],
+)
 def test_standard_expressions_pass(expr):
     check_cron(expr, BERLIN)
 
 
-@pytest.mark.parametrize(("expr", "words"), [
-    ("61 * * * *", "not a valid cron expression"),
-    ("a b c d e", "not a valid cron expression"),
-    ("0 0 30 2 *", "not a valid cron expression"),  # parses, but never comes
-    ("0 9 * *", "five fields"),
-    ("0 0 9 * * 1", "five fields"),  # seconds are not cron
-    ("", "five fields"),
-    ("@reboot", "five fields"),
-    ("R 9 * * *", "H or R"),  # croniter's random minute: each process would get another schedule
-    ("H 9 * * *", "H or R"),
-    ("* * * * *", "every minute"),
-    ("*/4 * * * *", "every 4 minutes"),
-    ("0,2 9 * * *", "every 2 minutes"),
-    ("0,59 0,23 * * *", "every minute"),  # 23:59 then 00:00 the next day
-])
+@pytest.mark.parametrize(
+    ("expr", "words"),
+    [
+        ("61 * * * *", "not a valid cron expression"),
+        ("a b c d e", "not a valid cron expression"),
+        ("0 0 30 2 *", "not a valid cron expression"),  # parses, but never comes
+        ("0 9 * *", "five fields"),
+        ("0 0 9 * * 1", "five fields"),  # seconds are not cron
+        ("", "five fields"),
+        ("@reboot", "five fields"),
+        ("R 9 * * *", "H or R"),  # croniter's random minute: each process would get another schedule
+        ("H 9 * * *", "H or R"),
+        ("* * * * *", "every minute"),
+        ("*/4 * * * *", "every 4 minutes"),
+        ("0,2 9 * * *", "every 2 minutes"),
+        ("0,59 0,23 * * *", "every minute"),  # 23:59 then 00:00 the next day
+    ],
+)
 def test_bad_or_too_frequent_expressions_are_refused_clearly(expr, words):
     with pytest.raises(InvalidRequest) as caught:
         check_cron(expr, "UTC")
@@ -174,8 +179,12 @@ client.close()
 
 def test_claim_slot_has_one_winner_among_processes(redis_url, redis_client):
     slot = at(2026, 1, 5, 9, 0)
-    procs = [subprocess.Popen([sys.executable, "-c", CLAIM, redis_url, "auto_2", slot.isoformat()],
-                              stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIM, redis_url, "auto_2", slot.isoformat()], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
     results = [proc.communicate(timeout=60)[0].strip() for proc in procs]
     assert sorted(results) == ["False"] * 3 + ["True"]
     # Another slot, or another automation, is another claim; the same moment in another zone is the same slot.

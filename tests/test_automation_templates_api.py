@@ -25,9 +25,14 @@ def test_the_templates_are_listed_with_what_they_need_on_this_code_host(stack):
 
 
 def test_a_template_with_its_blank_filled_and_overrides_makes_the_automation(stack):
-    made = stack.api.post(_base(stack), json={"template": "update-docs-from-code-changes",
-                                              "trigger": {"repository": "/srv/git/api.git"},
-                                              "options": {"maxRunsPerDay": 3}})
+    made = stack.api.post(
+        _base(stack),
+        json={
+            "template": "update-docs-from-code-changes",
+            "trigger": {"repository": "/srv/git/api.git"},
+            "options": {"maxRunsPerDay": 3},
+        },
+    )
     assert made.status_code == 201, made.text
     body = made.json()
     template = TEMPLATES["update-docs-from-code-changes"]
@@ -37,11 +42,20 @@ def test_a_template_with_its_blank_filled_and_overrides_makes_the_automation(sta
     assert body["options"]["maxRunsPerDay"] == 3 and body["options"]["grouping"] is True
     assert stack.api.get(f"{_base(stack)}/{body['id']}").json()["template"] == "update-docs-from-code-changes"
 
-    links = stack.api.post(_base(stack), json={"template": "fix-broken-links", "name": "Links weekly",
-                                               "trigger": {"cron": "30 7 * * 2", "timeZone": "Europe/Berlin"}})
+    links = stack.api.post(
+        _base(stack),
+        json={
+            "template": "fix-broken-links",
+            "name": "Links weekly",
+            "trigger": {"cron": "30 7 * * 2", "timeZone": "Europe/Berlin"},
+        },
+    )
     assert links.status_code == 201, links.text
     assert links.json()["name"] == "Links weekly" and links.json()["trigger"] == {
-        "type": "schedule", "cron": "30 7 * * 2", "timeZone": "Europe/Berlin"}
+        "type": "schedule",
+        "cron": "30 7 * * 2",
+        "timeZone": "Europe/Berlin",
+    }
     # Another trigger type replaces the template's trigger whole (its cron does not stay behind).
     hooked = stack.api.post(_base(stack), json={"template": "fix-broken-links", "trigger": {"type": "webhook"}})
     assert hooked.status_code == 201, hooked.text
@@ -49,15 +63,21 @@ def test_a_template_with_its_blank_filled_and_overrides_makes_the_automation(sta
     assert hooked.json()["template"] == "fix-broken-links"
 
 
-@pytest.mark.parametrize(("body", "field", "words"), [
-    ({"template": "update-docs-from-code-changes"}, "trigger.repository",
-     "'update-docs-from-code-changes' needs `trigger.repository`"),
-    ({"template": "draft-changelog-entry", "trigger": {"repository": " "}}, "trigger.repository", "needs"),
-    ({"template": "write-a-novel"}, "template", "must be one of: update-docs-from-code-changes"),
-    ({"template": 7}, "template", "must be one of"),
-    ({"template": "fix-broken-links", "trigger": {"cron": "every day"}}, "trigger.cron", "five fields"),
-    ({"template": "fix-broken-links", "colour": "red"}, "colour", "unknown field"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        (
+            {"template": "update-docs-from-code-changes"},
+            "trigger.repository",
+            "'update-docs-from-code-changes' needs `trigger.repository`",
+        ),
+        ({"template": "draft-changelog-entry", "trigger": {"repository": " "}}, "trigger.repository", "needs"),
+        ({"template": "write-a-novel"}, "template", "must be one of: update-docs-from-code-changes"),
+        ({"template": 7}, "template", "must be one of"),
+        ({"template": "fix-broken-links", "trigger": {"cron": "every day"}}, "trigger.cron", "five fields"),
+        ({"template": "fix-broken-links", "colour": "red"}, "colour", "unknown field"),
+    ],
+)
 def test_a_bad_template_body_is_refused_naming_the_field_and_nothing_is_made(stack, body, field, words):
     refused = stack.api.post(_base(stack), json=body)
     assert refused.status_code == 400, refused.text

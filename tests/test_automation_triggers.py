@@ -28,8 +28,13 @@ SECOND = timedelta(seconds=1)
 def _automation(stack, trigger: dict, **fields):
     services = stack.ctx.services
     project = services.projects.get(stack.project_id)
-    body = {"name": "Tick", "prompt": "Check the docs.", "trigger": trigger,
-            "options": {"grouping": False, "maxOpenPullRequests": 20, "maxRunsPerDay": 100}, **fields}
+    body = {
+        "name": "Tick",
+        "prompt": "Check the docs.",
+        "trigger": trigger,
+        "options": {"grouping": False, "maxOpenPullRequests": 20, "maxRunsPerDay": 100},
+        **fields,
+    }
     spec = parse_spec(body, host=project.host)
     return services.automations.create(project.id, host=project.host, account=project.account, spec=spec)[0]
 
@@ -75,8 +80,11 @@ def test_three_workers_run_each_slot_once_missed_slots_once_and_disabled_ones_no
 
     def settle(moment: datetime, runs: int) -> list:
         clock.write_text(iso(moment))
-        wait_until(lambda: len(_runs(stack, automation)) >= runs and all_ticked_at(moment), 60,
-                   f"{runs} run(s) and every worker's tick at {iso(moment)}; logs:\n{started[0].log()}")
+        wait_until(
+            lambda: len(_runs(stack, automation)) >= runs and all_ticked_at(moment),
+            60,
+            f"{runs} run(s) and every worker's tick at {iso(moment)}; logs:\n{started[0].log()}",
+        )
         return _runs(stack, automation)
 
     history = settle(first + SECOND, 1)
@@ -132,15 +140,19 @@ def test_slots_follow_the_automations_time_zone(stack):
 # -- local code change --------------------------------------------------------------------------
 
 
-def test_local_commits_run_once_each_even_when_the_worker_dies_between_a_run_and_its_cursor(stack, workers, source,
-                                                                                          git):
+def test_local_commits_run_once_each_even_when_the_worker_dies_between_a_run_and_its_cursor(
+    stack, workers, source, git
+):
     services = stack.ctx.services
     automation = _automation(stack, {"type": "code_change", "repository": str(source)})
     start = git.out("rev-parse", "main", git_dir=source).strip()
     env = {"COPYDESK_AUTOMATION_TICK_SECONDS": "1"}
     dying = workers(stack, COPYDESK_TEST_FAULTS=AFTER_CHANGE_FIRED, **env)
-    wait_until(lambda: services.automations.find(automation.id).cursor == start, 60,
-               f"the first sight of the source's head; log:\n{dying.log()}")
+    wait_until(
+        lambda: services.automations.find(automation.id).cursor == start,
+        60,
+        f"the first sight of the source's head; log:\n{dying.log()}",
+    )
     assert _runs(stack, automation) == []  # what was there before counts for nothing
 
     one = commit_files(git, source, {"src/app.py": "def run(fast=False): ...\n"}, message="Add fast")
@@ -151,8 +163,11 @@ def test_local_commits_run_once_each_even_when_the_worker_dies_between_a_run_and
     assert services.automations.find(automation.id).cursor == start
 
     survivor = workers(stack, **env)
-    wait_until(lambda: services.automations.find(automation.id).cursor == two, 60,
-               f"the scan after the restart; log:\n{survivor.log()}")
+    wait_until(
+        lambda: services.automations.find(automation.id).cursor == two,
+        60,
+        f"the scan after the restart; log:\n{survivor.log()}",
+    )
     history = _runs(stack, automation)
     assert [r.event_key for r in history] == [f"commit:{source}@{one}", f"commit:{source}@{two}"]
     assert len({r.job_id for r in history}) == 2
@@ -166,8 +181,9 @@ def test_local_commits_run_once_each_even_when_the_worker_dies_between_a_run_and
 
 def test_batched_local_commits_make_one_run_at_the_slot(stack, source, git):
     services = stack.ctx.services
-    automation = _automation(stack, {"type": "code_change", "repository": str(source), "mode": "batched",
-                                     "cron": EVERY_FIVE})
+    automation = _automation(
+        stack, {"type": "code_change", "repository": str(source), "mode": "batched", "cron": EVERY_FIVE}
+    )
     assert scan_local(services, max_diff_chars=10_000) == []  # first sight: the head only
     one = commit_files(git, source, {"src/app.py": "def run(fast=False): ...\n"}, message="Add fast")
     two = commit_files(git, source, {"src/cli.py": "def main(): ...\n"}, message="Add the CLI")

@@ -10,10 +10,16 @@ from service.automations.model import parse_spec
 from service.models import KeyAccess
 from tests.flow_scripts import FAQ, finish
 
-CODE_CHANGE = {"name": "Docs from code", "prompt": "Update the docs for this change.",
-               "trigger": {"type": "code_change", "repository": "/srv/git/api.git"}}
-SCHEDULE = {"name": "Links", "prompt": "Fix broken links.", "trigger": {"type": "schedule", "cron": "0 9 * * 1",
-                                                                        "timeZone": "Europe/Berlin"}}
+CODE_CHANGE = {
+    "name": "Docs from code",
+    "prompt": "Update the docs for this change.",
+    "trigger": {"type": "code_change", "repository": "/srv/git/api.git"},
+}
+SCHEDULE = {
+    "name": "Links",
+    "prompt": "Fix broken links.",
+    "trigger": {"type": "schedule", "cron": "0 9 * * 1", "timeZone": "Europe/Berlin"},
+}
 WEBHOOK = {"name": "Release notes", "prompt": "Document the release.", "trigger": {"type": "webhook"}}
 
 
@@ -36,8 +42,9 @@ def test_create_list_get_update_and_delete(stack):
     assert [a["id"] for a in listed] == [made["id"]]
     assert stack.api.get(f"{_base(stack)}/{made['id']}").json() == made
 
-    changed = stack.api.patch(f"{_base(stack)}/{made['id']}",
-                              json={"name": "Renamed", "options": {"maxRunsPerDay": 2}, "enabled": False})
+    changed = stack.api.patch(
+        f"{_base(stack)}/{made['id']}", json={"name": "Renamed", "options": {"maxRunsPerDay": 2}, "enabled": False}
+    )
     assert changed.status_code == 200, changed.text
     body = changed.json()
     assert body["name"] == "Renamed" and body["enabled"] is False and body["prompt"] == CODE_CHANGE["prompt"]
@@ -50,30 +57,39 @@ def test_create_list_get_update_and_delete(stack):
     assert list(stack.ctx.services.redis.scan_iter(match=f"cd:automation:{made['id']}*")) == []
 
 
-@pytest.mark.parametrize(("body", "field", "words"), [
-    ({**CODE_CHANGE, "trigger": {"type": "cron"}}, "trigger.type", "must be one of"),
-    ({**CODE_CHANGE, "trigger": {"type": "code_change"}}, "trigger.repository", "needs `trigger.repository`"),
-    ({**CODE_CHANGE, "trigger": {**CODE_CHANGE["trigger"], "mode": "batched"}}, "trigger.cron", "batched"),
-    ({**CODE_CHANGE, "trigger": {**CODE_CHANGE["trigger"], "cron": "0 9 * * 1"}}, "trigger.cron", "only for"),
-    ({**CODE_CHANGE, "trigger": {"type": "code_change", "repository": "acme/api"}}, "trigger.repository",
-     "absolute path"),
-    ({**SCHEDULE, "trigger": {"type": "schedule", "cron": "every monday"}}, "trigger.cron", "five fields"),
-    ({**SCHEDULE, "trigger": {"type": "schedule", "cron": "0 0 9 * * 1"}}, "trigger.cron", "five fields"),
-    ({**SCHEDULE, "trigger": {"type": "schedule", "cron": "0 9 * * 1", "timeZone": "Mars/Olympus"}},
-     "trigger.timeZone", "time zone"),
-    ({**SCHEDULE, "trigger": {"type": "schedule"}}, "trigger.cron", "needs `trigger.cron`"),
-    ({**WEBHOOK, "trigger": {"type": "webhook", "cron": "0 9 * * 1"}}, "trigger.cron", "unknown field"),
-    ({**WEBHOOK, "name": ""}, "name", "non-empty"),
-    ({**WEBHOOK, "name": "x" * 101}, "name", "longer than 100"),
-    ({**WEBHOOK, "prompt": "x" * 10_001}, "prompt", "longer than 10000"),
-    ({**WEBHOOK, "options": {"maxRunsPerDay": 0}}, "options.maxRunsPerDay", "from 1 to 500"),
-    ({**WEBHOOK, "options": {"maxOpenPullRequests": 21}}, "options.maxOpenPullRequests", "from 1 to 20"),
-    ({**WEBHOOK, "options": {"color": "red"}}, "options.color", "unknown field"),
-    ({**WEBHOOK, "options": {"maxTokens": -1}}, "options.maxTokens", "whole number"),
-    ({**WEBHOOK, "options": {"reviewers": ["not a login!"]}}, "options.reviewers", "logins"),
-    ({**WEBHOOK, "enabled": "yes"}, "enabled", "true or false"),
-    ({**WEBHOOK, "title": "x"}, "title", "unknown field"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({**CODE_CHANGE, "trigger": {"type": "cron"}}, "trigger.type", "must be one of"),
+        ({**CODE_CHANGE, "trigger": {"type": "code_change"}}, "trigger.repository", "needs `trigger.repository`"),
+        ({**CODE_CHANGE, "trigger": {**CODE_CHANGE["trigger"], "mode": "batched"}}, "trigger.cron", "batched"),
+        ({**CODE_CHANGE, "trigger": {**CODE_CHANGE["trigger"], "cron": "0 9 * * 1"}}, "trigger.cron", "only for"),
+        (
+            {**CODE_CHANGE, "trigger": {"type": "code_change", "repository": "acme/api"}},
+            "trigger.repository",
+            "absolute path",
+        ),
+        ({**SCHEDULE, "trigger": {"type": "schedule", "cron": "every monday"}}, "trigger.cron", "five fields"),
+        ({**SCHEDULE, "trigger": {"type": "schedule", "cron": "0 0 9 * * 1"}}, "trigger.cron", "five fields"),
+        (
+            {**SCHEDULE, "trigger": {"type": "schedule", "cron": "0 9 * * 1", "timeZone": "Mars/Olympus"}},
+            "trigger.timeZone",
+            "time zone",
+        ),
+        ({**SCHEDULE, "trigger": {"type": "schedule"}}, "trigger.cron", "needs `trigger.cron`"),
+        ({**WEBHOOK, "trigger": {"type": "webhook", "cron": "0 9 * * 1"}}, "trigger.cron", "unknown field"),
+        ({**WEBHOOK, "name": ""}, "name", "non-empty"),
+        ({**WEBHOOK, "name": "x" * 101}, "name", "longer than 100"),
+        ({**WEBHOOK, "prompt": "x" * 10_001}, "prompt", "longer than 10000"),
+        ({**WEBHOOK, "options": {"maxRunsPerDay": 0}}, "options.maxRunsPerDay", "from 1 to 500"),
+        ({**WEBHOOK, "options": {"maxOpenPullRequests": 21}}, "options.maxOpenPullRequests", "from 1 to 20"),
+        ({**WEBHOOK, "options": {"color": "red"}}, "options.color", "unknown field"),
+        ({**WEBHOOK, "options": {"maxTokens": -1}}, "options.maxTokens", "whole number"),
+        ({**WEBHOOK, "options": {"reviewers": ["not a login!"]}}, "options.reviewers", "logins"),
+        ({**WEBHOOK, "enabled": "yes"}, "enabled", "true or false"),
+        ({**WEBHOOK, "title": "x"}, "title", "unknown field"),
+    ],
+)
 def test_a_bad_body_is_refused_with_its_field_and_nothing_is_made(stack, body, field, words):
     response = stack.api.post(_base(stack), json=body)
     assert response.status_code == 400, response.text
@@ -108,11 +124,15 @@ def test_a_read_only_key_reads_but_every_write_is_forbidden(stack):
     assert reader.get(f"{stack.url}{_base(stack)}", timeout=10).status_code == 200
     assert reader.get(one, timeout=10).status_code == 200
     assert reader.get(f"{one}/runs", timeout=10).status_code == 200
-    for method, url, body in [("POST", f"{stack.url}{_base(stack)}", SCHEDULE), ("PATCH", one, {"name": "n"}),
-                              ("DELETE", one, None), ("POST", f"{one}/run", None),
-                              ("POST", f"{one}/rotate-secret", None),
-                              ("POST", f"{stack.url}/v2/agent/{stack.project_id}/autopilot", {"prompt": "x"}),
-                              ("POST", f"{stack.url}/v2/autopilot/{stack.project_id}/webhook", {"prompt": "x"})]:
+    for method, url, body in [
+        ("POST", f"{stack.url}{_base(stack)}", SCHEDULE),
+        ("PATCH", one, {"name": "n"}),
+        ("DELETE", one, None),
+        ("POST", f"{one}/run", None),
+        ("POST", f"{one}/rotate-secret", None),
+        ("POST", f"{stack.url}/v2/agent/{stack.project_id}/autopilot", {"prompt": "x"}),
+        ("POST", f"{stack.url}/v2/autopilot/{stack.project_id}/webhook", {"prompt": "x"}),
+    ]:
         response = reader.request(method, url, json=body, timeout=10)
         assert response.status_code == 403 and response.json()["code"] == "forbidden", (method, url)
     assert stack.api.get(one).json()["name"] == WEBHOOK["name"]
@@ -161,8 +181,9 @@ def test_the_webhook_trigger_url_takes_its_secret_only_and_one_run_per_delivery(
     for header in (None, "Bearer cdah_wrong", f"Basic {secret}", f"Bearer {stack.key}"):
         refused = requests.post(url, data=b"{}", headers={"Authorization": header} if header else {}, timeout=10)
         assert refused.status_code == 401 and refused.json()["code"] == "unauthorized", header
-    unknown = requests.post(f"{stack.url}/v2/automations/auto_nope/webhook",
-                            headers={"Authorization": f"Bearer {secret}"}, timeout=10)
+    unknown = requests.post(
+        f"{stack.url}/v2/automations/auto_nope/webhook", headers={"Authorization": f"Bearer {secret}"}, timeout=10
+    )
     assert unknown.status_code == 401
 
     hook = {"Authorization": f"Bearer {secret}", "Idempotency-Key": "delivery-1"}
@@ -179,11 +200,14 @@ def test_the_webhook_trigger_url_takes_its_secret_only_and_one_run_per_delivery(
     rotated = stack.api.post(f"{_base(stack)}/{made['id']}/rotate-secret").json()
     assert rotated["secret"] != secret
     assert requests.post(url, headers={"Authorization": f"Bearer {secret}"}, timeout=10).status_code == 401
-    assert requests.post(url, headers={"Authorization": f"Bearer {rotated['secret']}"},
-                         timeout=10).status_code == 202
+    assert requests.post(url, headers={"Authorization": f"Bearer {rotated['secret']}"}, timeout=10).status_code == 202
 
-    too_big = requests.post(url, data=b"x" * (stack.settings.max_body_bytes + 1),
-                            headers={"Authorization": f"Bearer {rotated['secret']}"}, timeout=10)
+    too_big = requests.post(
+        url,
+        data=b"x" * (stack.settings.max_body_bytes + 1),
+        headers={"Authorization": f"Bearer {rotated['secret']}"},
+        timeout=10,
+    )
     assert too_big.status_code == 413
 
 
@@ -205,8 +229,7 @@ def test_the_autopilot_doors_start_a_job_with_a_write_key(stack, path):
     assert stack.conversation(job["id"])[0]["content"] == "Document the new --dry-run flag."
     assert started.headers["Location"] == f"/v2/agent/{stack.project_id}/job/{job['id']}"
 
-    bad = requests.post(stack.url + url, json={"prompt": "x"}, headers={"Authorization": "Bearer cdk_nope"},
-                        timeout=10)
+    bad = requests.post(stack.url + url, json={"prompt": "x"}, headers={"Authorization": "Bearer cdk_nope"}, timeout=10)
     assert bad.status_code == 401 and bad.json()["code"] == "unauthorized"
     refused = stack.api.post(url, json={"prompt": ""})
     assert refused.status_code == 400 and refused.json()["field"] == "prompt"

@@ -19,9 +19,14 @@ from tests.redis_servers import running_redis
 
 def _snapshot(client: redis.Redis) -> dict:
     """Every key of Copydesk's data with its type and value (streams and hashes included), for comparison."""
-    read = {"string": client.get, "hash": client.hgetall, "set": client.smembers, "stream": client.xrange,
-            "list": lambda key: client.lrange(key, 0, -1),
-            "zset": lambda key: client.zrange(key, 0, -1, withscores=True)}
+    read = {
+        "string": client.get,
+        "hash": client.hgetall,
+        "set": client.smembers,
+        "stream": client.xrange,
+        "list": lambda key: client.lrange(key, 0, -1),
+        "zset": lambda key: client.zrange(key, 0, -1, withscores=True),
+    }
     found = {}
     for key in client.scan_iter(match="cd:*", count=1000):
         kind = client.type(key).decode()
@@ -76,8 +81,9 @@ def test_a_backup_restores_into_a_fresh_redis(kind, tmp_path, make_repo):
         if kind == "rdb":
             saves = client.info("persistence")["rdb_saves"]
             client.bgsave()
-            wait_until(lambda: client.info("persistence")["rdb_saves"] > saves and not _busy(client), 20,
-                       "BGSAVE to finish")
+            wait_until(
+                lambda: client.info("persistence")["rdb_saves"] > saves and not _busy(client), 20, "BGSAVE to finish"
+            )
             assert client.info("persistence")["rdb_last_bgsave_status"] == "ok"
             restored_dir.mkdir()
             shutil.copy2(live_dir / "dump.rdb", restored_dir / "dump.rdb")
@@ -85,8 +91,11 @@ def test_a_backup_restores_into_a_fresh_redis(kind, tmp_path, make_repo):
         else:
             rewrites = client.info("persistence")["aof_rewrites"]
             client.bgrewriteaof()
-            wait_until(lambda: client.info("persistence")["aof_rewrites"] > rewrites and not _busy(client), 20,
-                       "BGREWRITEAOF to finish")
+            wait_until(
+                lambda: client.info("persistence")["aof_rewrites"] > rewrites and not _busy(client),
+                20,
+                "BGREWRITEAOF to finish",
+            )
             assert client.info("persistence")["aof_last_bgrewrite_status"] == "ok"
             restored_dir.mkdir()
             shutil.copytree(live_dir / "appendonlydir", restored_dir / "appendonlydir")

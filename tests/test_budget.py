@@ -11,8 +11,10 @@ from tests.model_standin import Reply, ToolUse
 
 
 def reads(n: int) -> list[Reply]:
-    return [Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})], input_tokens=10, output_tokens=5)
-            for _ in range(n)]
+    return [
+        Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})], input_tokens=10, output_tokens=5)
+        for _ in range(n)
+    ]
 
 
 def test_a_run_stops_at_its_budget_with_each_request_cut_to_what_remains(stack_factory, standin):
@@ -26,8 +28,15 @@ def test_a_run_stops_at_its_budget_with_each_request_cut_to_what_remains(stack_f
     # 15 tokens a call: limits of 40, 25 and 10 tokens; the third call passes the budget (its input was not cut).
     assert [r.body["max_completion_tokens"] for r in standin.requests] == [40, 25, 10]
     usage = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()["usage"]
-    assert usage == {"inputTokens": 30, "outputTokens": 15, "cacheReadTokens": 0, "cacheWriteTokens": 0,
-                     "billableTokens": 45, "maxTokens": 40, "remainingTokens": 0}
+    assert usage == {
+        "inputTokens": 30,
+        "outputTokens": 15,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+        "billableTokens": 45,
+        "maxTokens": 40,
+        "remainingTokens": 0,
+    }
     types = [e["type"] for e in page(stack, job["id"])]
     assert types[-3:] == ["run.finished", "job.budget_reached", "job.failed"]
     budget = page(stack, job["id"])[-2]["data"]["budget"]
@@ -42,8 +51,10 @@ def test_a_run_stops_at_its_budget_with_each_request_cut_to_what_remains(stack_f
 def test_the_projects_default_budget_applies_and_an_explicit_one_wins(stack):
     stack.ctx.services.projects.set_max_tokens(stack.project_id, 1000)
     plain, chosen = stack.create().json(), stack.create(maxTokens=50).json()
-    usage = [stack.api.get(f"/v2/agent/{stack.project_id}/job/{j['id']}/messages").json()["usage"]["maxTokens"]
-             for j in (plain, chosen)]
+    usage = [
+        stack.api.get(f"/v2/agent/{stack.project_id}/job/{j['id']}/messages").json()["usage"]["maxTokens"]
+        for j in (plain, chosen)
+    ]
     assert usage == [1000, 50]
     bad = stack.create(maxTokens=0)
     assert bad.status_code == 400 and bad.json()["field"] == "maxTokens"
@@ -54,13 +65,21 @@ def test_usage_is_totalled_per_account_and_key_and_a_monthly_cap_refuses_new_wor
     job = stack.create().json()
     _job, message = services.jobs.start_next(job["id"])
     services.usage.add("local", "local", message.key_id, {"inputTokens": 700, "outputTokens": 300})  # as a run does
-    services.jobs.finish_message(job["id"], message.id,
-                                 RunOutcome(reply="done", usage={"inputTokens": 700, "outputTokens": 300}))
+    services.jobs.finish_message(
+        job["id"], message.id, RunOutcome(reply="done", usage={"inputTokens": 700, "outputTokens": 300})
+    )
     totals = stack.api.get("/v2/agent/usage").json()
     assert totals["month"] == month_of()
-    assert totals["account"] == {"name": "local", "month": month_of(), "inputTokens": 700, "outputTokens": 300,
-                                 "cacheReadTokens": 0, "cacheWriteTokens": 0, "billableTokens": 1000,
-                                 "monthlyCap": None}
+    assert totals["account"] == {
+        "name": "local",
+        "month": month_of(),
+        "inputTokens": 700,
+        "outputTokens": 300,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+        "billableTokens": 1000,
+        "monthlyCap": None,
+    }
     assert totals["key"]["inputTokens"] == 700 and totals["key"]["id"].startswith("key_")
 
     services.usage.set_cap("local", "local", 1000)
@@ -78,8 +97,11 @@ CALL = {"input": 60, "output": 40}  # tokens of each model call below
 
 def endless_reads(_body) -> tuple[float, Reply]:
     """A model that never finishes: each call reads a file and costs 100 tokens (a little later, so runs overlap)."""
-    return 0.05, Reply(tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})],
-                       input_tokens=CALL["input"], output_tokens=CALL["output"])
+    return 0.05, Reply(
+        tool_calls=[ToolUse("read_file", {"path": "docs/index.md"})],
+        input_tokens=CALL["input"],
+        output_tokens=CALL["output"],
+    )
 
 
 def test_parallel_runs_stop_at_the_monthly_cap_passing_it_by_at_most_one_call_each(stack_factory, standin):
@@ -88,8 +110,10 @@ def test_parallel_runs_stop_at_the_monthly_cap_passing_it_by_at_most_one_call_ea
     services.usage.set_cap("local", "local", 1000)
     standin.respond(endless_reads)
     jobs = [stack.create(f"Read the docs, round {n}").json()["id"] for n in range(8)]  # all accepted: nothing used yet
-    runs = [threading.Thread(target=stack.ctx.runner(worker=f"worker-{n}").process, args=(job_id,))
-            for n, job_id in enumerate(jobs)]
+    runs = [
+        threading.Thread(target=stack.ctx.runner(worker=f"worker-{n}").process, args=(job_id,))
+        for n, job_id in enumerate(jobs)
+    ]
     for run in runs:
         run.start()
     for run in runs:
@@ -105,17 +129,21 @@ def test_parallel_runs_stop_at_the_monthly_cap_passing_it_by_at_most_one_call_ea
         failed = stack.job(job_id)
         assert failed["status"] == "failed" and failed["error"]["code"] == "monthly_budget_exceeded", failed
     # The runs' own records add up to the same total.
-    runs_usage = sum(u["inputTokens"] + u["outputTokens"] for u in
-                     (stack.api.get(f"/v2/agent/{stack.project_id}/job/{j}/messages").json()["usage"] for j in jobs))
+    runs_usage = sum(
+        u["inputTokens"] + u["outputTokens"]
+        for u in (stack.api.get(f"/v2/agent/{stack.project_id}/job/{j}/messages").json()["usage"] for j in jobs)
+    )
     assert runs_usage == used
 
 
 def test_same_named_accounts_on_two_code_hosts_have_their_own_totals_and_caps(stack, make_repo):
     services = stack.ctx.services
-    local = stack.ctx.local.register(services.projects, path=make_repo({"docs/a.md": "a"}, name="team-local"),
-                                     ref="main", account="team")
-    github = services.projects.add(account="team", host="github", repository="team/docs",
-                                   web_url="https://github.com/team/docs", ref="main")
+    local = stack.ctx.local.register(
+        services.projects, path=make_repo({"docs/a.md": "a"}, name="team-local"), ref="main", account="team"
+    )
+    github = services.projects.add(
+        account="team", host="github", repository="team/docs", web_url="https://github.com/team/docs", ref="main"
+    )
     keys = {}
     for project in (local, github):
         _key, plaintext = services.keys.create(account="team", name=project.host, host=project.host)
@@ -143,8 +171,7 @@ def test_same_named_accounts_on_two_code_hosts_have_their_own_totals_and_caps(st
     assert services.usage.cap("github", "team") is None
 
 
-def test_a_run_accepted_before_the_cap_was_used_up_fails_at_its_start_without_calling_the_model(stack_factory,
-                                                                                             standin):
+def test_a_run_accepted_before_the_cap_was_used_up_fails_at_its_start_without_calling_the_model(stack_factory, standin):
     stack = stack_factory(**PROVIDERS["openai"](standin))
     services = stack.ctx.services
     services.usage.set_cap("local", "local", 1000)

@@ -73,13 +73,22 @@ def test_a_mid_run_cancel_abandons_the_model_call_pushes_nothing_and_settles(sta
     head = Git().out("rev-parse", f"refs/heads/{before['branch']}", git_dir=stack.repo)
 
     # The second round writes a file, then its next model call hangs far longer than the bound.
-    standin.script(Reply(tool_calls=[ToolUse("write_file", {"path": "docs/more.md", "content": "# More\n"})]),
-                   Hang(60), *write_then_finish("docs/late.md"))
+    standin.script(
+        Reply(tool_calls=[ToolUse("write_file", {"path": "docs/more.md", "content": "# More\n"})]),
+        Hang(60),
+        *write_then_finish("docs/late.md"),
+    )
     stack.message(first["id"], "Write more")
     stack.message(first["id"], "And even more")  # waits its turn; the cancel cancels it too
     timing: dict = {}
-    canceller = cancel_once(stack, first["id"], lambda: len(standin.requests) >= 4,  # 2 of round 1, 2 of round 2
-                            "the second round's model call to hang", timing, interval=0.05)
+    canceller = cancel_once(
+        stack,
+        first["id"],
+        lambda: len(standin.requests) >= 4,  # 2 of round 1, 2 of round 2
+        "the second round's model call to hang",
+        timing,
+        interval=0.05,
+    )
     stack.drain()
     settled = time.monotonic()
     canceller.join(timeout=30)
@@ -94,7 +103,7 @@ def test_a_mid_run_cancel_abandons_the_model_call_pushes_nothing_and_settles(sta
     statuses = [m["status"] for m in stack.conversation(first["id"]) if m["role"] == "user"]
     assert statuses == ["processed", "cancelled", "cancelled"]
     types = [e["type"] for e in page(stack, first["id"])]
-    assert types[-2:] == ["run.finished", "job.cancelled"] and "run.pushed" not in types[types.index("job.completed"):]
+    assert types[-2:] == ["run.finished", "job.cancelled"] and "run.pushed" not in types[types.index("job.completed") :]
     assert page(stack, first["id"])[-2]["data"]["run"]["outcome"] == "cancelled"
 
 
@@ -102,8 +111,11 @@ def test_a_cancelled_round_after_a_failed_one_leaves_the_job_failed_with_that_er
     jobs = stack.ctx.services.jobs
     job = stack.create().json()
     _job, message = jobs.start_next(job["id"])  # the first round fails, as a run would record it
-    jobs.finish_message(job["id"], message.id, RunOutcome(
-        error={"code": "ref_not_found", "message": "the repository has no branch 'main'"}))
+    jobs.finish_message(
+        job["id"],
+        message.id,
+        RunOutcome(error={"code": "ref_not_found", "message": "the repository has no branch 'main'"}),
+    )
     stack.message(job["id"], "try again")
     settled = cancel(stack, job["id"]).json()
     assert settled["status"] == "failed" and settled["error"]["code"] == "ref_not_found"
@@ -121,8 +133,9 @@ def test_a_cancel_that_lands_after_the_last_stop_check_still_pushes_nothing(stac
     stack.script([FAQ, finish()])
     job = stack.create().json()
     timing: dict = {}
-    canceller = cancel_once(stack, job["id"], lambda: _publishing(stack, job["id"]), "the run to begin publishing",
-                            timing, interval=0.02)
+    canceller = cancel_once(
+        stack, job["id"], lambda: _publishing(stack, job["id"]), "the run to begin publishing", timing, interval=0.02
+    )
     started = time.monotonic()
     stack.drain()
     canceller.join(timeout=30)

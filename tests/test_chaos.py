@@ -10,8 +10,17 @@ from tests.harness import wait_until
 
 
 def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_path):
-    plan = ChaosPlan(seconds=40, workers=4, jobs=5, follow_ups=1, kill_every=2.5, redis_outage_at=12,
-                     web_outage_at=24, settle_seconds=40, max_attempts=20)
+    plan = ChaosPlan(
+        seconds=40,
+        workers=4,
+        jobs=5,
+        follow_ups=1,
+        kill_every=2.5,
+        redis_outage_at=12,
+        web_outage_at=24,
+        settle_seconds=40,
+        max_attempts=20,
+    )
     with ChaosRig(tmp_path, plan) as rig:
         report = rig.run()
     print(report.figures())
@@ -32,8 +41,9 @@ def test_a_redis_restart_mid_run_is_ridden_out_by_the_worker_and_retried_not_fai
         job_id = rig.create(0)
         wait_until(lambda: rig.model.requests, 30, "the run to call the model")  # the run waits on its model call...
         rig.redis_outage()  # ...when Redis dies, and comes back 2 s later
-        wait_until(lambda: rig.job(job_id)["status"] != "active", 60, "the run to be finished after the outage",
-                   interval=0.25)
+        wait_until(
+            lambda: rig.job(job_id)["status"] != "active", 60, "the run to be finished after the outage", interval=0.25
+        )
         done = rig.job(job_id)
         assert done["status"] == "completed" and done["prLink"], done
         [message] = [m for m in rig._call("GET", f"/job/{job_id}/messages").json()["messages"] if m["role"] == "user"]

@@ -23,15 +23,19 @@ def env(redis_url, tmp_path):
 
 def test_projects_and_keys(env, make_repo, tmp_path):
     repo = make_repo({"a.md": "# A\n"})
-    project = json.loads(run_in_process(env, "project", "add", "--repository", str(repo), "--ref", "main",
-                                        "--json").stdout)
+    project = json.loads(
+        run_in_process(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout
+    )
     assert project["id"].startswith("prj_") and project["ref"] == "main" and project["account"] == "local"
     listed = json.loads(run_in_process(env, "project", "list", "--json").stdout)["projects"]
     assert [p["id"] for p in listed] == [project["id"]]
     assert project["id"] in run_in_process(env, "project", "list").stdout
 
-    created = json.loads(run_in_process(env, "key", "create", "--account", "local", "--project", project["id"],
-                             "--name", "ci", "--json").stdout)
+    created = json.loads(
+        run_in_process(
+            env, "key", "create", "--account", "local", "--project", project["id"], "--name", "ci", "--json"
+        ).stdout
+    )
     assert created["key"].startswith("cdk_") and created["prefix"] == created["key"][:16]
     assert created["access"] == "read_write" and created["createdBy"] == "operator" and created["expiresAt"]
     assert created["host"] == "local"  # the key works on local projects only, whatever GitHub account shares the name
@@ -74,8 +78,12 @@ def test_merging_a_local_pull_request_merges_it_and_archives_the_job(stack):
     assert out["state"] == "merged" and out["job"]["status"] == "archived"
     git = Git()
     assert git.out("show", "main:docs/faq.md", git_dir=stack.repo) == "# FAQ\n\nAsk away."
-    assert git.run("rev-parse", "--verify", "-q", f"refs/heads/copydesk/{job['id']}", git_dir=stack.repo,
-                   check=False).returncode != 0
+    assert (
+        git.run(
+            "rev-parse", "--verify", "-q", f"refs/heads/copydesk/{job['id']}", git_dir=stack.repo, check=False
+        ).returncode
+        != 0
+    )
     assert stack.job(job["id"])["status"] == "archived"
     page = stack.operator().get(stack.job(job["id"])["prLink"], timeout=10).text
     assert "+# FAQ" in page and ">merged<" in page and "job archived" in page  # the page still shows the diff
@@ -98,8 +106,13 @@ def test_recover_queues_stranded_messages(stack):
     from service.dispatch import Dispatcher
 
     services = stack.ctx.services
-    services.dispatcher = Dispatcher(redis_lib.Redis(port=1, retry=None), services.jobs,
-                                     queue_name="copydesk", task="bot.tasks.process_job", job_timeout=60)
+    services.dispatcher = Dispatcher(
+        redis_lib.Redis(port=1, retry=None),
+        services.jobs,
+        queue_name="copydesk",
+        task="bot.tasks.process_job",
+        job_timeout=60,
+    )
     job_id = stack.create().json()["id"]
     out = json.loads(run_in_process(stack.env(), "recover", "--json").stdout)
     assert out == {"queued": [job_id]}
@@ -107,11 +120,17 @@ def test_recover_queues_stranded_messages(stack):
 
 def test_demo_runs_a_job_end_to_end_shows_the_diff_and_a_dashboard_link(redis_url, tmp_path):
     env = {"COPYDESK_REDIS_URL": redis_url, "COPYDESK_DATA_DIR": str(tmp_path / "data")}
-    env_clean = {k: v for k, v in os.environ.items() if k not in ("COPYDESK_MODEL", "OPENAI_API_KEY",
-                                                                  "ANTHROPIC_API_KEY")}
+    env_clean = {
+        k: v for k, v in os.environ.items() if k not in ("COPYDESK_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    }
     # `make demo` runs `copydesk demo --serve`: after the job it serves the dashboard until Ctrl-C.
-    proc = subprocess.Popen([COPYDESK, "demo", "--serve"], env={**env_clean, **env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [COPYDESK, "demo", "--serve"],
+        env={**env_clean, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     try:
         deadline = time.monotonic() + 180
@@ -138,8 +157,22 @@ def test_demo_runs_a_job_end_to_end_shows_the_diff_and_a_dashboard_link(redis_ur
 
 
 def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
-    created = json.loads(run_in_process(env, "key", "create", "--account", "acme", "--name", "reader",
-                                        "--access", "read-only", "--expires", "never", "--json").stdout)
+    created = json.loads(
+        run_in_process(
+            env,
+            "key",
+            "create",
+            "--account",
+            "acme",
+            "--name",
+            "reader",
+            "--access",
+            "read-only",
+            "--expires",
+            "never",
+            "--json",
+        ).stdout
+    )
     assert created["access"] == "read_only" and created["expiresAt"] is None
     assert created["host"] == "github"  # no local project and not `local`: an account of the GitHub App
     week = json.loads(run_in_process(env, "key", "create", "--account", "acme", "--expires", "7", "--json").stdout)
@@ -151,7 +184,10 @@ def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
     assert created["prefix"] in listing and "read_only" in listing and "revoked" in listing and "uses 0" in listing
     audit = json.loads(run_in_process(env, "key", "audit", "--account", "acme", "--json").stdout)["events"]
     assert [(e["action"], e["keyId"]) for e in audit] == [
-        ("revoked", created["id"]), ("created", week["id"]), ("created", created["id"])]
+        ("revoked", created["id"]),
+        ("created", week["id"]),
+        ("created", created["id"]),
+    ]
     chosen = json.loads(run_in_process(env, "key", "create", "--account", "acme", "--host", "local", "--json").stdout)
     assert chosen["host"] == "local"
     link = json.loads(run_in_process(env, "dashboard", "login-link", "--json").stdout)
@@ -160,8 +196,9 @@ def test_key_access_expiry_audit_and_the_dashboard_login_link(env, make_repo):
 
 def test_disable_and_enable_a_project(env, make_repo):
     repo = make_repo({"a.md": "# A\n"})
-    project = json.loads(run_in_process(env, "project", "add", "--repository", str(repo), "--ref", "main",
-                                        "--json").stdout)
+    project = json.loads(
+        run_in_process(env, "project", "add", "--repository", str(repo), "--ref", "main", "--json").stdout
+    )
     assert json.loads(run_in_process(env, "project", "disable", project["id"], "--json").stdout)["enabled"] is False
     assert "[disabled]" in run_in_process(env, "project", "list").stdout
     assert json.loads(run_in_process(env, "project", "enable", project["id"], "--json").stdout)["enabled"] is True

@@ -26,17 +26,47 @@ def test_templates_create_show_update_rotate_and_delete(stack):
     assert [t["id"] for t in listed] == list(TEMPLATES)
     assert "needs trigger.repository" in cli(stack, "templates").stdout
 
-    code = as_json(stack, "create", stack.project_id, "--template", "update-docs-from-code-changes",
-                   "--repository", "/srv/git/api.git", "--max-runs-per-day", "4")
+    code = as_json(
+        stack,
+        "create",
+        stack.project_id,
+        "--template",
+        "update-docs-from-code-changes",
+        "--repository",
+        "/srv/git/api.git",
+        "--max-runs-per-day",
+        "4",
+    )
     assert code["template"] == "update-docs-from-code-changes" and code["name"] == "Update docs from code changes"
     assert code["trigger"] == {"type": "code_change", "repository": "/srv/git/api.git", "mode": "per_change"}
     assert code["options"]["maxRunsPerDay"] == 4 and "secret" not in code
-    links = as_json(stack, "create", stack.project_id, "--template", "fix-broken-links", "--cron", "30 7 * * 2",
-                    "--time-zone", "Europe/Berlin", "--name", "Links")
+    links = as_json(
+        stack,
+        "create",
+        stack.project_id,
+        "--template",
+        "fix-broken-links",
+        "--cron",
+        "30 7 * * 2",
+        "--time-zone",
+        "Europe/Berlin",
+        "--name",
+        "Links",
+    )
     assert links["trigger"] == {"type": "schedule", "cron": "30 7 * * 2", "timeZone": "Europe/Berlin"}
 
-    made = cli(stack, "create", stack.project_id, "--trigger", "webhook", "--name", "Release notes", "--prompt",
-               "Document the release.", "--no-grouping").stdout
+    made = cli(
+        stack,
+        "create",
+        stack.project_id,
+        "--trigger",
+        "webhook",
+        "--name",
+        "Release notes",
+        "--prompt",
+        "Document the release.",
+        "--no-grouping",
+    ).stdout
     secret = next(word for word in made.split() if word.startswith("cdah_"))
     assert "shown once" in made
     [hook] = [a for a in stack.ctx.services.automations.of_project(stack.project_id) if a.name == "Release notes"]
@@ -51,14 +81,28 @@ def test_templates_create_show_update_rotate_and_delete(stack):
     assert f"/v2/automations/{hook.id}/webhook" in shown and "Document the release." in shown
     assert secret not in shown and secret not in cli(stack, "list", stack.project_id, "--json").stdout
 
-    changed = as_json(stack, "update", stack.project_id, code["id"], "--disable", "--max-open-pull-requests", "2",
-                      "--prompt", "Only the CLI reference pages.")
+    changed = as_json(
+        stack,
+        "update",
+        stack.project_id,
+        code["id"],
+        "--disable",
+        "--max-open-pull-requests",
+        "2",
+        "--prompt",
+        "Only the CLI reference pages.",
+    )
     assert changed["enabled"] is False and changed["prompt"] == "Only the CLI reference pages."
     assert changed["options"]["maxOpenPullRequests"] == 2 and changed["options"]["maxRunsPerDay"] == 4  # merged
     assert changed["trigger"] == code["trigger"]
     moved = as_json(stack, "update", stack.project_id, code["id"], "--mode", "batched", "--cron", "0 16 * * 5")
-    assert moved["trigger"] == {"type": "code_change", "repository": "/srv/git/api.git", "mode": "batched",
-                                "cron": "0 16 * * 5", "timeZone": "UTC"}
+    assert moved["trigger"] == {
+        "type": "code_change",
+        "repository": "/srv/git/api.git",
+        "mode": "batched",
+        "cron": "0 16 * * 5",
+        "timeZone": "UTC",
+    }
     back = as_json(stack, "update", stack.project_id, code["id"], "--mode", "per_change")
     assert back["trigger"] == code["trigger"]
     assert "disabled" in cli(stack, "list", stack.project_id).stdout
@@ -74,27 +118,53 @@ def test_templates_create_show_update_rotate_and_delete(stack):
     assert cli(stack, "list", stack.project_id).stdout.strip() == "No automations."
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["create", "{project}", "--template", "update-docs-from-code-changes"],
-     "needs `trigger.repository`: the source repository to watch: a local bare repository's absolute path "
-     "(set with --repository)"),
-    (["create", "{project}", "--template", "no-such-template"], "`template` must be one of"),
-    (["create", "{project}", "--name", "x", "--prompt", "y"], "give --trigger"),
-    (["create", "{project}", "--trigger", "schedule", "--name", "x", "--prompt", "y"],
-     "needs `trigger.cron` (set with --cron)"),
-    (["create", "{project}", "--trigger", "schedule", "--name", "x", "--prompt", "y", "--cron", "0 9 * * 1",
-      "--time-zone", "Mars/Olympus"], "(set with --time-zone)"),
-    (["create", "{project}", "--template", "fix-broken-links", "--max-runs-per-day", "501"],
-     "from 1 to 500 (set with --max-runs-per-day)"),
-    (["create", "{project}", "--template", "fix-broken-links", "--prompt-file", "/nonexistent/prompt.md"],
-     "cannot read the prompt"),
-    (["create", "prj_01JD0000000000000000000000", "--template", "fix-broken-links"], "no project"),
-    (["update", "{project}", "{automation}", "--cron", "every day"], "five fields"),
-    (["update", "{project}", "{automation}"], "nothing to change"),
-    (["update", "{project}", "auto_01JD0000000000000000000000", "--disable"], "no automation"),
-    (["rotate-secret", "{project}", "{automation}"], "only a webhook trigger has a secret"),
-    (["run", "{project}", "{automation}", "--note", "x" * 2001], "at most 2000 characters (set with --note)"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ["create", "{project}", "--template", "update-docs-from-code-changes"],
+            "needs `trigger.repository`: the source repository to watch: a local bare repository's absolute path "
+            "(set with --repository)",
+        ),
+        (["create", "{project}", "--template", "no-such-template"], "`template` must be one of"),
+        (["create", "{project}", "--name", "x", "--prompt", "y"], "give --trigger"),
+        (
+            ["create", "{project}", "--trigger", "schedule", "--name", "x", "--prompt", "y"],
+            "needs `trigger.cron` (set with --cron)",
+        ),
+        (
+            [
+                "create",
+                "{project}",
+                "--trigger",
+                "schedule",
+                "--name",
+                "x",
+                "--prompt",
+                "y",
+                "--cron",
+                "0 9 * * 1",
+                "--time-zone",
+                "Mars/Olympus",
+            ],
+            "(set with --time-zone)",
+        ),
+        (
+            ["create", "{project}", "--template", "fix-broken-links", "--max-runs-per-day", "501"],
+            "from 1 to 500 (set with --max-runs-per-day)",
+        ),
+        (
+            ["create", "{project}", "--template", "fix-broken-links", "--prompt-file", "/nonexistent/prompt.md"],
+            "cannot read the prompt",
+        ),
+        (["create", "prj_01JD0000000000000000000000", "--template", "fix-broken-links"], "no project"),
+        (["update", "{project}", "{automation}", "--cron", "every day"], "five fields"),
+        (["update", "{project}", "{automation}"], "nothing to change"),
+        (["update", "{project}", "auto_01JD0000000000000000000000", "--disable"], "no automation"),
+        (["rotate-secret", "{project}", "{automation}"], "only a webhook trigger has a secret"),
+        (["run", "{project}", "{automation}", "--note", "x" * 2001], "at most 2000 characters (set with --note)"),
+    ],
+)
 def test_bad_input_is_a_clear_error_and_changes_nothing(stack, args, words):
     made = as_json(stack, "create", stack.project_id, "--template", "fix-broken-links")
     before = stack.ctx.services.automations.of_project(stack.project_id)
@@ -105,8 +175,19 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(stack, args, words):
 
 
 def test_run_now_and_the_history_with_states_and_the_merge_rate(stack):
-    made = as_json(stack, "create", stack.project_id, "--trigger", "schedule", "--cron", "0 9 * * 1", "--name",
-                   "FAQ", "--prompt", "Add an FAQ page.")
+    made = as_json(
+        stack,
+        "create",
+        stack.project_id,
+        "--trigger",
+        "schedule",
+        "--cron",
+        "0 9 * * 1",
+        "--name",
+        "FAQ",
+        "--prompt",
+        "Add an FAQ page.",
+    )
     fired = as_json(stack, "run", stack.project_id, made["id"], "--note", "After the v2 release.")
     run, job = fired["run"], fired["job"]
     assert run["state"] == "queued" and run["trigger"] == "manual" and job["automation"]["id"] == made["id"]
@@ -133,17 +214,40 @@ def test_run_now_and_the_history_with_states_and_the_merge_rate(stack):
 
 
 def test_the_history_names_the_source_changes_a_run_covers(stack):
-    made = as_json(stack, "create", stack.project_id, "--template", "update-docs-from-code-changes",
-                   "--repository", "/srv/git/api.git")
-    change = SourceChange(kind="pull_request", id="42", title="Rename --out to --output", body="", author="dana",
-                          url="https://example.com/acme/api/pull/42", merge_commit="a" * 40, diff="",
-                          diff_truncated=False, repository="/srv/git/api.git")
+    made = as_json(
+        stack,
+        "create",
+        stack.project_id,
+        "--template",
+        "update-docs-from-code-changes",
+        "--repository",
+        "/srv/git/api.git",
+    )
+    change = SourceChange(
+        kind="pull_request",
+        id="42",
+        title="Rename --out to --output",
+        body="",
+        author="dana",
+        url="https://example.com/acme/api/pull/42",
+        merge_commit="a" * 40,
+        diff="",
+        diff_truncated=False,
+        repository="/srv/git/api.git",
+    )
     automation = stack.ctx.services.automations.find(made["id"])
     fire(stack.ctx.services, automation, TriggerEvent(kind="code_change", key="gh:acme/api#pr42", changes=(change,)))
     history = as_json(stack, "runs", stack.project_id, made["id"])
-    assert history["runs"][0]["changes"] == [{"kind": "pull_request", "id": "42", "title": "Rename --out to --output",
-                                              "url": "https://example.com/acme/api/pull/42", "author": "dana",
-                                              "repository": "/srv/git/api.git"}]
+    assert history["runs"][0]["changes"] == [
+        {
+            "kind": "pull_request",
+            "id": "42",
+            "title": "Rename --out to --output",
+            "url": "https://example.com/acme/api/pull/42",
+            "author": "dana",
+            "repository": "/srv/git/api.git",
+        }
+    ]
     text = cli(stack, "runs", stack.project_id, made["id"]).stdout
     assert "code_change" in text and "queued" in text and "covers #42 Rename --out to --output" in text
     assert "merge rate: no pull requests yet" in text

@@ -12,8 +12,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def test_the_readmes_run_failure_table_lists_exactly_the_enums_codes():
     text = README.read_text()
-    table = text[text.index("| `error.code` | What happened |"):]
-    table = table[:table.index("\n\n")]
+    table = text[text.index("| `error.code` | What happened |") :]
+    table = table[: table.index("\n\n")]
     listed = {code for row in table.splitlines()[2:] for code in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
     assert listed == {failure.value for failure in RunFailure}
 

@@ -92,9 +92,18 @@ def placeholder_defaults(environment: dict) -> dict[str, str]:
 def test_the_settings_a_deployment_needs_are_placeholders(services):
     environment = services["web"]["environment"]
     assert services["worker"]["environment"] == environment  # the same settings for both
-    needed = {"COPYDESK_BASE_URL", "COPYDESK_SECRET_KEY", "COPYDESK_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
-              "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "GITHUB_CLIENT_ID",
-              "GITHUB_CLIENT_SECRET"}
+    needed = {
+        "COPYDESK_BASE_URL",
+        "COPYDESK_SECRET_KEY",
+        "COPYDESK_MODEL",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GITHUB_APP_ID",
+        "GITHUB_PRIVATE_KEY",
+        "GITHUB_WEBHOOK_SECRET",
+        "GITHUB_CLIENT_ID",
+        "GITHUB_CLIENT_SECRET",
+    }
     assert needed <= set(environment)
     for name in needed:
         assert re.fullmatch(r"\$\{" + name + r":-[^}]*\}", environment[name]), name  # set from the host's .env

@@ -15,8 +15,9 @@ def _post(url, key, body, headers=None):
 def test_parallel_creates_with_one_idempotency_key_make_one_job(stack):
     url = f"{stack.url}/v2/agent/{stack.project_id}/job"
     with ThreadPoolExecutor(8) as pool:
-        responses = list(pool.map(lambda _: _post(url, stack.key, {"prompt": "once"}, {"Idempotency-Key": "k1"}),
-                                  range(8)))
+        responses = list(
+            pool.map(lambda _: _post(url, stack.key, {"prompt": "once"}, {"Idempotency-Key": "k1"}), range(8))
+        )
     assert {r.status_code for r in responses} == {201}
     assert len({r.json()["id"] for r in responses}) == 1
     assert len(stack.api.get(f"/v2/agent/{stack.project_id}/jobs").json()["jobs"]) == 1

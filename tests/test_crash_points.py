@@ -21,15 +21,20 @@ def run_in_a_process_that_crashes_at(stack, job_id: str, point: str) -> None:
     rq.Queue(stack.settings.queue_name, connection=services.redis).empty()
     services.redis.delete(f"cd:job:{job_id}:rq")
     env = {**os.environ, **stack.env(), "COPYDESK_TEST_FAULTS": point}
-    crashed = subprocess.run([sys.executable, "-c", f"from bot.tasks import process_job; process_job({job_id!r})"],
-                             env=env, capture_output=True, timeout=120)
+    crashed = subprocess.run(
+        [sys.executable, "-c", f"from bot.tasks import process_job; process_job({job_id!r})"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     assert crashed.returncode == 137, crashed.stderr.decode()[-2000:]
 
 
 def resume_after_the_lease_lapses(stack, job_id: str) -> None:
     # The dead run's lease lapses by itself...
-    wait_until(lambda: not is_leased(stack.ctx.services.redis, job_id), 20, "the dead run's lease to lapse",
-               interval=0.1)
+    wait_until(
+        lambda: not is_leased(stack.ctx.services.redis, job_id), 20, "the dead run's lease to lapse", interval=0.1
+    )
     assert sweep_once(stack.ctx) == [job_id]  # ...and the sweep queues the message again
     stack.drain()
 
@@ -37,7 +42,9 @@ def resume_after_the_lease_lapses(stack, job_id: str) -> None:
 @pytest.mark.parametrize("point", faults.CRASHES)
 def test_a_first_round_killed_at_each_crash_point_ends_with_one_commit_and_one_pull_request(stack_factory, point):
     stack = stack_factory(lease_ttl_seconds=1)
-    stack.script([FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Politer.")])
+    stack.script(
+        [FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Politer.")]
+    )
     job_id = stack.create().json()["id"]
     run_in_a_process_that_crashes_at(stack, job_id, point)
     branch = f"copydesk/{job_id}"
@@ -69,7 +76,9 @@ def test_a_first_round_killed_at_each_crash_point_ends_with_one_commit_and_one_p
 @pytest.mark.parametrize("point", [faults.AFTER_PUSH, faults.AFTER_PULL])
 def test_a_follow_up_killed_after_its_push_is_committed_and_commented_once(stack_factory, point):
     stack = stack_factory(lease_ttl_seconds=1)
-    stack.script([FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Politer.")])
+    stack.script(
+        [FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Politer.")]
+    )
     job_id = stack.create().json()["id"]
     stack.drain()
     stack.message(job_id, "Be polite")
@@ -92,5 +101,6 @@ def test_crash_points_are_off_unless_a_test_arms_them(stack):
     assert stack.settings.test_faults == frozenset()
     faults.Faults().reach(faults.AFTER_PUSH)  # unarmed: returns
     from service.settings import Settings, SettingsError
+
     with pytest.raises(SettingsError, match="unknown fault points"):
         Settings.from_env({"COPYDESK_TEST_FAULTS": "after_lunch"})

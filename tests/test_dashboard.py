@@ -22,8 +22,12 @@ from tests.webhook_receivers import stored_values
 def create_job(dash, project, prompt: str = "Add an FAQ") -> dict:
     """A job created through the API with a fresh key of the local account; its record."""
     _key, key = dash.ctx.services.keys.create(account="local")
-    response = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": prompt},
-                             headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    response = requests.post(
+        f"{dash.url}/v2/agent/{project.id}/job",
+        json={"prompt": prompt},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=10,
+    )
     assert response.status_code == 201, response.text
     return response.json()
 
@@ -55,12 +59,19 @@ def test_the_session_cookie_is_httponly_lax_and_secure_on_https(dash):
 
 def test_every_page_has_a_csp_and_the_other_security_headers(dash):
     operator = dash.operator()
-    for path in ("/dashboard/signin", "/dashboard/", "/dashboard/accounts/local/keys",
-                 f"/dashboard/projects/{dash.projects['local'].id}/jobs", "/dashboard/nope/at/all/x"):
+    for path in (
+        "/dashboard/signin",
+        "/dashboard/",
+        "/dashboard/accounts/local/keys",
+        f"/dashboard/projects/{dash.projects['local'].id}/jobs",
+        "/dashboard/nope/at/all/x",
+    ):
         response = operator.get(path)
         csp = response.headers.get("Content-Security-Policy", "")
         assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp, path
-        assert response.headers["X-Content-Type-Options"] == "nosniff" and response.headers["Cache-Control"] == "no-store"
+        assert (
+            response.headers["X-Content-Type-Options"] == "nosniff" and response.headers["Cache-Control"] == "no-store"
+        )
     assert "<script>" not in operator.get("/dashboard/").text  # no inline scripts for the CSP to forbid
 
 
@@ -75,11 +86,14 @@ def test_the_login_link_works_once(dash):
 
 def test_a_form_post_without_the_csrf_token_is_refused_and_changes_nothing(dash):
     operator = dash.operator()
-    refused = operator.post("/dashboard/accounts/local/keys", data={"name": "x", "scope": "all",
-                                                                    "access": "read_write", "expiry": "90"})
+    refused = operator.post(
+        "/dashboard/accounts/local/keys", data={"name": "x", "scope": "all", "access": "read_write", "expiry": "90"}
+    )
     assert refused.status_code == 403 and "security token" in refused.text
-    wrong = operator.post("/dashboard/accounts/local/keys", data={"csrf_token": "nope", "name": "x", "scope": "all",
-                                                                  "access": "read_write", "expiry": "90"})
+    wrong = operator.post(
+        "/dashboard/accounts/local/keys",
+        data={"csrf_token": "nope", "name": "x", "scope": "all", "access": "read_write", "expiry": "90"},
+    )
     assert wrong.status_code == 403
     assert dash.ctx.services.keys.of_account("local") == []
 
@@ -100,9 +114,11 @@ def test_sessions_end_on_sign_out_and_after_idle_and_absolute_time(dash):
 def test_a_key_made_on_the_page_works_with_the_api_until_revoked(dash):
     alice = dash.signed_in("alice")
     project = dash.projects["acme/docs"]
-    created = alice.form("/dashboard/accounts/acme/keys", {"name": "ci", "scope": "chosen", "projects": project.id,
-                                                           "access": "read_write", "expiry": "30"},
-                         page="/dashboard/accounts/acme/keys")
+    created = alice.form(
+        "/dashboard/accounts/acme/keys",
+        {"name": "ci", "scope": "chosen", "projects": project.id, "access": "read_write", "expiry": "30"},
+        page="/dashboard/accounts/acme/keys",
+    )
     assert created.status_code == 200
     plaintext = re.search(r'value="(cdk_[0-9A-Za-z]+)"', created.text).group(1)
     api = {"Authorization": f"Bearer {plaintext}"}
@@ -135,8 +151,9 @@ def test_a_read_only_key_reads_but_gets_403_on_writes_and_an_expired_key_gets_40
     key, expiring = keys.create(account="local", name="old", expires_in_days=7)
     stored = dash.ctx.services.redis.get(f"cd:apikey:{key.id}").decode()
     dash.ctx.services.redis.set(f"cd:apikey:{key.id}", stored.replace(key.expires_at, "2020-01-01T00:00:00.000Z"))
-    expired = requests.get(f"{dash.url}/v2/agent/{project.id}/jobs", headers={"Authorization": f"Bearer {expiring}"},
-                           timeout=10)
+    expired = requests.get(
+        f"{dash.url}/v2/agent/{project.id}/jobs", headers={"Authorization": f"Bearer {expiring}"}, timeout=10
+    )
     assert expired.status_code == 401 and "expired" in expired.json()["detail"]
     page = dash.operator().get("/dashboard/accounts/local/keys").text
     assert "expired" in page and "read-only" in page
@@ -145,23 +162,36 @@ def test_a_read_only_key_reads_but_gets_403_on_writes_and_an_expired_key_gets_40
 def test_at_most_ten_new_keys_per_account_per_hour(dash):
     operator = dash.operator()
     for n in range(10):
-        made = operator.form("/dashboard/accounts/local/keys", {"name": f"k{n}", "scope": "all",
-                                                                "access": "read_only", "expiry": "never"})
+        made = operator.form(
+            "/dashboard/accounts/local/keys",
+            {"name": f"k{n}", "scope": "all", "access": "read_only", "expiry": "never"},
+        )
         assert made.status_code == 200, made.text
-    refused = operator.form("/dashboard/accounts/local/keys", {"name": "k11", "scope": "all", "access": "read_only",
-                                                               "expiry": "7"})
+    refused = operator.form(
+        "/dashboard/accounts/local/keys", {"name": "k11", "scope": "all", "access": "read_only", "expiry": "7"}
+    )
     assert refused.status_code == 429 and "10 API keys per hour" in refused.text
     assert len(dash.ctx.services.keys.of_account("local")) == 10
 
 
 def test_bad_key_forms_get_a_clear_page(dash):
     operator = dash.operator()
-    for data, words in (({"name": "", "scope": "all", "access": "read_only", "expiry": "90"}, "give the key a name"),
-                        ({"name": "x", "scope": "chosen", "access": "read_only", "expiry": "90"}, "at least one"),
-                        ({"name": "x", "scope": "all", "access": "admin", "expiry": "90"}, "read-only or read-write"),
-                        ({"name": "x", "scope": "all", "access": "read_only", "expiry": "365"}, "never"),
-                        ({"name": "x", "scope": "chosen", "projects": dash.projects["acme/docs"].id,
-                          "access": "read_only", "expiry": "90"}, "has no project")):
+    for data, words in (
+        ({"name": "", "scope": "all", "access": "read_only", "expiry": "90"}, "give the key a name"),
+        ({"name": "x", "scope": "chosen", "access": "read_only", "expiry": "90"}, "at least one"),
+        ({"name": "x", "scope": "all", "access": "admin", "expiry": "90"}, "read-only or read-write"),
+        ({"name": "x", "scope": "all", "access": "read_only", "expiry": "365"}, "never"),
+        (
+            {
+                "name": "x",
+                "scope": "chosen",
+                "projects": dash.projects["acme/docs"].id,
+                "access": "read_only",
+                "expiry": "90",
+            },
+            "has no project",
+        ),
+    ):
         page = operator.form("/dashboard/accounts/local/keys", data)
         assert page.status_code == 400 and words in page.text, (data, page.text[:300])
 
@@ -171,13 +201,17 @@ def test_a_member_cannot_manage_keys_and_another_accounts_projects_stay_hidden(d
     assert "member" in bob.get("/dashboard/").text
     page = bob.get("/dashboard/accounts/acme/keys")
     assert page.status_code == 403 and "Only an admin of acme" in page.text
-    post = bob.form("/dashboard/accounts/acme/keys", {"name": "x", "scope": "all", "access": "read_write",
-                                                      "expiry": "90"})
+    post = bob.form(
+        "/dashboard/accounts/acme/keys", {"name": "x", "scope": "all", "access": "read_write", "expiry": "90"}
+    )
     assert post.status_code == 403 and dash.ctx.services.keys.of_account("acme") == []
     assert bob.get("/dashboard/accounts/acme/projects").status_code == 200
     carol = dash.signed_in("carol")
-    for path in ("/dashboard/accounts/acme/projects", f"/dashboard/projects/{dash.projects['acme/docs'].id}/jobs",
-                 f"/local/{dash.projects['local'].id}"):
+    for path in (
+        "/dashboard/accounts/acme/projects",
+        f"/dashboard/projects/{dash.projects['acme/docs'].id}/jobs",
+        f"/local/{dash.projects['local'].id}",
+    ):
         hidden = carol.get(path)
         assert hidden.status_code == 404 and "acme/docs" not in hidden.text, path
 
@@ -240,8 +274,12 @@ def test_with_github_down_the_role_check_waits_a_while_before_asking_again(dash)
 def test_a_new_api_key_is_sealed_while_it_waits_for_its_page(dash):
     operator = dash.operator()
     keys = "/dashboard/accounts/local/keys"
-    posted = operator.form(keys, {"name": "sealed", "scope": "all", "access": "read_only", "expiry": "90"},
-                           page=keys, allow_redirects=False)
+    posted = operator.form(
+        keys,
+        {"name": "sealed", "scope": "all", "access": "read_only", "expiry": "90"},
+        page=keys,
+        allow_redirects=False,
+    )
     assert posted.status_code == 303
     at_rest = stored_values(dash.ctx.services.redis)
     plaintext = re.search(r'value="(cdk_[0-9A-Za-z]+)"', operator.get(posted.headers["Location"]).text).group(1)
@@ -266,8 +304,12 @@ def test_local_pull_request_page_is_sanitised_and_its_comment_box_sends_a_follow
     project = dash.projects["local"]
     dash.script([FAQ, finish()], [])
     _key, plaintext = dash.ctx.services.keys.create(account="local")
-    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"}, timeout=10,
-                        headers={"Authorization": f"Bearer {plaintext}"}).json()
+    job = requests.post(
+        f"{dash.url}/v2/agent/{project.id}/job",
+        json={"prompt": "Add an FAQ"},
+        timeout=10,
+        headers={"Authorization": f"Bearer {plaintext}"},
+    ).json()
     dash.drain()
     pull = dash.ctx.local.pull(project.id, 1)
     pull.body += "\n\n<script>alert(1)</script> [x](javascript:alert(2)) **bold**"
@@ -277,8 +319,11 @@ def test_local_pull_request_page_is_sanitised_and_its_comment_box_sends_a_follow
     assert "<script>alert(1)" not in page.text and "&lt;script&gt;" in page.text
     assert 'href="javascript:' not in page.text and "<strong>bold</strong>" in page.text
     assert project.repository not in page.text and ">open<" in page.text
-    sent = operator.form(f"/local/{project.id}/pulls/1/comments", {"body": "Please add a Windows section"},
-                         page=f"/local/{project.id}/pulls/1")
+    sent = operator.form(
+        f"/local/{project.id}/pulls/1/comments",
+        {"body": "Please add a Windows section"},
+        page=f"/local/{project.id}/pulls/1",
+    )
     assert sent.status_code == 200
     conversation = dash.ctx.services.jobs.conversation(job["id"])
     assert conversation[-1].content == "Please add a Windows section" and conversation[-1].source == "local"
@@ -297,28 +342,41 @@ def test_admins_switch_projects_and_the_operator_adds_local_ones(dash, make_repo
     alice.form(f"/dashboard/accounts/acme/projects/{project.id}/enable", {}, page="/dashboard/accounts/acme/projects")
     assert dash.ctx.services.projects.get(project.id).enabled is True
     # Only the operator adds local projects; a GitHub admin is told so.
-    refused = alice.form("/dashboard/accounts/acme/projects", {"repository": "/tmp/x.git", "ref": "main"},
-                         page="/dashboard/accounts/acme/projects")
+    refused = alice.form(
+        "/dashboard/accounts/acme/projects",
+        {"repository": "/tmp/x.git", "ref": "main"},
+        page="/dashboard/accounts/acme/projects",
+    )
     assert refused.status_code == 403 and "Only the operator" in refused.text
     bob = dash.signed_in("bob")
-    member = bob.form(f"/dashboard/accounts/acme/projects/{project.id}/disable", {},
-                      page="/dashboard/accounts/acme/projects")
+    member = bob.form(
+        f"/dashboard/accounts/acme/projects/{project.id}/disable", {}, page="/dashboard/accounts/acme/projects"
+    )
     assert member.status_code == 403 and dash.ctx.services.projects.get(project.id).enabled is True
     operator = dash.operator()
-    added = operator.form("/dashboard/accounts/local/projects",
-                          {"repository": str(make_repo({"a.md": "# A\n"}, name="added")), "ref": "main"},
-                          page="/dashboard/accounts/local/projects")
+    added = operator.form(
+        "/dashboard/accounts/local/projects",
+        {"repository": str(make_repo({"a.md": "# A\n"}, name="added")), "ref": "main"},
+        page="/dashboard/accounts/local/projects",
+    )
     assert added.status_code == 200 and added.text.count("Project id") == 2
-    wrong = operator.form("/dashboard/accounts/local/projects", {"repository": "/nowhere.git", "ref": "main"},
-                          page="/dashboard/accounts/local/projects")
+    wrong = operator.form(
+        "/dashboard/accounts/local/projects",
+        {"repository": "/nowhere.git", "ref": "main"},
+        page="/dashboard/accounts/local/projects",
+    )
     assert wrong.status_code == 400 and "does not exist" in wrong.text
 
 
 def test_the_jobs_list_pages_and_filters_newest_first(dash):
     project = dash.projects["local"]
     jobs = dash.ctx.services.jobs
-    made = [jobs.create(project, prompt=f"prompt number {n} " + "x" * 200, model="scripted:demo", ref="main",
-                        as_draft=False)[0] for n in range(23)]
+    made = [
+        jobs.create(
+            project, prompt=f"prompt number {n} " + "x" * 200, model="scripted:demo", ref="main", as_draft=False
+        )[0]
+        for n in range(23)
+    ]
     jobs.archive(made[0].id)
     operator = dash.operator()
     first = operator.get(f"/dashboard/projects/{project.id}/jobs").text
@@ -338,10 +396,12 @@ def test_the_job_page_sends_follow_ups_archives_and_says_why_a_job_failed(dash):
     dash.script([FAQ, finish()], [])
     _key, key = dash.ctx.services.keys.create(account="local")
     headers = {"Authorization": f"Bearer {key}"}
-    failing = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Fix", "ref": "nope"},
-                            headers=headers, timeout=10).json()
-    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"}, headers=headers,
-                        timeout=10).json()
+    failing = requests.post(
+        f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Fix", "ref": "nope"}, headers=headers, timeout=10
+    ).json()
+    job = requests.post(
+        f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"}, headers=headers, timeout=10
+    ).json()
     dash.drain()
     operator = dash.operator()
     failed = operator.get(f"/dashboard/projects/{project.id}/jobs/{failing['id']}").text
@@ -362,8 +422,11 @@ def test_the_job_page_sends_follow_ups_archives_and_says_why_a_job_failed(dash):
     assert live.status_code == 200 and 'data-status="archived"' in live.text and "<html" not in live.text
     updated = dash.ctx.services.jobs.get(job["id"]).updated_at
     assert operator.get(f"{path}/live", params={"since": updated}).status_code == 200  # not active: always sent
-    operator.form(f"/dashboard/projects/{project.id}/jobs/{failing['id']}/message", {"prompt": "again"},
-                  page=f"/dashboard/projects/{project.id}/jobs/{failing['id']}")
+    operator.form(
+        f"/dashboard/projects/{project.id}/jobs/{failing['id']}/message",
+        {"prompt": "again"},
+        page=f"/dashboard/projects/{project.id}/jobs/{failing['id']}",
+    )
     active = dash.ctx.services.jobs.get(failing["id"])
     live_path = f"/dashboard/projects/{project.id}/jobs/{failing['id']}/live"
     assert operator.get(live_path, params={"since": active.updated_at}).status_code == 204  # unchanged
@@ -423,8 +486,9 @@ def test_a_follow_up_from_the_dashboard_is_refused_past_the_accounts_monthly_cap
     usage = dash.ctx.services.usage
     usage.add("local", "local", None, {"inputTokens": 10, "outputTokens": 0})
     usage.set_cap("local", "local", 10)
-    refused = dash.operator().form(f"/dashboard/projects/{project.id}/jobs/{job['id']}/message",
-                                   {"prompt": "And a glossary"})
+    refused = dash.operator().form(
+        f"/dashboard/projects/{project.id}/jobs/{job['id']}/message", {"prompt": "And a glossary"}
+    )
     assert refused.status_code == 429
     assert [m.content for m in dash.ctx.services.jobs.conversation(job["id"])][-1] != "And a glossary"
 
@@ -432,8 +496,11 @@ def test_a_follow_up_from_the_dashboard_is_refused_past_the_accounts_monthly_cap
 def test_a_github_user_named_like_a_local_account_sees_none_of_it_and_their_keys_stay_on_github(dash):
     local = dash.projects["local"]
     operator = dash.operator()
-    operator.form("/dashboard/accounts/local/keys", {"name": "operator's", "scope": "all", "access": "read_write",
-                                                     "expiry": "90"}, page="/dashboard/accounts/local/keys")
+    operator.form(
+        "/dashboard/accounts/local/keys",
+        {"name": "operator's", "scope": "all", "access": "read_write", "expiry": "90"},
+        page="/dashboard/accounts/local/keys",
+    )
     operators_key = dash.ctx.services.keys.of_account("local")[0]
     assert operators_key.host == "local"
     dash.github.add_user("local")  # a GitHub user whose login is the default local account's name
@@ -446,15 +513,17 @@ def test_a_github_user_named_like_a_local_account_sees_none_of_it_and_their_keys
         assert namesake.get(path).status_code == 404, path
     keys = "/dashboard/accounts/local/keys"
     assert operators_key.prefix not in namesake.get(keys).text  # neither the key nor its audit line
-    chosen = namesake.form(keys, {"name": "x", "scope": "chosen", "projects": local.id, "access": "read_write",
-                                  "expiry": "90"}, page=keys)
+    chosen = namesake.form(
+        keys, {"name": "x", "scope": "chosen", "projects": local.id, "access": "read_write", "expiry": "90"}, page=keys
+    )
     assert chosen.status_code == 400 and "has no project" in chosen.text
     revoke = namesake.form(f"{keys}/{operators_key.id}/revoke", {}, page=keys)
     assert revoke.status_code == 404 and dash.ctx.services.keys.find(operators_key.id).revoked_at is None
     made = namesake.form(keys, {"name": "mine", "scope": "all", "access": "read_write", "expiry": "90"}, page=keys)
     plaintext = re.search(r'value="(cdk_[0-9A-Za-z]+)"', made.text).group(1)
-    theirs = requests.get(f"{dash.url}/v2/agent/{local.id}/jobs", headers={"Authorization": f"Bearer {plaintext}"},
-                          timeout=10)
+    theirs = requests.get(
+        f"{dash.url}/v2/agent/{local.id}/jobs", headers={"Authorization": f"Bearer {plaintext}"}, timeout=10
+    )
     assert theirs.status_code == 404
     assert [k.host for k in dash.ctx.services.keys.of_account("local")] == ["github", "local"]
 
@@ -464,10 +533,12 @@ def test_keys_stored_before_the_code_host_was_recorded_keep_working_as_they_did(
 
     local = Project(id="prj_1", account="local", host="local", repository="/srv/r.git", web_url="", ref="main")
     github = Project(id="prj_2", account="local", host="github", repository="local/r", web_url="", ref="main")
-    by_operator = ApiKey.from_dict({"id": "key_a", "account": "local", "hash": "", "created_at": "",
-                                    "created_by": "operator"})
-    by_a_github_login = ApiKey.from_dict({"id": "key_b", "account": "local", "hash": "", "created_at": "",
-                                          "created_by": "local"})
+    by_operator = ApiKey.from_dict(
+        {"id": "key_a", "account": "local", "hash": "", "created_at": "", "created_by": "operator"}
+    )
+    by_a_github_login = ApiKey.from_dict(
+        {"id": "key_b", "account": "local", "hash": "", "created_at": "", "created_by": "local"}
+    )
     assert by_operator.allows(local) and by_operator.allows(github)
     assert not by_a_github_login.allows(local) and by_a_github_login.allows(github)
 

@@ -25,10 +25,22 @@ def path(project, automation_id: str = "") -> str:
 
 def form(**fields) -> dict:
     """A create or edit form as the page sends it (checkboxes only when ticked)."""
-    sent = {"name": "Weekly FAQ", "prompt": "Add an FAQ page.", "trigger_type": "schedule", "repository": "",
-            "mode": "per_change", "cron": "0 9 * * 1", "time_zone": "UTC", "max_open_pull_requests": "3",
-            "max_runs_per_day": "10", "reviewers": "", "max_tokens": "", "grouping": "on", "enabled": "on",
-            "request_source_reviews": "on"}
+    sent = {
+        "name": "Weekly FAQ",
+        "prompt": "Add an FAQ page.",
+        "trigger_type": "schedule",
+        "repository": "",
+        "mode": "per_change",
+        "cron": "0 9 * * 1",
+        "time_zone": "UTC",
+        "max_open_pull_requests": "3",
+        "max_runs_per_day": "10",
+        "reviewers": "",
+        "max_tokens": "",
+        "grouping": "on",
+        "enabled": "on",
+        "request_source_reviews": "on",
+    }
     sent.update(fields)
     return {k: v for k, v in sent.items() if v is not None}
 
@@ -56,8 +68,13 @@ def test_create_from_a_template_with_its_blank_filled_and_see_it_listed(dash):
     assert blank.status_code == 200 and 'name="template" value="update-docs-from-code-changes"' in blank.text
     assert 'value="Update docs from code changes"' in blank.text and "absolute path" in blank.text
     assert '<option value="code_change" selected>' in blank.text
-    fields = {"template": "update-docs-from-code-changes", "name": "Docs from the API", "trigger_type": "code_change",
-              "cron": "", "prompt": "Update the docs for this change."}
+    fields = {
+        "template": "update-docs-from-code-changes",
+        "name": "Docs from the API",
+        "trigger_type": "code_change",
+        "cron": "",
+        "prompt": "Update the docs for this change.",
+    }
     refused = create(operator, project, **fields)
     assert refused.status_code == 400 and 'role="alert"' in refused.text
     assert "needs `trigger.repository`" in refused.text and 'value="Docs from the API"' in refused.text  # kept
@@ -67,11 +84,14 @@ def test_create_from_a_template_with_its_blank_filled_and_see_it_listed(dash):
     assert made.status_code == 303
     automation = only_automation(dash, project)
     assert made.headers["Location"] == path(project, automation.id)
-    assert automation.template == "update-docs-from-code-changes" and automation.trigger.repository == \
-        "/srv/git/api.git" and automation.trigger.cron is None  # a per-change trigger sends no cron
+    assert (
+        automation.template == "update-docs-from-code-changes"
+        and automation.trigger.repository == "/srv/git/api.git"
+        and automation.trigger.cron is None
+    )  # a per-change trigger sends no cron
     create(operator, project, template="fix-broken-links", name="Links")
     listing = operator.get(path(project)).text
-    row = listing[listing.index(f'<tr id="{automation.id}">'):]
+    row = listing[listing.index(f'<tr id="{automation.id}">') :]
     assert "Docs from the API" in row and "each merged change in /srv/git/api.git" in row and "enabled" in row
     assert "no runs yet" in row and "from the template update-docs-from-code-changes" in row
     assert "schedule: cron 0 9 * * 1 (UTC)" in listing and "next run" in listing and " UTC" in listing
@@ -88,11 +108,14 @@ def test_create_from_a_template_with_its_blank_filled_and_see_it_listed(dash):
 def test_a_bad_form_is_refused_with_its_reason_and_nothing_changes(dash):
     operator = dash.operator()
     project = dash.projects["local"]
-    for fields, says in (({"cron": "every monday"}, "five fields"), ({"time_zone": "Mars/Olympus"}, "time zone"),
-                         ({"max_runs_per_day": "lots"}, "maxRunsPerDay"), ({"name": ""}, "non-empty"),
-                         ({"reviewers": "not a login!"}, "logins"),
-                         ({"trigger_type": "code_change", "mode": "batched", "repository": "/srv/a.git", "cron": ""},
-                          "batched")):
+    for fields, says in (
+        ({"cron": "every monday"}, "five fields"),
+        ({"time_zone": "Mars/Olympus"}, "time zone"),
+        ({"max_runs_per_day": "lots"}, "maxRunsPerDay"),
+        ({"name": ""}, "non-empty"),
+        ({"reviewers": "not a login!"}, "logins"),
+        ({"trigger_type": "code_change", "mode": "batched", "repository": "/srv/a.git", "cron": ""}, "batched"),
+    ):
         refused = create(operator, project, **fields)
         assert refused.status_code == 400 and says in refused.text, (fields, refused.text)
     assert dash.ctx.services.automations.of_project(project.id) == []
@@ -112,8 +135,11 @@ def test_edit_switch_run_now_and_the_run_history_with_states_and_merge_rate(dash
     assert edit.status_code == 200 and 'value="Weekly FAQ"' in edit.text and "Run now" in edit.text
     assert "Rotate the webhook secret" not in edit.text  # a schedule trigger has no secret
 
-    saved = operator.form(path(project, automation.id), form(name="FAQ", max_runs_per_day="4", enabled=None,
-                                                             grouping=None), page=path(project, automation.id))
+    saved = operator.form(
+        path(project, automation.id),
+        form(name="FAQ", max_runs_per_day="4", enabled=None, grouping=None),
+        page=path(project, automation.id),
+    )
     assert saved.status_code == 200 and "Saved." in saved.text and 'value="FAQ"' in saved.text
     changed = dash.ctx.services.automations.find(automation.id)
     assert changed.name == "FAQ" and changed.enabled is False and changed.options.max_runs_per_day == 4
@@ -121,8 +147,9 @@ def test_edit_switch_run_now_and_the_run_history_with_states_and_merge_rate(dash
     listing = operator.form(f"{path(project, automation.id)}/enable", {}, page=path(project))
     assert listing.url.endswith(path(project)) and dash.ctx.services.automations.find(automation.id).enabled
 
-    fired = operator.form(f"{path(project, automation.id)}/run", {"note": "After the v2 release."},
-                          page=path(project, automation.id))
+    fired = operator.form(
+        f"{path(project, automation.id)}/run", {"note": "After the v2 release."}, page=path(project, automation.id)
+    )
     [run] = dash.ctx.services.automations.all_runs(automation.id)
     assert fired.url.endswith(f"{path(project, automation.id)}/runs?fired={run.id}")
     assert "queued" in fired.text and f'href="/dashboard/projects/{project.id}/jobs/{run.job_id}"' in fired.text
@@ -144,14 +171,15 @@ def test_edit_switch_run_now_and_the_run_history_with_states_and_merge_rate(dash
     operator.form(f"{path(project, automation.id)}/disable", {}, page=path(project))
     operator.form(f"{path(project, automation.id)}/run", {}, page=path(project, automation.id))
     history = operator.get(f"{path(project, automation.id)}/runs").text
-    skipped = history[history.index("<tbody>"):history.index(f'<tr id="{run.id}">')]
+    skipped = history[history.index("<tbody>") : history.index(f'<tr id="{run.id}">')]
     assert "skipped" in skipped and "the automation is disabled" in skipped
 
     refused = operator.form(f"{path(project, automation.id)}/delete", {}, page=path(project, automation.id))
     assert refused.status_code == 400 and "Tick the box" in refused.text
     assert dash.ctx.services.automations.find(automation.id) is not None
-    deleted = operator.form(f"{path(project, automation.id)}/delete", {"confirm": automation.id},
-                            page=path(project, automation.id))
+    deleted = operator.form(
+        f"{path(project, automation.id)}/delete", {"confirm": automation.id}, page=path(project, automation.id)
+    )
     assert deleted.url.endswith(path(project)) and "No automations yet" in deleted.text
     assert dash.ctx.services.automations.find(automation.id) is None
     assert operator.get(f"{path(project, automation.id)}/runs").status_code == 404
@@ -205,8 +233,9 @@ def test_members_read_the_automations_and_only_admins_manage_them(dash):
         answer = person.form(path(project, automation.id), form(name="Taken over"), page="/dashboard/")
         assert answer.status_code == status
         for action in ("disable", "run", "rotate", "delete"):
-            answer = person.form(f"{path(project, automation.id)}/{action}", {"confirm": automation.id},
-                                 page="/dashboard/")
+            answer = person.form(
+                f"{path(project, automation.id)}/{action}", {"confirm": automation.id}, page="/dashboard/"
+            )
             assert answer.status_code == status and "cdah_" not in answer.text, (action, status)
     assert dash.ctx.services.automations.of_project(project.id) == [automation]  # nothing changed
     assert len(dash.ctx.services.automations.all_runs(automation.id)) == 1
@@ -214,8 +243,10 @@ def test_members_read_the_automations_and_only_admins_manage_them(dash):
     operator = dash.operator()
     local = dash.projects["local"]
     assert operator.get(path(local, automation.id)).status_code == 404
-    assert operator.form(f"{path(local, automation.id)}/delete", {"confirm": automation.id},
-                         page=path(local)).status_code == 404
+    assert (
+        operator.form(f"{path(local, automation.id)}/delete", {"confirm": automation.id}, page=path(local)).status_code
+        == 404
+    )
     assert dash.ctx.services.automations.find(automation.id) == automation
 
 
@@ -228,8 +259,10 @@ def test_automation_forms_without_the_csrf_token_are_refused(dash):
     create(operator, project)
     automation = only_automation(dash, project)
     for action in ("", "/run", "/disable", "/delete"):
-        answer = operator.post(f"{path(project, automation.id)}{action}",
-                               data={**form(name="x"), "confirm": automation.id, "csrf_token": "stale"})
+        answer = operator.post(
+            f"{path(project, automation.id)}{action}",
+            data={**form(name="x"), "confirm": automation.id, "csrf_token": "stale"},
+        )
         assert answer.status_code == 403, action
     assert dash.ctx.services.automations.find(automation.id) == automation
     assert dash.ctx.services.automations.all_runs(automation.id) == []
@@ -240,11 +273,23 @@ def test_automation_forms_without_the_csrf_token_are_refused(dash):
 def test_the_history_links_the_source_changes_a_run_covers(dash):
     operator = dash.operator()
     project = dash.projects["local"]
-    automation, _ = manage.create(dash.ctx.services, project, {"template": "update-docs-from-code-changes",
-                                                              "trigger": {"repository": "/srv/git/api.git"}})
-    change = SourceChange(kind="pull_request", id="42", title="Rename --out to --output", body="", author="dana",
-                          url="https://example.com/acme/api/pull/42", merge_commit="a" * 40, diff="",
-                          diff_truncated=False, repository="/srv/git/api.git")
+    automation, _ = manage.create(
+        dash.ctx.services,
+        project,
+        {"template": "update-docs-from-code-changes", "trigger": {"repository": "/srv/git/api.git"}},
+    )
+    change = SourceChange(
+        kind="pull_request",
+        id="42",
+        title="Rename --out to --output",
+        body="",
+        author="dana",
+        url="https://example.com/acme/api/pull/42",
+        merge_commit="a" * 40,
+        diff="",
+        diff_truncated=False,
+        repository="/srv/git/api.git",
+    )
     fire(dash.ctx.services, automation, TriggerEvent(kind="code_change", key="gh:acme/api#pr42", changes=(change,)))
     history = operator.get(f"{path(project, automation.id)}/runs").text
     assert '<a href="https://example.com/acme/api/pull/42">#42</a>' in history

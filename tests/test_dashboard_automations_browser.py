@@ -8,8 +8,9 @@ from tests.flow_scripts import FAQ, finish
 from tests.test_dashboard_browser import shot
 
 
-def test_an_admin_creates_an_automation_from_a_template_runs_it_and_reads_its_history(dash, browser_page,
-                                                                                       screenshots, axe_source):
+def test_an_admin_creates_an_automation_from_a_template_runs_it_and_reads_its_history(
+    dash, browser_page, screenshots, axe_source
+):
     page = browser_page
     project = dash.projects["local"]
     page.goto(dash.login_link())
@@ -36,8 +37,9 @@ def test_an_admin_creates_an_automation_from_a_template_runs_it_and_reads_its_hi
     assert "review needed" in row and "#1" in row and "manual" in row
     shot(page, screenshots, "automation-runs", axe_source)
     manage.create(dash.ctx.services, project, {"template": "fix-broken-links", "enabled": False})
-    manage.create(dash.ctx.services, project, {"template": "draft-changelog-entry",
-                                               "trigger": {"repository": "/srv/git/api.git"}})
+    manage.create(
+        dash.ctx.services, project, {"template": "draft-changelog-entry", "trigger": {"repository": "/srv/git/api.git"}}
+    )
     page.get_by_role("link", name="Automations").click()
     table = page.locator("table.automations").inner_text()
     assert "review needed" in table and "disabled" in table and "next run" in table and "no runs yet" in table

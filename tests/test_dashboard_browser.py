@@ -16,9 +16,11 @@ def shot(page, folder, name: str, axe: str | None = None) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
     if axe is not None:
         page.evaluate(axe)  # through the DevTools protocol, so the page's CSP does not stop it
-        found = page.evaluate("async (tags) => (await axe.run(document, {runOnly: tags})).violations.map("
-                              "v => `${v.id}: ${v.help} (${v.nodes.map(n => n.target.join(' ')).join(', ')})`)",
-                              WCAG_AA)
+        found = page.evaluate(
+            "async (tags) => (await axe.run(document, {runOnly: tags})).violations.map("
+            "v => `${v.id}: ${v.help} (${v.nodes.map(n => n.target.join(' ')).join(', ')})`)",
+            WCAG_AA,
+        )
         assert found == [], f"{name}: " + "; ".join(found)
 
 
@@ -32,8 +34,9 @@ def sign_in_with_github(page, dash, login: str) -> None:
 
 
 def api(dash, key: str, method: str, path: str, **kwargs) -> requests.Response:
-    return requests.request(method, f"{dash.url}{path}", headers={"Authorization": f"Bearer {key}"}, timeout=10,
-                            **kwargs)
+    return requests.request(
+        method, f"{dash.url}{path}", headers={"Authorization": f"Bearer {key}"}, timeout=10, **kwargs
+    )
 
 
 def test_an_admin_signs_in_makes_a_key_uses_it_and_revokes_it(dash, browser_page, screenshots, axe_source):
@@ -92,8 +95,9 @@ def test_a_read_only_key_from_the_page_gets_403_on_create(dash, browser_page):
     assert api(dash, key, "GET", f"/v2/agent/{project}/jobs").status_code == 200
 
 
-def test_a_member_cannot_make_keys_and_another_account_sees_none_of_the_projects(dash, browser_page, screenshots,
-                                                                                   axe_source):
+def test_a_member_cannot_make_keys_and_another_account_sees_none_of_the_projects(
+    dash, browser_page, screenshots, axe_source
+):
     page = browser_page
     sign_in_with_github(page, dash, "bob")
     assert page.get_by_role("link", name="API keys").count() == 0
@@ -111,8 +115,9 @@ def test_a_member_cannot_make_keys_and_another_account_sees_none_of_the_projects
     assert "Project not found" in page.content() and "acme/docs" not in page.content()
 
 
-def test_the_login_link_works_once_and_a_job_page_turns_completed_without_a_reload(dash, chromium, browser_page,
-                                                                                     screenshots, make_repo, axe_source):
+def test_the_login_link_works_once_and_a_job_page_turns_completed_without_a_reload(
+    dash, chromium, browser_page, screenshots, make_repo, axe_source
+):
     page = browser_page
     link = dash.login_link()
     page.goto(link)
@@ -126,11 +131,13 @@ def test_the_login_link_works_once_and_a_job_page_turns_completed_without_a_relo
         other.close()
 
     # The demo's repository and script, so the pictures show what `make demo` does.
-    project = dash.ctx.local.register(dash.ctx.services.projects, path=make_repo(demo_repo.FILES, name="acme-widgets"),
-                                      ref="main")
+    project = dash.ctx.local.register(
+        dash.ctx.services.projects, path=make_repo(demo_repo.FILES, name="acme-widgets"), ref="main"
+    )
     _key, key = dash.ctx.services.keys.create(account="local", name="demo")
-    job = api(dash, key, "POST", f"/v2/agent/{project.id}/job",
-              json={"prompt": demo_repo.PROMPT, "model": "scripted:demo"}).json()
+    job = api(
+        dash, key, "POST", f"/v2/agent/{project.id}/job", json={"prompt": demo_repo.PROMPT, "model": "scripted:demo"}
+    ).json()
     asked = []
     page.on("request", lambda request: asked.append(request.url))
     page.goto(f"{dash.url}/dashboard/projects/{project.id}/jobs/{job['id']}")
@@ -141,7 +148,7 @@ def test_the_login_link_works_once_and_a_job_page_turns_completed_without_a_relo
     assert page.evaluate("window.stillHere") is True  # the same document: no reload
     # Told by the job's event stream (through the session-authorised route), not by polling.
     assert any(f"/jobs/{job['id']}/events" in url for url in asked)
-    assert not any("/live?" in url for url in asked[:asked.index(next(u for u in asked if "/events" in u))])
+    assert not any("/live?" in url for url in asked[: asked.index(next(u for u in asked if "/events" in u))])
     assert "+# Troubleshooting" in page.locator("pre.diff").inner_text()
     shot(page, screenshots, "job", axe_source)
     page.goto(f"{dash.url}/dashboard/projects/{project.id}/jobs")

@@ -25,8 +25,12 @@ def github_job(dash) -> tuple[str, str]:
     project = dash.projects["acme/docs"]
     dash.script([FAQ, finish()])
     _key, key = dash.ctx.services.keys.create(account="acme", host="github")
-    job = requests.post(f"{dash.url}/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ"}, timeout=10,
-                        headers={"Authorization": f"Bearer {key}"}).json()
+    job = requests.post(
+        f"{dash.url}/v2/agent/{project.id}/job",
+        json={"prompt": "Add an FAQ"},
+        timeout=10,
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()
     dash.drain()
     assert dash.ctx.services.jobs.get(job["id"]).pr_number is not None
     commit = next(m.commit for m in dash.ctx.services.jobs.conversation(job["id"]) if m.commit)

@@ -24,8 +24,7 @@ class CountingConnection(redis.Connection):
 
 @pytest.fixture
 def counting(redis_url):
-    client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(redis_url,
-                                                                      connection_class=CountingConnection))
+    client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(redis_url, connection_class=CountingConnection))
     client.ping()  # the connection's own handshake is not the page's
     yield client
     client.close()
@@ -48,8 +47,11 @@ def _round_trips(client, rows) -> int:
 
 @pytest.mark.parametrize("host", ["github", "local"])
 def test_a_page_of_rows_costs_the_same_round_trips_for_one_job_as_for_twenty(counting, host):
-    store, local, project = JobStore(counting, UlidGenerator()), LocalCodeHost(counting, Git(), "http://x"), \
-        _project(host)
+    store, local, project = (
+        JobStore(counting, UlidGenerator()),
+        LocalCodeHost(counting, Git(), "http://x"),
+        _project(host),
+    )
     jobs = _jobs(store, project, 20)
     for n, job in enumerate(jobs[:6]):  # some with pull requests, some of those ended
         if host == "github":
@@ -57,8 +59,9 @@ def test_a_page_of_rows_costs_the_same_round_trips_for_one_job_as_for_twenty(cou
             if n % 2:
                 record_pull_state(counting, job.id, "merged")
         else:
-            job.pr_number = local.open_or_update_pull(project, job_id=job.id, branch=f"copydesk/{job.id}",
-                                                      base="main", title="t", body="b", draft=False).number
+            job.pr_number = local.open_or_update_pull(
+                project, job_id=job.id, branch=f"copydesk/{job.id}", base="main", title="t", body="b", draft=False
+            ).number
             if n % 2:
                 local.close(project, job.pr_number)
 
@@ -69,16 +72,25 @@ def test_a_page_of_rows_costs_the_same_round_trips_for_one_job_as_for_twenty(cou
     rows = job_rows(store, counting, local, project, jobs)
     for row, job in zip(rows, jobs, strict=True):  # the same as reading each job on its own
         first = next(m.content for m in store.conversation(job.id) if m.role is Role.USER)
-        assert row.excerpt == (first if len(first) <= EXCERPT else first[:EXCERPT - 1] + "…")
-        own = pull_state(counting, job) if host == "github" else \
-            (local.pull(project.id, job.pr_number).state if job.pr_number else None)
+        assert row.excerpt == (first if len(first) <= EXCERPT else first[: EXCERPT - 1] + "…")
+        own = (
+            pull_state(counting, job)
+            if host == "github"
+            else (local.pull(project.id, job.pr_number).state if job.pr_number else None)
+        )
         assert row.pr_state == own and row.tokens == 0
     assert len(rows[-1].excerpt) == EXCERPT and rows[0].excerpt == "Prompt 0 "
-    assert [row.pr_state for row in rows[:3]] == (["open", "merged", "open"] if host == "github"
-                                                  else ["open", "closed", "open"])
+    assert [row.pr_state for row in rows[:3]] == (
+        ["open", "merged", "open"] if host == "github" else ["open", "closed", "open"]
+    )
 
 
 def test_no_jobs_costs_no_round_trip(counting):
     store = JobStore(counting, UlidGenerator())
-    assert _round_trips(counting, lambda: job_rows(store, counting, LocalCodeHost(counting, Git(), "http://x"),
-                                                   _project("local"), [])) == 0
+    assert (
+        _round_trips(
+            counting,
+            lambda: job_rows(store, counting, LocalCodeHost(counting, Git(), "http://x"), _project("local"), []),
+        )
+        == 0
+    )

@@ -43,11 +43,14 @@ def hooks_path(project) -> str:
     return f"/dashboard/projects/{project.id}/webhooks"
 
 
-def add(session, project, url: str, events=("job.created",), description: str = "CI board", page: str = "",
-        **kwargs):
+def add(session, project, url: str, events=("job.created",), description: str = "CI board", page: str = "", **kwargs):
     """Send the page's add form (with the CSRF token of `page`, the webhooks page by default)."""
-    return session.form(hooks_path(project), {"url": url, "events": list(events), "description": description},
-                        page=page or hooks_path(project), **kwargs)
+    return session.form(
+        hooks_path(project),
+        {"url": url, "events": list(events), "description": description},
+        page=page or hooks_path(project),
+        **kwargs,
+    )
 
 
 def secret_on(page) -> str:
@@ -71,8 +74,9 @@ def test_an_added_endpoint_shows_its_secret_once_and_is_listed(hooked_dash):
     assert empty.status_code == 200 and "No webhook endpoints yet" in empty.text
     assert '<label for="hook-url">' in empty.text and 'value="job.completed"' in empty.text
 
-    posted = add(operator, project, "http://127.0.0.1:9/hook", events=["job.created", "pr.opened"],
-                 allow_redirects=False)
+    posted = add(
+        operator, project, "http://127.0.0.1:9/hook", events=["job.created", "pr.opened"], allow_redirects=False
+    )
     assert posted.status_code == 303 and posted.headers["Location"] == f"{hooks_path(project)}/secret"
     at_rest = stored_values(hooked_dash.ctx.services.redis)
     shown = operator.get(posted.headers["Location"])
@@ -151,7 +155,7 @@ def test_the_delivery_log_shows_attempts_and_a_delivery_can_be_sent_again(hooked
     assert [r["headers"]["webhook-id"] for r in receiver.received] == [delivery.id, delivery.id]
     assert all(r["verified"] for r in receiver.received), "the secret the page showed does not verify"
     after = operator.get(log_path).text
-    row = after[after.index(f'<tr id="{delivery.id}">'):]
+    row = after[after.index(f'<tr id="{delivery.id}">') :]
     assert "succeeded" in row and "HTTP 200" in row and "<td>2</td>" in row
 
 
@@ -163,8 +167,11 @@ def test_an_internal_url_is_refused_on_the_page_when_the_operator_has_not_allowe
     assert refused.status_code == 400 and 'role="alert"' in refused.text
     assert "refused" in refused.text and "loopback, private or link-local" in refused.text
     assert 'value="http://127.0.0.1:8000/hook"' in refused.text and 'value="mine"' in refused.text  # kept to fix
-    for url, events, says in (("ftp://example.com/", [], "http"), ("", [], "required"),
-                              ("https://example.com/", ["job.exploded"], "event types")):
+    for url, events, says in (
+        ("ftp://example.com/", [], "http"),
+        ("", [], "required"),
+        ("https://example.com/", ["job.exploded"], "event types"),
+    ):
         answer = add(operator, project, url, events=events)
         assert answer.status_code == 400 and says in answer.text, (url, answer.text)
     assert dash.ctx.services.webhooks.of_project(project.id) == []
@@ -224,8 +231,9 @@ def test_send_again_is_rate_limited_on_the_page_as_on_the_api(one_resend_a_minut
     add(operator, project, receiver.url)
     [endpoint] = hooked_dash.ctx.services.webhooks.of_project(project.id)
     log_path = f"{hooks_path(project)}/{endpoint.id}"
-    hooked_dash.ctx.services.jobs.create(project, prompt="Add an FAQ", model="scripted:demo", ref="main",
-                                         as_draft=False)
+    hooked_dash.ctx.services.jobs.create(
+        project, prompt="Add an FAQ", model="scripted:demo", ref="main", as_draft=False
+    )
     deliver_webhooks(hooked_dash.ctx)
     [delivery] = hooked_dash.ctx.services.webhooks.log(endpoint.id)
     resend = f"{log_path}/deliveries/{delivery.id}/resend"

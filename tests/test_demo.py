@@ -30,8 +30,9 @@ def keys(redis_client) -> set[str]:
 
 def test_the_demo_keeps_off_a_real_worker_and_leaves_nothing_behind(demo_env, redis_client, tmp_path):
     # An operator's worker on the shared Redis, serving the default queues.
-    real = subprocess.Popen([COPYDESK, "worker", "--name", "operators"], env=demo_env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    real = subprocess.Popen(
+        [COPYDESK, "worker", "--name", "operators"], env=demo_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_until(lambda: Worker.all(queue=Queue("copydesk", connection=redis_client)), 60, "the operator's worker")
         before = keys(redis_client)

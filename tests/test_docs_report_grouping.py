@@ -13,11 +13,15 @@ LINKS_PER_PAGE = 7  # 2,100 links to the hub in all
 
 
 def _site() -> dict[str, str | bytes]:
-    files: dict[str, str | bytes] = {"mkdocs.yml": "site_name: S\n", "docs/index.md": "# Home\n",
-                                     "docs/hub.md": "# Hub\n\n## Details\n"}
+    files: dict[str, str | bytes] = {
+        "mkdocs.yml": "site_name: S\n",
+        "docs/index.md": "# Home\n",
+        "docs/hub.md": "# Hub\n\n## Details\n",
+    }
     for i in range(PAGES):
-        body = "".join(f"Line {n} links [the hub](hub.md) and [its details](hub.md#details).\n\n"
-                       for n in range(LINKS_PER_PAGE))
+        body = "".join(
+            f"Line {n} links [the hub](hub.md) and [its details](hub.md#details).\n\n" for n in range(LINKS_PER_PAGE)
+        )
         files[f"docs/page-{i}.md"] = f"# Page {i}\n\n{body}See [home](index.md).\n"
     return files
 
@@ -31,10 +35,13 @@ def test_a_move_that_breaks_thousands_of_links_is_reported_per_file_with_counts(
     assert len(report.problems) == PAGES * LINKS_PER_PAGE * 2
     lines = report.to_text().splitlines()
     per_file = [line for line in lines if line.startswith("- `docs/page-7.md`")]
-    assert per_file == ["- `docs/page-7.md`: 14 links to `docs/hub.md` (moved; now `docs/guide/hub.md`), "
-                        "lines 3, 5, 7, 9, 11, … (+2 more)"]
-    assert lines[0] == ("- in all: 4,200 links to `docs/hub.md` (moved; now `docs/guide/hub.md`) in 300 files; "
-                        "per file below")
+    assert per_file == [
+        "- `docs/page-7.md`: 14 links to `docs/hub.md` (moved; now `docs/guide/hub.md`), "
+        "lines 3, 5, 7, 9, 11, … (+2 more)"
+    ]
+    assert lines[0] == (
+        "- in all: 4,200 links to `docs/hub.md` (moved; now `docs/guide/hub.md`) in 300 files; per file below"
+    )
     assert len(lines) == 1 + PAGES + 1  # the summary, a line per file, the verdict
     assert lines[-1] == "docs check failed: 4200 problem(s) found, 1 changed page(s) checked"
     # Generous: the whole check of this move takes well under a second on an idle machine.
@@ -51,24 +58,32 @@ def test_the_tool_result_keeps_the_summary_and_verdict_within_its_bound(open_wor
 
 
 def test_identical_problems_in_one_file_share_a_line_and_single_ones_keep_theirs():
-    problems = [DocsProblem("a.md", 9, "broken link: x.md (no file x.md)"),
-                DocsProblem("a.md", 2, "broken link: x.md (no file x.md)"),
-                DocsProblem("a.md", 4, "broken link: y.md (no file y.md)"),
-                DocsProblem("b.md", 1, "broken link: x.md (no file x.md)")]
+    problems = [
+        DocsProblem("a.md", 9, "broken link: x.md (no file x.md)"),
+        DocsProblem("a.md", 2, "broken link: x.md (no file x.md)"),
+        DocsProblem("a.md", 4, "broken link: y.md (no file y.md)"),
+        DocsProblem("b.md", 1, "broken link: x.md (no file x.md)"),
+    ]
     assert DocsReport(problems, pages_checked=2).to_text().splitlines() == [
         "- `a.md`: broken link: x.md (no file x.md) (2 times, lines 2, 9)",
         "- `a.md:4` broken link: y.md (no file y.md)",
         "- `b.md:1` broken link: x.md (no file x.md)",
-        "docs check failed: 4 problem(s) found, 2 changed page(s) checked"]
+        "docs check failed: 4 problem(s) found, 2 changed page(s) checked",
+    ]
 
 
 def test_kinds_group_different_messages_and_deleted_pages_say_so(open_workspace):
-    workspace = open_workspace({"docs/index.md": "# Home\n\n[a](gone.md) [b](gone.md#x)\n\n[c](./gone.md)\n",
-                                "docs/gone.md": "# Gone\n\n## X\n"})
+    workspace = open_workspace(
+        {
+            "docs/index.md": "# Home\n\n[a](gone.md) [b](gone.md#x)\n\n[c](./gone.md)\n",
+            "docs/gone.md": "# Gone\n\n## X\n",
+        }
+    )
     workspace.delete("docs/gone.md")
     assert check_docs(workspace).to_text().splitlines() == [
         "- `docs/index.md`: 3 links to `docs/gone.md` (deleted), lines 3, 5",
-        "docs check failed: 3 problem(s) found, 0 changed page(s) checked"]
+        "docs check failed: 3 problem(s) found, 0 changed page(s) checked",
+    ]
 
 
 def test_the_report_text_is_bounded_for_the_pull_request_too():
@@ -78,6 +93,8 @@ def test_the_report_text_is_bounded_for_the_pull_request_too():
     assert len(text) <= REPORT_MAX_CHARS
     assert lines[-1] == "docs check failed: 3000 problem(s) found, 3000 changed page(s) checked"
     shown = len(lines) - 2
-    assert lines[-2] == (f"[{3000 - shown:,} more line(s) of this report not shown; fix these problems and run "
-                         "check_docs again to see the rest]")
+    assert lines[-2] == (
+        f"[{3000 - shown:,} more line(s) of this report not shown; fix these problems and run "
+        "check_docs again to see the rest]"
+    )
     assert len(DocsReport(problems).to_text()) > REPORT_MAX_CHARS  # unbounded when not asked

@@ -52,22 +52,28 @@ export default config;
 
 
 def test_docs_options_after_nested_plugin_options_come_from_the_preset(open_workspace):
-    workspace = open_workspace({
-        "docusaurus.config.js": PRESET_CONFIG,
-        "sidebars.js": "module.exports = {docs: ['intro']};\n",
-        "content/intro.mdx": "---\ntitle: Intro\n---\n\nSee [me](/guides/intro).\n",
-        "blog/2024-01-01-hello.md": "# Hello\n",
-    })
+    workspace = open_workspace(
+        {
+            "docusaurus.config.js": PRESET_CONFIG,
+            "sidebars.js": "module.exports = {docs: ['intro']};\n",
+            "content/intro.mdx": "---\ntitle: Intro\n---\n\nSee [me](/guides/intro).\n",
+            "blog/2024-01-01-hello.md": "# Hello\n",
+        }
+    )
     site = detect_site(workspace)
     assert (site.docs_root, site.routing["route_base"], site.nav_files) == ("content", "/guides", ["sidebars.js"])
-    workspace.write("content/intro.mdx", b"---\ntitle: Intro\n---\n\nSee [me](/guides/intro) or [gone](/guides/nope).\n")
+    workspace.write(
+        "content/intro.mdx", b"---\ntitle: Intro\n---\n\nSee [me](/guides/intro) or [gone](/guides/nope).\n"
+    )
     assert [p.message for p in check_docs(workspace).problems] == [
-        "broken link: /guides/nope (no doc has the route /guides/nope)"]
+        "broken link: /guides/nope (no doc has the route /guides/nope)"
+    ]
 
 
 def test_docs_options_come_from_the_default_content_docs_plugin(open_workspace):
-    workspace = open_workspace({"docusaurus.config.ts": PLUGIN_CONFIG, "reference/api.md": "# API\n",
-                                "community/help.md": "# Help\n"})
+    workspace = open_workspace(
+        {"docusaurus.config.ts": PLUGIN_CONFIG, "reference/api.md": "# API\n", "community/help.md": "# Help\n"}
+    )
     site = detect_site(workspace)
     # The `community` instance's pages are pages of the site too.
     assert (site.docs_root, site.routing["route_base"], site.page_count) == ("reference", "/", 2)
@@ -77,7 +83,7 @@ def test_docs_options_come_from_the_default_content_docs_plugin(open_workspace):
 
 VERSIONED = {
     "docusaurus.config.js": "module.exports = {presets: [['classic', {docs: {sidebarPath: "
-                            "require.resolve('./sidebars.js')}}]]};\n",
+    "require.resolve('./sidebars.js')}}]]};\n",
     "sidebars.js": "module.exports = {docs: ['intro', 'api']};\n",
     "versions.json": json.dumps(["2.0", "1.0"]),
     "docs/intro.md": "# Intro (next)\n\n[api](/docs/next/api)\n",
@@ -88,14 +94,18 @@ VERSIONED = {
     "versioned_sidebars/version-2.0-sidebars.json": json.dumps({"docs": ["intro", "api"]}, indent=2),
     # Docusaurus 2 betas wrote versioned ids and sidebar names with the version prefix.
     "versioned_sidebars/version-1.0-sidebars.json": json.dumps(
-        {"version-1.0/docs": [{"type": "doc", "id": "version-1.0/intro"}]}, indent=2),
+        {"version-1.0/docs": [{"type": "doc", "id": "version-1.0/intro"}]}, indent=2
+    ),
 }
 
 
 def test_versioned_routes_go_to_their_version(open_workspace):
     workspace = open_workspace(VERSIONED)
-    workspace.write("docs/guide.md", b"# Guide\n\n[next](/docs/next/api) [latest](/docs/api) [old](/docs/1.0/intro) "
-                                     b"[not in 1.0](/docs/1.0/api) [nope](/docs/next/nope)\n")
+    workspace.write(
+        "docs/guide.md",
+        b"# Guide\n\n[next](/docs/next/api) [latest](/docs/api) [old](/docs/1.0/intro) "
+        b"[not in 1.0](/docs/1.0/api) [nope](/docs/next/nope)\n",
+    )
     workspace.write("sidebars.js", b"module.exports = {docs: ['intro', 'api', 'guide']};\n")
     assert [(p.path, p.message) for p in check_docs(workspace).problems] == [
         ("docs/guide.md", "broken link: /docs/1.0/api (no doc has the route /docs/1.0/api)"),
@@ -106,12 +116,18 @@ def test_versioned_routes_go_to_their_version(open_workspace):
 def test_versioned_pages_are_listed_by_their_versioned_sidebars(open_workspace):
     workspace = open_workspace(VERSIONED)
     workspace.write("versioned_docs/version-2.0/faq.md", b"# FAQ\n")
-    assert check_docs(workspace).problems == [DocsProblem(
-        "versioned_docs/version-2.0/faq.md", 1, "new page is not in the navigation, so readers cannot find it: add "
-        "'faq' to a sidebar in versioned_sidebars/version-2.0-sidebars.json (or set its front matter `id` and list "
-        "that)")]
-    workspace.write("versioned_sidebars/version-2.0-sidebars.json", json.dumps({"docs": ["intro", "api", "faq"]})
-                    .encode())
+    assert check_docs(workspace).problems == [
+        DocsProblem(
+            "versioned_docs/version-2.0/faq.md",
+            1,
+            "new page is not in the navigation, so readers cannot find it: add "
+            "'faq' to a sidebar in versioned_sidebars/version-2.0-sidebars.json (or set its front matter `id` and list "
+            "that)",
+        )
+    ]
+    workspace.write(
+        "versioned_sidebars/version-2.0-sidebars.json", json.dumps({"docs": ["intro", "api", "faq"]}).encode()
+    )
     assert check_docs(workspace).problems == []
 
 
@@ -121,9 +137,12 @@ def test_deleting_a_versioned_page_reports_its_sidebar_entry_and_links(open_work
     problems = [(p.path, p.message) for p in check_docs(workspace).problems]
     assert problems == [
         ("versioned_docs/version-2.0/intro.md", "link to /docs/1.0/intro, which this run moved or deleted"),
-        ("versioned_sidebars/version-1.0-sidebars.json", "navigation entry `version-1.0/intro` points to "
-         "versioned_docs/version-1.0/intro.md, which this run moved or deleted; update the entry to the page's new "
-         "path or remove it"),
+        (
+            "versioned_sidebars/version-1.0-sidebars.json",
+            "navigation entry `version-1.0/intro` points to "
+            "versioned_docs/version-1.0/intro.md, which this run moved or deleted; update the entry to the page's new "
+            "path or remove it",
+        ),
     ]
 
 
@@ -139,8 +158,9 @@ def test_versions_are_described_but_the_overview_lists_the_current_docs(open_wor
 
 def test_odd_versions_files_are_tolerated(open_workspace):
     for listing in ("{not json", json.dumps({"2.0": True}), json.dumps(["../../etc", "", 3, "a/b", "2.0"])):
-        workspace = open_workspace({**VERSIONED, "versions.json": listing,
-                                    "versioned_sidebars/version-2.0-sidebars.json": "{oops"})
+        workspace = open_workspace(
+            {**VERSIONED, "versions.json": listing, "versioned_sidebars/version-2.0-sidebars.json": "{oops"}
+        )
         site = detect_site(workspace)
         assert [v.name for v in site.routing["versions"]] in ([], ["2.0"])
         workspace.write("docs/intro.md", b"# Intro (next)\n\n[api](/docs/next/api) again\n")

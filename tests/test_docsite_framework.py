@@ -12,27 +12,32 @@ from service.agent.docsite.tree import Tree
 CONFIG = "module.exports = {presets: [['classic', {docs: {sidebarPath: './sidebars.js'}}]]};\n"
 
 
-@pytest.mark.parametrize("relative, front, expected", [
-    ("intro.md", {}, "intro"),
-    ("02-intro.md", {}, "intro"),
-    # Number prefixes leave the folders too, and a front matter `id` replaces the file name only.
-    ("01-guides/02-setup.md", {}, "guides/setup"),
-    ("01-guides/02-setup.md", {"id": "start"}, "guides/start"),
-    ("guides/setup.mdx", {"id": 7}, "guides/7"),
-    ("01-guides/02-setup.md", {"parse_number_prefixes": False}, "01-guides/02-setup"),
-    ("01-guides/02-setup.md", {"id": " "}, "guides/setup"),
-])
+@pytest.mark.parametrize(
+    "relative, front, expected",
+    [
+        ("intro.md", {}, "intro"),
+        ("02-intro.md", {}, "intro"),
+        # Number prefixes leave the folders too, and a front matter `id` replaces the file name only.
+        ("01-guides/02-setup.md", {}, "guides/setup"),
+        ("01-guides/02-setup.md", {"id": "start"}, "guides/start"),
+        ("guides/setup.mdx", {"id": 7}, "guides/7"),
+        ("01-guides/02-setup.md", {"parse_number_prefixes": False}, "01-guides/02-setup"),
+        ("01-guides/02-setup.md", {"id": " "}, "guides/setup"),
+    ],
+)
 def test_doc_id_follows_docusaurus(relative, front, expected):
     assert doc_id(relative, front) == expected
 
 
 def test_sidebar_ids_are_the_docs_ids_and_the_suggestion_names_one(open_workspace):
-    workspace = open_workspace({
-        "docusaurus.config.js": CONFIG,
-        "sidebars.js": "module.exports = {docs: ['intro', 'guides/start']};\n",
-        "docs/01-intro.md": "# Intro\n",
-        "docs/01-guides/02-setup.md": "---\nid: start\n---\n\n# Setup\n",
-    })
+    workspace = open_workspace(
+        {
+            "docusaurus.config.js": CONFIG,
+            "sidebars.js": "module.exports = {docs: ['intro', 'guides/start']};\n",
+            "docs/01-intro.md": "# Intro\n",
+            "docs/01-guides/02-setup.md": "---\nid: start\n---\n\n# Setup\n",
+        }
+    )
     site = detect.detect_site(workspace)
     navigation = detect.read_navigation(Tree(workspace), site)
     assert [(e.ref, e.found) for e in navigation.entries] == [("intro", True), ("guides/start", True)]
@@ -46,11 +51,13 @@ def test_sidebar_ids_are_the_docs_ids_and_the_suggestion_names_one(open_workspac
 
 def test_a_sidebar_id_written_with_the_file_name_is_not_the_doc(open_workspace):
     # Docusaurus refuses a sidebar naming `guides/setup` when the doc's front matter says `id: start`.
-    workspace = open_workspace({
-        "docusaurus.config.js": CONFIG,
-        "sidebars.js": "module.exports = {docs: ['guides/start']};\n",
-        "docs/guides/setup.md": "---\nid: start\n---\n\n# Setup\n",
-    })
+    workspace = open_workspace(
+        {
+            "docusaurus.config.js": CONFIG,
+            "sidebars.js": "module.exports = {docs: ['guides/start']};\n",
+            "docs/guides/setup.md": "---\nid: start\n---\n\n# Setup\n",
+        }
+    )
     site = detect.detect_site(workspace)
     workspace.write("sidebars.js", b"module.exports = {docs: ['guides/start', '01-guides/setup', 'guides/setup']};\n")
     broken = [p.message for p in check_docs(workspace, site).problems]
@@ -59,11 +66,13 @@ def test_a_sidebar_id_written_with_the_file_name_is_not_the_doc(open_workspace):
 
 def test_every_framework_reads_the_tree_it_is_handed(open_workspace):
     # The start view's navigation is read from the start tree: a page deleted since is still listed there.
-    workspace = open_workspace({
-        "mkdocs.yml": "site_name: S\nnav:\n  - index.md\n  - old.md\n",
-        "docs/index.md": "# Home\n",
-        "docs/old.md": "# Old\n",
-    })
+    workspace = open_workspace(
+        {
+            "mkdocs.yml": "site_name: S\nnav:\n  - index.md\n  - old.md\n",
+            "docs/index.md": "# Home\n",
+            "docs/old.md": "# Old\n",
+        }
+    )
     site = detect.detect_site(workspace)
     workspace.delete("docs/old.md")
     with workspace.start_view() as start:

@@ -9,7 +9,11 @@ def test_a_stray_equals_sign_or_brace_in_a_tag_is_skipped():
     tags, unfinished = scan_tags('<Foo =x>text</Foo>\n<Card title="a" }>b</Card>')
     assert unfinished is None
     assert [(t.name, t.closing, t.attrs) for t in tags] == [
-        ("Foo", False, {"x": None}), ("Foo", True, {}), ("Card", False, {"title": "a"}), ("Card", True, {})]
+        ("Foo", False, {"x": None}),
+        ("Foo", True, {}),
+        ("Card", False, {"title": "a"}),
+        ("Card", True, {}),
+    ]
 
 
 def test_a_sidebar_slug_that_climbs_out_of_the_repository_is_an_entry_without_a_page():

@@ -11,10 +11,12 @@ from service.agent.docsite import page_store, pages, tree
 from service.agent.docsite.pages import LinkKind, Mode
 from tests.repositories import make_repository
 
-FILES = {"docs/conf.py": "project = 'Store'\n",
-         "docs/index.rst": "Home\n====\n\n.. toctree::\n\n   guide\n\nSee :doc:`guide` and :ref:`setup`.\n",
-         "docs/guide.rst": ".. _setup:\n\nGuide\n=====\n\nBack to :doc:`index`.\n",
-         "docs/notes.md": "# Notes\n\n[Guide](guide.rst)\n"}
+FILES = {
+    "docs/conf.py": "project = 'Store'\n",
+    "docs/index.rst": "Home\n====\n\n.. toctree::\n\n   guide\n\nSee :doc:`guide` and :ref:`setup`.\n",
+    "docs/guide.rst": ".. _setup:\n\nGuide\n=====\n\nBack to :doc:`index`.\n",
+    "docs/notes.md": "# Notes\n\n[Guide](guide.rst)\n",
+}
 
 
 @pytest.fixture
@@ -69,8 +71,9 @@ def test_cheap_parses_are_not_kept(repository, parses):
     with repository.open() as second:
         _run(second).page("docs/notes.md", Mode.MARKDOWN)
     assert len(parses) == 2
-    assert not any(entry.name.startswith("page-")
-                   for entry in (Path(first.git_dir) / tree_cache.CACHE_FOLDER).glob("*"))
+    assert not any(
+        entry.name.startswith("page-") for entry in (Path(first.git_dir) / tree_cache.CACHE_FOLDER).glob("*")
+    )
 
 
 def test_a_torn_entry_is_parsed_again(repository, parses):

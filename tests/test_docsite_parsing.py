@@ -18,15 +18,20 @@ def anchor_ids(text: str) -> frozenset[str]:
 def tag_problems(text: str) -> list[TagProblem]:
     return parse_page(text, Mode.MDX).tag_problems
 
+
 # --- anchors -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("heading, github, mkdocs", [
-    ("Getting Started", "getting-started", "getting-started"),
-    ("What's new in v2.0?", "whats-new-in-v20", "whats-new-in-v20"),
-    ("A  --  B", "a------b", "a-b"),
-    ("Café & crème", "café--crème", "cafe-creme"),
-    ("snake_case name", "snake_case-name", "snake_case-name"),
-])
+
+@pytest.mark.parametrize(
+    "heading, github, mkdocs",
+    [
+        ("Getting Started", "getting-started", "getting-started"),
+        ("What's new in v2.0?", "whats-new-in-v20", "whats-new-in-v20"),
+        ("A  --  B", "a------b", "a-b"),
+        ("Café & crème", "café--crème", "cafe-creme"),
+        ("snake_case name", "snake_case-name", "snake_case-name"),
+    ],
+)
 def test_slug_styles(heading, github, mkdocs):
     assert github_slug(heading) == github
     assert python_markdown_slug(heading) == mkdocs
@@ -57,12 +62,22 @@ Setext heading
 ```
 """
     ids = anchor_ids(page)
-    assert {"intro", "the-run-command-and-links", "options", "options-1", "options_1", "setext-heading", "my-id",
-            "legacy-anchor", "why-copydesk"} <= ids
+    assert {
+        "intro",
+        "the-run-command-and-links",
+        "options",
+        "options-1",
+        "options_1",
+        "setext-heading",
+        "my-id",
+        "legacy-anchor",
+        "why-copydesk",
+    } <= ids
     assert "custom" not in ids and "in-a-fence" not in ids and "not-a-heading" not in ids and "options-2" not in ids
 
 
 # --- front matter --------------------------------------------------------------------------------------
+
 
 def test_front_matter_parses_and_lists_keys():
     page = "---\ntitle: Setup\ntags: [a, b]\ndate: 2024-01-02\n---\n# Setup\n"
@@ -72,13 +87,19 @@ def test_front_matter_parses_and_lists_keys():
     assert parse_front_matter("---\n---\nEmpty\n") == {}
 
 
-@pytest.mark.parametrize("page, line, start", [
-    ("---\ntitle: Setup: the basics\n---\n", 2, "front matter is not valid YAML (mapping values are not allowed"),
-    ("---\ntitle: A\ndescription: [unclosed\n---\n", 3, "front matter is not valid YAML (while parsing a flow "
-                                                        "sequence: "),
-    ("---\ntitle: Setup\n\n# Setup\n", 1, "the front matter that starts here is never closed"),
-    ("---\n- a\n- b\n---\n", 1, "front matter must be a list of `key: value` lines, not a list"),
-])
+@pytest.mark.parametrize(
+    "page, line, start",
+    [
+        ("---\ntitle: Setup: the basics\n---\n", 2, "front matter is not valid YAML (mapping values are not allowed"),
+        (
+            "---\ntitle: A\ndescription: [unclosed\n---\n",
+            3,
+            "front matter is not valid YAML (while parsing a flow sequence: ",
+        ),
+        ("---\ntitle: Setup\n\n# Setup\n", 1, "the front matter that starts here is never closed"),
+        ("---\n- a\n- b\n---\n", 1, "front matter must be a list of `key: value` lines, not a list"),
+    ],
+)
 def test_bad_front_matter(page, line, start):
     with pytest.raises(FrontMatterError) as caught:
         parse_front_matter(page)
@@ -92,6 +113,7 @@ def test_yaml_with_tags_it_does_not_know_loads_as_plain_values():
 
 
 # --- MDX tags ------------------------------------------------------------------------------------------
+
 
 def test_balanced_mdx_passes():
     page = """\
@@ -117,7 +139,7 @@ export const meta = {
 
 
 def test_unclosed_and_stray_tags_are_reported_with_lines():
-    page = "<Steps>\n  <Step title=\"One\">\n  Do it.\n</Steps>\n\n</Note>\n<Card title=\"x\"\n"
+    page = '<Steps>\n  <Step title="One">\n  Do it.\n</Steps>\n\n</Note>\n<Card title="x"\n'
     assert tag_problems(page) == [
         TagProblem(2, "<Step> is never closed: add </Step> after its content, or end the tag with /> if it has none"),
         TagProblem(6, "</Note> closes a tag that is not open: remove it or add the opening <Note> before it"),
@@ -126,6 +148,7 @@ def test_unclosed_and_stray_tags_are_reported_with_lines():
 
 
 # --- JavaScript sidebars -------------------------------------------------------------------------------
+
 
 def test_exported_value_reads_literals_and_const_names():
     source = """\
@@ -161,6 +184,7 @@ def test_exported_value_of_broken_code_ends_with_what_it_could_read():
 
 # --- toctrees ------------------------------------------------------------------------------------------
 
+
 def test_rst_and_myst_toctrees():
     rst = """\
 Title
@@ -176,8 +200,14 @@ Title
 
 Text after the directive.
 """
-    assert parse_page(rst, Mode.RST).toctrees == [Toctree(8, "intro", True), Toctree(9, "Guide <guide/index>", True),
-                                                  Toctree(10, "reference/*", True)]
+    assert parse_page(rst, Mode.RST).toctrees == [
+        Toctree(8, "intro", True),
+        Toctree(9, "Guide <guide/index>", True),
+        Toctree(10, "reference/*", True),
+    ]
     myst = "# T\n\n:::{toctree}\n:hidden:\na\nb\n:::\n\n```{toctree}\n---\nglob: true\n---\nc/*\n```\n"
-    assert parse_page(myst, Mode.MYST).toctrees == [Toctree(5, "a", False), Toctree(6, "b", False),
-                                                    Toctree(13, "c/*", True)]
+    assert parse_page(myst, Mode.MYST).toctrees == [
+        Toctree(5, "a", False),
+        Toctree(6, "b", False),
+        Toctree(13, "c/*", True),
+    ]

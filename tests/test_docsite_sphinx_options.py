@@ -12,30 +12,46 @@ SITE = {
     "docs/man/tool.rst": (
         "tool\n====\n\n.. program:: tool\n\n.. option:: -b name, --builder name\n\n   The builder.\n\n"
         ".. option:: --color[=WHEN]\n\n   Colours; see also :option:`-b`.\n\n"
-        ".. option:: -q\n             -Q\n\n   Quiet.\n"),
+        ".. option:: -q\n             -Q\n\n   Quiet.\n"
+    ),
     "docs/man/tool-serve.rst": (
-        "tool serve\n==========\n\n.. program:: tool serve\n\n.. option:: --port PORT\n\n   The port.\n"),
+        "tool serve\n==========\n\n.. program:: tool serve\n\n.. option:: --port PORT\n\n   The port.\n"
+    ),
     "docs/usage.rst": (
         "Usage\n=====\n\nRun with :option:`tool -b`, quietly with :option:`tool -Q`, and serve with "
         ":option:`tool serve --port 80 <tool serve --port>`.\n\n"
         ".. program:: tool\n\nHere :option:`--builder html <--builder>` and :option:`--color=always` need no "
-        "program.\n"),
+        "program.\n"
+    ),
 }
 
 
 def test_option_targets_keep_their_program():
     page = parse_rst(SITE["docs/man/tool.rst"] + "\n.. program:: None\n\n.. option:: --global\n")
-    assert page.options == {("tool", "-b"), ("tool", "--builder"), ("tool", "--color"), ("tool", "-q"),
-                            ("tool", "-Q"), ("", "--global")}
+    assert page.options == {
+        ("tool", "-b"),
+        ("tool", "--builder"),
+        ("tool", "--color"),
+        ("tool", "-q"),
+        ("tool", "-Q"),
+        ("", "--global"),
+    }
     [reference] = [link for link in page.links if link.kind.value == "option"]
     assert (reference.target, reference.program) == ("-b", "tool")
 
 
 def test_option_keys_are_tried_the_way_sphinx_does():
-    assert option_keys("", "git commit --amend") == [("", "git commit --amend"), ("", "git"),
-                                                     ("git", "commit --amend"), ("git-commit", "--amend")]
-    assert option_keys("tool", "--color[=WHEN]") == [("tool", "--color[=WHEN]"), ("tool", "--color["),
-                                                      ("tool", "--color")]
+    assert option_keys("", "git commit --amend") == [
+        ("", "git commit --amend"),
+        ("", "git"),
+        ("git", "commit --amend"),
+        ("git-commit", "--amend"),
+    ]
+    assert option_keys("tool", "--color[=WHEN]") == [
+        ("tool", "--color[=WHEN]"),
+        ("tool", "--color["),
+        ("tool", "--color"),
+    ]
 
 
 def test_references_to_existing_options_pass(open_workspace):
@@ -46,11 +62,12 @@ def test_references_to_existing_options_pass(open_workspace):
 
 def test_a_new_reference_to_an_option_no_page_defines_is_reported(open_workspace):
     workspace = open_workspace(SITE)
-    workspace.write("docs/usage.rst", (SITE["docs/usage.rst"] + "\nAnd :option:`tool --nope`, "
-                                                                ":option:`!--not-linked`.\n").encode())
+    workspace.write(
+        "docs/usage.rst", (SITE["docs/usage.rst"] + "\nAnd :option:`tool --nope`, :option:`!--not-linked`.\n").encode()
+    )
     assert [p.message for p in check_docs(workspace).problems] == [
-        "unknown option: tool --nope (no `.. option::` defines `tool --nope`; the page's current program is "
-        "`tool`)"]
+        "unknown option: tool --nope (no `.. option::` defines `tool --nope`; the page's current program is `tool`)"
+    ]
 
 
 def test_deleting_the_page_of_the_options_breaks_every_reference_to_them(open_workspace):
@@ -60,8 +77,10 @@ def test_deleting_the_page_of_the_options_breaks_every_reference_to_them(open_wo
     problems = check_docs(workspace, site).problems
     # Four references to the deleted page's options; the `tool serve` one still resolves.
     messages = sorted(p.message for p in problems if p.path == "docs/usage.rst")
-    assert messages == [f"link to {written}, which this run moved or deleted"
-                        for written in ("--builder", "--color=always", "tool -Q", "tool -b")]
+    assert messages == [
+        f"link to {written}, which this run moved or deleted"
+        for written in ("--builder", "--color=always", "tool -Q", "tool -b")
+    ]
     assert any(p.path == "docs/index.rst" and "man/tool" in p.message for p in problems)
 
 
@@ -70,8 +89,9 @@ def test_removing_an_option_from_its_page_breaks_references_elsewhere(open_works
     text = SITE["docs/man/tool.rst"].replace(".. option:: -q\n             -Q\n\n   Quiet.\n", "")
     workspace.write("docs/man/tool.rst", text.encode())
     problems = [(p.path, p.message) for p in check_docs(workspace).problems]
-    assert problems == [("docs/usage.rst", "link to tool -Q no longer resolves after this run (no `.. option::` "
-                                           "defines `tool -Q`)")]
+    assert problems == [
+        ("docs/usage.rst", "link to tool -Q no longer resolves after this run (no `.. option::` defines `tool -Q`)")
+    ]
 
 
 def test_options_an_extension_generates_are_not_judged(open_workspace):

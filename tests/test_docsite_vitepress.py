@@ -59,11 +59,11 @@ VITEPRESS = {
     "package.json": '{"scripts": {"docs:dev": "vitepress dev docs"}}\n',
     "docs/.vitepress/config.mts": CONFIG,
     "docs/src/index.md": "---\nlayout: home\nhero:\n  name: Gizmo\n  actions:\n    - text: Start\n      link: "
-                         "/guide/getting-started\n---\n",
+    "/guide/getting-started\n---\n",
     "docs/src/guide/index.md": "# What is Gizmo?\n\nRead [getting started](./getting-started.md#install) or "
-                               "[deploy](/guide/deploy/static.html). ![logo](/logo.svg)\n",
+    "[deploy](/guide/deploy/static.html). ![logo](/logo.svg)\n",
     "docs/src/guide/getting-started.md": "# Getting started\n\n## Install\n\nSee [core](/reference/core) and "
-                                         "[the intro](/guide/).\n\n## Client/server `cleanUrls`\n",
+    "[the intro](/guide/).\n\n## Client/server `cleanUrls`\n",
     "docs/src/guide/deploy/static.md": "# Static hosts\n\nBack to [install](../getting-started#install).\n",
     "docs/src/packages/core/README.md": "# core\n\nUsed by [the guide](/guide/getting-started).\n",
     "docs/src/public/logo.svg": "<svg/>\n",
@@ -76,8 +76,7 @@ VITEPRESS = {
 
 def test_vitepress_site_is_detected_from_its_config_with_src_dir_and_locales(open_workspace):
     site = detect_site(open_workspace(VITEPRESS))
-    assert (site.framework, site.config_path, site.docs_root) == ("vitepress", "docs/.vitepress/config.mts",
-                                                                  "docs/src")
+    assert (site.framework, site.config_path, site.docs_root) == ("vitepress", "docs/.vitepress/config.mts", "docs/src")
     assert site.explicit_nav and site.nav_files == ["docs/.vitepress/config.mts"]
     assert [lang.code for lang in site.languages] == ["en-US", "fr"]
     text = site.describe()
@@ -89,14 +88,21 @@ def test_vitepress_site_is_detected_from_its_config_with_src_dir_and_locales(ope
 def test_vitepress_routes_rewrites_base_and_public_files_resolve(open_workspace):
     workspace = open_workspace(VITEPRESS)
     # A new page written like its neighbours: routes, .md and .html forms, a rewritten page, a public file.
-    workspace.write("docs/src/guide/deploy/docker.md", b"# Docker\n\n[start](/guide/getting-started#install) "
-                                                       b"[static](./static.md) [core](/reference/core.html) "
-                                                       b"[based](/gizmo/guide/) ![logo](/logo.svg) "
-                                                       b"[a post](/blog/hello) "
-                                                       b"[ids](/guide/getting-started#client-server-cleanurls)\n")
-    workspace.write("docs/.vitepress/config.mts", CONFIG.replace(
-        "{ text: 'Static hosts', link: 'static' }", "{ text: 'Static hosts', link: 'static' }, "
-                                                    "{ text: 'Docker', link: 'docker' }").encode())
+    workspace.write(
+        "docs/src/guide/deploy/docker.md",
+        b"# Docker\n\n[start](/guide/getting-started#install) "
+        b"[static](./static.md) [core](/reference/core.html) "
+        b"[based](/gizmo/guide/) ![logo](/logo.svg) "
+        b"[a post](/blog/hello) "
+        b"[ids](/guide/getting-started#client-server-cleanurls)\n",
+    )
+    workspace.write(
+        "docs/.vitepress/config.mts",
+        CONFIG.replace(
+            "{ text: 'Static hosts', link: 'static' }",
+            "{ text: 'Static hosts', link: 'static' }, { text: 'Docker', link: 'docker' }",
+        ).encode(),
+    )
     report = check_docs(workspace)
     assert report.problems == []
     assert report.notes == ["links to routes of VitePress dynamic pages (`[param].md`) are not checked"]
@@ -104,14 +110,20 @@ def test_vitepress_routes_rewrites_base_and_public_files_resolve(open_workspace)
 
 def test_vitepress_broken_routes_and_anchors_are_reported_as_the_build_would(open_workspace):
     workspace = open_workspace(VITEPRESS)
-    workspace.write("docs/src/guide/index.md", b"# What is Gizmo?\n\n[typo](/guide/getting-startd) "
-                                               b"[anchor](/guide/getting-started#instal) [file](./nope.md)\n")
+    workspace.write(
+        "docs/src/guide/index.md",
+        b"# What is Gizmo?\n\n[typo](/guide/getting-startd) "
+        b"[anchor](/guide/getting-started#instal) [file](./nope.md)\n",
+    )
     assert messages(check_docs(workspace)) == [
-        ("docs/src/guide/index.md", "broken anchor: /guide/getting-started#instal (docs/src/guide/getting-started.md "
-                                    "has no heading or id `instal`); did you mean #install?"),
+        (
+            "docs/src/guide/index.md",
+            "broken anchor: /guide/getting-started#instal (docs/src/guide/getting-started.md "
+            "has no heading or id `instal`); did you mean #install?",
+        ),
         ("docs/src/guide/index.md", "broken link: ./nope.md (no page has the route /guide/nope)"),
-        ("docs/src/guide/index.md", "broken link: /guide/getting-startd (no page has the route "
-                                    "/guide/getting-startd)")]
+        ("docs/src/guide/index.md", "broken link: /guide/getting-startd (no page has the route /guide/getting-startd)"),
+    ]
 
 
 def test_vitepress_new_page_needs_a_sidebar_entry_and_a_move_breaks_links_and_entries(open_workspace):
@@ -119,8 +131,11 @@ def test_vitepress_new_page_needs_a_sidebar_entry_and_a_move_breaks_links_and_en
     workspace.write("docs/src/guide/faq.md", b"# FAQ\n\nSee [getting started](/guide/getting-started).\n")
     workspace.write("docs/src/fr/guide/faq.md", b"# FAQ\n")  # the French sidebar is its own: needs an entry too
     found = messages(check_docs(workspace))
-    assert ("docs/src/guide/faq.md", "new page is not in the navigation, so readers cannot find it: add "
-            "{ text: '…', link: '/guide/faq' } to `themeConfig.sidebar` in docs/.vitepress/config.mts") in found
+    assert (
+        "docs/src/guide/faq.md",
+        "new page is not in the navigation, so readers cannot find it: add "
+        "{ text: '…', link: '/guide/faq' } to `themeConfig.sidebar` in docs/.vitepress/config.mts",
+    ) in found
     assert len(found) == 2
     workspace.write("docs/src/drafts/later.md", b"# Later\n")  # srcExclude: not a page, needs no entry
     assert len(messages(check_docs(workspace))) == 2
@@ -128,15 +143,17 @@ def test_vitepress_new_page_needs_a_sidebar_entry_and_a_move_breaks_links_and_en
     workspace.move("docs/src/guide/getting-started.md", "docs/src/guide/start.md")
     found = messages(check_docs(workspace))
     assert ("docs/src/guide/index.md", "link to ./getting-started.md#install, which this run moved or deleted") in found
-    assert ("docs/src/packages/core/README.md", "link to /guide/getting-started, which this run moved or deleted") \
-        in found
-    assert any(path == "docs/.vitepress/config.mts" and "/guide/getting-started" in message
-               for path, message in found)
+    assert (
+        "docs/src/packages/core/README.md",
+        "link to /guide/getting-started, which this run moved or deleted",
+    ) in found
+    assert any(path == "docs/.vitepress/config.mts" and "/guide/getting-started" in message for path, message in found)
 
 
 def test_vitepress_ignore_dead_links_and_computed_sidebars_are_not_judged(open_workspace):
     config = CONFIG.replace("cleanUrls: true,", "cleanUrls: true,\n  ignoreDeadLinks: true,").replace(
-        "sidebar: {", "sidebar: sidebars(), _unused: {")
+        "sidebar: {", "sidebar: sidebars(), _unused: {"
+    )
     workspace = open_workspace({**VITEPRESS, "docs/.vitepress/config.mts": config})
     site = detect_site(workspace)
     assert not site.explicit_nav and "built by code" in site.describe()
@@ -147,22 +164,28 @@ def test_vitepress_ignore_dead_links_and_computed_sidebars_are_not_judged(open_w
 
 def test_vitepress_rest_parameter_rewrites_serve_a_language_folder_at_the_root(open_workspace):
     # As sites that keep English pages in `en/` do: `'en/:rest*': ':rest*'`; the sidebar lives elsewhere.
-    workspace = open_workspace({
-        "docs/.vitepress/config.ts": "import { defineConfig } from 'vitepress'\n\nexport default defineConfig({\n"
-                                     "  rewrites: { 'en/:rest*': ':rest*' },\n  cleanUrls: true,\n})\n",
-        "docs/en/index.md": "# Home\n\n[Guide](/guide/what-is)\n",
-        "docs/en/guide/what-is.md": "# What is it\n\n## Use cases\n",
-    })
+    workspace = open_workspace(
+        {
+            "docs/.vitepress/config.ts": "import { defineConfig } from 'vitepress'\n\nexport default defineConfig({\n"
+            "  rewrites: { 'en/:rest*': ':rest*' },\n  cleanUrls: true,\n})\n",
+            "docs/en/index.md": "# Home\n\n[Guide](/guide/what-is)\n",
+            "docs/en/guide/what-is.md": "# What is it\n\n## Use cases\n",
+        }
+    )
     site = detect_site(workspace)
     assert not site.explicit_nav and "No sidebar is set in docs/.vitepress/config.ts" in site.describe()
-    workspace.write("docs/en/guide/start.md", b"# Start\n\n[what](/guide/what-is#use-cases) [same](./what-is.md) "
-                                              b"[typo](/guide/what)\n")
+    workspace.write(
+        "docs/en/guide/start.md",
+        b"# Start\n\n[what](/guide/what-is#use-cases) [same](./what-is.md) [typo](/guide/what)\n",
+    )
     assert messages(check_docs(workspace)) == [
-        ("docs/en/guide/start.md", "broken link: /guide/what (no page has the route /guide/what)")]
+        ("docs/en/guide/start.md", "broken link: /guide/what (no page has the route /guide/what)")
+    ]
 
 
 def test_vitepress_config_is_named_in_the_overview(open_workspace):
     from service.agent.overview import repository_overview
+
     workspace = open_workspace(VITEPRESS)
     text = repository_overview(workspace, site=detect_site(workspace))
     assert "docs/.vitepress/config.mts" in text.split("Docs configuration files: ", 1)[1].split("\n", 1)[0]
@@ -170,8 +193,12 @@ def test_vitepress_config_is_named_in_the_overview(open_workspace):
 
 def test_vitepress_nav_links_to_custom_pages_are_not_judged_but_broken_doc_links_are(open_workspace):
     workspace = open_workspace(VITEPRESS)
-    workspace.write("docs/.vitepress/config.mts", CONFIG.replace(
-        "{ text: 'Guide', link: '/guide/' },", "{ text: 'Guide', link: '/guide/' }, { text: 'Team', link: '/team' }, "
-                                               "{ text: 'FAQ', link: '/guide/faq' },").encode())
+    workspace.write(
+        "docs/.vitepress/config.mts",
+        CONFIG.replace(
+            "{ text: 'Guide', link: '/guide/' },",
+            "{ text: 'Guide', link: '/guide/' }, { text: 'Team', link: '/team' }, { text: 'FAQ', link: '/guide/faq' },",
+        ).encode(),
+    )
     found = messages(check_docs(workspace))
     assert [message.split(" (")[0] for path, message in found] == ["navigation entry `/guide/faq` points to no page"]

@@ -63,8 +63,13 @@ def test_strings_hide_brackets_and_escaped_quotes_end_no_string():
 @pytest.fixture
 def web(stack, github_app, tmp_path):
     """`copydesk web` (gevent) with a GitHub App configured, so `/github/webhooks` is served."""
-    env = {**stack.env(), "GITHUB_APP_ID": str(github_app.id), "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
-           "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret, "COPYDESK_BASE_URL": stack.url}
+    env = {
+        **stack.env(),
+        "GITHUB_APP_ID": str(github_app.id),
+        "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret,
+        "COPYDESK_BASE_URL": stack.url,
+    }
     with WebServer(env, free_port(), tmp_path / "web.log", workers=1) as server:
         yield server
 
@@ -89,9 +94,13 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[requests.Resp
 def test_an_unsigned_delivery_is_refused_before_its_body_is_read(web):
     # Headers promising GitHub's largest body, and no body at all: the answer cannot wait for it.
     with socket.create_connection(("127.0.0.1", web.port), timeout=ANSWER_SECONDS) as sock:
-        sock.sendall((f"POST {HOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      f"X-GitHub-Event: ping\r\nX-GitHub-Delivery: d-0\r\nContent-Length: {MAX_PAYLOAD_BYTES}\r\n"
-                      "\r\n").encode())
+        sock.sendall(
+            (
+                f"POST {HOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"X-GitHub-Event: ping\r\nX-GitHub-Delivery: d-0\r\nContent-Length: {MAX_PAYLOAD_BYTES}\r\n"
+                "\r\n"
+            ).encode()
+        )
         assert sock.recv(100).startswith(b"HTTP/1.1 401 ")
 
 
@@ -119,14 +128,22 @@ def test_hostile_bodies_do_not_stall_the_process_for_others(web, stack):
     def attack() -> None:
         for _ in range(10):
             answers.append(requests.post(web.url + HOOK_PATH, data=body, headers=unsigned, timeout=30).status_code)
-            answers.append(requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", data=api_body, timeout=30,
-                                         headers={**auth, "Content-Type": "application/json"}).status_code)
+            answers.append(
+                requests.post(
+                    f"{web.url}/v2/agent/{stack.project_id}/job",
+                    data=api_body,
+                    timeout=30,
+                    headers={**auth, "Content-Type": "application/json"},
+                ).status_code
+            )
 
     attackers = [threading.Thread(target=attack, daemon=True) for _ in range(4)]
     for thread in attackers:
         thread.start()
-    probes = [max(latency(f"{web.url}/healthz", timeout=ANSWER_SECONDS),
-                  latency(job_url, auth, timeout=ANSWER_SECONDS)) for _ in range(5)]
+    probes = [
+        max(latency(f"{web.url}/healthz", timeout=ANSWER_SECONDS), latency(job_url, auth, timeout=ANSWER_SECONDS))
+        for _ in range(5)
+    ]
     deadline = time.monotonic() + 60
     for thread in attackers:
         thread.join(timeout=max(0, deadline - time.monotonic()))
@@ -137,8 +154,9 @@ def test_hostile_bodies_do_not_stall_the_process_for_others(web, stack):
 
 def test_bodies_over_the_limits_are_refused_from_their_declared_length(web, stack):
     auth = {"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"}
-    response = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", data=b" " * (64 * 1024 + 1),
-                             headers=auth, timeout=30)
+    response = requests.post(
+        f"{web.url}/v2/agent/{stack.project_id}/job", data=b" " * (64 * 1024 + 1), headers=auth, timeout=30
+    )
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
     # Without a length (chunked), the read stops at the limit.
     chunks = (b" " * 16 * 1024 for _ in range(64))
@@ -146,7 +164,11 @@ def test_bodies_over_the_limits_are_refused_from_their_declared_length(web, stac
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
     # A signature header gets the body read, up to GitHub's limit and not past it.
     with socket.create_connection(("127.0.0.1", web.port), timeout=ANSWER_SECONDS) as sock:
-        sock.sendall((f"POST {HOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      f"X-Hub-Signature-256: sha256={'0' * 64}\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: d-0\r\n"
-                      f"Content-Length: {MAX_PAYLOAD_BYTES + 1}\r\n\r\n").encode())
+        sock.sendall(
+            (
+                f"POST {HOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"X-Hub-Signature-256: sha256={'0' * 64}\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: d-0\r\n"
+                f"Content-Length: {MAX_PAYLOAD_BYTES + 1}\r\n\r\n"
+            ).encode()
+        )
         assert sock.recv(100).startswith(b"HTTP/1.1 413 ")

@@ -11,13 +11,22 @@ LONE = "\ud800"
 
 
 def _post_json(stack, path: str, raw: bytes) -> requests.Response:
-    return requests.post(stack.url + path, data=raw, timeout=10,
-                         headers={"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"})
+    return requests.post(
+        stack.url + path,
+        data=raw,
+        timeout=10,
+        headers={"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"},
+    )
 
 
-@pytest.mark.parametrize("raw", [json.dumps({"prompt": f"fix the {LONE} typo"}).encode(),  # the escape \ud800
-                                 b'{"prompt": "fix the \xed\xa0\x80 typo"}',  # its UTF-8-like bytes, unescaped
-                                 json.dumps({"prompt": "ok", "ref": f"main{LONE}"}).encode()])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        json.dumps({"prompt": f"fix the {LONE} typo"}).encode(),  # the escape \ud800
+        b'{"prompt": "fix the \xed\xa0\x80 typo"}',  # its UTF-8-like bytes, unescaped
+        json.dumps({"prompt": "ok", "ref": f"main{LONE}"}).encode(),
+    ],
+)
 def test_a_lone_surrogate_in_a_new_job_is_refused_naming_its_field(stack, raw):
     response = _post_json(stack, f"/v2/agent/{stack.project_id}/job", raw)
     assert response.status_code == 400, response.text
@@ -30,12 +39,20 @@ def test_a_lone_surrogate_in_a_new_job_is_refused_naming_its_field(stack, raw):
 
 def test_lone_surrogates_are_refused_in_messages_webhooks_and_field_names(stack):
     job = stack.create().json()
-    cases = [(f"/v2/agent/{stack.project_id}/job/{job['id']}/message", {"prompt": f"more {LONE}"}, "prompt"),
-             (f"/v2/agent/{stack.project_id}/webhooks", {"url": "https://example.com/h", "description": LONE},
-              "description"),
-             (f"/v2/agent/{stack.project_id}/webhooks",
-              {"url": "https://example.com/h", "events": ["job.created", LONE]}, "events[1]"),
-             (f"/v2/agent/{stack.project_id}/job", {"prompt": "x", f"p{LONE}": 1}, "p\\ud800")]
+    cases = [
+        (f"/v2/agent/{stack.project_id}/job/{job['id']}/message", {"prompt": f"more {LONE}"}, "prompt"),
+        (
+            f"/v2/agent/{stack.project_id}/webhooks",
+            {"url": "https://example.com/h", "description": LONE},
+            "description",
+        ),
+        (
+            f"/v2/agent/{stack.project_id}/webhooks",
+            {"url": "https://example.com/h", "events": ["job.created", LONE]},
+            "events[1]",
+        ),
+        (f"/v2/agent/{stack.project_id}/job", {"prompt": "x", f"p{LONE}": 1}, "p\\ud800"),
+    ]
     for path, body, field in cases:
         response = _post_json(stack, path, json.dumps(body).encode())
         assert response.status_code == 400 and response.json()["field"] == field, (path, response.text)
@@ -43,8 +60,9 @@ def test_lone_surrogates_are_refused_in_messages_webhooks_and_field_names(stack)
     messages = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()["messages"]
     assert [m["content"] for m in messages if m["role"] == "user"] == ["Improve the docs"]
     # A character beyond the BMP, sent as an escaped UTF-16 pair, is text: taken, and shown back.
-    sent = _post_json(stack, f"/v2/agent/{stack.project_id}/job/{job['id']}/message",
-                      json.dumps({"prompt": "docs 😀"}).encode())
+    sent = _post_json(
+        stack, f"/v2/agent/{stack.project_id}/job/{job['id']}/message", json.dumps({"prompt": "docs 😀"}).encode()
+    )
     assert sent.status_code == 200, sent.text
     messages = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()["messages"]
     assert [m["content"] for m in messages if m["role"] == "user"][-1] == "docs 😀"
@@ -54,8 +72,9 @@ def _xreads(client: redis.Redis) -> int:
     return int(client.info("commandstats").get("cmdstat_xread", {}).get("calls", 0))
 
 
-@pytest.mark.parametrize("after", ["99999999999999999999", "0\n", "18446744073709551616-0", "1-18446744073709551616",
-                                   " 1", "1-2-3"])
+@pytest.mark.parametrize(
+    "after", ["99999999999999999999", "0\n", "18446744073709551616-0", "1-18446744073709551616", " 1", "1-2-3"]
+)
 def test_malformed_event_ids_are_400_and_never_reach_redis(stack, redis_client, after):
     job = stack.create().json()
     url = f"{stack.url}/v2/agent/{stack.project_id}/job/{job['id']}/events"
@@ -75,8 +94,11 @@ def test_the_largest_event_id_redis_accepts_is_taken(stack):
     top = f"{2**64 - 1}-{2**64 - 1}"
     response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events", params={"after": top})
     assert response.status_code == 200 and response.json()["events"] == []
-    response = requests.get(f"{stack.url}/v2/agent/{stack.project_id}/job/{job['id']}/events", timeout=10,
-                            headers={"Authorization": f"Bearer {stack.key}", "Last-Event-ID": "99999999999999999999"})
+    response = requests.get(
+        f"{stack.url}/v2/agent/{stack.project_id}/job/{job['id']}/events",
+        timeout=10,
+        headers={"Authorization": f"Bearer {stack.key}", "Last-Event-ID": "99999999999999999999"},
+    )
     assert response.status_code == 400 and response.json()["field"] == "Last-Event-ID"
 
 

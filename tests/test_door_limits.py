@@ -23,9 +23,15 @@ STATE_KEYS = "cd:dash:oauth-state:*"
 @pytest.fixture
 def web(stack, github_app, tmp_path):
     """`copydesk web` with a GitHub App and its OAuth client configured, so sign-in with GitHub is on."""
-    env = {**stack.env(), "GITHUB_APP_ID": str(github_app.id), "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
-           "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret, "GITHUB_CLIENT_ID": github_app.client_id,
-           "GITHUB_CLIENT_SECRET": github_app.client_secret, "COPYDESK_ANONYMOUS_PER_MINUTE": str(PER_MINUTE)}
+    env = {
+        **stack.env(),
+        "GITHUB_APP_ID": str(github_app.id),
+        "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret,
+        "GITHUB_CLIENT_ID": github_app.client_id,
+        "GITHUB_CLIENT_SECRET": github_app.client_secret,
+        "COPYDESK_ANONYMOUS_PER_MINUTE": str(PER_MINUTE),
+    }
     with WebServer(env, free_port(), tmp_path / "web.log", workers=1) as server:
         yield server
 
@@ -86,20 +92,31 @@ def test_registration_links_are_limited_per_address(web):
     assert get(web, "/github/register/done?code=abc&state=forged", source="127.0.0.7").status == 400
 
 
-@pytest.mark.parametrize(("address", "client"), [("203.0.113.9", "203.0.113.9"),
-                                                 ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::"),
-                                                 ("2001:db8:1:2:bbbb::9", "2001:db8:1:2::"),
-                                                 ("::ffff:203.0.113.9", "203.0.113.9"),
-                                                 (None, "unknown"), ("", "unknown")])
+@pytest.mark.parametrize(
+    ("address", "client"),
+    [
+        ("203.0.113.9", "203.0.113.9"),
+        ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::"),
+        ("2001:db8:1:2:bbbb::9", "2001:db8:1:2::"),
+        ("::ffff:203.0.113.9", "203.0.113.9"),
+        (None, "unknown"),
+        ("", "unknown"),
+    ],
+)
 def test_an_ipv6_client_counts_as_its_whole_slash_64(address, client):
     assert client_of(address) == client
 
 
 def test_with_redis_down_the_doors_answer_503_not_500(stack, github_app, tmp_path):
-    env = {**stack.env(), "COPYDESK_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
-           "GITHUB_APP_ID": str(github_app.id), "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
-           "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret, "GITHUB_CLIENT_ID": github_app.client_id,
-           "GITHUB_CLIENT_SECRET": github_app.client_secret}
+    env = {
+        **stack.env(),
+        "COPYDESK_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+        "GITHUB_APP_ID": str(github_app.id),
+        "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret,
+        "GITHUB_CLIENT_ID": github_app.client_id,
+        "GITHUB_CLIENT_SECRET": github_app.client_secret,
+    }
     with WebServer(env, free_port(), tmp_path / "web.log", workers=1) as web:
         assert get(web, "/dashboard/login/github").status == 503
         assert get(web, "/dashboard/login/link?token=x").status == 503

@@ -29,14 +29,19 @@ def test_error_bodies_are_json_unless_problem_json_is_asked_for(stack):
     plain = requests.get(url, headers=auth, timeout=10)
     assert plain.status_code == 404 and plain.headers["Content-Type"] == "application/json"
     assert plain.json()["error"] and plain.json()["code"] == "job_not_found"
-    for accept in ("application/problem+json", "application/problem+json, application/json;q=0.5",
-                   "application/json;q=0.5, application/problem+json"):
+    for accept in (
+        "application/problem+json",
+        "application/problem+json, application/json;q=0.5",
+        "application/json;q=0.5, application/problem+json",
+    ):
         asked = requests.get(url, headers=auth | {"Accept": accept}, timeout=10)
         assert asked.headers["Content-Type"] == "application/problem+json", accept
         assert asked.json() == plain.json()
     for accept in ("*/*", "application/*", "application/json", "application/json, application/problem+json;q=0.1"):
-        assert requests.get(url, headers=auth | {"Accept": accept}, timeout=10).headers["Content-Type"] == \
-            "application/json", accept
+        assert (
+            requests.get(url, headers=auth | {"Accept": accept}, timeout=10).headers["Content-Type"]
+            == "application/json"
+        ), accept
 
 
 def test_a_json_body_without_content_type_is_accepted_and_an_explicit_other_type_is_415(stack):
@@ -63,8 +68,10 @@ def test_mintlifys_description_finds_no_failure(stack_factory, mintlify_schema):
     auth = {"Authorization": f"Bearer {stack.key}"}
     operations = [result.ok() for result in mintlify_schema.get_all_operations()]
     assert {(op.method.upper(), op.path) for op in operations} == {
-        ("POST", "/v2/agent/{projectId}/job"), ("GET", "/v2/agent/{projectId}/job/{id}"),
-        ("POST", "/v2/agent/{projectId}/job/{id}/message")}
+        ("POST", "/v2/agent/{projectId}/job"),
+        ("GET", "/v2/agent/{projectId}/job/{id}"),
+        ("POST", "/v2/agent/{projectId}/job/{id}/message"),
+    }
     with requests.Session() as session:
         for operation in operations:
             # Half the cases name the real project and job, the others whatever the generator makes up.
@@ -72,9 +79,14 @@ def test_mintlifys_description_finds_no_failure(stack_factory, mintlify_schema):
             known = {name: real[name] for name in ("projectId", "id") if f"{{{name}}}" in operation.path}
             strategy = st.one_of(operation.as_strategy(), operation.as_strategy(path_parameters=known))
 
-            @hypothesis.settings(max_examples=40, deadline=None, database=None, derandomize=True,
-                                 phases=[Phase.explicit, Phase.generate],
-                                 suppress_health_check=list(HealthCheck))
+            @hypothesis.settings(
+                max_examples=40,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
             @hypothesis.given(case=strategy)
             def check(case):
                 response = case.call(base_url=stack.url, session=session, headers=auth, timeout=10)

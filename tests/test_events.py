@@ -102,8 +102,9 @@ def test_a_followed_stream_stays_open_across_follow_ups_and_ends_when_the_job_is
     def completed() -> int:
         return sum(1 for r in list(records) if r.get("event") == "job.completed")
 
-    with requests.get(events_url(stack, job["id"]), params={"follow": "true"}, headers=headers, stream=True,
-                      timeout=30) as response:
+    with requests.get(
+        events_url(stack, job["id"]), params={"follow": "true"}, headers=headers, stream=True, timeout=30
+    ) as response:
         assert response.status_code == 200
         reader = threading.Thread(target=read_sse, args=(response, until, records), daemon=True)
         reader.start()
@@ -111,8 +112,12 @@ def test_a_followed_stream_stays_open_across_follow_ups_and_ends_when_the_job_is
         wait_until(lambda: completed() == 1, left(until), "the first round's job.completed", interval=0.1)
         # Past job.completed the stream is still open: keep-alives keep coming.
         seen = len(records)
-        wait_until(lambda: {"comment": "keep-alive"} in records[seen:], left(until),
-                   "a keep-alive after job.completed", interval=0.1)
+        wait_until(
+            lambda: {"comment": "keep-alive"} in records[seen:],
+            left(until),
+            "a keep-alive after job.completed",
+            interval=0.1,
+        )
         assert reader.is_alive()
         assert stack.message(job["id"], "Be more polite").status_code == 200
         stack.drain()
@@ -124,8 +129,8 @@ def test_a_followed_stream_stays_open_across_follow_ups_and_ends_when_the_job_is
     events = [r for r in records if "event" in r]
     assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
     types = [r["event"] for r in events]
-    assert types[:len(STATE_TYPES)] == STATE_TYPES and types[-1] == "job.archived"
-    follow_up = types[len(STATE_TYPES):-1]
+    assert types[: len(STATE_TYPES)] == STATE_TYPES and types[-1] == "job.archived"
+    follow_up = types[len(STATE_TYPES) : -1]
     assert follow_up[0] == "run.started" and "run.pushed" in follow_up and follow_up[-1] == "job.completed"
 
 
@@ -148,8 +153,9 @@ def test_bad_event_ids_and_parameters_are_400(stack):
     for params, field in (({"after": "yesterday"}, "after"), ({"follow": "maybe"}, "follow"), ({"x": "1"}, "x")):
         response = stack.api.get(url, params=params)
         assert response.status_code == 400 and response.json()["field"] == field
-    response = requests.get(stack.url + url, headers={"Authorization": f"Bearer {stack.key}", "Last-Event-ID": "<>"},
-                            timeout=10)
+    response = requests.get(
+        stack.url + url, headers={"Authorization": f"Bearer {stack.key}", "Last-Event-ID": "<>"}, timeout=10
+    )
     assert response.status_code == 400 and response.json()["field"] == "Last-Event-ID"
 
 
@@ -163,8 +169,10 @@ def test_streams_past_the_per_process_cap_are_503(stack_factory):
         assert second.status_code == 503 and second.json()["code"] == "unavailable"
         assert int(second.headers["Retry-After"]) > 0
         # The JSON page is not a stream and still answers.
-        assert stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events",
-                             params={"after": "0"}).status_code == 200
+        assert (
+            stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/events", params={"after": "0"}).status_code
+            == 200
+        )
 
     def slot_free() -> bool:
         with requests.get(events_url(stack, job["id"]), headers=headers, stream=True, timeout=30) as again:
@@ -177,15 +185,21 @@ def test_streams_past_the_per_process_cap_are_503(stack_factory):
 def test_an_sse_client_resumes_across_a_restart_of_the_web_process_and_misses_nothing(stack, tmp_path):
     stack.script([FAQ, finish()])
     port = free_port()
-    web = WebServer({**stack.env(), "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}"}, port, tmp_path / "web.log",
-                    workers=1)
+    web = WebServer(
+        {**stack.env(), "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}"}, port, tmp_path / "web.log", workers=1
+    )
     auth = {"Authorization": f"Bearer {stack.key}"}
     with web:
-        job = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "FAQ"}, headers=auth,
-                            timeout=10).json()
+        job = requests.post(
+            f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "FAQ"}, headers=auth, timeout=10
+        ).json()
         received = []
-        with EventSource(f"{web.url}/v2/agent/{stack.project_id}/job/{job['id']}/events", headers=auth, timeout=30,
-                         max_connect_retry=8) as source:
+        with EventSource(
+            f"{web.url}/v2/agent/{stack.project_id}/job/{job['id']}/events",
+            headers=auth,
+            timeout=30,
+            max_connect_retry=8,
+        ) as source:
             first = next(source)
             received.append((first.last_event_id, first.type))
             web.crash()

@@ -39,7 +39,9 @@ def test_create_runs_to_completed_with_a_pull_request(stack):
 
 
 def test_follow_up_adds_a_commit_to_the_same_branch_and_pull_request(stack):
-    stack.script([FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Politer.")])
+    stack.script(
+        [FAQ, finish()], [edit("docs/faq.md", "Ask away.", "Ask away, politely."), finish("Polite", "Politer.")]
+    )
     job = stack.create().json()
     stack.drain()
     first = stack.job(job["id"])
@@ -84,15 +86,27 @@ def test_messages_sent_while_active_wait_their_turn_in_order(stack):
 
 
 def test_two_worker_processes_never_run_one_job_twice_at_once(stack, tmp_path):
-    runs = [[{"tool": "write_file", "args": {"path": f"docs/page{i}.md", "content": f"# Page {i}\n"}},
-             finish(f"page {i}", f"added page {i}")] for i in range(4)]
+    runs = [
+        [
+            {"tool": "write_file", "args": {"path": f"docs/page{i}.md", "content": f"# Page {i}\n"}},
+            finish(f"page {i}", f"added page {i}"),
+        ]
+        for i in range(4)
+    ]
     stack.script(*runs)
     job = stack.create().json()
     for i in range(1, 4):
         stack.message(job["id"], f"page {i}")
     env = {**os.environ, **stack.env()}
-    workers = [subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--burst"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "worker", "--burst"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     for worker in workers:
         assert worker.wait(timeout=120) == 0, worker.stderr.read().decode()
     stack.drain()  # whatever a burst worker left queued when the other took the lock
@@ -147,8 +161,13 @@ def test_follow_up_keeps_a_commit_a_person_pushed_to_the_branch(stack):
     job = stack.create().json()
     stack.drain()
     branch = stack.job(job["id"])["branch"]
-    commit_files(Git(), stack.repo, {"docs/install.md": "# Install\n\nA person's fix.\n"}, branch=branch,
-                 message="A person's fix")
+    commit_files(
+        Git(),
+        stack.repo,
+        {"docs/install.md": "# Install\n\nA person's fix.\n"},
+        branch=branch,
+        message="A person's fix",
+    )
 
     stack.message(job["id"], "excite it")
     stack.drain()
@@ -177,8 +196,13 @@ def test_a_failed_job_becomes_active_again_with_a_follow_up(stack):
 def test_concurrent_runners_on_one_job_take_turns_and_run_each_message_once(stack):
     import threading
 
-    runs = [[{"tool": "write_file", "args": {"path": f"docs/p{i}.md", "content": f"# P{i}\n"}},
-             finish(f"p{i}", f"added p{i}")] for i in range(5)]
+    runs = [
+        [
+            {"tool": "write_file", "args": {"path": f"docs/p{i}.md", "content": f"# P{i}\n"}},
+            finish(f"p{i}", f"added p{i}"),
+        ]
+        for i in range(5)
+    ]
     stack.script(*runs)
     job_id = stack.create().json()["id"]
     for i in range(1, 5):

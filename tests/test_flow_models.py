@@ -85,9 +85,14 @@ def test_a_model_outage_past_the_retry_budget_makes_the_model_unavailable(stack_
 
 
 def test_create_may_choose_among_the_configured_models(stack_factory, standin):
-    stack = stack_factory(model="openai:gpt-test", models=("openai:gpt-test", "anthropic:claude-test"),
-                          openai_api_key="sk-test", openai_base_url=standin.openai_base_url,
-                          anthropic_api_key="sk-ant-test", anthropic_base_url=standin.anthropic_base_url)
+    stack = stack_factory(
+        model="openai:gpt-test",
+        models=("openai:gpt-test", "anthropic:claude-test"),
+        openai_api_key="sk-test",
+        openai_base_url=standin.openai_base_url,
+        anthropic_api_key="sk-ant-test",
+        anthropic_base_url=standin.anthropic_base_url,
+    )
     standin.script(*write_then_finish())
     job = stack.create(model="anthropic:claude-test").json()
     assert job["model"] == "anthropic:claude-test"
@@ -100,11 +105,18 @@ def test_the_demo_uses_the_model_whose_key_is_set(redis_url, tmp_path, standin):
     from tests.web_process import COPYDESK
 
     # The demo's prompt; the stand-in plays the model that answers it.
-    standin.script(*write_then_finish("docs/troubleshooting.md", "# Troubleshooting\n", "Add troubleshooting",
-                                      "Added a troubleshooting page."))
+    standin.script(
+        *write_then_finish(
+            "docs/troubleshooting.md", "# Troubleshooting\n", "Add troubleshooting", "Added a troubleshooting page."
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COPYDESK_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(COPYDESK_REDIS_URL=redis_url, COPYDESK_DATA_DIR=str(tmp_path / "data"),
-               OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=standin.openai_base_url)
+    env.update(
+        COPYDESK_REDIS_URL=redis_url,
+        COPYDESK_DATA_DIR=str(tmp_path / "data"),
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=standin.openai_base_url,
+    )
     proc = subprocess.run([COPYDESK, "demo"], env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Using openai:gpt-5.6-terra, because its API key is set" in proc.stdout
@@ -128,12 +140,18 @@ def test_tokens_are_counted_per_run_and_per_job(provider, stack_factory, standin
     response = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job['id']}/messages").json()
     prompts = [m for m in response["messages"] if m["role"] == "user"]
     uncached = {"cacheReadTokens": 0, "cacheWriteTokens": 0}
-    assert [p["usage"] for p in prompts] == [{"inputTokens": 2700, "outputTokens": 120, **uncached,
-                                              "billableTokens": 2820},
-                                             {"inputTokens": 900, "outputTokens": 12, **uncached,
-                                              "billableTokens": 912}]
-    assert response["usage"] == {"inputTokens": 3600, "outputTokens": 132, **uncached, "billableTokens": 3732,
-                                 "maxTokens": None, "remainingTokens": None}
+    assert [p["usage"] for p in prompts] == [
+        {"inputTokens": 2700, "outputTokens": 120, **uncached, "billableTokens": 2820},
+        {"inputTokens": 900, "outputTokens": 12, **uncached, "billableTokens": 912},
+    ]
+    assert response["usage"] == {
+        "inputTokens": 3600,
+        "outputTokens": 132,
+        **uncached,
+        "billableTokens": 3732,
+        "maxTokens": None,
+        "remainingTokens": None,
+    }
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
@@ -148,8 +166,9 @@ def test_cached_input_is_recorded_and_budgets_count_it_at_its_price(provider, st
     assert used["cacheReadTokens"] == sum(u.read for u in reported) > 0  # the second call reads the first's prefix
     assert used["cacheWriteTokens"] == sum(u.written for u in reported)
     assert used["billableTokens"] < used["inputTokens"] + used["outputTokens"]
-    assert stack.conversation(job["id"])[0]["usage"] == {k: v for k, v in used.items() if k.endswith("Tokens")
-                                                         and k not in ("maxTokens", "remainingTokens")}
+    assert stack.conversation(job["id"])[0]["usage"] == {
+        k: v for k, v in used.items() if k.endswith("Tokens") and k not in ("maxTokens", "remainingTokens")
+    }
     if provider == "openai":
         assert {sent.body["prompt_cache_key"] for sent in standin.requests} == {job["id"]}
     else:
@@ -182,8 +201,9 @@ def _fails_with(stack, standin, code, *items):
 def test_each_run_limit_fails_the_job_with_its_own_code(provider, stack_factory, standin):
     # A time limit no run here comes near, even on a loaded machine: the time limit has its own test below.
     look = Reply(tool_calls=[ToolUse("list_files", {"pattern": "**/*.md"})], input_tokens=10)
-    stack = stack_factory(**PROVIDERS[provider](standin), max_steps=3, max_tokens=5_000,
-                          max_bytes_written=64, run_timeout_seconds=600)
+    stack = stack_factory(
+        **PROVIDERS[provider](standin), max_steps=3, max_tokens=5_000, max_bytes_written=64, run_timeout_seconds=600
+    )
 
     failed, conversation = _fails_with(stack, standin, "step_limit_exceeded", look, look, look)
     assert "3 model calls" in failed["error"]["message"]
@@ -213,8 +233,12 @@ def test_the_time_limit_fails_the_job_with_its_own_code(provider, stack_factory,
 
 
 def _assert_nothing_pushed(stack) -> None:
-    assert subprocess.run(["git", "--git-dir", str(stack.repo), "branch", "--list", "copydesk/*"],
-                          capture_output=True, text=True).stdout == ""
+    assert (
+        subprocess.run(
+            ["git", "--git-dir", str(stack.repo), "branch", "--list", "copydesk/*"], capture_output=True, text=True
+        ).stdout
+        == ""
+    )
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
@@ -261,8 +285,7 @@ def test_a_job_archived_during_its_run_pushes_nothing_and_opens_no_second_pull_r
 
     assert archived == [200]
     assert stack.job(job["id"])["status"] == "archived"
-    assert stack.ctx.git.out("rev-parse", f"refs/heads/{stack.job(job['id'])['branch']}",
-                             git_dir=stack.repo) == head
+    assert stack.ctx.git.out("rev-parse", f"refs/heads/{stack.job(job['id'])['branch']}", git_dir=stack.repo) == head
     assert len(stack.ctx.local.pulls(stack.project_id)) == 1
     follow_up = stack.conversation(job["id"])[2]
     assert follow_up["status"] == "failed" and follow_up["error"]["code"] == "job_archived"

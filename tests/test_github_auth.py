@@ -37,11 +37,24 @@ def settings(pem):
 
 # -- settings -------------------------------------------------------------------------------------
 
+
 def test_from_env_reads_every_variable(pem):
-    s = GitHubSettings.from_env({"GITHUB_APP_ID": " 4242 ", "GITHUB_PRIVATE_KEY": pem, "GITHUB_WEBHOOK_SECRET": "whsec",
-                                 "GITHUB_API_URL": "https://api.github.com/", "GITHUB_APP_SLUG": "copydesk-bot"})
+    s = GitHubSettings.from_env(
+        {
+            "GITHUB_APP_ID": " 4242 ",
+            "GITHUB_PRIVATE_KEY": pem,
+            "GITHUB_WEBHOOK_SECRET": "whsec",
+            "GITHUB_API_URL": "https://api.github.com/",
+            "GITHUB_APP_SLUG": "copydesk-bot",
+        }
+    )
     assert (s.app_id, s.webhook_secret, s.api_url, s.web_url, s.app_slug) == (
-        "4242", "whsec", "https://api.github.com", "https://github.com", "copydesk-bot")
+        "4242",
+        "whsec",
+        "https://api.github.com",
+        "https://github.com",
+        "copydesk-bot",
+    )
     assert s.private_key.strip() == pem.strip()
     assert s.configured
 
@@ -92,27 +105,33 @@ def test_both_key_variables_is_ambiguous(pem, tmp_path):
         GitHubSettings.from_env({"GITHUB_PRIVATE_KEY": pem, "GITHUB_PRIVATE_KEY_PATH": str(tmp_path / "k.pem")})
 
 
-@pytest.mark.parametrize("name, value", [("GITHUB_APP_ID", "my app"), ("GITHUB_API_URL", "api.github.com"),
-                                         ("GITHUB_WEB_URL", "ftp://github.example")])
+@pytest.mark.parametrize(
+    "name, value",
+    [("GITHUB_APP_ID", "my app"), ("GITHUB_API_URL", "api.github.com"), ("GITHUB_WEB_URL", "ftp://github.example")],
+)
 def test_bad_values_name_their_variable(name, value):
     with pytest.raises(SettingsError, match=name):
         GitHubSettings.from_env({name: value})
 
 
-@pytest.mark.parametrize("api_url, web_url", [
-    ("https://api.github.com", "https://github.com"),
-    ("https://ghe.example.com/api/v3", "https://ghe.example.com"),
-    ("https://ghe.example.com/api/v3/", "https://ghe.example.com"),
-    ("https://api.acme.ghe.com", "https://acme.ghe.com"),
-    ("http://127.0.0.1:5123", "http://127.0.0.1:5123"),
-])
+@pytest.mark.parametrize(
+    "api_url, web_url",
+    [
+        ("https://api.github.com", "https://github.com"),
+        ("https://ghe.example.com/api/v3", "https://ghe.example.com"),
+        ("https://ghe.example.com/api/v3/", "https://ghe.example.com"),
+        ("https://api.acme.ghe.com", "https://acme.ghe.com"),
+        ("http://127.0.0.1:5123", "http://127.0.0.1:5123"),
+    ],
+)
 def test_web_url_follows_the_api_url(api_url, web_url):
     assert GitHubSettings.from_env({"GITHUB_API_URL": api_url}).web_url == web_url
 
 
 def test_web_url_can_be_set():
-    s = GitHubSettings.from_env({"GITHUB_API_URL": "https://ghe.example.com/api/v3",
-                                 "GITHUB_WEB_URL": "https://code.example.com/"})
+    s = GitHubSettings.from_env(
+        {"GITHUB_API_URL": "https://ghe.example.com/api/v3", "GITHUB_WEB_URL": "https://code.example.com/"}
+    )
     assert s.web_url == "https://code.example.com"
 
 
@@ -127,6 +146,7 @@ def test_repr_hides_the_key_and_the_secret(settings):
 
 # -- secret box -----------------------------------------------------------------------------------
 
+
 def test_secret_box_round_trip_and_no_plain_text(pem):
     box = SecretBox(pem)
     sealed = box.seal("ghs_token")
@@ -136,8 +156,9 @@ def test_secret_box_round_trip_and_no_plain_text(pem):
 
 
 def test_secret_box_key_does_not_depend_on_the_pem_layout(rsa_key, pem):
-    pkcs8 = rsa_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                  serialization.NoEncryption()).decode()
+    pkcs8 = rsa_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
     assert pkcs8 != pem
     assert SecretBox(pkcs8).unseal(SecretBox(pem).seal("same key")) == "same key"
 
@@ -150,6 +171,7 @@ def test_secret_box_refuses_another_keys_value_and_tampering(pem):
 
 
 # -- the App JWT ----------------------------------------------------------------------------------
+
 
 def test_app_jwt_claims(settings, rsa_key):
     before = int(time.time())
@@ -170,6 +192,7 @@ def test_app_jwt_needs_id_and_key():
 
 # -- installation tokens (against a scripted GitHub) ----------------------------------------------
 
+
 @pytest.fixture
 def scripted(scripted_github_server):
     return scripted_github_server.reset()
@@ -182,9 +205,14 @@ def token_answer(token: str, lifetime: float) -> Answer:
 
 @pytest.fixture
 def app(scripted, settings, redis_client):
-    return GitHubApp(GitHubSettings(app_id=settings.app_id, private_key=settings.private_key,
-                                    webhook_secret="whsec", api_url=scripted.url),
-                     redis_client, requests.Session(), sleep=lambda s: None)
+    return GitHubApp(
+        GitHubSettings(
+            app_id=settings.app_id, private_key=settings.private_key, webhook_secret="whsec", api_url=scripted.url
+        ),
+        redis_client,
+        requests.Session(),
+        sleep=lambda s: None,
+    )
 
 
 def test_token_is_minted_with_the_app_jwt_then_cached(scripted, app, rsa_key):
@@ -245,10 +273,13 @@ def test_a_value_sealed_with_another_key_is_a_cache_miss(scripted, app, redis_cl
     assert app.tokens.token(7) == "ghs_fresh"
 
 
-@pytest.mark.parametrize("status, message, reason", [
-    (404, "Not Found", "gone"),
-    (403, "This installation has been suspended", "suspended"),
-])
+@pytest.mark.parametrize(
+    "status, message, reason",
+    [
+        (404, "Not Found", "gone"),
+        (403, "This installation has been suspended", "suspended"),
+    ],
+)
 def test_removed_or_suspended_installation_is_gone(scripted, app, status, message, reason):
     scripted.then(Answer(status, body={"message": message}))
     with pytest.raises(InstallationGone, match=f"installation 7 is {reason}") as caught:
@@ -258,6 +289,7 @@ def test_removed_or_suspended_installation_is_gone(scripted, app, status, messag
 
 def test_other_refusals_are_not_gone(scripted, app):
     from gidgethub import BadRequest
+
     scripted.then(Answer(403, body={"message": "Resource not accessible by integration"}))
     with pytest.raises(BadRequest) as caught:
         app.tokens.token(7)
@@ -273,18 +305,26 @@ def test_installation_client_sends_the_cached_token(scripted, app):
 
 
 def test_a_refused_installation_token_is_replaced_once(scripted, app):
-    scripted.then(token_answer("ghs_revoked", 3600), Answer(401, body={"message": "Bad credentials"}),
-                  token_answer("ghs_new", 3600), Answer(201, body={"id": 1}))
+    scripted.then(
+        token_answer("ghs_revoked", 3600),
+        Answer(401, body={"message": "Bad credentials"}),
+        token_answer("ghs_new", 3600),
+        Answer(201, body={"id": 1}),
+    )
     assert app.installation_client(7, "acme/docs").post("/repos/acme/docs/issues/1/comments", data={"body": "x"})
     assert [(s.method, s.path) for s in scripted.seen] == [
-        ("POST", "/app/installations/7/access_tokens"), ("POST", "/repos/acme/docs/issues/1/comments"),
-        ("POST", "/app/installations/7/access_tokens"), ("POST", "/repos/acme/docs/issues/1/comments")]
+        ("POST", "/app/installations/7/access_tokens"),
+        ("POST", "/repos/acme/docs/issues/1/comments"),
+        ("POST", "/app/installations/7/access_tokens"),
+        ("POST", "/repos/acme/docs/issues/1/comments"),
+    ]
     assert [s.headers["Authorization"] for s in scripted.seen[1::2]] == ["token ghs_revoked", "token ghs_new"]
     assert app.tokens.token(7, "acme/docs") == "ghs_new"  # cached in place of the refused one
 
 
 def test_a_refused_app_jwt_is_not_retried(scripted, app):
     from gidgethub import BadRequest
+
     scripted.then(Answer(401, body={"message": "A JSON web token could not be decoded"}))
     with pytest.raises(BadRequest):
         app.app_client().getitem("/app")
@@ -302,20 +342,28 @@ def test_slug_from_settings_github_then_cache(scripted, app, settings, redis_cli
     assert app.slug() == "copydesk-test"
     assert app.slug() == "copydesk-test"
     assert [s.path for s in scripted.seen] == ["/app"]
-    named = GitHubApp(GitHubSettings(app_id="4242", private_key=settings.private_key, app_slug="named"),
-                      redis_client, requests.Session())
+    named = GitHubApp(
+        GitHubSettings(app_id="4242", private_key=settings.private_key, app_slug="named"),
+        redis_client,
+        requests.Session(),
+    )
     assert named.slug() == "named"
 
 
 # -- installation tokens against the GitHub emulator ----------------------------------------------
+
 
 @pytest.fixture
 def emulated(github, redis_client):
     github.add_repo("acme/docs")
     github.add_repo("acme/other")
     installation_id = github.add_installation("acme", ["acme/docs", "acme/other"])
-    settings = GitHubSettings(app_id=str(github.app.id), private_key=github.app.private_key_pem,
-                              webhook_secret=github.app.webhook_secret, api_url=github.url)
+    settings = GitHubSettings(
+        app_id=str(github.app.id),
+        private_key=github.app.private_key_pem,
+        webhook_secret=github.app.webhook_secret,
+        api_url=github.url,
+    )
     return GitHubApp(settings, redis_client, requests.Session()), installation_id
 
 
@@ -353,8 +401,12 @@ def test_emulator_scoped_token_reaches_only_its_repository(github, emulated):
         client.getitem("/repos/acme/other")
     assert caught.value.status_code == 404
     everything = app.installation_client(installation_id)
-    names = [r["full_name"] for r in everything.getiter("/installation/repositories{?per_page}", {"per_page": 1},
-                                                        iterable_key="repositories")]
+    names = [
+        r["full_name"]
+        for r in everything.getiter(
+            "/installation/repositories{?per_page}", {"per_page": 1}, iterable_key="repositories"
+        )
+    ]
     assert names == ["acme/docs", "acme/other"]  # two pages, followed
 
 

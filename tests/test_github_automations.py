@@ -29,9 +29,15 @@ def setup(gh_stack, *, script: list[list[dict]], **options):
     stack.script(*script)
     project = stack.project()
     api = stack.api()
-    created = api.post(f"/v2/agent/{project.id}/automations", json={
-        "name": "Docs follow the code", "prompt": PROMPT,
-        "trigger": {"type": "code_change", "repository": SOURCE, "mode": "per_change"}, "options": options})
+    created = api.post(
+        f"/v2/agent/{project.id}/automations",
+        json={
+            "name": "Docs follow the code",
+            "prompt": PROMPT,
+            "trigger": {"type": "code_change", "repository": SOURCE, "mode": "per_change"},
+            "options": options,
+        },
+    )
     assert created.status_code == 201, created.text
     return stack, api, project, created.json()
 
@@ -44,11 +50,15 @@ def drain(stack) -> None:
     for name in worker_queues(stack.ctx.settings.queue_name):
         queue = rq.Queue(name, connection=redis_client)
         for registry in (FailedJobRegistry(queue=queue), ScheduledJobRegistry(queue=queue)):  # retries wait there
-            assert registry.get_job_ids() == [], [rq.job.Job.fetch(i, connection=redis_client).exc_info
-                                                  for i in registry.get_job_ids()]
+            assert registry.get_job_ids() == [], [
+                rq.job.Job.fetch(i, connection=redis_client).exc_info for i in registry.get_job_ids()
+            ]
         done = rq.job.Job.fetch_many(FinishedJobRegistry(queue=queue).get_job_ids(), connection=redis_client)
-        retried = [job.description for job in done if job is not None and job.retries_left is not None
-                   and job.retries_left < inbound.RETRY.max]
+        retried = [
+            job.description
+            for job in done
+            if job is not None and job.retries_left is not None and job.retries_left < inbound.RETRY.max
+        ]
         assert retried == []
 
 
@@ -67,9 +77,13 @@ def runs_of(api, project, automation) -> list[dict]:
 
 def delivery_of(github, payload: dict):
     """The delivery GitHub sent for one `pull_request.closed` payload."""
-    return next(d for d in github.deliveries if d.event == "pull_request"
-                and d.payload["repository"]["full_name"] == payload["repository"]["full_name"]
-                and d.payload["number"] == payload["number"])
+    return next(
+        d
+        for d in github.deliveries
+        if d.event == "pull_request"
+        and d.payload["repository"]["full_name"] == payload["repository"]["full_name"]
+        and d.payload["number"] == payload["number"]
+    )
 
 
 def review_requests(github, number: int) -> list[str]:
@@ -82,31 +96,47 @@ def source_links(github, number: int) -> list[dict]:
 
 def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
     stack, api, project, automation = setup(
-        gh_stack, script=[[write("docs/widgets.md", "# Widgets\n\nRun `widgets --list`.\n"),
-                           finish("Document widgets --list", "Documented the --list flag.")],
-                          [write("docs/widgets.md", "# Widgets\n\nRun `widgets --list` or `--all`.\n"),
-                           finish("Document --all", "Documented the --all flag.")]],
-        reviewers=["alice"], commentOnSource=True)
+        gh_stack,
+        script=[
+            [
+                write("docs/widgets.md", "# Widgets\n\nRun `widgets --list`.\n"),
+                finish("Document widgets --list", "Documented the --list flag."),
+            ],
+            [
+                write("docs/widgets.md", "# Widgets\n\nRun `widgets --list` or `--all`.\n"),
+                finish("Document --all", "Documented the --all flag."),
+            ],
+        ],
+        reviewers=["alice"],
+        commentOnSource=True,
+    )
     github = stack.github
 
     # A merge in the source repository: one run, one docs pull request that names the source pull request.
-    first = merge_source(github, "feature/list", {"src/widgets.py": "def widgets(listing):\n    return 2\n"},
-                         title="Add widgets --list")
+    first = merge_source(
+        github, "feature/list", {"src/widgets.py": "def widgets(listing):\n    return 2\n"}, title="Add widgets --list"
+    )
     drain(stack)
     [pull] = github.pulls(REPO)
     [run] = runs_of(api, project, automation)
     assert (run["state"], run["trigger"], run["prLink"]) == ("review_needed", "code_change", pull["html_url"])
     assert [(c["id"], c["author"], c["url"]) for c in run["changes"]] == [
-        (str(first["number"]), "dev", first["pull_request"]["html_url"])]
+        (str(first["number"]), "dev", first["pull_request"]["html_url"])
+    ]
     body = pull["body"]
     assert body.startswith(DESCRIPTION_START) and "## Source changes" in body
-    assert f"- Round 1: [{SOURCE}#{first['number']}]({first['pull_request']['html_url']}) `Add widgets --list`" \
-           f" by `dev`" in body
+    assert (
+        f"- Round 1: [{SOURCE}#{first['number']}]({first['pull_request']['html_url']}) `Add widgets --list`"
+        f" by `dev`" in body
+    )
     job = api.get(f"/v2/agent/{project.id}/job/{run['jobId']}").json()
     assert job["automation"] == {"id": automation["id"], "runId": run["id"], "trigger": "code_change"}
     # The agent's prompt carried the source pull request (as data), and the round read the source at its merge.
-    [prompt] = [m for m in api.get(f"/v2/agent/{project.id}/job/{run['jobId']}/messages").json()["messages"]
-                if m["role"] == "user"]
+    [prompt] = [
+        m
+        for m in api.get(f"/v2/agent/{project.id}/job/{run['jobId']}/messages").json()["messages"]
+        if m["role"] == "user"
+    ]
     assert prompt["content"].startswith(PROMPT) and "Add widgets --list" in prompt["content"]
     assert "+def widgets(listing):" in prompt["content"]
     # Review from the source pull request's author and the automation's reviewer; a link on the source one.
@@ -122,8 +152,7 @@ def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
 
     # A second merge while the docs pull request is open: a round on it, not a second pull request.
     github.set_permission(REPO, "erin", "write")
-    second = merge_source(github, "feature/all", {"src/all.py": "ALL = True\n"}, title="Add widgets --all",
-                          user="erin")
+    second = merge_source(github, "feature/all", {"src/all.py": "ALL = True\n"}, title="Add widgets --all", user="erin")
     drain(stack)
     [pull] = github.pulls(REPO)
     newest, older = runs_of(api, project, automation)
@@ -134,10 +163,12 @@ def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
     timeline = [line for line in body.splitlines() if line.startswith("- Round ")]
     assert timeline == [
         f"- Round 1: [{SOURCE}#{first['number']}]({first['pull_request']['html_url']}) `Add widgets --list` by `dev`",
-        f"- Round 2: [{SOURCE}#{second['number']}]({second['pull_request']['html_url']}) `Add widgets --all` "
-        "by `erin`"]
-    assert f"**Round 2.** Covers [{SOURCE}#{second['number']}]({second['pull_request']['html_url']}).\n\n" \
-           f"> {PROMPT}\n\nDocumented the --all flag." in body
+        f"- Round 2: [{SOURCE}#{second['number']}]({second['pull_request']['html_url']}) `Add widgets --all` by `erin`",
+    ]
+    assert (
+        f"**Round 2.** Covers [{SOURCE}#{second['number']}]({second['pull_request']['html_url']}).\n\n"
+        f"> {PROMPT}\n\nDocumented the --all flag." in body
+    )
     # Each round shows the automation's own prompt; what people wrote in the source is only in the timeline.
     assert f"## Request\n\n> {PROMPT}\n\n## Summary" in body and "diff --git" not in body
     # The new source pull request's author is asked too, and it gets its link; the first one's link stays one.
@@ -148,8 +179,10 @@ def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
 
     # The round's tracking comment names the automation (no @-mention) and quotes nothing of the source's text.
     rounds = [c["body"] for c in github.comments(REPO, pull["number"]) if "Round 2" in c["body"]]
-    assert rounds and all("Started by the automation `Docs follow the code`." in b and "@" not in b
-                          and "Add widgets --all" not in b for b in rounds), rounds
+    assert rounds and all(
+        "Started by the automation `Docs follow the code`." in b and "@" not in b and "Add widgets --all" not in b
+        for b in rounds
+    ), rounds
 
     for request in github.requests:
         if request.json is not None and request.operation:
@@ -158,8 +191,12 @@ def test_merged_source_pull_requests_grow_one_docs_pull_request(gh_stack):
 
 def test_the_open_pull_request_cap_skips_with_its_reason(gh_stack):
     stack, api, project, automation = setup(
-        gh_stack, script=[[write("docs/widgets.md", "# Widgets\n\nMore.\n"), finish("Widgets", "Documented.")]],
-        grouping=False, maxOpenPullRequests=1, requestSourceReviews=False)
+        gh_stack,
+        script=[[write("docs/widgets.md", "# Widgets\n\nMore.\n"), finish("Widgets", "Documented.")]],
+        grouping=False,
+        maxOpenPullRequests=1,
+        requestSourceReviews=False,
+    )
     github = stack.github
     merge_source(github, "feature/one", {"src/one.py": "ONE = 1\n"}, title="One")
     drain(stack)
@@ -192,12 +229,19 @@ def test_a_source_repository_the_installation_cannot_read_gives_a_failed_run(gh_
 
 def test_a_source_repository_of_another_account_is_refused_when_the_automation_is_made(gh_stack):
     stack, api, project, automation = setup(gh_stack, script=[])
-    refused = api.post(f"/v2/agent/{project.id}/automations", json={
-        "name": "Someone else's code", "prompt": PROMPT,
-        "trigger": {"type": "code_change", "repository": "other/widgets", "mode": "per_change"}})
+    refused = api.post(
+        f"/v2/agent/{project.id}/automations",
+        json={
+            "name": "Someone else's code",
+            "prompt": PROMPT,
+            "trigger": {"type": "code_change", "repository": "other/widgets", "mode": "per_change"},
+        },
+    )
     assert refused.status_code == 400 and refused.json()["field"] == "trigger.repository", refused.text
     assert "not under the project's account" in refused.json()["detail"]
-    moved = api.patch(f"/v2/agent/{project.id}/automations/{automation['id']}",
-                      json={"trigger": {"type": "code_change", "repository": "other/widgets", "mode": "per_change"}})
+    moved = api.patch(
+        f"/v2/agent/{project.id}/automations/{automation['id']}",
+        json={"trigger": {"type": "code_change", "repository": "other/widgets", "mode": "per_change"}},
+    )
     assert moved.status_code == 400, moved.text
     assert api.get(f"/v2/agent/{project.id}/automations/{automation['id']}").json()["trigger"]["repository"] == SOURCE

@@ -34,8 +34,7 @@ def client(github, sleeps):
 
 
 def make_client(url, sleeps, **options):
-    options = {"auth": lambda: f"token {TOKEN}", "sleep": sleeps.append, "clock": lambda: NOW, "timeout": 2,
-               **options}
+    options = {"auth": lambda: f"token {TOKEN}", "sleep": sleeps.append, "clock": lambda: NOW, "timeout": 2, **options}
     return GitHubClient(requests.Session(), api_url=url, **options)
 
 
@@ -86,9 +85,13 @@ def test_getiter_follows_next_links(github, client):
 
 
 def test_getiter_takes_the_list_under_iterable_key(github, client):
-    github.then(Answer(body={"total_count": 3, "repositories": ["a", "b"]},
-                       headers={"Link": f'<{github.url}/installation/repositories?page=2>; rel="next"'}),
-                Answer(body={"total_count": 3, "repositories": ["c"]}))
+    github.then(
+        Answer(
+            body={"total_count": 3, "repositories": ["a", "b"]},
+            headers={"Link": f'<{github.url}/installation/repositories?page=2>; rel="next"'},
+        ),
+        Answer(body={"total_count": 3, "repositories": ["c"]}),
+    )
     assert list(client.getiter("/installation/repositories", iterable_key="repositories")) == ["a", "b", "c"]
 
 
@@ -103,7 +106,7 @@ def test_5xx_is_retried_with_growing_jittered_backoff(github, client, sleeps):
     assert client.getitem("/flaky") == {"done": 1}
     assert len(github.seen) == 4
     assert len(sleeps) == 3
-    assert all(0 <= delay <= 2 ** i for i, delay in enumerate(sleeps))  # backoff 1 s * 2^(n-1), full jitter
+    assert all(0 <= delay <= 2**i for i, delay in enumerate(sleeps))  # backoff 1 s * 2^(n-1), full jitter
 
 
 def test_5xx_after_every_retry_is_unavailable(github, client, sleeps):
@@ -132,6 +135,7 @@ def test_connection_refused_is_retried_then_unavailable(sleeps):
 
 def streaming(chunks: int, size: int, pause: float = 0.0):
     """A WSGI app that answers 200 with `chunks` chunks of `size` bytes each (lines of "x"), `pause` s apart."""
+
     def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/vnd.github.diff; charset=utf-8")])
 
@@ -139,7 +143,9 @@ def streaming(chunks: int, size: int, pause: float = 0.0):
             for _ in range(chunks):
                 yield b"x" * (size - 1) + b"\n"
                 time.sleep(pause)
+
         return body()
+
     return app
 
 
@@ -147,8 +153,10 @@ def test_getbytes_reads_at_most_the_cap_and_says_whether_there_was_more(sleeps):
     with LiveServer(streaming(chunks=1000, size=1000)) as server:  # 1 MB, of which the client reads a little
         client = make_client(server.url, sleeps)
         line = b"x" * 999 + b"\n"
-        assert client.getbytes("/diff", accept="application/vnd.github.diff", limit=2500) == (line * 2 + b"x" * 500,
-                                                                                              True)
+        assert client.getbytes("/diff", accept="application/vnd.github.diff", limit=2500) == (
+            line * 2 + b"x" * 500,
+            True,
+        )
         assert client.getbytes("/diff", accept="application/vnd.github.diff", limit=1_000_000)[1] is False
 
 
@@ -171,10 +179,14 @@ def test_getbytes_retries_5xx_and_raises_4xx_like_a_get(github, client, sleeps):
 
 # -- POST: retried only when it cannot have been carried out, or when doing it twice is harmless ----
 
+
 def test_a_post_answered_5xx_is_not_retried(github, client, sleeps):
     github.then(Answer(502, body={"message": "Server Error"}), Answer(201, body={"id": 2}))
-    with pytest.raises(GitHubUnavailable, match=r"failed POST http://127.0.0.1:\d+/repos/acme/docs/issues/1/comments "
-                                                r"\(HTTP 502\); not retried, as GitHub may have carried it out"):
+    with pytest.raises(
+        GitHubUnavailable,
+        match=r"failed POST http://127.0.0.1:\d+/repos/acme/docs/issues/1/comments "
+        r"\(HTTP 502\); not retried, as GitHub may have carried it out",
+    ):
         client.post("/repos/acme/docs/issues/1/comments", data={"body": "once"})
     assert len(github.seen) == 1 and sleeps == []
 
@@ -191,8 +203,10 @@ def test_a_post_that_times_out_is_not_retried(github, sleeps):
 def test_a_post_that_cannot_connect_is_retried(github):
     port = free_port()
     with ExitStack() as servers:
+
         def sleep(delay):  # GitHub comes back while the client backs off
             servers.enter_context(LiveServer(github, port=port))
+
         client = make_client(f"http://127.0.0.1:{port}", [], sleep=sleep)
         github.then(Answer(201, body={"id": 3}))
         assert client.post("/repos/acme/docs/issues/1/comments", data={"body": "once"}) == {"id": 3}
@@ -230,6 +244,7 @@ def test_the_other_methods_are_still_retried_after_5xx(github, client, sleeps):
 
 # -- 401: new credentials, one more try -------------------------------------------------------------
 
+
 def test_a_401_asks_for_new_credentials_and_tries_once_more(github, sleeps):
     tokens, refused = iter(["token revoked", "token fresh"]), []
     client = make_client(github.url, sleeps, auth=lambda: next(tokens), on_unauthorized=lambda: refused.append(1))
@@ -251,9 +266,10 @@ def test_a_second_401_is_raised(github, sleeps):
 
 @pytest.mark.parametrize("status", [403, 429])
 def test_secondary_rate_limit_waits_retry_after(github, client, sleeps, status):
-    github.then(Answer(status, body={"message": "You have exceeded a secondary rate limit."},
-                       headers={"Retry-After": "7"}),
-                Answer(body={"after": "wait"}))
+    github.then(
+        Answer(status, body={"message": "You have exceeded a secondary rate limit."}, headers={"Retry-After": "7"}),
+        Answer(body={"after": "wait"}),
+    )
     assert client.post("/repos/acme/docs/issues/1/comments", data={"body": "x"}) == {"after": "wait"}
     assert sleeps == [7.0]
     assert len(github.seen) == 2
@@ -298,13 +314,22 @@ def test_primary_rate_limit_too_far_off_raises(github, client, sleeps):
     assert sleeps == []
 
 
-@pytest.mark.parametrize("status, body, error", [
-    (404, {"message": "Not Found"}, BadRequest),
-    (401, {"message": "Bad credentials"}, BadRequest),
-    (403, {"message": "Resource not accessible by integration"}, BadRequest),
-    (422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "head",
-                                                       "code": "invalid"}]}, InvalidField),
-])
+@pytest.mark.parametrize(
+    "status, body, error",
+    [
+        (404, {"message": "Not Found"}, BadRequest),
+        (401, {"message": "Bad credentials"}, BadRequest),
+        (403, {"message": "Resource not accessible by integration"}, BadRequest),
+        (
+            422,
+            {
+                "message": "Validation Failed",
+                "errors": [{"resource": "PullRequest", "field": "head", "code": "invalid"}],
+            },
+            InvalidField,
+        ),
+    ],
+)
 def test_other_4xx_are_raised_at_once_as_gidgethub_errors(github, client, sleeps, status, body, error):
     github.then(Answer(status, body=body))
     with pytest.raises(error) as caught:

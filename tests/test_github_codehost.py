@@ -30,13 +30,23 @@ class Scene:
         repo = github.add_repo("acme/docs", files=DOCS)
         github.add_repo("acme/other")
         self.installation_id = github.add_installation("acme", ["acme/docs", "acme/other"])
-        settings = GitHubSettings(app_id=str(github.app.id), private_key=github.app.private_key_pem,
-                                  webhook_secret=github.app.webhook_secret, api_url=github.url)
+        settings = GitHubSettings(
+            app_id=str(github.app.id),
+            private_key=github.app.private_key_pem,
+            webhook_secret=github.app.webhook_secret,
+            api_url=github.url,
+        )
         self.app = GitHubApp(settings, redis_client, requests.Session(), sleep=sleeps.append)
         self.host = GitHubCodeHost(self.app)
-        self.project = Project(id="prj_1", account="acme", host="github", repository="acme/docs",
-                               web_url=f"{github.url}/acme/docs", ref="main",
-                               host_data={"installation_id": self.installation_id, "repository_id": repo.id})
+        self.project = Project(
+            id="prj_1",
+            account="acme",
+            host="github",
+            repository="acme/docs",
+            web_url=f"{github.url}/acme/docs",
+            ref="main",
+            host_data={"installation_id": self.installation_id, "repository_id": repo.id},
+        )
         self.mirrors = MirrorStore(tmp_path / "mirrors", git)
 
     def push_job_branch(self, files: dict, message: str = "Edit docs") -> str:
@@ -46,13 +56,30 @@ class Scene:
         with mirror.run_refs(remote, {"base": "refs/heads/main", "branch": f"refs/heads/{BRANCH}"}) as heads:
             start = heads["branch"] or heads["base"]
             commit = build_commit(mirror, start, files, message, BOT, BOT)
-            return push_commit(mirror, remote, PushRequest(commit=commit, branch=BRANCH, start_commit=start,
-                                                           changes=files, message=message, author=BOT,
-                                                           committer=BOT)).commit
+            return push_commit(
+                mirror,
+                remote,
+                PushRequest(
+                    commit=commit,
+                    branch=BRANCH,
+                    start_commit=start,
+                    changes=files,
+                    message=message,
+                    author=BOT,
+                    committer=BOT,
+                ),
+            ).commit
 
     def open(self, **overrides) -> PullRequest:
-        options = {"job_id": "job_1", "branch": BRANCH, "base": "main", "title": "Improve the intro",
-                   "body": "What changed", "draft": False, **overrides}
+        options = {
+            "job_id": "job_1",
+            "branch": BRANCH,
+            "base": "main",
+            "title": "Improve the intro",
+            "body": "What changed",
+            "draft": False,
+            **overrides,
+        }
         return self.host.open_or_update_pull(self.project, **options)
 
     def minted(self) -> list:
@@ -70,6 +97,7 @@ def scene(github, redis_client, git, tmp_path, sleeps):
 
 
 # -- git ------------------------------------------------------------------------------------------
+
 
 def test_fetch_and_push_with_a_repository_scoped_token(scene):
     commit = scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
@@ -111,8 +139,10 @@ def test_each_git_command_gets_a_fresh_token_when_the_old_one_expired(scene):
     wait_until(lambda: not scene.redis.keys("cd:gh:token:*"), 10, "the cached token to expire")
     scene.push_job_branch({"docs/intro.md": b"Second\n"}, message="Again")
     assert len(scene.minted()) > first
-    assert scene.github.state.git.out("show", f"{BRANCH}:docs/intro.md",
-                                      git_dir=scene.github.repo_path("acme/docs")) == "Second"
+    assert (
+        scene.github.state.git.out("show", f"{BRANCH}:docs/intro.md", git_dir=scene.github.repo_path("acme/docs"))
+        == "Second"
+    )
 
 
 def test_git_against_a_removed_installation_ends_the_run_as_installation_removed(scene):
@@ -133,13 +163,19 @@ def test_a_repository_taken_out_of_the_installation_ends_the_run_as_installation
 
 # -- pull requests --------------------------------------------------------------------------------
 
+
 def test_open_a_draft_pull_request(scene):
     scene.push_job_branch({"docs/intro.md": b"Better intro\n"})
     pull = scene.open(draft=True)
     shown = scene.github.pull("acme/docs", pull.number)
     assert pull == PullRequest(number=shown["number"], url=shown["html_url"], state="open")
     assert (shown["draft"], shown["title"], shown["body"], shown["head"]["ref"], shown["base"]["ref"]) == (
-        True, "Improve the intro", "What changed", BRANCH, "main")
+        True,
+        "Improve the intro",
+        "What changed",
+        BRANCH,
+        "main",
+    )
     assert shown["user"]["login"] == scene.github.app.bot_login
 
 
@@ -155,8 +191,10 @@ def test_follow_up_updates_the_same_pull_request(scene):
     again = scene.open(title="Improve the intro (2)", body=f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
     assert again == first
     (shown,) = scene.github.pulls("acme/docs")
-    assert (shown["title"], shown["body"]) == ("Improve the intro (2)",
-                                               f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n")
+    assert (shown["title"], shown["body"]) == (
+        "Improve the intro (2)",
+        f"{DESCRIPTION_START}\nBoth rounds\n{DESCRIPTION_END}\n",
+    )
 
 
 def test_a_round_that_pushed_nothing_updates_only_an_open_pull_request(scene):
@@ -216,26 +254,50 @@ def test_the_create_race_reuses_the_winner(redis_client, github_app):
     scripted.then(
         Answer(201, body={"token": "ghs_x", "expires_at": "2999-01-01T00:00:00Z"}),
         Answer(body=[]),
-        Answer(422, body={"message": "Validation Failed", "errors": [
-            {"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for acme:b."}]}),
+        Answer(
+            422,
+            body={
+                "message": "Validation Failed",
+                "errors": [
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": "A pull request already exists for acme:b.",
+                    }
+                ],
+            },
+        ),
         Answer(body=[pull]),
         Answer(body=pull),
     )
     with LiveServer(scripted) as live:
         settings = GitHubSettings(app_id=str(github_app.id), private_key=github_app.private_key_pem, api_url=live.url)
         host = GitHubCodeHost(GitHubApp(settings, redis_client, requests.Session()))
-        project = Project(id="prj_1", account="acme", host="github", repository="acme/docs", web_url="", ref="main",
-                          host_data={"installation_id": 5})
-        got = host.open_or_update_pull(project, job_id="job_1", branch="b", base="main", title="T", body="B",
-                                       draft=False)
+        project = Project(
+            id="prj_1",
+            account="acme",
+            host="github",
+            repository="acme/docs",
+            web_url="",
+            ref="main",
+            host_data={"installation_id": 5},
+        )
+        got = host.open_or_update_pull(
+            project, job_id="job_1", branch="b", base="main", title="T", body="B", draft=False
+        )
     assert got == PullRequest(number=9, url=pull["html_url"], state="open")
     assert [(s.method, s.path.split("?")[0]) for s in scripted.seen] == [
-        ("POST", "/app/installations/5/access_tokens"), ("GET", "/repos/acme/docs/pulls"),
-        ("POST", "/repos/acme/docs/pulls"), ("GET", "/repos/acme/docs/pulls"), ("PATCH", "/repos/acme/docs/pulls/9")]
+        ("POST", "/app/installations/5/access_tokens"),
+        ("GET", "/repos/acme/docs/pulls"),
+        ("POST", "/repos/acme/docs/pulls"),
+        ("GET", "/repos/acme/docs/pulls"),
+        ("PATCH", "/repos/acme/docs/pulls/9"),
+    ]
     assert scripted.seen[1].path == "/repos/acme/docs/pulls?state=open&head=acme%3Ab&per_page=10"
 
 
 # -- comments, reactions, branches, permissions ---------------------------------------------------
+
 
 @pytest.fixture
 def pull_number(scene):
@@ -257,10 +319,15 @@ def test_a_keyed_comment_is_posted_once_with_an_invisible_marker(scene, pull_num
     for _attempt in range(2):  # a retry of the same run after it posted
         scene.host.comment(scene.project, pull_number, "Round 2 done", fence=lease.fence, key="msg_1:round")
     scene.host.comment(scene.project, pull_number, "Round 3 done", fence=lease.fence, key="msg_2:round")
-    ours = [c["body"] for c in scene.github.comments("acme/docs", pull_number)
-            if c["user"]["login"] == scene.github.app.bot_login]
-    assert ours == ["Round 2 done\n\n<!-- copydesk:comment msg_1:round -->",
-                    "Round 3 done\n\n<!-- copydesk:comment msg_2:round -->"]
+    ours = [
+        c["body"]
+        for c in scene.github.comments("acme/docs", pull_number)
+        if c["user"]["login"] == scene.github.app.bot_login
+    ]
+    assert ours == [
+        "Round 2 done\n\n<!-- copydesk:comment msg_1:round -->",
+        "Round 3 done\n\n<!-- copydesk:comment msg_2:round -->",
+    ]
 
 
 def test_a_run_whose_lease_is_gone_writes_nothing_to_github(scene, pull_number, redis_client):

@@ -92,10 +92,15 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
     if token_value is not None:
         basic = base64.b64encode(f"x-access-token:{token_value}".encode()).decode()
         config = ["-c", f"http.extraHeader=Authorization: Basic {basic}"]
-    env = git.env(extra={"GIT_AUTHOR_NAME": "Bot", "GIT_AUTHOR_EMAIL": "bot@example.com",
-                         "GIT_COMMITTER_NAME": "Bot", "GIT_COMMITTER_EMAIL": "bot@example.com"})
-    proc = subprocess.run(["git", *config, *args], cwd=tmp_path, capture_output=True, env=env, timeout=60,
-                          input=input)
+    env = git.env(
+        extra={
+            "GIT_AUTHOR_NAME": "Bot",
+            "GIT_AUTHOR_EMAIL": "bot@example.com",
+            "GIT_COMMITTER_NAME": "Bot",
+            "GIT_COMMITTER_EMAIL": "bot@example.com",
+        }
+    )
+    proc = subprocess.run(["git", *config, *args], cwd=tmp_path, capture_output=True, env=env, timeout=60, input=input)
     if check and proc.returncode != 0:
         raise AssertionError(proc.stderr.decode())
     return proc
@@ -104,39 +109,43 @@ def git_cli(tmp_path, *args, token_value: str | None = None, check: bool = True,
 # -- the extracted schemas themselves ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, path, operation", [
-    ("GET", "/app", "apps/get-authenticated"),
-    ("POST", "/app/installations/7/access_tokens", "apps/create-installation-access-token"),
-    ("GET", "/installation/repositories?per_page=2", "apps/list-repos-accessible-to-installation"),
-    ("POST", "/app-manifests/abc/conversions", "apps/create-from-manifest"),
-    ("GET", "/repos/acme/docs", "repos/get"),
-    ("GET", "/repos/acme/docs/pulls", "pulls/list"),
-    ("PATCH", "/repos/acme/docs/pulls/3", "pulls/update"),
-    ("POST", "/repos/acme/docs/pulls/3/comments/9/replies", "pulls/create-reply-for-review-comment"),
-    ("PATCH", "/repos/acme/docs/issues/comments/9", "issues/update-comment"),
-    ("GET", "/repos/acme/docs/pulls/3/comments", "pulls/list-review-comments"),
-    ("GET", "/repos/acme/docs/pulls/3/reviews/9", "pulls/get-review"),
-    ("GET", "/repos/acme/docs/pulls/3/reviews/9/comments", "pulls/list-comments-for-review"),
-    ("GET", "/repos/acme/docs/commits/abc123/check-runs", "checks/list-for-ref"),
-    ("GET", "/repos/acme/docs/check-runs/9/annotations", "checks/list-annotations"),
-    ("GET", "/repos/acme/docs/commits/abc123/status", "repos/get-combined-status-for-ref"),
-    ("POST", "/repos/acme/docs/pulls/comments/9/reactions", "reactions/create-for-pull-request-review-comment"),
-    ("POST", "/repos/acme/docs/issues/comments/9/reactions", "reactions/create-for-issue-comment"),
-    ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
-    ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
-    ("DELETE", "/repos/acme/docs/git/refs/heads/copydesk/job_1", "git/delete-ref"),
-    ("GET", "/repos/acme/docs/compare/main...copydesk/job_1", "repos/compare-commits-with-basehead"),
-    ("GET", "/repos/acme/docs/contents/.copydesk/config.yml", "repos/get-content"),
-    ("GET", "/repos/acme/docs/git/trees/main", None),
-])
+@pytest.mark.parametrize(
+    "method, path, operation",
+    [
+        ("GET", "/app", "apps/get-authenticated"),
+        ("POST", "/app/installations/7/access_tokens", "apps/create-installation-access-token"),
+        ("GET", "/installation/repositories?per_page=2", "apps/list-repos-accessible-to-installation"),
+        ("POST", "/app-manifests/abc/conversions", "apps/create-from-manifest"),
+        ("GET", "/repos/acme/docs", "repos/get"),
+        ("GET", "/repos/acme/docs/pulls", "pulls/list"),
+        ("PATCH", "/repos/acme/docs/pulls/3", "pulls/update"),
+        ("POST", "/repos/acme/docs/pulls/3/comments/9/replies", "pulls/create-reply-for-review-comment"),
+        ("PATCH", "/repos/acme/docs/issues/comments/9", "issues/update-comment"),
+        ("GET", "/repos/acme/docs/pulls/3/comments", "pulls/list-review-comments"),
+        ("GET", "/repos/acme/docs/pulls/3/reviews/9", "pulls/get-review"),
+        ("GET", "/repos/acme/docs/pulls/3/reviews/9/comments", "pulls/list-comments-for-review"),
+        ("GET", "/repos/acme/docs/commits/abc123/check-runs", "checks/list-for-ref"),
+        ("GET", "/repos/acme/docs/check-runs/9/annotations", "checks/list-annotations"),
+        ("GET", "/repos/acme/docs/commits/abc123/status", "repos/get-combined-status-for-ref"),
+        ("POST", "/repos/acme/docs/pulls/comments/9/reactions", "reactions/create-for-pull-request-review-comment"),
+        ("POST", "/repos/acme/docs/issues/comments/9/reactions", "reactions/create-for-issue-comment"),
+        ("POST", "/repos/acme/docs/issues/3/reactions", "reactions/create-for-issue"),
+        ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
+        ("DELETE", "/repos/acme/docs/git/refs/heads/copydesk/job_1", "git/delete-ref"),
+        ("GET", "/repos/acme/docs/compare/main...copydesk/job_1", "repos/compare-commits-with-basehead"),
+        ("GET", "/repos/acme/docs/contents/.copydesk/config.yml", "repos/get-content"),
+        ("GET", "/repos/acme/docs/git/trees/main", None),
+    ],
+)
 def test_concrete_paths_map_to_github_operations(method, path, operation):
     assert operation_for(method, path) == operation
 
 
 def test_schemas_catch_what_github_would_not_send():
     with pytest.raises(GitHubSchemaError, match="permission"):
-        validate_response("GET", "/repos/acme/docs/collaborators/alice/permission", 200,
-                          {"role_name": "write", "user": None})
+        validate_response(
+            "GET", "/repos/acme/docs/collaborators/alice/permission", 200, {"role_name": "write", "user": None}
+        )
     with pytest.raises(GitHubSchemaError):
         validate_request("pulls/create", {"title": "T", "head": "x", "base": "main", "draft": "yes"})
     with pytest.raises(GitHubSchemaError):
@@ -151,8 +160,12 @@ def test_schemas_catch_what_github_would_not_send():
         validate_response("GET", "/repos/acme/docs/pulls", 200, "diff --git a/x b/x\n", media_type=DIFF)
     # OpenAPI 3.0's `nullable: true` became a JSON Schema null type, so GitHub's nulls validate.
     assert document()["components"]["schemas"]["nullable-simple-user"]["type"] == ["object", "null"]
-    validate_response("GET", "/repos/acme/docs/collaborators/alice/permission", 200,
-                      {"permission": "none", "role_name": "none", "user": None})
+    validate_response(
+        "GET",
+        "/repos/acme/docs/collaborators/alice/permission",
+        200,
+        {"permission": "none", "role_name": "none", "user": None},
+    )
 
 
 def test_real_examples_cover_every_extracted_webhook():
@@ -216,11 +229,16 @@ def test_app_endpoints_need_the_jwt_and_tokens_need_a_live_installation(world):
     assert installation_api.get("/app").status_code == 401
     assert as_app(github).get("/repos/acme/docs").status_code == 401
     assert as_app(github).post("/app/installations/999999/access_tokens").status_code == 404
-    refused = as_app(github).post(f"/app/installations/{installation}/access_tokens",
-                                  json={"repositories": ["not-installed"]})
+    refused = as_app(github).post(
+        f"/app/installations/{installation}/access_tokens", json={"repositories": ["not-installed"]}
+    )
     assert refused.status_code == 422
-    assert as_app(github).post(f"/app/installations/{installation}/access_tokens",
-                               json={"permissions": {"administration": "write"}}).status_code == 422
+    assert (
+        as_app(github)
+        .post(f"/app/installations/{installation}/access_tokens", json={"permissions": {"administration": "write"}})
+        .status_code
+        == 422
+    )
     github.suspend(installation)
     assert installation_api.get("/repos/acme/docs").status_code == 401  # suspension revokes tokens
     assert as_app(github).post(f"/app/installations/{installation}/access_tokens").status_code == 403
@@ -314,8 +332,10 @@ def test_compare_answers_json_a_real_git_diff_and_a_patch(world, tmp_path):
     expected = git_cli(tmp_path, f"--git-dir={github.repo_path('acme/docs')}", "diff", merge_base, head).stdout
     assert diff.content == expected and "+Hello, world." in diff.text and "NEWS.md" not in diff.text
     assert "diff --git a/docs/copydesk-job_1.md b/docs/copydesk-job_1.md" in diff.text
-    by_sha = api.get(f"/repos/acme/docs/compare/{pr['base']['sha'][:7]}...{head}",
-                     headers={"Accept": "application/vnd.github.v3.diff"})
+    by_sha = api.get(
+        f"/repos/acme/docs/compare/{pr['base']['sha'][:7]}...{head}",
+        headers={"Accept": "application/vnd.github.v3.diff"},
+    )
     assert by_sha.content == expected
     patch = api.get(path, headers={"Accept": "application/vnd.github.patch"})
     assert patch.text.startswith("From ") and patch.text.count("\nSubject: ") == 2
@@ -349,8 +369,10 @@ def test_comments_replies_and_reactions(world):
     first = api.post(f"/repos/acme/docs/issues/comments/{person['id']}/reactions", json={"content": "eyes"})
     same = api.post(f"/repos/acme/docs/issues/comments/{person['id']}/reactions", json={"content": "eyes"})
     assert (first.status_code, same.status_code) == (201, 200) and first.json()["id"] == same.json()["id"]
-    assert api.post(f"/repos/acme/docs/issues/comments/{person['id']}/reactions",
-                    json={"content": "thumbs"}).status_code == 422
+    assert (
+        api.post(f"/repos/acme/docs/issues/comments/{person['id']}/reactions", json={"content": "thumbs"}).status_code
+        == 422
+    )
     assert api.post(f"/repos/acme/docs/issues/{number}/reactions", json={"content": "rocket"}).status_code == 201
     assert github.reactions(person["id"]) == [("copydesk-test[bot]", "eyes")]
     # An App edits its own comments, not people's.
@@ -360,10 +382,13 @@ def test_comments_replies_and_reactions(world):
     reply = api.post(f"/repos/acme/docs/pulls/{number}/comments/{line['id']}/replies", json={"body": "Done"})
     assert reply.status_code == 201 and reply.json()["in_reply_to_id"] == line["id"]
     assert reply.json()["path"] == "docs/index.md"
-    assert api.post(f"/repos/acme/docs/pulls/{number}/comments/{person['id']}/replies",
-                    json={"body": "x"}).status_code == 404
-    assert api.post(f"/repos/acme/docs/pulls/comments/{line['id']}/reactions",
-                    json={"content": "eyes"}).status_code == 201
+    assert (
+        api.post(f"/repos/acme/docs/pulls/{number}/comments/{person['id']}/replies", json={"body": "x"}).status_code
+        == 404
+    )
+    assert (
+        api.post(f"/repos/acme/docs/pulls/comments/{line['id']}/reactions", json={"content": "eyes"}).status_code == 201
+    )
 
 
 def test_a_review_with_line_comments(world, receiver):
@@ -373,8 +398,14 @@ def test_a_review_with_line_comments(world, receiver):
     api = as_installation(github, installation)
     number = open_pr(api, github)["number"]
     received.clear()
-    payload = github.submit_review("acme/docs", number, "alice", "@copydesk-test see below",
-                                   [("docs/index.md", 1, "Shorter"), ("README.md", 1, "Louder")], "changes_requested")
+    payload = github.submit_review(
+        "acme/docs",
+        number,
+        "alice",
+        "@copydesk-test see below",
+        [("docs/index.md", 1, "Shorter"), ("README.md", 1, "Louder")],
+        "changes_requested",
+    )
     events = [(headers["X-Github-Event"], json.loads(body)) for headers, body in received]
     assert [e for e, _ in events] == ["pull_request_review_comment"] * 2 + ["pull_request_review"]
     for event, body in events:
@@ -405,8 +436,16 @@ def test_check_runs_statuses_and_contents(world, receiver):
     pr = open_pr(api, github)
     sha = pr["head"]["sha"]
     received.clear()
-    github.check_run("acme/docs", sha, "vale", "failure", title="2 errors", summary="Vale found 2 errors",
-                     text="docs/index.md:3 Use 'e.g.'", annotations=[("docs/index.md", 3, "Use 'e.g.'")])
+    github.check_run(
+        "acme/docs",
+        sha,
+        "vale",
+        "failure",
+        title="2 errors",
+        summary="Vale found 2 errors",
+        text="docs/index.md:3 Use 'e.g.'",
+        annotations=[("docs/index.md", 3, "Use 'e.g.'")],
+    )
     github.set_status("acme/docs", sha, "failure", "ci/build", description="The site did not build")
     events = [(headers["X-Github-Event"], json.loads(body)) for headers, body in received]
     assert [e for e, _ in events] == ["check_run", "check_suite", "status"]
@@ -450,16 +489,26 @@ def test_rename_and_transfer_keep_the_repository_id_and_git(world, receiver, tmp
     assert as_installation(github, installation).get("/repos/acme/docs").status_code == 404
     api = as_installation(github, other, repository_ids=[before])
     assert api.get("/repos/newco/handbook").json()["id"] == before
-    cloned = git_cli(tmp_path, "clone", "-q", f"{github.url}/newco/handbook.git", "h",
-                     token_value=token(github, other, repository_ids=[before]))
+    cloned = git_cli(
+        tmp_path,
+        "clone",
+        "-q",
+        f"{github.url}/newco/handbook.git",
+        "h",
+        token_value=token(github, other, repository_ids=[before]),
+    )
     assert cloned.returncode == 0 and (tmp_path / "h" / "docs" / "index.md").exists()
 
 
 def test_collaborator_permission(world):
     github, installation = world
     api = as_installation(github, installation)
-    for login, role, permission in (("alice", "write", "write"), ("mo", "maintain", "write"),
-                                    ("tri", "triage", "read"), ("root", "admin", "admin")):
+    for login, role, permission in (
+        ("alice", "write", "write"),
+        ("mo", "maintain", "write"),
+        ("tri", "triage", "read"),
+        ("root", "admin", "admin"),
+    ):
         github.set_permission("acme/docs", login, role)
         shaped = api.get(f"/repos/acme/docs/collaborators/{login}/permission").json()
         assert (shaped["permission"], shaped["role_name"], shaped["user"]["login"]) == (permission, role, login)
@@ -509,8 +558,14 @@ def test_every_api_answer_has_rate_limit_headers(world):
     api = as_installation(github, installation)
     before, after = api.get("/repos/acme/docs"), api.get("/repos/acme/nope")
     for response in (before, after):
-        for header in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-used",
-                       "x-ratelimit-resource", "x-github-request-id"):
+        for header in (
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+            "x-ratelimit-used",
+            "x-ratelimit-resource",
+            "x-github-request-id",
+        ):
             assert response.headers.get(header), header
     assert int(after.headers["x-ratelimit-remaining"]) == int(before.headers["x-ratelimit-remaining"]) - 1
 
@@ -573,8 +628,11 @@ def test_git_fetch_with_a_gzipped_negotiation(world, tmp_path):
     # Enough local commits, newer than the common one so they are offered first, that git's later "have"
     # rounds pass its 1 KiB threshold for gzipping a request body.
     start = int(time.time())
-    stream = "".join(f"commit refs/heads/local\ncommitter Bot <bot@example.com> {start + i} +0000\n"
-                     f"data 8\nlocal{i:03d}\n" + ("from HEAD\n" if i == 0 else "") + "\n" for i in range(200))
+    stream = "".join(
+        f"commit refs/heads/local\ncommitter Bot <bot@example.com> {start + i} +0000\n"
+        f"data 8\nlocal{i:03d}\n" + ("from HEAD\n" if i == 0 else "") + "\n"
+        for i in range(200)
+    )
     git_cli(work, "fast-import", "--quiet", input=stream.encode())
     upstream = github.push("acme/docs", {"new.md": "upstream\n"}, branch="upstream")
     git_cli(work, "fetch", "-q", "origin", "upstream", token_value=secret)
@@ -633,8 +691,18 @@ def receiver(receiver_server):
 # Keys of the examples that depend on where the hook lives, not on the event: the ping examples come from
 # repository hooks (an App's hook ping names no repository or sender); `enterprise` only exists on GHE accounts.
 NOT_FOR_THIS_HOOK = {"ping": {"repository", "sender"}}
-MAIN_OBJECTS = ("comment", "issue", "pull_request", "repository", "installation", "sender", "review", "check_run",
-                "check_suite", "commit")
+MAIN_OBJECTS = (
+    "comment",
+    "issue",
+    "pull_request",
+    "repository",
+    "installation",
+    "sender",
+    "review",
+    "check_run",
+    "check_suite",
+    "commit",
+)
 
 
 def assert_like_real_examples(event: str, action: str | None, payload: dict) -> None:
@@ -659,16 +727,18 @@ def test_people_acting_cause_signed_deliveries_like_github(world, receiver):
 
     acts = [
         ("issue_comment", "created", lambda: github.comment("acme/docs", number, "alice", "@copydesk-test hi")),
-        ("pull_request_review_comment", "created",
-         lambda: github.review_comment("acme/docs", number, "alice", "reword", "docs/index.md", 2)),
+        (
+            "pull_request_review_comment",
+            "created",
+            lambda: github.review_comment("acme/docs", number, "alice", "reword", "docs/index.md", 2),
+        ),
         ("pull_request_review", "submitted", lambda: github.review("acme/docs", number, "alice", "Nice")),
         ("pull_request", "closed", lambda: github.close("acme/docs", number, "alice")),
         ("installation", "created", lambda: github.install("acme", ["acme/docs"])),
         ("installation", "suspend", lambda: github.suspend(other)),
         ("installation", "unsuspend", lambda: github.unsuspend(other)),
         ("installation_repositories", "added", lambda: github.add_repos_to_installation(other, ["acme/docs"])),
-        ("installation_repositories", "removed",
-         lambda: github.remove_repos_from_installation(other, ["acme/docs"])),
+        ("installation_repositories", "removed", lambda: github.remove_repos_from_installation(other, ["acme/docs"])),
         ("installation", "deleted", lambda: github.uninstall(other)),
         ("ping", None, github.ping),
     ]
@@ -735,8 +805,11 @@ def test_merge_makes_a_real_merge_commit(world, tmp_path):
     assert payload["pull_request"]["merged"] is True and payload["pull_request"]["merged_by"]["login"] == "maintainer"
 
     merge = github.branch_sha("acme/handbook", "main")
-    parents = git_cli(tmp_path, f"--git-dir={github.repo_path('acme/handbook')}", "rev-list", "--parents", "-n1",
-                      merge).stdout.decode().split()[1:]
+    parents = (
+        git_cli(tmp_path, f"--git-dir={github.repo_path('acme/handbook')}", "rev-list", "--parents", "-n1", merge)
+        .stdout.decode()
+        .split()[1:]
+    )
     assert parents == [base_before, pr["head"]["sha"]]
     assert payload["pull_request"]["merge_commit_sha"] == merge
     assert github.branch_sha("acme/handbook", "copydesk/job_1") is None  # delete_branch_on_merge
@@ -764,20 +837,33 @@ def test_request_log_lets_tests_check_copydesks_requests(world):
 def _web_flow(github, login: str = "alice", redirect_uri: str = "http://127.0.0.1:1/cb") -> dict:
     """Go through the App's OAuth web flow as `login`; returns the token exchange's JSON answer."""
     github.sign_in_browser(login)
-    page = requests.get(f"{github.url}/login/oauth/authorize", params={
-        "client_id": github.app.client_id, "redirect_uri": redirect_uri, "state": "s1"}, timeout=10)
+    page = requests.get(
+        f"{github.url}/login/oauth/authorize",
+        params={"client_id": github.app.client_id, "redirect_uri": redirect_uri, "state": "s1"},
+        timeout=10,
+    )
     assert page.status_code == 200 and "Authorize" in page.text
-    back = requests.post(f"{github.url}/login/oauth/authorize", allow_redirects=False, timeout=10, data={
-        "client_id": github.app.client_id, "redirect_uri": redirect_uri, "state": "s1", "decision": "authorize"})
+    back = requests.post(
+        f"{github.url}/login/oauth/authorize",
+        allow_redirects=False,
+        timeout=10,
+        data={"client_id": github.app.client_id, "redirect_uri": redirect_uri, "state": "s1", "decision": "authorize"},
+    )
     assert back.status_code == 302 and back.headers["Location"].startswith(redirect_uri + "?")
     query = dict(part.split("=", 1) for part in back.headers["Location"].split("?", 1)[1].split("&"))
     assert query["state"] == "s1"
-    exchange = {"client_id": github.app.client_id, "client_secret": github.app.client_secret, "code": query["code"],
-                "redirect_uri": redirect_uri}
-    answer = requests.post(f"{github.url}/login/oauth/access_token", data=exchange,
-                           headers={"Accept": "application/json"}, timeout=10).json()
-    again = requests.post(f"{github.url}/login/oauth/access_token", data=exchange,
-                          headers={"Accept": "application/json"}, timeout=10).json()
+    exchange = {
+        "client_id": github.app.client_id,
+        "client_secret": github.app.client_secret,
+        "code": query["code"],
+        "redirect_uri": redirect_uri,
+    }
+    answer = requests.post(
+        f"{github.url}/login/oauth/access_token", data=exchange, headers={"Accept": "application/json"}, timeout=10
+    ).json()
+    again = requests.post(
+        f"{github.url}/login/oauth/access_token", data=exchange, headers={"Accept": "application/json"}, timeout=10
+    ).json()
     assert again["error"] == "bad_verification_code"  # a code works once
     return answer
 
@@ -807,13 +893,29 @@ def test_oauth_web_flow_refuses_what_github_refuses(github):
     github.oauth_callback = "http://127.0.0.1:1/cb"
     github.sign_in_browser("alice")
     base = {"client_id": github.app.client_id, "state": "s"}
-    assert requests.get(f"{github.url}/login/oauth/authorize", params={**base, "client_id": "Iv23nope"},
-                        timeout=10).status_code == 404
-    assert requests.get(f"{github.url}/login/oauth/authorize", params={**base, "redirect_uri": "http://evil.test/"},
-                        timeout=10).status_code == 400
-    denied = requests.post(f"{github.url}/login/oauth/authorize", allow_redirects=False, timeout=10,
-                           data={**base, "redirect_uri": "http://127.0.0.1:1/cb", "decision": "cancel"})
+    assert (
+        requests.get(
+            f"{github.url}/login/oauth/authorize", params={**base, "client_id": "Iv23nope"}, timeout=10
+        ).status_code
+        == 404
+    )
+    assert (
+        requests.get(
+            f"{github.url}/login/oauth/authorize", params={**base, "redirect_uri": "http://evil.test/"}, timeout=10
+        ).status_code
+        == 400
+    )
+    denied = requests.post(
+        f"{github.url}/login/oauth/authorize",
+        allow_redirects=False,
+        timeout=10,
+        data={**base, "redirect_uri": "http://127.0.0.1:1/cb", "decision": "cancel"},
+    )
     assert "error=access_denied" in denied.headers["Location"]
-    wrong_secret = requests.post(f"{github.url}/login/oauth/access_token", headers={"Accept": "application/json"},
-                                 data={"client_id": github.app.client_id, "client_secret": "x", "code": "c"}, timeout=10)
+    wrong_secret = requests.post(
+        f"{github.url}/login/oauth/access_token",
+        headers={"Accept": "application/json"},
+        data={"client_id": github.app.client_id, "client_secret": "x", "code": "c"},
+        timeout=10,
+    )
     assert wrong_secret.json()["error"] == "incorrect_client_credentials"

@@ -31,6 +31,7 @@ def calls(github, operation: str) -> list:
 
 # -- installations -------------------------------------------------------------------------------
 
+
 def test_an_installation_example_payload_makes_one_project_per_repository(github, bot):
     github.add_repo(REPO, FILES, default_branch="trunk")
     github.add_repo(OTHER, FILES)
@@ -38,8 +39,9 @@ def test_an_installation_example_payload_makes_one_project_per_repository(github
     payload = copy.deepcopy(webhook_examples("installation", "created")[0])
     payload["installation"]["id"] = installation_id
     payload["installation"]["account"]["login"] = "acme"
-    payload["repositories"] = [{**payload["repositories"][0], "full_name": name, "name": name.split("/")[1]}
-                               for name in (REPO, OTHER)]
+    payload["repositories"] = [
+        {**payload["repositories"][0], "full_name": name, "name": name.split("/")[1]} for name in (REPO, OTHER)
+    ]
     deliver(bot, "installation", payload, example=True)
 
     docs = bot.services.projects.find_by_repository("github", REPO)
@@ -138,6 +140,7 @@ def test_a_repository_gone_before_the_delivery_is_skipped(github, bot):
 
 # -- comments ------------------------------------------------------------------------------------
 
+
 def test_a_mention_by_a_writer_becomes_a_follow_up_message(github, bot, pull):
     job, number = pull
     github.set_permission(REPO, "alice", "write")
@@ -186,8 +189,11 @@ def test_a_review_with_a_body_is_a_follow_up_and_one_without_is_not(github, bot,
     github.set_permission(REPO, "alice", "admin")
     deliver(bot, "pull_request_review", github.review(REPO, number, "alice", None, "approved"))
     assert len(user_messages(bot, job.id)) == 1
-    deliver(bot, "pull_request_review",
-            github.review(REPO, number, "alice", "@copydesk-test shorten the intro", "changes_requested"))
+    deliver(
+        bot,
+        "pull_request_review",
+        github.review(REPO, number, "alice", "@copydesk-test shorten the intro", "changes_requested"),
+    )
     follow_up = user_messages(bot, job.id)[-1]
     assert "A review by @alice on the pull request (changes requested)." in follow_up.content
     assert calls(github, "reactions/create-for-issue")[0].json == {"content": "eyes"}
@@ -198,9 +204,15 @@ def test_comments_that_do_not_mention_the_app_are_ignored_silently(github, bot, 
     github.set_permission(REPO, "alice", "write")
     bot.app.slug()  # looked up once a day; not what this test is about
     before = len(github.requests)
-    for body in ["please fix it", "`@copydesk-test` is our bot", "> @copydesk-test fix\n\nthanks",
-                 "```\n@copydesk-test\n```", "mail me at me@copydesk-test.dev", "@copydesk-tester fix",
-                 "<!-- @copydesk-test -->"]:
+    for body in [
+        "please fix it",
+        "`@copydesk-test` is our bot",
+        "> @copydesk-test fix\n\nthanks",
+        "```\n@copydesk-test\n```",
+        "mail me at me@copydesk-test.dev",
+        "@copydesk-tester fix",
+        "<!-- @copydesk-test -->",
+    ]:
         deliver(bot, "issue_comment", github.comment(REPO, number, "alice", body))
     assert len(user_messages(bot, job.id)) == 1
     assert [r.operation for r in github.requests[before:]] == []
@@ -297,7 +309,10 @@ def test_a_mention_on_an_archived_job_gets_a_reply_saying_so(github, bot, pull):
     deliver(bot, "pull_request_review_comment", payload)
     assert len(user_messages(bot, job.id)) == 1
     [reply] = calls(github, "pulls/create-reply-for-review-comment")
-    assert reply.json["body"] == f"@alice I have not acted on this comment (`job_archived`): job {job.id} is archived and takes no more messages"
+    assert (
+        reply.json["body"]
+        == f"@alice I have not acted on this comment (`job_archived`): job {job.id} is archived and takes no more messages"
+    )
 
 
 def test_the_projects_rate_limit_applies_to_comments(github, bot, pull):
@@ -378,6 +393,7 @@ def test_a_branch_named_like_ours_in_a_fork_is_not_a_job(github, bot, pull):
 
 # -- pull requests closed ------------------------------------------------------------------------
 
+
 def test_a_merged_pull_request_archives_its_job_and_deletes_the_branch(github, bot, pull):
     job, number = pull
     assert pull_state(bot.services.redis, bot.services.jobs.get(job.id)) == "open"
@@ -424,6 +440,7 @@ def test_closing_a_pull_request_copydesk_did_not_open_changes_nothing(github, bo
 
 
 # -- stop --------------------------------------------------------------------------------------
+
 
 def test_a_stop_comment_cancels_the_jobs_waiting_work_and_says_so(github, bot, pull):
     job, number = pull
@@ -474,13 +491,21 @@ def test_stop_and_a_request_interrupts_the_running_round_and_queues_the_request(
     deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test add a FAQ"), "d1")
     _job, running = bot.services.jobs.start_next(job.id)  # that round runs now
     deliver(bot, "issue_comment", github.comment(REPO, number, "alice", "@copydesk-test tell more"), "d2")
-    deliver(bot, "issue_comment",
-            github.comment(REPO, number, "alice", "@copydesk-test stop and add a pricing page instead"), "d3")
+    deliver(
+        bot,
+        "issue_comment",
+        github.comment(REPO, number, "alice", "@copydesk-test stop and add a pricing page instead"),
+        "d3",
+    )
 
     assert bot.services.jobs.cancel_requested(job.id, running.id)  # the running round is told to stop
     messages = user_messages(bot, job.id)
-    assert [m.status for m in messages] == [MessageStatus.PROCESSED, MessageStatus.RUNNING,
-                                            MessageStatus.CANCELLED, MessageStatus.QUEUED]
+    assert [m.status for m in messages] == [
+        MessageStatus.PROCESSED,
+        MessageStatus.RUNNING,
+        MessageStatus.CANCELLED,
+        MessageStatus.QUEUED,
+    ]
     assert "add a pricing page instead" in messages[-1].content
     # The cancelled waiting round's comment says so; the new one has its own, queued.
     edited = [c.json["body"] for c in calls(github, "issues/update-comment")]
@@ -491,9 +516,16 @@ def test_stop_and_a_request_interrupts_the_running_round_and_queues_the_request(
 
 # -- failing checks ------------------------------------------------------------------------------
 
+
 def test_a_failing_check_queues_a_round_through_the_intake_with_its_tracking_comment(github, bot, pull):
     job, number = pull
-    deliver(bot, "check_run", github.check_run(REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"))
+    deliver(
+        bot,
+        "check_run",
+        github.check_run(
+            REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"
+        ),
+    )
 
     [_first, round_two] = user_messages(bot, job.id)
     assert (round_two.source, round_two.status) == ("ci", MessageStatus.QUEUED)
@@ -505,7 +537,13 @@ def test_a_failing_check_starts_no_round_when_the_hourly_quota_is_spent(github, 
     job, number = pull
     while bot.services.limiter.consume(job.project_id).allowed:
         pass
-    deliver(bot, "check_run", github.check_run(REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"))
+    deliver(
+        bot,
+        "check_run",
+        github.check_run(
+            REPO, github.branch_sha(REPO, f"copydesk/{job.id}"), "vale", "failure", summary="Vale found 1 error"
+        ),
+    )
 
     assert len(user_messages(bot, job.id)) == 1
     assert queued_runs(bot) == 0 and github.comments(REPO, number) == []

@@ -22,9 +22,13 @@ def test_installation_to_merged_pull_request(gh_stack):
     assert project.id in listed and REPO in listed
 
     # An API caller creates a job: a branch is pushed over smart HTTP and a pull request opened.
-    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
-                 [edit("docs/faq.md", "Ask away.\n", "Ask away.\n\n## Billing\n\nInvoices are monthly.\n"),
-                  finish("Add billing", "Added a Billing section to the FAQ.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
+        [
+            edit("docs/faq.md", "Ask away.\n", "Ask away.\n\n## Billing\n\nInvoices are monthly.\n"),
+            finish("Add billing", "Added a Billing section to the FAQ."),
+        ],
+    )
     api = stack.api()
     created = api.post(f"/v2/agent/{project.id}/job", json={"prompt": "Add an FAQ", "asDraft": True})
     assert created.status_code == 201, created.text
@@ -147,17 +151,20 @@ def test_uninstalling_disables_the_project_and_fails_its_waiting_run(gh_stack):
 
 def test_token_expiry_mid_job_and_a_secondary_rate_limit(gh_stack):
     with ModelStandIn() as standin:
-        stack = gh_stack(COPYDESK_MODEL="openai:gpt-test", OPENAI_API_KEY="sk-test",
-                         OPENAI_BASE_URL=standin.openai_base_url)
+        stack = gh_stack(
+            COPYDESK_MODEL="openai:gpt-test", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=standin.openai_base_url
+        )
         github = stack.github
         github.token_ttl = 3  # seconds; Copydesk caches a token for half of that
         github.install("acme", [REPO])
         stack.drain()
         project = stack.project()
         # The model thinks for longer than a token lives, so the push needs a token minted after the fetch.
-        standin.script(Hang(3.5), Reply(tool_calls=[ToolUse("write_file", {"path": "docs/faq.md",
-                                                                          "content": "# FAQ\n"})]),
-                       Reply(tool_calls=[ToolUse("finish", {"title": "Add an FAQ", "summary": "Added it."})]))
+        standin.script(
+            Hang(3.5),
+            Reply(tool_calls=[ToolUse("write_file", {"path": "docs/faq.md", "content": "# FAQ\n"})]),
+            Reply(tool_calls=[ToolUse("finish", {"title": "Add an FAQ", "summary": "Added it."})]),
+        )
         # ...and GitHub's abuse detection answers the pull-request creation with a 403 and Retry-After.
         github.inject("secondary", 1, match=r"^POST /repos/acme/docs/pulls$", retry_after=1)
         api = stack.api()

@@ -21,18 +21,25 @@ def start_job(stack, prompt: str = "Add an FAQ") -> tuple[object, str, dict]:
 
 def edits_of(github, comment_id: int) -> list[str]:
     """The bodies Copydesk sent when editing one comment, in order."""
-    return [r.json["body"] for r in github.requests
-            if r.operation == "issues/update-comment" and r.path.endswith(f"/issues/comments/{comment_id}")]
+    return [
+        r.json["body"]
+        for r in github.requests
+        if r.operation == "issues/update-comment" and r.path.endswith(f"/issues/comments/{comment_id}")
+    ]
 
 
 def test_one_tracking_comment_per_round_edited_in_place(gh_stack):
     stack = gh_stack(COPYDESK_COMMENT_EDIT_SECONDS="0")
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
-                 [{"tool": "read_file", "args": {"path": "docs/faq.md"}},
-                  {"tool": "search", "args": {"pattern": "FAQ"}},
-                  edit("docs/faq.md", "Ask away.\n", "Ask away.\n\n## Billing\n\nInvoices are monthly.\n"),
-                  finish("Add billing", "Added a Billing section to the FAQ.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
+        [
+            {"tool": "read_file", "args": {"path": "docs/faq.md"}},
+            {"tool": "search", "args": {"pattern": "FAQ"}},
+            edit("docs/faq.md", "Ask away.\n", "Ask away.\n\n## Billing\n\nInvoices are monthly.\n"),
+            finish("Add billing", "Added a Billing section to the FAQ."),
+        ],
+    )
     project, job_id, pull = start_job(stack)
     number = pull["number"]
 
@@ -55,7 +62,9 @@ def test_one_tracking_comment_per_round_edited_in_place(gh_stack):
     assert "Requested by @alice." in tracking["body"]
     # Edits notify nobody: one short reply mentions who asked. No separate "Round n pushed" comment.
     assert reply["body"].startswith("@alice round 2 is done: Added a Billing section")
-    assert len(bot_comments(github, number)) == 3 and not any("** pushed" in c["body"] for c in bot_comments(github, number))
+    assert len(bot_comments(github, number)) == 3 and not any(
+        "** pushed" in c["body"] for c in bot_comments(github, number)
+    )
 
     # A round that fails says so in its own comment, in plain words, and tells the person.
     stack.script_path.write_text("not a script")
@@ -84,8 +93,10 @@ def test_edits_are_throttled(gh_stack):
     stack = gh_stack(COPYDESK_COMMENT_EDIT_SECONDS="3600")
     github = stack.github
     steps = [{"tool": "read_file", "args": {"path": "docs/index.md"}} for _ in range(6)]
-    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
-                 [*steps, edit("docs/faq.md", "# FAQ\n", "# FAQ\n\nMore.\n"), finish("More", "Said more.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+        [*steps, edit("docs/faq.md", "# FAQ\n", "# FAQ\n\nMore.\n"), finish("More", "Said more.")],
+    )
     _project, _job_id, pull = start_job(stack)
     github.comment(REPO, pull["number"], "alice", "@copydesk-test say more")
     stack.drain()
@@ -96,17 +107,23 @@ def test_edits_are_throttled(gh_stack):
 
 
 def thread_replies(github, number: int, thread_id: int) -> list[dict]:
-    return [c for c in github.comments(REPO, number)
-            if c.get("in_reply_to_id") == thread_id and c["user"]["type"] == "Bot"]
+    return [
+        c for c in github.comments(REPO, number) if c.get("in_reply_to_id") == thread_id and c["user"]["type"] == "Bot"
+    ]
 
 
 def test_line_comments_are_answered_in_their_threads_and_a_review_is_one_round(gh_stack):
     stack = gh_stack()
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n\nWe answer.\n"), finish("Add an FAQ", "Added it.")],
-                 [edit("docs/faq.md", "Ask away.", "Ask us anything."), finish("Reword", "Reworded the intro.")],
-                 [edit("docs/faq.md", "Ask us anything.", "Ask."), edit("docs/faq.md", "We answer.", "We reply."),
-                  finish("Tighten", "Shortened both lines.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n\nAsk away.\n\nWe answer.\n"), finish("Add an FAQ", "Added it.")],
+        [edit("docs/faq.md", "Ask away.", "Ask us anything."), finish("Reword", "Reworded the intro.")],
+        [
+            edit("docs/faq.md", "Ask us anything.", "Ask."),
+            edit("docs/faq.md", "We answer.", "We reply."),
+            finish("Tighten", "Shortened both lines."),
+        ],
+    )
     project, job_id, pull = start_job(stack)
     number = pull["number"]
     api = stack.api()
@@ -121,8 +138,14 @@ def test_line_comments_are_answered_in_their_threads_and_a_review_is_one_round(g
     assert not any(c["body"].startswith("@alice round") for c in bot_comments(github, number))
 
     # A review whose body asks, with two line comments: one round, and each thread gets its answer.
-    github.submit_review(REPO, number, "alice", "@copydesk-test please tighten these",
-                         [("docs/faq.md", 3, "Too long"), ("docs/faq.md", 5, "Say reply")], "changes_requested")
+    github.submit_review(
+        REPO,
+        number,
+        "alice",
+        "@copydesk-test please tighten these",
+        [("docs/faq.md", 3, "Too long"), ("docs/faq.md", 5, "Say reply")],
+        "changes_requested",
+    )
     stack.drain()
     messages = api.get(f"/v2/agent/{project.id}/job/{job_id}/messages").json()["messages"]
     users = [m for m in messages if m["role"] == "user"]
@@ -130,8 +153,11 @@ def test_line_comments_are_answered_in_their_threads_and_a_review_is_one_round(g
     assert "Too long" in users[2]["content"] and "Say reply" in users[2]["content"]
     assert "please tighten these" in users[2]["content"]
     head = github.branch_sha(REPO, f"copydesk/{job_id}")
-    review_lines = [c for c in github.comments(REPO, number)
-                    if c.get("pull_request_review_id") and c["body"] in ("Too long", "Say reply")]
+    review_lines = [
+        c
+        for c in github.comments(REPO, number)
+        if c.get("pull_request_review_id") and c["body"] in ("Too long", "Say reply")
+    ]
     for asked in review_lines:
         [reply] = thread_replies(github, number, asked["id"])
         assert reply["body"].startswith(f"@alice Addressed in {head[:12]}: Shortened both lines.")
@@ -148,9 +174,11 @@ def test_line_comments_are_answered_in_their_threads_and_a_review_is_one_round(g
 def test_the_description_follows_the_branch_and_keeps_a_persons_text(gh_stack):
     stack = gh_stack()
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
-                 [finish("Answer", "The FAQ already covers billing; nothing to change.")],
-                 [write("docs/billing.md", "# Billing\n"), finish("Billing", "Added docs/billing.md.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n\nAsk away.\n"), finish("Add an FAQ", "Added docs/faq.md.")],
+        [finish("Answer", "The FAQ already covers billing; nothing to change.")],
+        [write("docs/billing.md", "# Billing\n"), finish("Billing", "Added docs/billing.md.")],
+    )
     _project, _job_id, pull = start_job(stack)
     number = pull["number"]
     ours = github.pull(REPO, number)["body"]
@@ -182,15 +210,24 @@ def user_messages(stack, project, job_id) -> list[dict]:
 def test_a_failing_check_on_copydesks_commit_is_fixed_once(gh_stack):
     stack = gh_stack()
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away, eg by mail.\n"), finish("Add an FAQ", "Added it.")],
-                 [edit("docs/faq.md", "eg by", "e.g. by"), finish("Fix Vale", "Wrote e.g. as Vale asks.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n\nAsk away, eg by mail.\n"), finish("Add an FAQ", "Added it.")],
+        [edit("docs/faq.md", "eg by", "e.g. by"), finish("Fix Vale", "Wrote e.g. as Vale asks.")],
+    )
     project, job_id, pull = start_job(stack)
     branch = f"copydesk/{job_id}"
     first = github.branch_sha(REPO, branch)
 
-    github.check_run(REPO, first, "vale", "failure", title="1 error", summary="Vale found 1 error",
-                     text="docs/faq.md\n 3:15  error  Use 'e.g.'  Microsoft.Foreign",
-                     annotations=[("docs/faq.md", 3, "Use 'e.g.' instead of 'eg'")])
+    github.check_run(
+        REPO,
+        first,
+        "vale",
+        "failure",
+        title="1 error",
+        summary="Vale found 1 error",
+        text="docs/faq.md\n 3:15  error  Use 'e.g.'  Microsoft.Foreign",
+        annotations=[("docs/faq.md", 3, "Use 'e.g.' instead of 'eg'")],
+    )
     stack.drain()
     users = user_messages(stack, project, job_id)
     assert len(users) == 2 and users[1]["source"] == "ci" and users[1]["status"] == "processed"
@@ -198,8 +235,9 @@ def test_a_failing_check_on_copydesks_commit_is_fixed_once(gh_stack):
     assert asked.startswith("Fix the checks that fail on this pull request: vale.")
     assert "docs/faq.md:3: Use 'e.g.' instead of 'eg'" in asked and "Microsoft.Foreign" in asked
     fixed = github.branch_sha(REPO, branch)
-    assert fixed != first and "e.g. by mail" in stack.ctx.git.out("show", f"{fixed}:docs/faq.md",
-                                                                   git_dir=github.repo_path(REPO))
+    assert fixed != first and "e.g. by mail" in stack.ctx.git.out(
+        "show", f"{fixed}:docs/faq.md", git_dir=github.repo_path(REPO)
+    )
     [tracking] = [c for c in bot_comments(github, pull["number"]) if c["body"].startswith("**Round 2**")]
     assert "✅ done" in tracking["body"] and "Fix the checks that fail" in tracking["body"]
 
@@ -213,8 +251,10 @@ def test_a_failing_check_on_copydesks_commit_is_fixed_once(gh_stack):
 def test_the_round_cap_holds_on_a_check_that_keeps_failing(gh_stack):
     stack = gh_stack(COPYDESK_CI_FIX_ROUNDS="1")
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
-                 [write("docs/faq.md", "# FAQ\n\nTried.\n"), finish("Try", "Tried a fix.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+        [write("docs/faq.md", "# FAQ\n\nTried.\n"), finish("Try", "Tried a fix.")],
+    )
     project, job_id, pull = start_job(stack)
     branch = f"copydesk/{job_id}"
     github.set_status(REPO, github.branch_sha(REPO, branch), "failure", "docs/build", description="Build broke")
@@ -242,8 +282,10 @@ def test_a_persons_commit_and_an_opted_out_repository_start_nothing(gh_stack):
 
     # A repository whose base branch says `ci_fix: false`.
     github.push(REPO, {".copydesk/config.yml": "ci_fix: false\n"})
-    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
-                 [write("docs/other.md", "# Other\n"), finish("Other", "Added another page.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+        [write("docs/other.md", "# Other\n"), finish("Other", "Added another page.")],
+    )
     created = stack.api().post(f"/v2/agent/{project.id}/job", json={"prompt": "Another page"}).json()
     stack.drain()
     head = github.branch_sha(REPO, f"copydesk/{created['id']}")
@@ -255,9 +297,11 @@ def test_a_persons_commit_and_an_opted_out_repository_start_nothing(gh_stack):
 def test_a_renamed_then_transferred_repository_keeps_its_project_and_jobs(gh_stack):
     stack = gh_stack()
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
-                 [write("docs/more.md", "# More\n"), finish("More", "Added docs/more.md.")],
-                 [write("docs/last.md", "# Last\n"), finish("Last", "Added docs/last.md.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+        [write("docs/more.md", "# More\n"), finish("More", "Added docs/more.md.")],
+        [write("docs/last.md", "# Last\n"), finish("Last", "Added docs/last.md.")],
+    )
     project, job_id, pull = start_job(stack)
     number = pull["number"]
     # A project recorded before projects were indexed by repository id is found all the same (and indexed).
@@ -277,8 +321,9 @@ def test_a_renamed_then_transferred_repository_keeps_its_project_and_jobs(gh_sta
     github.set_permission("acme/handbook", "alice", "write")
     github.comment("acme/handbook", number, "alice", "@copydesk-test add more")
     stack.drain()
-    assert "docs/more.md" in stack.ctx.git.out("ls-tree", "-r", "--name-only", f"copydesk/{job_id}",
-                                               git_dir=github.repo_path("acme/handbook"))
+    assert "docs/more.md" in stack.ctx.git.out(
+        "ls-tree", "-r", "--name-only", f"copydesk/{job_id}", git_dir=github.repo_path("acme/handbook")
+    )
     # Tokens are minted by repository id, which a rename does not change.
     mints = [r.json for r in github.requests if r.path.endswith("/access_tokens") and r.json]
     assert mints and all("repository_ids" in body for body in mints)
@@ -290,13 +335,15 @@ def test_a_renamed_then_transferred_repository_keeps_its_project_and_jobs(gh_sta
     moved = stack.ctx.services.projects.get(project.id)
     assert (moved.repository, moved.account) == ("newco/handbook", "newco")
     assert moved.host_data["installation_id"] != renamed.host_data["installation_id"]
-    assert stack.api("newco").get(f"/v2/agent/{project.id}/job/{job_id}").json()["source"]["repository"] == \
-        moved.web_url
+    assert (
+        stack.api("newco").get(f"/v2/agent/{project.id}/job/{job_id}").json()["source"]["repository"] == moved.web_url
+    )
     github.set_permission("newco/handbook", "alice", "write")
     github.comment("newco/handbook", number, "alice", "@copydesk-test one last page")
     stack.drain()
-    assert "docs/last.md" in stack.ctx.git.out("ls-tree", "-r", "--name-only", f"copydesk/{job_id}",
-                                               git_dir=github.repo_path("newco/handbook"))
+    assert "docs/last.md" in stack.ctx.git.out(
+        "ls-tree", "-r", "--name-only", f"copydesk/{job_id}", git_dir=github.repo_path("newco/handbook")
+    )
 
 
 def test_a_failing_check_suite_alone_starts_the_round(gh_stack):
@@ -304,18 +351,27 @@ def test_a_failing_check_suite_alone_starts_the_round(gh_stack):
 
     stack = gh_stack()
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
-                 [write("docs/faq.md", "# FAQ\n\nFixed.\n"), finish("Fix", "Fixed the link.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n"), finish("Add an FAQ", "Added it.")],
+        [write("docs/faq.md", "# FAQ\n\nFixed.\n"), finish("Fix", "Fixed the link.")],
+    )
     project, job_id, _pull = start_job(stack)
     head = github.branch_sha(REPO, f"copydesk/{job_id}")
     url = github.hooks.url
     github.deliver_to(None)  # the check run's own event is lost...
-    github.check_run(REPO, head, "links", "failure", summary="1 broken link",
-                     annotations=[("docs/faq.md", 1, "Broken link: ./nowhere.md")])
+    github.check_run(
+        REPO,
+        head,
+        "links",
+        "failure",
+        summary="1 broken link",
+        annotations=[("docs/faq.md", 1, "Broken link: ./nowhere.md")],
+    )
     github.deliver_to(url)
     run = next(r for r in github.state.check_runs.values() if r.head_sha == head)
-    [(_, suite_event)] = [e for e in routes_checks.check_events(github.render, run, "github-actions[bot]")
-                          if e[0] == "check_suite"]
+    [(_, suite_event)] = [
+        e for e in routes_checks.check_events(github.render, run, "github-actions[bot]") if e[0] == "check_suite"
+    ]
     github.emit("check_suite", suite_event)  # ...the suite's still says what failed
     stack.drain()
     users = user_messages(stack, project, job_id)

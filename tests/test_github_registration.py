@@ -27,8 +27,11 @@ def make_client(github, redis_client, data_dir, **options):
     app = Flask(__name__)
     problems.register(app)
     doors = DoorLimits(redis_client, per_minute=1000)
-    app.register_blueprint(registration.create_blueprint(redis_client, doors, base_url=BASE, data_dir=data_dir,
-                                                         web_url=github.url, api_url=github.url, **options))
+    app.register_blueprint(
+        registration.create_blueprint(
+            redis_client, doors, base_url=BASE, data_dir=data_dir, web_url=github.url, api_url=github.url, **options
+        )
+    )
     return app.test_client()
 
 
@@ -126,8 +129,9 @@ def test_a_state_whose_token_expired_is_refused(client, github, redis_client, da
     assert not data_dir.exists() and github.requests == []
 
 
-def test_the_return_exchanges_the_code_and_keeps_the_credentials_private(client, github, redis_client, data_dir,
-                                                                           caplog):
+def test_the_return_exchanges_the_code_and_keeps_the_credentials_private(
+    client, github, redis_client, data_dir, caplog
+):
     caplog.set_level(logging.DEBUG)
     state = start(client, redis_client)
     response = client.get(f"/github/register/done?code={github.add_manifest_code()}&state={state}")

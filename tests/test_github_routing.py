@@ -77,7 +77,7 @@ def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def visit(module: str) -> list[str] | None:
         if module in path:
-            return path[path.index(module):] + [module]
+            return path[path.index(module) :] + [module]
         if module in done:
             return None
         path.append(module)

@@ -45,9 +45,15 @@ def sourced(github, bot, installed):
 def watch(bot, repository: str, **options):
     """An automation of acme/docs watching `repository` for merged pull requests."""
     project = bot.services.projects.find_by_repository("github", REPO)
-    spec = parse_spec({"name": f"Follow {repository}", "prompt": "Update the docs for this change.",
-                       "trigger": {"type": "code_change", "repository": repository}, "options": options},
-                      host="github")
+    spec = parse_spec(
+        {
+            "name": f"Follow {repository}",
+            "prompt": "Update the docs for this change.",
+            "trigger": {"type": "code_change", "repository": repository},
+            "options": options,
+        },
+        host="github",
+    )
     return bot.services.automations.create(project.id, host="github", account=project.account, spec=spec)[0]
 
 
@@ -58,12 +64,21 @@ def fired(bot, sourced):
     watch(bot, SOURCE)
     found: list[tuple[int, TriggerEvent, str]] = []
     bot.on_source_change = lambda _bot, installation_id, event, delivery: found.append(
-        (installation_id, event, delivery))
+        (installation_id, event, delivery)
+    )
     return found
 
 
-def merge_source(github, branch: str, files: dict, *, repo: str = SOURCE, user: str = "dev",
-                 title: str = "Add the widgets command", body: str | None = "Adds `widgets --list`.") -> dict:
+def merge_source(
+    github,
+    branch: str,
+    files: dict,
+    *,
+    repo: str = SOURCE,
+    user: str = "dev",
+    title: str = "Add the widgets command",
+    body: str | None = "Adds `widgets --list`.",
+) -> dict:
     """A person's pull request on `repo`, merged by a maintainer; returns the `pull_request.closed` payload."""
     github.push(repo, files, branch=branch, message=title)
     number = github.open_pull(repo, branch, user=user, title=title, body=body)
@@ -72,18 +87,28 @@ def merge_source(github, branch: str, files: dict, *, repo: str = SOURCE, user: 
 
 def three_dot_diff(github, tmp_path, payload: dict, repo: str = SOURCE) -> str:
     pull = payload["pull_request"]
-    return git_cli(tmp_path, f"--git-dir={github.repo_path(repo)}", "diff", "--no-color", "--no-ext-diff",
-                   "--no-textconv", f"{pull['base']['sha']}...{pull['head']['sha']}").stdout.decode()
+    return git_cli(
+        tmp_path,
+        f"--git-dir={github.repo_path(repo)}",
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        f"{pull['base']['sha']}...{pull['head']['sha']}",
+    ).stdout.decode()
 
 
 # -- the emulator, against GitHub's schemas -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, path, operation", [
-    ("GET", "/repos/acme/docs/collaborators/alice", "repos/check-collaborator"),
-    ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
-    ("POST", "/repos/acme/docs/pulls/3/requested_reviewers", "pulls/request-reviewers"),
-])
+@pytest.mark.parametrize(
+    "method, path, operation",
+    [
+        ("GET", "/repos/acme/docs/collaborators/alice", "repos/check-collaborator"),
+        ("GET", "/repos/acme/docs/collaborators/alice/permission", "repos/get-collaborator-permission-level"),
+        ("POST", "/repos/acme/docs/pulls/3/requested_reviewers", "pulls/request-reviewers"),
+    ],
+)
 def test_the_new_paths_map_to_githubs_operations(method, path, operation):
     assert operation_for(method, path) == operation
 
@@ -102,7 +127,11 @@ def test_a_merge_in_a_source_repository_is_a_signed_closed_merged_delivery_like_
     assert_like_real_examples("pull_request", "closed", payload)
     pull = payload["pull_request"]
     assert (pull["merged"], pull["user"]["login"], pull["title"], pull["body"]) == (
-        True, "dev", "Add the widgets command", "Adds `widgets --list`.")
+        True,
+        "dev",
+        "Add the widgets command",
+        "Adds `widgets --list`.",
+    )
     assert pull["merge_commit_sha"] == github.branch_sha(SOURCE, "main")
     assert pull["html_url"] == f"{github.url}/{SOURCE}/pull/{payload['number']}"
     assert payload["installation"]["id"] == sourced and payload["repository"]["full_name"] == SOURCE
@@ -138,8 +167,9 @@ def test_collaborator_checks_and_review_requests_follow_githubs_rules(github, so
     github.set_permission(REPO, "ci-helper", "write")
     api = as_installation(github, sourced)
     github.push(REPO, {"docs/widgets.md": "# Widgets\n"}, branch="copydesk/job_1")
-    number = api.post(f"/repos/{REPO}/pulls", json={"title": "Docs", "head": "copydesk/job_1",
-                                                     "base": "trunk"}).json()["number"]
+    number = api.post(f"/repos/{REPO}/pulls", json={"title": "Docs", "head": "copydesk/job_1", "base": "trunk"}).json()[
+        "number"
+    ]
 
     assert api.get(f"/repos/{REPO}/collaborators/dev").status_code == 204
     assert api.get(f"/repos/{REPO}/collaborators/reader").status_code == 204
@@ -159,8 +189,7 @@ def test_collaborator_checks_and_review_requests_follow_githubs_rules(github, so
         assert_like_real_examples("pull_request", "review_requested", delivery.payload)
     assert [d.payload["requested_reviewer"]["login"] for d in github.deliveries[-2:]] == ["dev", "reader"]
 
-    author = api.post(f"/repos/{REPO}/pulls/{number}/requested_reviewers",
-                      json={"reviewers": [github.app.bot_login]})
+    author = api.post(f"/repos/{REPO}/pulls/{number}/requested_reviewers", json={"reviewers": [github.app.bot_login]})
     assert author.status_code == 422 and "author" in author.json()["message"]
     for refused in (["stranger"], ["dev", "stranger"], ["ci-helper"]):
         answer = api.post(f"/repos/{REPO}/pulls/{number}/requested_reviewers", json={"reviewers": refused})
@@ -192,9 +221,17 @@ def test_a_merged_source_pull_request_fires_one_code_change_with_its_diff(github
     assert (event.source_repository, event.source_commit) == (SOURCE, github.branch_sha(SOURCE, "main"))
     [change] = event.changes
     assert change == SourceChange(
-        kind="pull_request", id=str(number), title="Add the widgets command", body="Adds `widgets --list`.",
-        author="dev", url=f"{github.url}/{SOURCE}/pull/{number}", merge_commit=github.branch_sha(SOURCE, "main"),
-        diff=three_dot_diff(github, tmp_path, payload), diff_truncated=False, repository=SOURCE)
+        kind="pull_request",
+        id=str(number),
+        title="Add the widgets command",
+        body="Adds `widgets --list`.",
+        author="dev",
+        url=f"{github.url}/{SOURCE}/pull/{number}",
+        merge_commit=github.branch_sha(SOURCE, "main"),
+        diff=three_dot_diff(github, tmp_path, payload),
+        diff_truncated=False,
+        repository=SOURCE,
+    )
     assert "+def widgets(listing=False):" in change.diff
 
 
@@ -245,8 +282,9 @@ def test_a_source_the_installation_cannot_read_is_a_clear_error(github, bot, sou
     seen = outcomes.outcome(bot.services, run)
     assert (seen.state, run.job_id, run.error["code"]) == (RunState.FAILED, None, "source_unreachable")
     assert SECRET in seen.reason and "access" in seen.reason and seen.reason.endswith("(source_unreachable)")
-    assert [(c["id"], c["title"], c["author"]) for c in run.changes] == [(str(payload["number"]),
-                                                                          "Add the widgets command", "dev")]
+    assert [(c["id"], c["title"], c["author"]) for c in run.changes] == [
+        (str(payload["number"]), "Add the widgets command", "dev")
+    ]
     project = bot.services.projects.find_by_repository("github", REPO)
     assert bot.services.jobs.page(project.id, status=None, limit=10, cursor=None)[0] == []
 
@@ -259,11 +297,17 @@ def test_no_diff_is_read_when_no_automation_watches_the_repository(github, bot, 
     assert [r.path for r in github.requests[before:]] == []  # not even a token for it
     assert f"no automation watches {SOURCE}" in caplog.text
     # Another account's automation watching acme/widgets is not a watcher: its prompt never gets acme's code.
-    other, _ = bot.services.projects.ensure(account="umbrella", host="github", repository="umbrella/docs",
-                                            web_url=f"{github.url}/umbrella/docs", ref="main",
-                                            host_data={"installation_id": 999})
-    spec = parse_spec({"name": "Spy", "prompt": "p", "trigger": {"type": "code_change", "repository": SOURCE}},
-                      host="github")
+    other, _ = bot.services.projects.ensure(
+        account="umbrella",
+        host="github",
+        repository="umbrella/docs",
+        web_url=f"{github.url}/umbrella/docs",
+        ref="main",
+        host_data={"installation_id": 999},
+    )
+    spec = parse_spec(
+        {"name": "Spy", "prompt": "p", "trigger": {"type": "code_change", "repository": SOURCE}}, host="github"
+    )
     bot.services.automations.create(other.id, host="github", account="umbrella", spec=spec)
     assert codechange.watchers(bot.services, "github", SOURCE) == []
 
@@ -275,8 +319,9 @@ def test_review_is_requested_from_collaborators_only_and_a_refusal_never_fails(g
     github.set_permission(REPO, "ci-helper", "write")
     project = bot.services.projects.find_by_repository("github", REPO)
     with caplog.at_level(logging.INFO, logger="bot.github.sources"):
-        asked = sources.request_reviews(bot.host, project, number,
-                                        ["dev", "DEV", "outsider", github.app.bot_login, "ci-helper", ""])
+        asked = sources.request_reviews(
+            bot.host, project, number, ["dev", "DEV", "outsider", github.app.bot_login, "ci-helper", ""]
+        )
     assert asked == ["dev"]
     assert [u["login"] for u in github.pull(REPO, number)["requested_reviewers"]] == ["dev"]
     assert "outsider" in caplog.text and "refused" in caplog.text

@@ -28,8 +28,13 @@ from tests.harness import LiveServer, drain_queues
 SECRET = "webhook-secret-for-tests"
 QUEUE = "copydesk-hooks-test"
 REPO = "acme/docs"
-COMMENT = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "comment": {"id": 7, "body": "hi"},
-           "repository": {"id": 1, "full_name": "acme/docs"}, "installation": {"id": 9}}
+COMMENT = {
+    "action": "created",
+    "issue": {"number": 1, "pull_request": {}},
+    "comment": {"id": 7, "body": "hi"},
+    "repository": {"id": 1, "full_name": "acme/docs"},
+    "installation": {"id": 9},
+}
 
 
 @pytest.fixture
@@ -46,11 +51,22 @@ def queue(redis_client):
     return rq.Queue(github_events_queue(QUEUE), connection=redis_client)
 
 
-def deliver(client, event: str, payload, *, delivery: str | None = None, secret: str = SECRET,
-            signature: str | None = None, sha1: bool = False):
+def deliver(
+    client,
+    event: str,
+    payload,
+    *,
+    delivery: str | None = None,
+    secret: str = SECRET,
+    signature: str | None = None,
+    sha1: bool = False,
+):
     body = json.dumps(payload).encode()
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
-               "Content-Type": "application/json"}
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "Content-Type": "application/json",
+    }
     if sha1:
         headers["X-Hub-Signature"] = "sha1=" + hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
     elif signature is not None:
@@ -75,9 +91,11 @@ def test_a_signed_delivery_is_queued_with_its_event_id_and_payload(client, queue
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "sha256=nothex", "md5=abc"])
 def test_a_wrong_or_missing_signature_is_refused_and_nothing_is_stored(client, queue, redis_client, signature):
     if signature is None:
-        response = client.post(inbound.HOOK_PATH, data=json.dumps(COMMENT),
-                               headers={"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-2",
-                                        "Content-Type": "application/json"})
+        response = client.post(
+            inbound.HOOK_PATH,
+            data=json.dumps(COMMENT),
+            headers={"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-2", "Content-Type": "application/json"},
+        )
     else:
         response = deliver(client, "issue_comment", COMMENT, delivery="d-2", signature=signature)
     assert response.status_code == 401
@@ -128,15 +146,28 @@ def test_a_signed_comment_that_is_not_unicode_text_is_refused_and_not_queued(cli
 
 @pytest.mark.parametrize("depth", [65, 5_000])
 def test_a_signed_body_nested_too_deep_is_invalid_json_not_a_crash(client, queue, depth):
-    payload = {**COMMENT, "comment": {"id": 7, "body": "hi", "x": json.loads("[" * (depth - 2) + "]" * (depth - 2))
-                                      if depth < 900 else None}}
+    payload = {
+        **COMMENT,
+        "comment": {
+            "id": 7,
+            "body": "hi",
+            "x": json.loads("[" * (depth - 2) + "]" * (depth - 2)) if depth < 900 else None,
+        },
+    }
     body = json.dumps(payload).encode()
     if depth >= 900:  # json.dumps itself cannot nest this deep: build the text directly
         body = body.replace(b'"x": null', b'"x": ' + b"[" * depth + b"]" * depth)
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(inbound.HOOK_PATH, data=body, headers={
-        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"deep-{depth}", "X-Hub-Signature-256": signature,
-        "Content-Type": "application/json"})
+    response = client.post(
+        inbound.HOOK_PATH,
+        data=body,
+        headers={
+            "X-GitHub-Event": "issue_comment",
+            "X-GitHub-Delivery": f"deep-{depth}",
+            "X-Hub-Signature-256": signature,
+            "Content-Type": "application/json",
+        },
+    )
     assert response.status_code == 400
     assert response.get_json()["code"] == "invalid_json"
     assert queue.count == 0
@@ -147,9 +178,16 @@ def test_a_signed_form_encoded_payload_nested_too_deep_is_invalid_json(client, q
 
     body = urllib.parse.urlencode({"payload": '{"action": "created", "x": ' + "[" * 5000 + "]" * 5000 + "}"}).encode()
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(inbound.HOOK_PATH, data=body, headers={
-        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "deep-form", "X-Hub-Signature-256": signature,
-        "Content-Type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        inbound.HOOK_PATH,
+        data=body,
+        headers={
+            "X-GitHub-Event": "issue_comment",
+            "X-GitHub-Delivery": "deep-form",
+            "X-Hub-Signature-256": signature,
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
     assert response.status_code == 400 and response.get_json()["code"] == "invalid_json"
     assert queue.count == 0
 
@@ -161,9 +199,14 @@ def test_ping_is_answered(client, queue):
     assert queue.count == 0
 
 
-@pytest.mark.parametrize("event,payload", [("star", {"action": "created"}),
-                                           ("issue_comment", {**COMMENT, "action": "edited"}),
-                                           ("pull_request", {"action": "opened"})])
+@pytest.mark.parametrize(
+    "event,payload",
+    [
+        ("star", {"action": "created"}),
+        ("issue_comment", {**COMMENT, "action": "edited"}),
+        ("pull_request", {"action": "opened"}),
+    ],
+)
 def test_events_without_a_handler_answer_204(client, queue, redis_client, event, payload):
     response = deliver(client, event, payload)
     assert response.status_code == 204
@@ -194,9 +237,16 @@ def test_a_delivery_that_cannot_be_queued_answers_503_and_can_be_redelivered(cli
 def test_a_body_that_is_not_json_is_refused(client, queue):
     body = b"payload=not-json"
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = client.post(inbound.HOOK_PATH, data=body, headers={
-        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-5", "X-Hub-Signature-256": signature,
-        "Content-Type": "text/plain"})
+    response = client.post(
+        inbound.HOOK_PATH,
+        data=body,
+        headers={
+            "X-GitHub-Event": "issue_comment",
+            "X-GitHub-Delivery": "d-5",
+            "X-Hub-Signature-256": signature,
+            "Content-Type": "text/plain",
+        },
+    )
     assert response.status_code == 415
     assert queue.count == 0
 
@@ -219,15 +269,20 @@ def live(github, redis_client, redis_url, tmp_path, monkeypatch):
     """The endpoint on a real HTTP server that the emulated GitHub delivers to, acme/docs on GitHub, and the
     worker's environment (its task builds its own context from it, as in production)."""
     settings = Settings(redis_url=redis_url, data_dir=tmp_path / "data", queue_name=QUEUE)
-    for name, value in {**settings.to_env(), "GITHUB_APP_ID": str(github.app.id),
-                        "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
-                        "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
-                        "GITHUB_API_URL": github.url, "GITHUB_WEB_URL": github.url}.items():
+    for name, value in {
+        **settings.to_env(),
+        "GITHUB_APP_ID": str(github.app.id),
+        "GITHUB_PRIVATE_KEY": github.app.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": github.app.webhook_secret,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_WEB_URL": github.url,
+    }.items():
         monkeypatch.setenv(name, value)
     app = Flask(__name__)
     problems.register(app)
-    app.register_blueprint(inbound.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client,
-                                                     queue_name=QUEUE))
+    app.register_blueprint(
+        inbound.create_blueprint(secret=github.app.webhook_secret, redis_client=redis_client, queue_name=QUEUE)
+    )
     github.add_repo(REPO, {"README.md": "# Docs\n"})
     with LiveServer(app) as server:
         github.deliver_to(server.url + inbound.HOOK_PATH)

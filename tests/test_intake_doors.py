@@ -19,8 +19,9 @@ def doors(dash):
     """A job of acme/docs with its pull request open; alice (an admin, with write access) at every door."""
     project = dash.projects[REPO]
     services = dash.ctx.services
-    job, _ = services.jobs.create(project, prompt="Fix the install page", model="scripted:demo", ref="main",
-                                  as_draft=False)
+    job, _ = services.jobs.create(
+        project, prompt="Fix the install page", model="scripted:demo", ref="main", as_draft=False
+    )
     dash.github.push(REPO, {"docs/install.md": "# Install\n"}, branch=f"copydesk/{job.id}")
     number = dash.github.open_pull(REPO, f"copydesk/{job.id}")
     dash.github.set_permission(REPO, "alice", "write")
@@ -30,12 +31,23 @@ def doors(dash):
 
 class Doors:
     def __init__(self, dash, project, job, number, key, browser) -> None:
-        self.dash, self.project, self.job, self.number, self.key, self.browser = dash, project, job, number, key, browser
+        self.dash, self.project, self.job, self.number, self.key, self.browser = (
+            dash,
+            project,
+            job,
+            number,
+            key,
+            browser,
+        )
         self.bot = dash.ctx.github_bot()
 
     def api(self, prompt: str) -> tuple[str, str]:
-        answer = requests.post(f"{self.dash.url}/v2/agent/{self.project.id}/job/{self.job.id}/message",
-                               json={"prompt": prompt}, headers={"Authorization": f"Bearer {self.key}"}, timeout=10)
+        answer = requests.post(
+            f"{self.dash.url}/v2/agent/{self.project.id}/job/{self.job.id}/message",
+            json={"prompt": prompt},
+            headers={"Authorization": f"Bearer {self.key}"},
+            timeout=10,
+        )
         assert answer.status_code >= 400, answer.text
         return answer.json()["code"], answer.json()["detail"]
 
@@ -50,7 +62,7 @@ class Doors:
         before = len(self.dash.github.comments(REPO, self.number))
         payload = self.dash.github.comment(REPO, self.number, "alice", f"@{self.bot.app.slug()} {words}")
         events.handle(self.bot, "issue_comment", f"d-{payload['comment']['id']}", payload)
-        replies = self.dash.github.comments(REPO, self.number)[before + 1:]
+        replies = self.dash.github.comments(REPO, self.number)[before + 1 :]
         assert len(replies) <= 1
         return replies[0]["body"] if replies else None
 
@@ -67,8 +79,7 @@ def refused_alike(doors: Doors, prompt: str, expected_code: str) -> str:
     reply = doors.github(prompt)
     assert SECONDS.sub("", detail) in SECONDS.sub("", shown)
     assert reply is not None
-    assert SECONDS.sub("", reply) == SECONDS.sub("", comments.REFUSED.format(login="alice", code=code,
-                                                                              detail=detail))
+    assert SECONDS.sub("", reply) == SECONDS.sub("", comments.REFUSED.format(login="alice", code=code, detail=detail))
     assert doors.messages() == before
     return detail
 
@@ -93,7 +104,10 @@ def test_the_monthly_cap(doors):
     usage.add("github", "acme", None, {"inputTokens": 90, "outputTokens": 10})
     detail = refused_alike(doors, "one more thing", "monthly_budget_exceeded")
     assert "its monthly cap is 100" in detail
-    assert doors.dash.ctx.services.limiter.consume(doors.project.id).remaining == doors.dash.ctx.settings.rate_limit_per_hour - 1
+    assert (
+        doors.dash.ctx.services.limiter.consume(doors.project.id).remaining
+        == doors.dash.ctx.settings.rate_limit_per_hour - 1
+    )
 
 
 def test_a_prompt_too_long(doors):
@@ -106,8 +120,10 @@ def test_a_disabled_project(doors):
     doors.dash.ctx.services.projects.disable(doors.project.id, DisabledReason.ADMIN)
     before = doors.messages()
     code, detail = doors.api("one more thing")
-    assert (code, detail) == ("project_disabled", f"project {doors.project.id} is disabled: its repository is no "
-                                                  "longer reachable")
+    assert (code, detail) == (
+        "project_disabled",
+        f"project {doors.project.id} is disabled: its repository is no longer reachable",
+    )
     assert detail in doors.dashboard("one more thing")
     assert doors.github("one more thing") == comments.REFUSED.format(login="alice", code=code, detail=detail)
     assert doors.github("stop") == comments.REFUSED.format(login="alice", code=code, detail=detail)

@@ -12,8 +12,9 @@ def delete(stack, job_id: str, key: str | None = None):
 
 def test_deleting_a_finished_job_removes_all_it_kept_but_its_branch_pull_request_and_monthly_totals(stack):
     stack.script([FAQ, finish()])
-    created = stack.api.post(f"/v2/agent/{stack.project_id}/job", json={"prompt": "Add an FAQ"},
-                             headers={"Idempotency-Key": "faq-1"})
+    created = stack.api.post(
+        f"/v2/agent/{stack.project_id}/job", json={"prompt": "Add an FAQ"}, headers={"Idempotency-Key": "faq-1"}
+    )
     job_id = created.json()["id"]
     stack.drain()
     done = stack.job(job_id)
@@ -27,9 +28,11 @@ def test_deleting_a_finished_job_removes_all_it_kept_but_its_branch_pull_request
 
     answer = delete(stack, job_id)
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"deleted": True, "id": job_id,
-                             "kept": {"branch": f"copydesk/{job_id}", "prLink": done["prLink"],
-                                      "note": answer.json()["kept"]["note"]}}
+    assert answer.json() == {
+        "deleted": True,
+        "id": job_id,
+        "kept": {"branch": f"copydesk/{job_id}", "prLink": done["prLink"], "note": answer.json()["kept"]["note"]},
+    }
     assert job_keys_left(client, job_id, messages) == []
     for path in ("", "/messages", "/events?after=0"):
         gone = stack.api.get(f"/v2/agent/{stack.project_id}/job/{job_id}{path}")
@@ -42,8 +45,9 @@ def test_deleting_a_finished_job_removes_all_it_kept_but_its_branch_pull_request
 
     # Deleting again: 404, nothing else touched. The same Idempotency-Key makes a new job, not the deleted one.
     assert delete(stack, job_id).json()["code"] == "job_not_found"
-    again = stack.api.post(f"/v2/agent/{stack.project_id}/job", json={"prompt": "Add an FAQ"},
-                           headers={"Idempotency-Key": "faq-1"})
+    again = stack.api.post(
+        f"/v2/agent/{stack.project_id}/job", json={"prompt": "Add an FAQ"}, headers={"Idempotency-Key": "faq-1"}
+    )
     assert again.status_code == 201 and again.json()["id"] != job_id
 
 
@@ -65,8 +69,9 @@ def test_a_read_only_key_may_not_delete(stack):
     stack.api.post(f"/v2/agent/{stack.project_id}/job/{job_id}/cancel")
     from service.models import KeyAccess
 
-    _key, reader = stack.ctx.services.keys.create(account="local", name="reader", access=KeyAccess.READ_ONLY,
-                                                   created_by="operator", host="local")
+    _key, reader = stack.ctx.services.keys.create(
+        account="local", name="reader", access=KeyAccess.READ_ONLY, created_by="operator", host="local"
+    )
     refused = delete(stack, job_id, reader)
     assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
     assert stack.job(job_id)["id"] == job_id
@@ -125,8 +130,10 @@ def test_deleting_a_github_job_leaves_no_key_of_it_after_a_ci_round_a_diff_view_
 
     stack = gh_stack()
     github = stack.github
-    stack.script([write("docs/faq.md", "# FAQ\n\nAsk away, eg by mail.\n"), gh_finish("Add an FAQ", "Added it.")],
-                 [write("docs/faq.md", "# FAQ\n\nAsk away, e.g. by mail.\n"), gh_finish("Fix Vale", "Fixed.")])
+    stack.script(
+        [write("docs/faq.md", "# FAQ\n\nAsk away, eg by mail.\n"), gh_finish("Add an FAQ", "Added it.")],
+        [write("docs/faq.md", "# FAQ\n\nAsk away, e.g. by mail.\n"), gh_finish("Fix Vale", "Fixed.")],
+    )
     github.install("acme", [REPO])
     stack.drain()
     project, api = stack.project(), stack.api()

@@ -12,8 +12,9 @@ from tests.harness import wait_until
 @pytest.fixture
 def jobs(redis_client):
     ids = UlidGenerator()
-    project = ProjectStore(redis_client, ids).add(account="local", host="local", repository="/r.git",
-                                                  web_url="http://x/r", ref="main")
+    project = ProjectStore(redis_client, ids).add(
+        account="local", host="local", repository="/r.git", web_url="http://x/r", ref="main"
+    )
     store = JobStore(redis_client, ids)
     job, _ = store.create(project, prompt="p", model="scripted:x", ref="main", as_draft=False)
     return store, job.id

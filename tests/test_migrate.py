@@ -29,21 +29,30 @@ WRITER = Path(__file__).parent / "data" / "old_schema_writer.py"
 
 def _env(redis_url: str, data_dir: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COPYDESK_", "GITHUB_"))}
-    env.update(COPYDESK_REDIS_URL=redis_url, COPYDESK_DATA_DIR=str(data_dir), COPYDESK_MODEL="scripted:demo",
-               COPYDESK_BASE_URL="http://127.0.0.1:9")
+    env.update(
+        COPYDESK_REDIS_URL=redis_url,
+        COPYDESK_DATA_DIR=str(data_dir),
+        COPYDESK_MODEL="scripted:demo",
+        COPYDESK_BASE_URL="http://127.0.0.1:9",
+    )
     return env
 
 
 def _copydesk(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
 
 
 @pytest.fixture
 def old_code(tmp_path) -> Path:
     """Last week's Copydesk, unpacked from this repository's history."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", SCHEMA_1_COMMIT, "service", "bot"],
-                             capture_output=True, check=True, timeout=60).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", SCHEMA_1_COMMIT, "service", "bot"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
     target = tmp_path / "old"
     target.mkdir()
     archive_path = tmp_path / "old.tar"
@@ -59,8 +68,14 @@ def old_data(old_code, tmp_path, redis_url) -> dict:
     written = tmp_path / "written"
     written.mkdir()
     env = {**_env(redis_url, tmp_path / "old-data"), "PYTHONPATH": str(old_code)}
-    done = subprocess.run([sys.executable, str(WRITER), str(old_code), str(written)], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=old_code)
+    done = subprocess.run(
+        [sys.executable, str(WRITER), str(old_code), str(written)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=old_code,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -140,8 +155,13 @@ def _reads_back(old: dict, settings: Settings, openapi_validator) -> None:
             assert conversation["messages"] == [Message.from_dict(m).to_api() for m in old["conversations"][job.id]]
             assert conversation["usage"]["inputTokens"] == job.usage.get("inputTokens", 0)
             events = get(f"{path}/events?after=0", key).json()["events"]
-            expected = ["job.created"] + ({JobStatus.COMPLETED: ["job.completed"], JobStatus.FAILED: ["job.failed"],
-                                           JobStatus.ARCHIVED: ["job.archived"]}.get(job.status, []))
+            expected = ["job.created"] + (
+                {
+                    JobStatus.COMPLETED: ["job.completed"],
+                    JobStatus.FAILED: ["job.failed"],
+                    JobStatus.ARCHIVED: ["job.archived"],
+                }.get(job.status, [])
+            )
             assert [e["type"] for e in events] == expected, name
             assert events[0]["timestamp"] == job.created_at and events[-1]["data"]["status"] == job.status.value
 
@@ -149,11 +169,18 @@ def _reads_back(old: dict, settings: Settings, openapi_validator) -> None:
         assert old["jobs"]["failed"]["error"]["code"] == "model_error"
         # The runs made before the monthly ledger existed count in their account's month (all ran this month).
         for account, key in (("local", local_key), ("acme", acme_key)):
-            spent = [m["usage"] for job in old["jobs"].values() if job["account"] == account
-                     for m in old["conversations"][job["id"]] if m["usage"]]
+            spent = [
+                m["usage"]
+                for job in old["jobs"].values()
+                if job["account"] == account
+                for m in old["conversations"][job["id"]]
+                if m["usage"]
+            ]
             totals = get("usage", key).json()["account"]
             assert (totals["inputTokens"], totals["outputTokens"]) == (
-                sum(u["inputTokens"] for u in spent), sum(u["outputTokens"] for u in spent)), account
+                sum(u["inputTokens"] for u in spent),
+                sum(u["outputTokens"] for u in spent),
+            ), account
         assert get("usage", acme_key).json()["account"]["inputTokens"] == 1200
 
     # The idempotency record still points at its job, and the waiting message is still queued for a worker.

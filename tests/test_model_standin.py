@@ -28,13 +28,25 @@ ANTHROPIC_HTTP = anthropic.DefaultHttpxClient()
 def openai_client(standin, **options):
     # _strict_response_validation: the SDK validates every reply against its pydantic types instead of
     # constructing them leniently, so a missing or mistyped field fails the test.
-    return openai.OpenAI(api_key=KEY, base_url=standin.openai_base_url, max_retries=0,
-                         http_client=OPENAI_HTTP, _strict_response_validation=True, **options)
+    return openai.OpenAI(
+        api_key=KEY,
+        base_url=standin.openai_base_url,
+        max_retries=0,
+        http_client=OPENAI_HTTP,
+        _strict_response_validation=True,
+        **options,
+    )
 
 
 def anthropic_client(standin, **options):
-    return anthropic.Anthropic(api_key=KEY, base_url=standin.anthropic_base_url, max_retries=0,
-                               http_client=OPENAI_HTTP, _strict_response_validation=True, **options)
+    return anthropic.Anthropic(
+        api_key=KEY,
+        base_url=standin.anthropic_base_url,
+        max_retries=0,
+        http_client=OPENAI_HTTP,
+        _strict_response_validation=True,
+        **options,
+    )
 
 
 def chat(client, messages, **kwargs):
@@ -47,9 +59,15 @@ def message(client, messages, **kwargs):
 
 # ---------------------------------------------------------------- OpenAI: replies
 
+
 def test_openai_parses_a_tool_call_reply(standin):
-    standin.script(Reply(tool_calls=[ToolUse("read_file", {"path": "README.md"}), ToolUse("read_file", "{oops")],
-                         input_tokens=12, output_tokens=7))
+    standin.script(
+        Reply(
+            tool_calls=[ToolUse("read_file", {"path": "README.md"}), ToolUse("read_file", "{oops")],
+            input_tokens=12,
+            output_tokens=7,
+        )
+    )
     completion = chat(openai_client(standin), [{"role": "user", "content": "Fix the docs."}])
 
     assert isinstance(completion, ChatCompletion)
@@ -65,7 +83,10 @@ def test_openai_parses_a_tool_call_reply(standin):
     assert json.loads(first.function.arguments) == {"path": "README.md"}
     assert second.function.arguments == "{oops"  # raw text is passed through, invalid JSON and all
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (
-        12, 7, 19)
+        12,
+        7,
+        19,
+    )
 
 
 def test_openai_parses_a_text_reply_and_records_the_tool_round_trip(standin):
@@ -74,8 +95,7 @@ def test_openai_parses_a_text_reply_and_records_the_tool_round_trip(standin):
     history = [{"role": "user", "content": "Fix the docs."}]
     first = chat(client, history).choices[0].message
     call = first.tool_calls[0]
-    history += [first.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": "# A"}]
+    history += [first.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": call.id, "content": "# A"}]
     second = chat(client, history)
 
     assert second.choices[0].finish_reason == "stop"
@@ -91,9 +111,16 @@ def test_openai_parses_a_text_reply_and_records_the_tool_round_trip(standin):
 
 # ---------------------------------------------------------------- Anthropic: replies
 
+
 def test_anthropic_parses_text_and_tool_use_blocks(standin):
-    standin.script(Reply(text="Reading it.", tool_calls=[ToolUse("read_file", {"path": "README.md"})],
-                         input_tokens=30, output_tokens=4))
+    standin.script(
+        Reply(
+            text="Reading it.",
+            tool_calls=[ToolUse("read_file", {"path": "README.md"})],
+            input_tokens=30,
+            output_tokens=4,
+        )
+    )
     reply = message(anthropic_client(standin), [{"role": "user", "content": "Fix the docs."}])
 
     assert isinstance(reply, Message)
@@ -114,8 +141,10 @@ def test_anthropic_text_reply_and_tool_result_round_trip(standin):
     history = [{"role": "user", "content": "Fix the docs."}]
     first = message(client, history)
     tool = first.content[0]
-    history += [first.to_param(),
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": "# A"}]}]
+    history += [
+        first.to_param(),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": "# A"}]},
+    ]
     second = message(client, history)
 
     assert tool.input == {"path": "a.md"}
@@ -130,13 +159,17 @@ def test_anthropic_text_reply_and_tool_result_round_trip(standin):
 
 # ---------------------------------------------------------------- failures
 
-@pytest.mark.parametrize("status, error, kind, code", [
-    (400, openai.BadRequestError, "invalid_request_error", None),
-    (401, openai.AuthenticationError, "invalid_request_error", "invalid_api_key"),
-    (429, openai.RateLimitError, "requests", "rate_limit_exceeded"),
-    (500, openai.InternalServerError, "server_error", None),
-    (503, openai.InternalServerError, "server_error", None),
-])
+
+@pytest.mark.parametrize(
+    "status, error, kind, code",
+    [
+        (400, openai.BadRequestError, "invalid_request_error", None),
+        (401, openai.AuthenticationError, "invalid_request_error", "invalid_api_key"),
+        (429, openai.RateLimitError, "requests", "rate_limit_exceeded"),
+        (500, openai.InternalServerError, "server_error", None),
+        (503, openai.InternalServerError, "server_error", None),
+    ],
+)
 def test_openai_raises_its_typed_error_for_each_failure(standin, status, error, kind, code):
     standin.script(Failure(status, "nope", headers={"retry-after": "1"}))
     with pytest.raises(error) as caught:
@@ -148,14 +181,17 @@ def test_openai_raises_its_typed_error_for_each_failure(standin, status, error, 
     assert caught.value.response.headers["retry-after"] == "1"
 
 
-@pytest.mark.parametrize("status, error, kind", [
-    (400, anthropic.BadRequestError, "invalid_request_error"),
-    (401, anthropic.AuthenticationError, "authentication_error"),
-    (429, anthropic.RateLimitError, "rate_limit_error"),
-    (500, anthropic.InternalServerError, "api_error"),
-    (503, anthropic.ServiceUnavailableError, "api_error"),
-    (529, anthropic.OverloadedError, "overloaded_error"),
-])
+@pytest.mark.parametrize(
+    "status, error, kind",
+    [
+        (400, anthropic.BadRequestError, "invalid_request_error"),
+        (401, anthropic.AuthenticationError, "authentication_error"),
+        (429, anthropic.RateLimitError, "rate_limit_error"),
+        (500, anthropic.InternalServerError, "api_error"),
+        (503, anthropic.ServiceUnavailableError, "api_error"),
+        (529, anthropic.OverloadedError, "overloaded_error"),
+    ],
+)
 def test_anthropic_raises_its_typed_error_for_each_failure(standin, status, error, kind):
     standin.script(Failure(status, "nope", headers={"retry-after": "1"}))
     with pytest.raises(error) as caught:
@@ -224,27 +260,58 @@ def test_an_outage_fails_every_request_for_its_time_then_the_script_goes_on(stan
 
 # ---------------------------------------------------------------- malformed requests
 
+
 def _assistant_call(call_id="call_1", arguments="{}"):
     call = {"id": call_id, "type": "function", "function": {"name": "read_file", "arguments": arguments}}
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ({"messages": [{"role": "user", "content": "hi"}]}, "model"),
-    ({"model": "gpt-4.1"}, "messages"),
-    ({"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"},
-                                       {"role": "tool", "tool_call_id": "call_x", "content": "r"}]},
-     "must be a response to a preceeding message"),
-    ({"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}, _assistant_call(),
-                                       {"role": "tool", "tool_call_id": "call_other", "content": "r"}]},
-     "must be a response to a preceeding message"),
-    ({"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}, _assistant_call(),
-                                       {"role": "user", "content": "and?"}]},
-     "did not have response messages: call_1"),
-    ({"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}, _assistant_call(arguments={"a": 1}),
-                                       {"role": "tool", "tool_call_id": "call_1", "content": "r"}]},
-     "expected a string"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"messages": [{"role": "user", "content": "hi"}]}, "model"),
+        ({"model": "gpt-4.1"}, "messages"),
+        (
+            {
+                "model": "gpt-4.1",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "tool", "tool_call_id": "call_x", "content": "r"},
+                ],
+            },
+            "must be a response to a preceeding message",
+        ),
+        (
+            {
+                "model": "gpt-4.1",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    _assistant_call(),
+                    {"role": "tool", "tool_call_id": "call_other", "content": "r"},
+                ],
+            },
+            "must be a response to a preceeding message",
+        ),
+        (
+            {
+                "model": "gpt-4.1",
+                "messages": [{"role": "user", "content": "hi"}, _assistant_call(), {"role": "user", "content": "and?"}],
+            },
+            "did not have response messages: call_1",
+        ),
+        (
+            {
+                "model": "gpt-4.1",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    _assistant_call(arguments={"a": 1}),
+                    {"role": "tool", "tool_call_id": "call_1", "content": "r"},
+                ],
+            },
+            "expected a string",
+        ),
+    ],
+)
 def test_openai_rejects_a_malformed_request_with_400(standin, body, fragment):
     standin.script(Reply(text="unused"))
     with pytest.raises(openai.BadRequestError, match=fragment) as caught:
@@ -254,8 +321,10 @@ def test_openai_rejects_a_malformed_request_with_400(standin, body, fragment):
 
 
 def _tool_use(tool_id="toolu_1", input=None):
-    return {"role": "assistant", "content": [
-        {"type": "tool_use", "id": tool_id, "name": "read_file", "input": {} if input is None else input}]}
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": tool_id, "name": "read_file", "input": {} if input is None else input}],
+    }
 
 
 def _tool_result(tool_id="toolu_1"):
@@ -265,23 +334,35 @@ def _tool_result(tool_id="toolu_1"):
 HI = {"role": "user", "content": "hi"}
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ({"max_tokens": 10, "messages": [HI]}, "model: Field required"),
-    ({"model": CLAUDE, "messages": [HI]}, "max_tokens: Field required"),
-    ({"model": CLAUDE, "max_tokens": 10}, "messages: Field required"),
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "assistant", "content": "hi"}]}, "alternate"),
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [HI, HI]}, "alternate"),
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "system", "content": "x"}, HI]}, "Unexpected role"),
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [HI, _tool_use(), _tool_result("toolu_2")]},
-     "unexpected `tool_use_id`"),
-    ({"model": CLAUDE, "max_tokens": 10,
-      "messages": [HI, _tool_use(), _tool_result(), {"role": "assistant", "content": "ok"}, _tool_result()]},
-     "unexpected `tool_use_id`"),  # the tool_use is two messages back, not in the immediately preceding one
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [HI, _tool_use(), HI]}, "without `tool_result` blocks"),
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [HI, _tool_use(input='{"a": 1}'), _tool_result()]},
-     "valid dictionary"),
-    ({"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "user", "content": ""}]}, "non-empty"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"max_tokens": 10, "messages": [HI]}, "model: Field required"),
+        ({"model": CLAUDE, "messages": [HI]}, "max_tokens: Field required"),
+        ({"model": CLAUDE, "max_tokens": 10}, "messages: Field required"),
+        ({"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "assistant", "content": "hi"}]}, "alternate"),
+        ({"model": CLAUDE, "max_tokens": 10, "messages": [HI, HI]}, "alternate"),
+        ({"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "system", "content": "x"}, HI]}, "Unexpected role"),
+        (
+            {"model": CLAUDE, "max_tokens": 10, "messages": [HI, _tool_use(), _tool_result("toolu_2")]},
+            "unexpected `tool_use_id`",
+        ),
+        (
+            {
+                "model": CLAUDE,
+                "max_tokens": 10,
+                "messages": [HI, _tool_use(), _tool_result(), {"role": "assistant", "content": "ok"}, _tool_result()],
+            },
+            "unexpected `tool_use_id`",
+        ),  # the tool_use is two messages back, not in the immediately preceding one
+        ({"model": CLAUDE, "max_tokens": 10, "messages": [HI, _tool_use(), HI]}, "without `tool_result` blocks"),
+        (
+            {"model": CLAUDE, "max_tokens": 10, "messages": [HI, _tool_use(input='{"a": 1}'), _tool_result()]},
+            "valid dictionary",
+        ),
+        ({"model": CLAUDE, "max_tokens": 10, "messages": [{"role": "user", "content": ""}]}, "non-empty"),
+    ],
+)
 def test_anthropic_rejects_a_malformed_request_with_400(standin, body, fragment):
     standin.script(Reply(text="unused"))
     with pytest.raises(anthropic.BadRequestError, match=fragment) as caught:
@@ -318,8 +399,14 @@ def test_a_responder_answers_from_the_conversation_it_is_sent(standin):
     first = chat(client, [{"role": "user", "content": "docs/a.md"}])
     call = first.choices[0].message.tool_calls[0]
     assert json.loads(call.function.arguments) == {"path": "docs/a.md"}
-    second = chat(client, [{"role": "user", "content": "docs/a.md"}, first.choices[0].message.model_dump(),
-                           {"role": "tool", "tool_call_id": call.id, "content": "# A"}])
+    second = chat(
+        client,
+        [
+            {"role": "user", "content": "docs/a.md"},
+            first.choices[0].message.model_dump(),
+            {"role": "tool", "tool_call_id": call.id, "content": "# A"},
+        ],
+    )
     assert second.choices[0].message.content == "done"
 
 
@@ -337,8 +424,11 @@ def test_anthropic_reports_cache_writes_and_reads_at_breakpoints(standin):
     assert first.input_tokens < 20  # what follows the breakpoint: the one short message
 
     # The same prefix, a longer conversation, a breakpoint moved to its end: the system prompt is read back.
-    turns = [{"role": "user", "content": "Fix the docs."}, {"role": "assistant", "content": "Which page?"},
-             {"role": "user", "content": [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]}]
+    turns = [
+        {"role": "user", "content": "Fix the docs."},
+        {"role": "assistant", "content": "Which page?"},
+        {"role": "user", "content": [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]},
+    ]
     second = message(client, turns, system=system).usage
     assert second.cache_read_input_tokens == first.cache_creation_input_tokens
     assert second.cache_creation_input_tokens > 1024 and second.input_tokens == 0

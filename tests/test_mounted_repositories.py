@@ -50,8 +50,9 @@ def test_git_still_refuses_the_repository_to_anything_but_its_own_remote(stack, 
     with pytest.raises(GitError, match="dubious ownership"):
         git.run("fetch", "-q", str(stack.repo), "main:refs/heads/main", git_dir=mirror)
     remote = Remote(url=str(stack.repo), trusted=True)
-    git.run("fetch", "-q", *git.pack_program(remote, "upload-pack"), str(stack.repo), "main:refs/heads/main",
-            git_dir=mirror)
+    git.run(
+        "fetch", "-q", *git.pack_program(remote, "upload-pack"), str(stack.repo), "main:refs/heads/main", git_dir=mirror
+    )
     assert git.pack_program(Remote(url=str(stack.repo)), "upload-pack") == []
     assert "safe.directory=*" not in " ".join(git.pack_program(remote, "upload-pack"))
 

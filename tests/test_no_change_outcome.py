@@ -34,8 +34,9 @@ def test_a_run_that_needs_no_change_records_its_reason_and_opens_nothing(stack):
     [run] = finished_runs(stack, job["id"])
     assert (run["outcome"], run["result"], run["reason"]) == ("processed", "no_change_needed", REASON)
     assert events[-1]["type"] == "job.completed"
-    page_text = stack.operator().get(f"{stack.url}/dashboard/projects/{stack.project_id}/jobs/{job['id']}",
-                                     timeout=10).text
+    page_text = (
+        stack.operator().get(f"{stack.url}/dashboard/projects/{stack.project_id}/jobs/{job['id']}", timeout=10).text
+    )
     assert '<span class="outcome no_change_needed">no change needed</span>' in page_text
 
 
@@ -67,12 +68,16 @@ def test_a_follow_up_that_needs_no_change_says_so_on_the_pull_request(stack):
     assert done["status"] == "completed"
     assert branch_log(stack.repo, done["branch"])[-1] == "Add an FAQ"  # no second commit
     users = [m for m in stack.conversation(job["id"]) if m["role"] == "user"]
-    assert [(m["outcome"], m["reason"]) for m in users] == [("changed", None),
-                                                            ("no_change_needed", "The FAQ already answers that.")]
+    assert [(m["outcome"], m["reason"]) for m in users] == [
+        ("changed", None),
+        ("no_change_needed", "The FAQ already answers that."),
+    ]
     [pull] = stack.ctx.local.pulls(stack.project_id)
     assert pull.title == "Add an FAQ"  # kept: the round that changed nothing does not rename the pull request
-    assert "**Round 2.** > Say that questions are welcome\n\n**No change was needed.** The FAQ already answers " \
-           "that." in pull.body
+    assert (
+        "**Round 2.** > Say that questions are welcome\n\n**No change was needed.** The FAQ already answers "
+        "that." in pull.body
+    )
     round_two = pull.comments[1]["body"]
     assert "✅ done" in round_two and "**No change was needed.** The FAQ already answers that." in round_two
     events = page(stack, job["id"])
@@ -98,12 +103,21 @@ def test_a_recorded_run_that_says_nothing_of_its_outcome_gets_it_from_its_commit
     said = RunOutcome(reply="Covered.", outcome=RoundOutcome.NO_CHANGE_NEEDED, reason="Covered already.")
     assert round_outcome(said) == (RoundOutcome.NO_CHANGE_NEEDED, "Covered already.")
     assert round_outcome(RunOutcome(reply="Covered.", outcome=RoundOutcome.NO_CHANGE_NEEDED)) == (
-        RoundOutcome.NO_CHANGE_NEEDED, "Covered.")
+        RoundOutcome.NO_CHANGE_NEEDED,
+        "Covered.",
+    )
 
 
 def test_messages_stored_before_outcomes_existed_load_without_one_and_new_ones_round_trip():
-    old = {"id": "msg_1", "job_id": "job_1", "seq": 0, "role": "user", "content": "x", "created_at": "t",
-           "status": "processed"}
+    old = {
+        "id": "msg_1",
+        "job_id": "job_1",
+        "seq": 0,
+        "role": "user",
+        "content": "x",
+        "created_at": "t",
+        "status": "processed",
+    }
     assert Message.from_dict(old).outcome is None and Message.from_dict(old).to_api()["outcome"] is None
     stored = Message.from_dict({**old, "outcome": "no_change_needed", "reason": "Covered."})
     assert stored.outcome is RoundOutcome.NO_CHANGE_NEEDED
@@ -112,11 +126,20 @@ def test_messages_stored_before_outcomes_existed_load_without_one_and_new_ones_r
 
 
 def test_the_replies_on_the_pull_request_say_no_change_was_needed_and_why():
-    assert describe.round_reply(mention="ana", round_number=2, state=describe.RoundState.DONE,
-                                summary="Covered already.\nMore.", no_change_needed=True) == \
-        "@ana round 2 needed no change: Covered already."
-    assert describe.thread_reply(mention="ana", commit=None, summary="Covered already.", no_change_needed=True) == \
-        "@ana No change was needed: Covered already."
+    assert (
+        describe.round_reply(
+            mention="ana",
+            round_number=2,
+            state=describe.RoundState.DONE,
+            summary="Covered already.\nMore.",
+            no_change_needed=True,
+        )
+        == "@ana round 2 needed no change: Covered already."
+    )
+    assert (
+        describe.thread_reply(mention="ana", commit=None, summary="Covered already.", no_change_needed=True)
+        == "@ana No change was needed: Covered already."
+    )
     assert describe.thread_reply(mention=None, commit=None, summary="Yes.") == "Yes."  # an answer stays one
     report = describe.RoundReport(2, describe.RoundState.DONE, summary="Covered already.", no_change_needed=True)
     assert describe.tracking_comment(report).endswith("**No change was needed.** Covered already.")

@@ -22,24 +22,43 @@ TOKEN = "metrics-token-for-tests"
 def processes(stack, tmp_path, **env):
     """The real `copydesk web` and `copydesk worker` on the stack's Redis and project, sharing a metrics folder."""
     env = {**stack.env(), "COPYDESK_METRICS_TOKEN": TOKEN, "COPYDESK_METRICS_DIR": str(tmp_path / "metrics"), **env}
-    with WebServer(env, free_port(), tmp_path / "web.log") as web, \
-            WorkerProcess(env, tmp_path / "worker.log") as worker:
+    with (
+        WebServer(env, free_port(), tmp_path / "web.log") as web,
+        WorkerProcess(env, tmp_path / "worker.log") as worker,
+    ):
         yield web, worker
 
 
 def run_one_job(stack, web, standin, **fields) -> dict:
     """Create a job through the real web server and wait until the worker finished it."""
-    standin.script(Reply(tool_calls=[ToolUse("write_file", {"path": "docs/faq.md", "content": "# FAQ\n"})],
-                         input_tokens=120, output_tokens=30, cached_tokens=100),
-                   Reply(tool_calls=[ToolUse("finish", {"title": "Add an FAQ", "summary": "Added the FAQ."})],
-                         input_tokens=200, output_tokens=9, cached_tokens=0))
+    standin.script(
+        Reply(
+            tool_calls=[ToolUse("write_file", {"path": "docs/faq.md", "content": "# FAQ\n"})],
+            input_tokens=120,
+            output_tokens=30,
+            cached_tokens=100,
+        ),
+        Reply(
+            tool_calls=[ToolUse("finish", {"title": "Add an FAQ", "summary": "Added the FAQ."})],
+            input_tokens=200,
+            output_tokens=9,
+            cached_tokens=0,
+        ),
+    )
     auth = {"Authorization": f"Bearer {stack.key}"}
-    created = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "Add an FAQ", **fields},
-                            headers={**auth, "X-Request-Id": f"req-test-create-{len(fields)}"}, timeout=10)
+    created = requests.post(
+        f"{web.url}/v2/agent/{stack.project_id}/job",
+        json={"prompt": "Add an FAQ", **fields},
+        headers={**auth, "X-Request-Id": f"req-test-create-{len(fields)}"},
+        timeout=10,
+    )
     assert created.status_code == 201, created.text
     url = f"{web.url}/v2/agent/{stack.project_id}/job/{created.json()['id']}"
-    return wait_until(lambda: (job := requests.get(url, headers=auth, timeout=10).json())["status"] != "active"
-                      and job, 60, "the job to finish")
+    return wait_until(
+        lambda: (job := requests.get(url, headers=auth, timeout=10).json())["status"] != "active" and job,
+        60,
+        "the job to finish",
+    )
 
 
 def scrape(web) -> dict[str, dict]:
@@ -52,10 +71,14 @@ def scrape(web) -> dict[str, dict]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_metrics_after_a_real_run(stack_factory, standin, tmp_path, provider):
-    overrides = {"openai": dict(model="openai:gpt-test", openai_api_key="sk-test",
-                                openai_base_url=standin.openai_base_url),
-                 "anthropic": dict(model="anthropic:claude-test", anthropic_api_key="sk-ant-test",
-                                   anthropic_base_url=standin.anthropic_base_url)}[provider]
+    overrides = {
+        "openai": dict(model="openai:gpt-test", openai_api_key="sk-test", openai_base_url=standin.openai_base_url),
+        "anthropic": dict(
+            model="anthropic:claude-test",
+            anthropic_api_key="sk-ant-test",
+            anthropic_base_url=standin.anthropic_base_url,
+        ),
+    }[provider]
     stack = stack_factory(**overrides)
     model = stack.settings.model
     with processes(stack, tmp_path) as (web, worker):
@@ -72,8 +95,12 @@ def test_metrics_after_a_real_run(stack_factory, standin, tmp_path, provider):
         # Text mode stays a line for people: gunicorn's usual access line, then the duration and the request id.
         wait_until(lambda: "req-test-create-0" in web.log(), 10, "the access line of the create call")
     assert re.search(r'"POST /v2/agent/\S+/job HTTP/1.1" 201 \d+ .* \d+ms req-test-create-0$', web.log(), re.M)
-    assert re.search(r"INFO copydesk.run: run of job \S+ message \S+ completed in [\d.]+ s: 2 steps, 320 input "
-                     r"and 39 output tokens, commit [0-9a-f]{12} \[job_", worker.log_path.read_text(), re.M)
+    assert re.search(
+        r"INFO copydesk.run: run of job \S+ message \S+ completed in [\d.]+ s: 2 steps, 320 input "
+        r"and 39 output tokens, commit [0-9a-f]{12} \[job_",
+        worker.log_path.read_text(),
+        re.M,
+    )
 
     assert value(after, "copydesk_runs_total", outcome="completed", code="") == 1
     assert value(after, "copydesk_run_duration_seconds_count", outcome="completed") == 1
@@ -108,8 +135,12 @@ def test_queue_depth_and_oldest_wait_are_read_at_scrape(stack, tmp_path):
     stack.create("two")
     services = stack.ctx.services
     collector = StoreCollector(services.redis, services.projects, services.jobs, [stack.settings.queue_name])
-    found = {s.name: s.value for f in metrics.registry(tmp_path / "m", [collector]).collect() for s in f.samples
-             if s.labels.get("queue") == stack.settings.queue_name or s.labels.get("status") == "active"}
+    found = {
+        s.name: s.value
+        for f in metrics.registry(tmp_path / "m", [collector]).collect()
+        for s in f.samples
+        if s.labels.get("queue") == stack.settings.queue_name or s.labels.get("status") == "active"
+    }
     assert found["copydesk_queue_depth"] == 2 and found["copydesk_jobs"] == 2
     assert 0 <= found["copydesk_queue_oldest_age_seconds"] < 60
 
@@ -125,8 +156,12 @@ def test_json_mode_every_line_of_web_and_worker_is_json(stack_factory, standin, 
         requests.get(f"{web.url}/healthz", timeout=10)
         wait_until(lambda: "/healthz" in web.log(), 10, "the access line of /healthz")
         wait_until(lambda: worker.log().count('"outcome"') == 2, 10, "the run lines")
-    lines = [line for path in ("web.log", "worker.log") for line in (tmp_path / path).read_text().splitlines()
-             if line.strip()]
+    lines = [
+        line
+        for path in ("web.log", "worker.log")
+        for line in (tmp_path / path).read_text().splitlines()
+        if line.strip()
+    ]
     parsed = []
     for line in lines:
         try:
@@ -214,10 +249,12 @@ def test_json_mode_turns_warnings_and_uncaught_exceptions_into_json_lines():
     import subprocess
     import sys
 
-    script = ("import threading, warnings\nfrom bot import logs\nlogs.configure(json_lines=True)\n"
-              "warnings.warn('an old API')\n"
-              "t = threading.Thread(target=lambda: 1 / 0, name='helper'); t.start(); t.join()\n"
-              "raise ValueError('boom')\n")
+    script = (
+        "import threading, warnings\nfrom bot import logs\nlogs.configure(json_lines=True)\n"
+        "warnings.warn('an old API')\n"
+        "t = threading.Thread(target=lambda: 1 / 0, name='helper'); t.start(); t.join()\n"
+        "raise ValueError('boom')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     lines = [json.loads(line) for line in proc.stderr.splitlines()]

@@ -36,13 +36,23 @@ def make_settings(redis_url: str, tmp_path, **changes) -> Settings:
 
 
 def job_record(status: str = "active", **changes) -> dict:
-    job = Job(id=JOB_ID, project_id=PROJECT_ID, account="local", status=status,
-              repository_url="https://github.com/acme/docs", ref="main", model=MODELS[0],
-              created_at=STAMP, updated_at=STAMP, **changes)
+    job = Job(
+        id=JOB_ID,
+        project_id=PROJECT_ID,
+        account="local",
+        status=status,
+        repository_url="https://github.com/acme/docs",
+        ref="main",
+        model=MODELS[0],
+        created_at=STAMP,
+        updated_at=STAMP,
+        **changes,
+    )
     return job.to_api()
 
 
 # -- the document itself -----------------------------------------------------------------------
+
 
 def test_document_is_valid_openapi_3_1(document):
     assert document["openapi"] == "3.1.0"
@@ -54,8 +64,12 @@ def test_bearer_auth_is_global_and_lifted_only_for_public_endpoints(document):
     scheme = document["components"]["securitySchemes"]["bearerAuth"]
     assert scheme["type"] == "http" and scheme["scheme"] == "bearer" and "cdk_" in scheme["description"]
     assert document["security"] == [{"bearerAuth": []}]
-    public = {path for path, item in document["paths"].items()
-              for operation in item.values() if isinstance(operation, dict) and operation.get("security") == []}
+    public = {
+        path
+        for path, item in document["paths"].items()
+        for operation in item.values()
+        if isinstance(operation, dict) and operation.get("security") == []
+    }
     assert public == {"/v2/openapi.json", "/healthz", "/readyz"}
 
 
@@ -89,8 +103,11 @@ def test_operation_error_statuses_match_their_responses(document):
                 if "$ref" in response:
                     name = response["$ref"].rsplit("/", 1)[1]
                     problem = document["components"]["responses"][name]["content"]["application/problem+json"]
-                    assert str(problem["schema"]["allOf"][1]["properties"]["status"]["const"]) == status, \
-                        (method, path, status)
+                    assert str(problem["schema"]["allOf"][1]["properties"]["status"]["const"]) == status, (
+                        method,
+                        path,
+                        status,
+                    )
 
 
 def test_examples_match_their_schemas(validator, document):
@@ -99,23 +116,27 @@ def test_examples_match_their_schemas(validator, document):
             validator.validate_schema(name, example)
 
 
-@pytest.mark.parametrize("body", [
-    {},
-    {"prompt": ""},
-    {"prompt": "x" * 20_001},
-    {"prompt": 3},
-    {"prompt": "x", "model": "openai:gpt-5-unlisted"},
-    {"prompt": "x", "asDraft": "yes"},
-    {"prompt": "x", "title": "unknown field"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"prompt": ""},
+        {"prompt": "x" * 20_001},
+        {"prompt": 3},
+        {"prompt": "x", "model": "openai:gpt-5-unlisted"},
+        {"prompt": "x", "asDraft": "yes"},
+        {"prompt": "x", "title": "unknown field"},
+    ],
+)
 def test_create_body_schema_refuses_what_the_api_refuses(validator, body):
     with pytest.raises(AssertionError):
         validator.validate_schema("CreateJobRequest", body)
 
 
 def test_create_and_message_body_schemas(validator):
-    validator.validate_schema("CreateJobRequest", {"prompt": "x" * 20_000, "model": MODELS[1], "ref": "release/2",
-                                                   "asDraft": True})
+    validator.validate_schema(
+        "CreateJobRequest", {"prompt": "x" * 20_000, "model": MODELS[1], "ref": "release/2", "asDraft": True}
+    )
     validator.validate_schema("MessageRequest", {"prompt": "Also fix the typo."})
     with pytest.raises(AssertionError):
         validator.validate_schema("MessageRequest", {"prompt": "x", "model": MODELS[0]})
@@ -123,18 +144,26 @@ def test_create_and_message_body_schemas(validator):
 
 # -- routes ------------------------------------------------------------------------------------
 
+
 def _normalize(path: str) -> str:
     return re.sub(r"<(?:[^:<>]+:)?[^<>]+>|\{[^}]+\}", "{}", path)
 
 
 def test_app_routes_and_document_agree(redis_url, tmp_path):
     app = create_app(make_settings(redis_url, tmp_path))
-    routes = {(_normalize(rule.rule), method.lower())
-              for rule in app.url_map.iter_rules() if rule.endpoint != "static"
-              for method in rule.methods - {"HEAD", "OPTIONS"}}
+    routes = {
+        (_normalize(rule.rule), method.lower())
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint != "static"
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
     document = openapi_document("http://127.0.0.1:8000", MODELS)
-    documented = {(_normalize(path), method) for path, item in document["paths"].items()
-                  for method in item if method != "parameters"}
+    documented = {
+        (_normalize(path), method)
+        for path, item in document["paths"].items()
+        for method in item
+        if method != "parameters"
+    }
     under_v2 = {route for route in routes if route[0].startswith("/v2/")}
     assert under_v2 - documented == set(), "routes missing from the OpenAPI document"
     assert documented - routes == set(), "documented operations the app does not have"
@@ -142,14 +171,19 @@ def test_app_routes_and_document_agree(redis_url, tmp_path):
 
 # -- the validator -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("record", [
-    job_record("active"),
-    job_record("active", branch=f"copydesk/{JOB_ID}", pr_link="https://github.com/acme/docs/pull/7"),
-    job_record("completed", branch=f"copydesk/{JOB_ID}", pr_link="https://github.com/acme/docs/pull/7"),
-    job_record("completed"),
-    job_record("failed", error={"code": "ref_not_found", "message": "the repository has no branch 'main'"}),
-    job_record("archived", archived_at=STAMP),
-], ids=["active", "active-with-pr", "completed", "completed-no-change", "failed", "archived"])
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        job_record("active"),
+        job_record("active", branch=f"copydesk/{JOB_ID}", pr_link="https://github.com/acme/docs/pull/7"),
+        job_record("completed", branch=f"copydesk/{JOB_ID}", pr_link="https://github.com/acme/docs/pull/7"),
+        job_record("completed"),
+        job_record("failed", error={"code": "ref_not_found", "message": "the repository has no branch 'main'"}),
+        job_record("archived", archived_at=STAMP),
+    ],
+    ids=["active", "active-with-pr", "completed", "completed-no-change", "failed", "archived"],
+)
 def test_validator_accepts_real_job_records(validator, record):
     validator.validate("GET", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}", 200, record, REQUEST_ID)
     validator.validate("POST", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}/archive", 200, record, REQUEST_ID)
@@ -157,19 +191,23 @@ def test_validator_accepts_real_job_records(validator, record):
 
 def test_validator_rejects_a_status_outside_the_enum(validator):
     with pytest.raises(AssertionError, match=r"\$\.status: 'running' is not one of"):
-        validator.validate("GET", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}", 200, job_record() | {"status": "running"},
-                           REQUEST_ID)
+        validator.validate(
+            "GET", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}", 200, job_record() | {"status": "running"}, REQUEST_ID
+        )
 
 
-@pytest.mark.parametrize("record, message", [
-    ({k: v for k, v in job_record().items() if k != "prLink"}, "'prLink' is a required property"),
-    (job_record() | {"extra": 1}, "Additional properties are not allowed"),
-    (job_record() | {"id": "job_123"}, r"\$\.id"),
-    (job_record() | {"createdAt": "2025-01-01 12:00"}, r"\$\.createdAt"),
-    (job_record("failed"), r"\$\.error: None is not of type 'object'"),
-    (job_record("archived"), r"\$\.archivedAt"),
-    (job_record("completed", archived_at=STAMP), r"\$\.archivedAt"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({k: v for k, v in job_record().items() if k != "prLink"}, "'prLink' is a required property"),
+        (job_record() | {"extra": 1}, "Additional properties are not allowed"),
+        (job_record() | {"id": "job_123"}, r"\$\.id"),
+        (job_record() | {"createdAt": "2025-01-01 12:00"}, r"\$\.createdAt"),
+        (job_record("failed"), r"\$\.error: None is not of type 'object'"),
+        (job_record("archived"), r"\$\.archivedAt"),
+        (job_record("completed", archived_at=STAMP), r"\$\.archivedAt"),
+    ],
+)
 def test_validator_rejects_malformed_job_records(validator, record, message):
     with pytest.raises(AssertionError, match=message):
         validator.validate("GET", f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}", 200, record, REQUEST_ID)
@@ -203,8 +241,14 @@ def test_validator_checks_required_headers(validator):
 
 def test_validator_checks_problem_bodies(validator):
     path = f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}"
-    problem = {"type": "urn:copydesk:problem:job_not_found", "title": "Job not found", "status": 404,
-               "detail": "no job", "code": "job_not_found", "error": "no job"}
+    problem = {
+        "type": "urn:copydesk:problem:job_not_found",
+        "title": "Job not found",
+        "status": 404,
+        "detail": "no job",
+        "code": "job_not_found",
+        "error": "no job",
+    }
     headers = REQUEST_ID | {"Content-Type": "application/problem+json"}
     validator.validate("GET", path, 404, problem, headers)
     with pytest.raises(AssertionError, match=r"\$\.code"):
@@ -215,26 +259,57 @@ def test_validator_checks_problem_bodies(validator):
 
 
 def test_validator_accepts_a_real_conversation(validator):
-    prompt = Message(id="msg_01JR8Z6Q3V4W5X6Y7Z8A9B0C1F", job_id=JOB_ID, seq=0, role=Role.USER, content="Fix it",
-                     created_at=STAMP, status=MessageStatus.PROCESSED)
-    answer = Message(id="msg_01JR8Z6Q3V4W5X6Y7Z8A9B0C1G", job_id=JOB_ID, seq=0, role=Role.AGENT, content="Done",
-                     created_at=STAMP, reply_to=prompt.id, commit="a" * 40, changed_files=["docs/a.md"])
+    prompt = Message(
+        id="msg_01JR8Z6Q3V4W5X6Y7Z8A9B0C1F",
+        job_id=JOB_ID,
+        seq=0,
+        role=Role.USER,
+        content="Fix it",
+        created_at=STAMP,
+        status=MessageStatus.PROCESSED,
+    )
+    answer = Message(
+        id="msg_01JR8Z6Q3V4W5X6Y7Z8A9B0C1G",
+        job_id=JOB_ID,
+        seq=0,
+        role=Role.AGENT,
+        content="Done",
+        created_at=STAMP,
+        reply_to=prompt.id,
+        commit="a" * 40,
+        changed_files=["docs/a.md"],
+    )
     path = f"/v2/agent/{PROJECT_ID}/job/{JOB_ID}/messages"
-    usage = {"inputTokens": 1200, "outputTokens": 30, "cacheReadTokens": 1000, "cacheWriteTokens": 80,
-             "billableTokens": 350}
+    usage = {
+        "inputTokens": 1200,
+        "outputTokens": 30,
+        "cacheReadTokens": 1000,
+        "cacheWriteTokens": 80,
+        "billableTokens": 350,
+    }
     prompt.usage = usage
     totals = usage | {"maxTokens": 1000, "remainingTokens": 850}
-    validator.validate("GET", path, 200, {"messages": [prompt.to_api(), answer.to_api()], "nextCursor": None,
-                                          "usage": totals}, REQUEST_ID)
+    validator.validate(
+        "GET",
+        path,
+        200,
+        {"messages": [prompt.to_api(), answer.to_api()], "nextCursor": None, "usage": totals},
+        REQUEST_ID,
+    )
     with pytest.raises(AssertionError, match="status"):
-        validator.validate("GET", path, 200, {"messages": [prompt.to_api() | {"status": "done"}], "nextCursor": None,
-                                              "usage": totals},
-                           REQUEST_ID)
+        validator.validate(
+            "GET",
+            path,
+            200,
+            {"messages": [prompt.to_api() | {"status": "done"}], "nextCursor": None, "usage": totals},
+            REQUEST_ID,
+        )
     with pytest.raises(AssertionError, match="usage"):
         validator.validate("GET", path, 200, {"messages": [prompt.to_api()], "nextCursor": None}, REQUEST_ID)
 
 
 # -- real responses of the app -----------------------------------------------------------------
+
 
 class Api:
     """A test client whose every response is checked against the served OpenAPI document."""
@@ -259,8 +334,13 @@ class Api:
 def live(redis_url, tmp_path):
     app = create_app(make_settings(redis_url, tmp_path, rate_limit_per_hour=6))
     services = app.extensions["copydesk"]
-    project = services.projects.add(account="acme", host="local", repository=str(tmp_path / "repo.git"),
-                                    web_url=f"http://127.0.0.1:8000/local/{PROJECT_ID}", ref="main")
+    project = services.projects.add(
+        account="acme",
+        host="local",
+        repository=str(tmp_path / "repo.git"),
+        web_url=f"http://127.0.0.1:8000/local/{PROJECT_ID}",
+        ref="main",
+    )
     _key, token = services.keys.create(account="acme")
     served = app.test_client().get("/v2/openapi.json").get_json()
     return Api(app, ResponseValidator(served)), project, token
@@ -277,16 +357,27 @@ def test_real_responses_match_the_document(live):
     api, project, token = live
     base = f"/v2/agent/{project.id}"
 
-    created = api.call("POST", f"{base}/job", token=token, json={"prompt": "Document the CLI."},
-                       headers={"Idempotency-Key": "create-1"})
+    created = api.call(
+        "POST",
+        f"{base}/job",
+        token=token,
+        json={"prompt": "Document the CLI."},
+        headers={"Idempotency-Key": "create-1"},
+    )
     assert created.status_code == 201
     job = created.get_json()
     assert created.headers["Location"] == f"{base}/job/{job['id']}" and job["status"] == "active"
-    replay = api.call("POST", f"{base}/job", token=token, json={"prompt": "Document the CLI."},
-                      headers={"Idempotency-Key": "create-1"})
+    replay = api.call(
+        "POST",
+        f"{base}/job",
+        token=token,
+        json={"prompt": "Document the CLI."},
+        headers={"Idempotency-Key": "create-1"},
+    )
     assert replay.status_code == 201 and replay.get_json()["id"] == job["id"]
-    conflict = api.call("POST", f"{base}/job", token=token, json={"prompt": "Something else."},
-                        headers={"Idempotency-Key": "create-1"})
+    conflict = api.call(
+        "POST", f"{base}/job", token=token, json={"prompt": "Something else."}, headers={"Idempotency-Key": "create-1"}
+    )
     assert conflict.get_json()["code"] == "idempotency_conflict"
     api.call("POST", f"{base}/job", token=token, json={"prompt": "Second job.", "model": MODELS[1], "asDraft": True})
 
@@ -295,8 +386,10 @@ def test_real_responses_match_the_document(live):
     assert first["nextCursor"] is not None
     last = api.call("GET", f"{base}/jobs?limit=1&cursor={first['nextCursor']}&status=active", token=token)
     assert last.get_json()["nextCursor"] is None
-    assert api.call("POST", f"{base}/job/{job['id']}/message", token=token,
-                    json={"prompt": "Also the API."}).status_code == 200
+    assert (
+        api.call("POST", f"{base}/job/{job['id']}/message", token=token, json={"prompt": "Also the API."}).status_code
+        == 200
+    )
     conversation = api.call("GET", f"{base}/job/{job['id']}/messages", token=token).get_json()
     assert [m["role"] for m in conversation["messages"]] == ["user", "user"]
     for _ in range(2):
@@ -308,25 +401,33 @@ def test_real_responses_match_the_document(live):
     assert {status for _m, _p, status in api.calls} >= {200, 201, 409}
 
 
-@pytest.mark.parametrize("method, path, kwargs, status, code", [
-    ("POST", "{base}/job", {"data": "not json", "content_type": "application/json"}, 400, "invalid_json"),
-    ("POST", "{base}/job", {"json": {"prompt": "x", "title": "y"}}, 400, "invalid_request"),
-    ("POST", "{base}/job", {"json": {"prompt": ""}}, 400, "invalid_request"),
-    ("POST", "{base}/job", {"json": {"prompt": "x", "model": "nope"}}, 400, "invalid_request"),
-    ("POST", "{base}/job", {"json": {"prompt": "x"}, "headers": {"Idempotency-Key": "bad key"}}, 400,
-     "invalid_request"),
-    ("POST", "{base}/job", {"data": "prompt=x", "content_type": "text/plain"}, 415, "unsupported_media_type"),
-    ("POST", "{base}/job", {"json": {"prompt": "x" * 70_000}}, 413, "payload_too_large"),
-    ("POST", "{base}/job/{job}/message", {"json": {"prompt": "x", "model": MODELS[0]}}, 400, "invalid_request"),
-    ("GET", "{base}/jobs?limit=0", {}, 400, "invalid_request"),
-    ("GET", "{base}/jobs?status=running", {}, 400, "invalid_request"),
-    ("GET", "{base}/jobs?page=2", {}, 400, "invalid_request"),
-    ("GET", "{base}/job/job_01JR8Z6Q3V4W5X6Y7Z8A9B0C1Z", {}, 404, "job_not_found"),
-    ("GET", "/v2/agent/prj_01JR8Z6Q3V4W5X6Y7Z8A9B0C1Z/jobs", {}, 404, "project_not_found"),
-    ("GET", "/v2/agent/nonsense/job/nonsense", {}, 404, "project_not_found"),
-    ("PUT", "{base}/job/{job}", {}, 405, "method_not_allowed"),
-    ("GET", "/v2/agent/{project}", {}, 404, "not_found"),
-])
+@pytest.mark.parametrize(
+    "method, path, kwargs, status, code",
+    [
+        ("POST", "{base}/job", {"data": "not json", "content_type": "application/json"}, 400, "invalid_json"),
+        ("POST", "{base}/job", {"json": {"prompt": "x", "title": "y"}}, 400, "invalid_request"),
+        ("POST", "{base}/job", {"json": {"prompt": ""}}, 400, "invalid_request"),
+        ("POST", "{base}/job", {"json": {"prompt": "x", "model": "nope"}}, 400, "invalid_request"),
+        (
+            "POST",
+            "{base}/job",
+            {"json": {"prompt": "x"}, "headers": {"Idempotency-Key": "bad key"}},
+            400,
+            "invalid_request",
+        ),
+        ("POST", "{base}/job", {"data": "prompt=x", "content_type": "text/plain"}, 415, "unsupported_media_type"),
+        ("POST", "{base}/job", {"json": {"prompt": "x" * 70_000}}, 413, "payload_too_large"),
+        ("POST", "{base}/job/{job}/message", {"json": {"prompt": "x", "model": MODELS[0]}}, 400, "invalid_request"),
+        ("GET", "{base}/jobs?limit=0", {}, 400, "invalid_request"),
+        ("GET", "{base}/jobs?status=running", {}, 400, "invalid_request"),
+        ("GET", "{base}/jobs?page=2", {}, 400, "invalid_request"),
+        ("GET", "{base}/job/job_01JR8Z6Q3V4W5X6Y7Z8A9B0C1Z", {}, 404, "job_not_found"),
+        ("GET", "/v2/agent/prj_01JR8Z6Q3V4W5X6Y7Z8A9B0C1Z/jobs", {}, 404, "project_not_found"),
+        ("GET", "/v2/agent/nonsense/job/nonsense", {}, 404, "project_not_found"),
+        ("PUT", "{base}/job/{job}", {}, 405, "method_not_allowed"),
+        ("GET", "/v2/agent/{project}", {}, 404, "not_found"),
+    ],
+)
 def test_real_error_responses_match_the_document(live, method, path, kwargs, status, code):
     api, project, token = live
     job = api.call("POST", f"/v2/agent/{project.id}/job", token=token, json={"prompt": "x"}).get_json()
@@ -339,16 +440,20 @@ def test_real_error_responses_match_the_document(live, method, path, kwargs, sta
 def test_unauthorized_responses_match_the_document(live, authorization):
     api, project, _token = live
     headers = {"Authorization": authorization} if authorization else {}
-    for method, path in [("POST", f"/v2/agent/{project.id}/job"), ("GET", f"/v2/agent/{project.id}/jobs"),
-                         ("GET", f"/v2/agent/{project.id}/job/{JOB_ID}")]:
+    for method, path in [
+        ("POST", f"/v2/agent/{project.id}/job"),
+        ("GET", f"/v2/agent/{project.id}/jobs"),
+        ("GET", f"/v2/agent/{project.id}/job/{JOB_ID}"),
+    ]:
         response = api.call(method, path, headers=headers, json={"prompt": "x"} if method == "POST" else None)
         assert response.status_code == 401
 
 
 def test_rate_limited_responses_match_the_document(live):
     api, project, token = live
-    statuses = [api.call("POST", f"/v2/agent/{project.id}/job", token=token, json={"prompt": "x"}).status_code
-                for _ in range(7)]
+    statuses = [
+        api.call("POST", f"/v2/agent/{project.id}/job", token=token, json={"prompt": "x"}).status_code for _ in range(7)
+    ]
     assert statuses == [201] * 6 + [429]
 
 

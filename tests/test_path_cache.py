@@ -12,8 +12,13 @@ from service.agent import path_cache, paths, tree_cache
 from service.workspace.git import Remote
 from tests.repositories import make_repository
 
-FILES = {"docs/index.md": "# Docs\n", "docs/guide/setup.md": "# Setup\n", ".github/workflows/ci.yml": "on: push\n",
-         "README.md": "# Readme\n", ".GITMODULES.": "x\n"}
+FILES = {
+    "docs/index.md": "# Docs\n",
+    "docs/guide/setup.md": "# Setup\n",
+    ".github/workflows/ci.yml": "on: push\n",
+    "README.md": "# Readme\n",
+    ".GITMODULES.": "x\n",
+}
 
 
 @pytest.fixture
@@ -86,14 +91,21 @@ def _moved(git, repository, files):
     return repository.mirror.fetch(remote, {"refs/heads/main": "refs/test/moved"})["refs/test/moved"]
 
 
-def test_a_tree_moved_by_a_commit_is_derived_from_the_last_one_checking_only_what_came(git, repository,
-                                                                                     policy_calls):
+def test_a_tree_moved_by_a_commit_is_derived_from_the_last_one_checking_only_what_came(git, repository, policy_calls):
     tree_cache.forget()
     with repository.open() as first:
         path_cache.allowed_files(first)
-    moved = _moved(git, repository, {"docs/index.md": "# Changed\n", "docs/added.md": "# Added\n",
-                                     ".github/workflows/new.yml": "on: push\n", ".github/workflows/ci.yml": None,
-                                     "README.md": None})
+    moved = _moved(
+        git,
+        repository,
+        {
+            "docs/index.md": "# Changed\n",
+            "docs/added.md": "# Added\n",
+            ".github/workflows/new.yml": "on: push\n",
+            ".github/workflows/ci.yml": None,
+            "README.md": None,
+        },
+    )
     tree_cache.forget()
     policy_calls["count"] = 0
     with repository.mirror.open(moved) as second:
@@ -129,8 +141,14 @@ def test_a_file_the_site_detection_read_changing_works_the_site_out_again(git, r
     with repository.open() as first:
         before = brief(first, "x", base_commit=None)
     assert "title" not in before.site.front_matter_keys
-    sampled = _moved(git, repository, {"docs/index.md": "---\ntitle: Docs\n---\n# Docs\n",
-                                       "docs/guide/setup.md": "---\ntitle: Setup\n---\n# Setup\n"})
+    sampled = _moved(
+        git,
+        repository,
+        {
+            "docs/index.md": "---\ntitle: Docs\n---\n# Docs\n",
+            "docs/guide/setup.md": "---\ntitle: Setup\n---\n# Setup\n",
+        },
+    )
     tree_cache.forget()
     with repository.mirror.open(sampled) as second:
         assert "title" in brief(second, "x", base_commit=None).site.front_matter_keys

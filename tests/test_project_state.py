@@ -10,10 +10,19 @@ from service.ids import UlidGenerator
 from service.projectstate import DisabledReason
 from service.store.projects import ProjectStore
 
-ADMIN, REMOVED, SUSPENDED = DisabledReason.ADMIN, DisabledReason.INSTALLATION_REMOVED, \
-    DisabledReason.INSTALLATION_SUSPENDED
-REPO = dict(account="acme", host="github", repository="acme/docs", web_url="https://github.com/acme/docs",
-            ref="main", host_data={"installation_id": 7})
+ADMIN, REMOVED, SUSPENDED = (
+    DisabledReason.ADMIN,
+    DisabledReason.INSTALLATION_REMOVED,
+    DisabledReason.INSTALLATION_SUSPENDED,
+)
+REPO = dict(
+    account="acme",
+    host="github",
+    repository="acme/docs",
+    web_url="https://github.com/acme/docs",
+    ref="main",
+    host_data={"installation_id": 7},
+)
 
 # state name -> what the project record says: (enabled, disabled_reason, admin_disabled)
 STATES = {
@@ -25,33 +34,77 @@ STATES = {
     "removed+admin": (False, "installation_removed", True),
 }
 # How each state is reached from a new project.
-REACH = {"on": [], "admin": ["admin off"], "suspended": ["suspend"], "suspended+admin": ["admin off", "suspend"],
-         "removed": ["remove"], "removed+admin": ["admin off", "remove"]}
+REACH = {
+    "on": [],
+    "admin": ["admin off"],
+    "suspended": ["suspend"],
+    "suspended+admin": ["admin off", "suspend"],
+    "removed": ["remove"],
+    "removed+admin": ["admin off", "remove"],
+}
 REFUSED = "refused"
 # event -> {state before: state after}; the whole rule, written out.
 TABLE = {
-    "admin off": {"on": "admin", "admin": "admin", "suspended": "suspended", "suspended+admin": "suspended+admin",
-                  "removed": "removed", "removed+admin": "removed+admin"},
-    "admin on": {"on": "on", "admin": "on", "suspended": REFUSED, "suspended+admin": REFUSED,
-                 "removed": REFUSED, "removed+admin": REFUSED},
-    "suspend": {"on": "suspended", "admin": "suspended+admin", "suspended": "suspended",
-                "suspended+admin": "suspended+admin", "removed": "removed", "removed+admin": "removed+admin"},
-    "unsuspend": {"on": "on", "admin": "admin", "suspended": "on", "suspended+admin": "admin",
-                  "removed": "removed", "removed+admin": "removed+admin"},
-    "remove": {"on": "removed", "admin": "removed+admin", "suspended": "removed", "suspended+admin": "removed+admin",
-               "removed": "removed", "removed+admin": "removed+admin"},
-    "ensure": {"on": "on", "admin": "admin", "suspended": "on", "suspended+admin": "admin", "removed": "on",
-               "removed+admin": "admin"},
+    "admin off": {
+        "on": "admin",
+        "admin": "admin",
+        "suspended": "suspended",
+        "suspended+admin": "suspended+admin",
+        "removed": "removed",
+        "removed+admin": "removed+admin",
+    },
+    "admin on": {
+        "on": "on",
+        "admin": "on",
+        "suspended": REFUSED,
+        "suspended+admin": REFUSED,
+        "removed": REFUSED,
+        "removed+admin": REFUSED,
+    },
+    "suspend": {
+        "on": "suspended",
+        "admin": "suspended+admin",
+        "suspended": "suspended",
+        "suspended+admin": "suspended+admin",
+        "removed": "removed",
+        "removed+admin": "removed+admin",
+    },
+    "unsuspend": {
+        "on": "on",
+        "admin": "admin",
+        "suspended": "on",
+        "suspended+admin": "admin",
+        "removed": "removed",
+        "removed+admin": "removed+admin",
+    },
+    "remove": {
+        "on": "removed",
+        "admin": "removed+admin",
+        "suspended": "removed",
+        "suspended+admin": "removed+admin",
+        "removed": "removed",
+        "removed+admin": "removed+admin",
+    },
+    "ensure": {
+        "on": "on",
+        "admin": "admin",
+        "suspended": "on",
+        "suspended+admin": "admin",
+        "removed": "on",
+        "removed+admin": "admin",
+    },
 }
 
 
 def apply(projects: ProjectStore, project_id: str, event: str) -> None:
-    {"admin off": lambda: projects.disable(project_id, ADMIN),
-     "admin on": lambda: projects.enable(project_id),
-     "suspend": lambda: projects.disable(project_id, SUSPENDED),
-     "unsuspend": lambda: projects.enable(project_id, by_host=True),
-     "remove": lambda: projects.disable(project_id, REMOVED),
-     "ensure": lambda: projects.ensure(**REPO)}[event]()
+    {
+        "admin off": lambda: projects.disable(project_id, ADMIN),
+        "admin on": lambda: projects.enable(project_id),
+        "suspend": lambda: projects.disable(project_id, SUSPENDED),
+        "unsuspend": lambda: projects.enable(project_id, by_host=True),
+        "remove": lambda: projects.disable(project_id, REMOVED),
+        "ensure": lambda: projects.ensure(**REPO),
+    }[event]()
 
 
 def stored(projects: ProjectStore, project_id: str) -> tuple:
@@ -138,9 +191,11 @@ def test_an_admin_disable_racing_an_installation_event_is_never_lost(redis_url):
         repo = {**REPO, "repository": f"acme/race{number}"}
         project, _ = store().ensure(**repo)
         barrier = threading.Barrier(3)
-        threads = [threading.Thread(target=installation_events, args=(barrier, repo)),
-                   threading.Thread(target=installation_events, args=(barrier, repo)),
-                   threading.Thread(target=admin, args=(barrier, project.id))]
+        threads = [
+            threading.Thread(target=installation_events, args=(barrier, repo)),
+            threading.Thread(target=installation_events, args=(barrier, repo)),
+            threading.Thread(target=admin, args=(barrier, project.id)),
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

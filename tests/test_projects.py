@@ -9,8 +9,14 @@ from tests.harness import wait_until
 from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
 
-REPO = dict(account="acme", host="github", repository="acme/docs", web_url="https://github.com/acme/docs",
-            ref="main", host_data={"installation_id": 7, "repository_id": 70})
+REPO = dict(
+    account="acme",
+    host="github",
+    repository="acme/docs",
+    web_url="https://github.com/acme/docs",
+    ref="main",
+    host_data={"installation_id": 7, "repository_id": 70},
+)
 
 
 def test_ensure_makes_one_project_per_repository_and_re_enables_it(redis_client):
@@ -20,8 +26,9 @@ def test_ensure_makes_one_project_per_repository_and_re_enables_it(redis_client)
     projects.disable(first.id, DisabledReason.INSTALLATION_REMOVED)
     assert projects.get(first.id).disabled_reason == "installation_removed"
 
-    again, created = projects.ensure(**{**REPO, "repository": "ACME/docs", "ref": "trunk",
-                                        "host_data": {"installation_id": 8}})
+    again, created = projects.ensure(
+        **{**REPO, "repository": "ACME/docs", "ref": "trunk", "host_data": {"installation_id": 8}}
+    )
     assert not created and again.id == first.id
     stored = projects.get(first.id)
     assert stored.enabled and stored.disabled_reason is None and stored.ref == "trunk"
@@ -65,8 +72,11 @@ def test_access_removed_during_a_run_fails_it_before_the_push(stack_factory):
     with ModelStandIn() as standin:
         stack = stack_factory(**PROVIDERS["openai"](standin))
         answer = threading.Event()  # the model thinks until the project is gone, however long that takes
-        standin.script(Hang(120, until=answer), Reply(tool_calls=[ToolUse("write_file", {"path": "docs/new.md", "content": "# New\n"})]),
-                       Reply(tool_calls=[ToolUse("finish", {"title": "New page", "summary": "Added it."})]))
+        standin.script(
+            Hang(120, until=answer),
+            Reply(tool_calls=[ToolUse("write_file", {"path": "docs/new.md", "content": "# New\n"})]),
+            Reply(tool_calls=[ToolUse("finish", {"title": "New page", "summary": "Added it."})]),
+        )
         job = stack.create().json()
 
         def uninstall_while_the_model_thinks():

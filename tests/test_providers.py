@@ -153,28 +153,57 @@ def test_retry_after_headers():
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 529])
 def test_transient_statuses(status):
-    failure = status_failure(status, {"error": {"message": "try later"}}, {"retry-after": "3"}, vendor="V",
-                             model="m", key_variable="V_KEY", api_key="sk-secret")
+    failure = status_failure(
+        status,
+        {"error": {"message": "try later"}},
+        {"retry-after": "3"},
+        vendor="V",
+        model="m",
+        key_variable="V_KEY",
+        api_key="sk-secret",
+    )
     assert isinstance(failure, Transient)
     assert failure.retry_after == 3.0 and failure.detail == f"HTTP {status}: try later"
 
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_auth_statuses_name_the_variable_and_never_the_key(status):
-    failure = status_failure(status, {"error": {"message": "bad key sk-secret"}}, {}, vendor="V", model="m",
-                             key_variable="V_KEY", api_key="sk-secret")
+    failure = status_failure(
+        status,
+        {"error": {"message": "bad key sk-secret"}},
+        {},
+        vendor="V",
+        model="m",
+        key_variable="V_KEY",
+        api_key="sk-secret",
+    )
     assert isinstance(failure, ModelError) and failure.code == "model_auth_failed"
     assert "V_KEY" in failure.message and "sk-secret" not in failure.message
 
 
 def test_other_client_errors_carry_the_vendor_message():
-    failure = status_failure(404, {"type": "error", "error": {"type": "not_found_error", "message": "model: nope"}},
-                             {}, vendor="V", model="nope", key_variable="V_KEY", api_key="k")
+    failure = status_failure(
+        404,
+        {"type": "error", "error": {"type": "not_found_error", "message": "model: nope"}},
+        {},
+        vendor="V",
+        model="nope",
+        key_variable="V_KEY",
+        api_key="k",
+    )
     assert failure.code == "model_error"
-    assert failure.message == ("V refused the request for 'nope': HTTP 404: model: nope; "
-                               "the model name 'nope' may be wrong")
-    quota = status_failure(429, {"message": "You exceeded your quota", "code": "insufficient_quota"}, {},
-                           vendor="V", model="m", key_variable="V_KEY", api_key="k")
+    assert failure.message == (
+        "V refused the request for 'nope': HTTP 404: model: nope; the model name 'nope' may be wrong"
+    )
+    quota = status_failure(
+        429,
+        {"message": "You exceeded your quota", "code": "insufficient_quota"},
+        {},
+        vendor="V",
+        model="m",
+        key_variable="V_KEY",
+        api_key="k",
+    )
     assert isinstance(quota, ModelError) and "quota" in quota.message
 
 
@@ -199,22 +228,30 @@ def make_model(vendor: str, standin: ModelStandIn, sleeps: Sleeps, *, key: str |
 
 def test_openai_conversation_with_tool_calls(standin, sleeps):
     standin.script(
-        Reply(text="Reading first.", tool_calls=[ToolUse("read_file", {"path": "docs/a.md"}),
-                                                 ToolUse("search", {"pattern": "teh"})],
-              input_tokens=120, output_tokens=30),
-        Reply(text="Fixed.", input_tokens=200, output_tokens=9))
+        Reply(
+            text="Reading first.",
+            tool_calls=[ToolUse("read_file", {"path": "docs/a.md"}), ToolUse("search", {"pattern": "teh"})],
+            input_tokens=120,
+            output_tokens=30,
+        ),
+        Reply(text="Fixed.", input_tokens=200, output_tokens=9),
+    )
     model = make_model("openai", standin, sleeps)
     assert model.name == "openai:test-model"
 
     first = model.complete(list(START), TOOL_SPECS)
     assert first.text == "Reading first."
-    assert [(c.name, c.arguments) for c in first.tool_calls] == [("read_file", {"path": "docs/a.md"}),
-                                                                  ("search", {"pattern": "teh"})]
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [
+        ("read_file", {"path": "docs/a.md"}),
+        ("search", {"pattern": "teh"}),
+    ]
     assert first.usage == Usage(120, 30)
     read, search = first.tool_calls
-    conversation = START + [ChatMessage("assistant", first.text, first.tool_calls),
-                            ChatMessage("tool", "1| # A", tool_call_id=read.id),
-                            ChatMessage("tool", "search failed: bad regex", tool_call_id=search.id, is_error=True)]
+    conversation = START + [
+        ChatMessage("assistant", first.text, first.tool_calls),
+        ChatMessage("tool", "1| # A", tool_call_id=read.id),
+        ChatMessage("tool", "search failed: bad regex", tool_call_id=search.id, is_error=True),
+    ]
     second = model.complete(conversation, TOOL_SPECS)
     assert (second.text, second.tool_calls, second.usage) == ("Fixed.", [], Usage(200, 9))
 
@@ -222,16 +259,35 @@ def test_openai_conversation_with_tool_calls(standin, sleeps):
     request = standin.requests[0]
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.body["model"] == "test-model" and request.body["tool_choice"] == "auto"
-    assert request.body["tools"][0] == {"type": "function", "function": {
-        "name": "list_files", "description": TOOL_SPECS[0].description, "parameters": TOOL_SPECS[0].parameters}}
-    assert request.body["messages"] == [{"role": "system", "content": "You edit docs."},
-                                        {"role": "user", "content": "Fix the typo in docs/a.md."}]
+    assert request.body["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "list_files",
+            "description": TOOL_SPECS[0].description,
+            "parameters": TOOL_SPECS[0].parameters,
+        },
+    }
+    assert request.body["messages"] == [
+        {"role": "system", "content": "You edit docs."},
+        {"role": "user", "content": "Fix the typo in docs/a.md."},
+    ]
     assert standin.requests[1].body["messages"][2:] == [
-        {"role": "assistant", "content": "Reading first.", "tool_calls": [
-            {"id": read.id, "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "docs/a.md"}'}},
-            {"id": search.id, "type": "function",
-             "function": {"name": "search", "arguments": '{"pattern": "teh"}'}}]},
+        {
+            "role": "assistant",
+            "content": "Reading first.",
+            "tool_calls": [
+                {
+                    "id": read.id,
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "docs/a.md"}'},
+                },
+                {
+                    "id": search.id,
+                    "type": "function",
+                    "function": {"name": "search", "arguments": '{"pattern": "teh"}'},
+                },
+            ],
+        },
         {"role": "tool", "tool_call_id": read.id, "content": "1| # A"},
         {"role": "tool", "tool_call_id": search.id, "content": "ERROR: search failed: bad regex"},
     ]
@@ -239,31 +295,46 @@ def test_openai_conversation_with_tool_calls(standin, sleeps):
 
 def test_anthropic_conversation_with_tool_calls(standin, sleeps):
     standin.script(
-        Reply(text="Reading first.", tool_calls=[ToolUse("read_file", {"path": "docs/a.md"}),
-                                                 ToolUse("search", {"pattern": "teh"})],
-              input_tokens=120, output_tokens=30),
+        Reply(
+            text="Reading first.",
+            tool_calls=[ToolUse("read_file", {"path": "docs/a.md"}), ToolUse("search", {"pattern": "teh"})],
+            input_tokens=120,
+            output_tokens=30,
+        ),
         Reply(tool_calls=[ToolUse("check_docs", {})]),
-        Reply(text="Fixed.", input_tokens=200, output_tokens=9))
+        Reply(text="Fixed.", input_tokens=200, output_tokens=9),
+    )
     model = make_model("anthropic", standin, sleeps)
     assert model.name == "anthropic:test-model"
-    history = [ChatMessage("system", "You edit docs."), ChatMessage("system", "Docs live in docs/."),
-               ChatMessage("user", "Earlier question?"), ChatMessage("assistant", "Earlier answer."),
-               ChatMessage("user", "Fix the typo in docs/a.md."), ChatMessage("user", "And keep it short.")]
+    history = [
+        ChatMessage("system", "You edit docs."),
+        ChatMessage("system", "Docs live in docs/."),
+        ChatMessage("user", "Earlier question?"),
+        ChatMessage("assistant", "Earlier answer."),
+        ChatMessage("user", "Fix the typo in docs/a.md."),
+        ChatMessage("user", "And keep it short."),
+    ]
 
     first = model.complete(history, TOOL_SPECS)
     assert first.text == "Reading first."
-    assert [(c.name, c.arguments) for c in first.tool_calls] == [("read_file", {"path": "docs/a.md"}),
-                                                                  ("search", {"pattern": "teh"})]
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [
+        ("read_file", {"path": "docs/a.md"}),
+        ("search", {"pattern": "teh"}),
+    ]
     assert first.usage == Usage(120, 30)
     read, search = first.tool_calls
-    conversation = history + [ChatMessage("assistant", first.text, first.tool_calls),
-                              ChatMessage("tool", "1| # A", tool_call_id=read.id),
-                              ChatMessage("tool", "search failed: bad regex", tool_call_id=search.id, is_error=True)]
+    conversation = history + [
+        ChatMessage("assistant", first.text, first.tool_calls),
+        ChatMessage("tool", "1| # A", tool_call_id=read.id),
+        ChatMessage("tool", "search failed: bad regex", tool_call_id=search.id, is_error=True),
+    ]
     second = model.complete(conversation, TOOL_SPECS)
     (check,) = second.tool_calls
     assert second.text == "" and (check.name, check.arguments) == ("check_docs", {})
-    conversation += [ChatMessage("assistant", "", second.tool_calls),
-                     ChatMessage("tool", "No problems found.", tool_call_id=check.id)]
+    conversation += [
+        ChatMessage("assistant", "", second.tool_calls),
+        ChatMessage("tool", "No problems found.", tool_call_id=check.id),
+    ]
     third = model.complete(conversation, TOOL_SPECS)
     assert (third.text, third.tool_calls, third.usage) == ("Fixed.", [], Usage(200, 9))
 
@@ -276,26 +347,50 @@ def test_anthropic_conversation_with_tool_calls(standin, sleeps):
     assert [marked(turn) for turn in standin.requests[2].body["messages"]] == [[], [], [], [], [1], [], [0]]
     for sent in standin.requests:
         unmark(sent.body)
-    assert request["tools"][0] == {"name": "list_files", "description": TOOL_SPECS[0].description,
-                                   "input_schema": TOOL_SPECS[0].parameters}
+    assert request["tools"][0] == {
+        "name": "list_files",
+        "description": TOOL_SPECS[0].description,
+        "input_schema": TOOL_SPECS[0].parameters,
+    }
     assert request["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Earlier question?"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Earlier answer."}]},
-        {"role": "user", "content": [{"type": "text", "text": "Fix the typo in docs/a.md."},
-                                     {"type": "text", "text": "And keep it short."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Fix the typo in docs/a.md."},
+                {"type": "text", "text": "And keep it short."},
+            ],
+        },
     ]
     assert standin.requests[2].body["messages"][3:] == [
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Reading first."},
-            {"type": "tool_use", "id": read.id, "name": "read_file", "input": {"path": "docs/a.md"}},
-            {"type": "tool_use", "id": search.id, "name": "search", "input": {"pattern": "teh"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": read.id, "content": "1| # A", "is_error": False},
-            {"type": "tool_result", "tool_use_id": search.id, "content": "search failed: bad regex",
-             "is_error": True}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading first."},
+                {"type": "tool_use", "id": read.id, "name": "read_file", "input": {"path": "docs/a.md"}},
+                {"type": "tool_use", "id": search.id, "name": "search", "input": {"pattern": "teh"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": read.id, "content": "1| # A", "is_error": False},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": search.id,
+                    "content": "search failed: bad regex",
+                    "is_error": True,
+                },
+            ],
+        },
         {"role": "assistant", "content": [{"type": "tool_use", "id": check.id, "name": "check_docs", "input": {}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": check.id, "content": "No problems found.", "is_error": False}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": check.id, "content": "No problems found.", "is_error": False}
+            ],
+        },
     ]
 
 
@@ -315,9 +410,16 @@ def test_openai_invalid_json_arguments_are_passed_on_raw(standin, sleeps):
     (call,) = reply.tool_calls
     assert call.arguments == '{"path": "docs/a.md", "content": '
     # The raw text goes back as it came, with the executor's error as the result.
-    model.complete(START + [ChatMessage("assistant", "", [call]),
-                            ChatMessage("tool", "write_file failed: arguments must be a JSON object",
-                                        tool_call_id=call.id, is_error=True)], TOOL_SPECS)
+    model.complete(
+        START
+        + [
+            ChatMessage("assistant", "", [call]),
+            ChatMessage(
+                "tool", "write_file failed: arguments must be a JSON object", tool_call_id=call.id, is_error=True
+            ),
+        ],
+        TOOL_SPECS,
+    )
     sent = standin.requests[1].body["messages"][2]
     assert sent["content"] is None
     assert sent["tool_calls"][0]["function"]["arguments"] == '{"path": "docs/a.md", "content": '
@@ -325,11 +427,27 @@ def test_openai_invalid_json_arguments_are_passed_on_raw(standin, sleeps):
 
 def test_openai_reply_without_usage_counts_nothing():
     # Some OpenAI-compatible servers leave `usage` out.
-    completion = ChatCompletion.model_validate({
-        "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None, "tool_calls": [
-                {"id": "t1", "type": "function", "function": {"name": "check_docs", "arguments": ""}}]}}]})
+    completion = ChatCompletion.model_validate(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "t1", "type": "function", "function": {"name": "check_docs", "arguments": ""}}
+                        ],
+                    },
+                }
+            ],
+        }
+    )
     reply = openai_chat.to_reply(completion)
     assert reply.usage == Usage() and reply.text == ""
     assert reply.tool_calls == [ToolCall("t1", "check_docs", {})]
@@ -355,8 +473,9 @@ def test_server_errors_past_the_bound_make_the_model_unavailable(vendor, standin
     with pytest.raises(ModelError) as caught:
         model.complete(list(START), TOOL_SPECS)
     assert caught.value.code == "model_unavailable"
-    assert caught.value.message.startswith(f"{vendor}:test-model kept failing for 1 s (3 attempts; the retry "
-                                           f"budget is 1 s)")
+    assert caught.value.message.startswith(
+        f"{vendor}:test-model kept failing for 1 s (3 attempts; the retry budget is 1 s)"
+    )
     assert caught.value.message.endswith(f"last error: HTTP {status}: overloaded 2")
     assert len(standin.requests) == 3 and sleeps == [0.5, 0.5] and standin.pending == 0
 
@@ -442,8 +561,13 @@ def test_build_providers_reads_the_settings(vendor, standin):
 def test_openai_requests_carry_the_jobs_prompt_cache_key_unless_turned_off(standin):
     standin.script(Reply(text="One."), Reply(text="Two."))
     for enabled in (True, False):
-        settings = Settings.from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": standin.openai_base_url,
-                                      "COPYDESK_OPENAI_PROMPT_CACHE_KEY": str(enabled).lower()})
+        settings = Settings.from_env(
+            {
+                "OPENAI_API_KEY": KEY,
+                "OPENAI_BASE_URL": standin.openai_base_url,
+                "COPYDESK_OPENAI_PROMPT_CACHE_KEY": str(enabled).lower(),
+            }
+        )
         model = ModelFactory(providers=build_providers(settings)).client("openai:m", run_index=0, cache_key="job_1")
         model.complete(list(START), TOOL_SPECS)
     assert standin.requests[0].body["prompt_cache_key"] == "job_1"
@@ -454,13 +578,19 @@ def test_the_agent_loop_edits_a_workspace_through_each_adapter(vendor, standin, 
     workspace = open_workspace({"docs/a.md": "# A\n"})
     standin.script(
         Reply(tool_calls=[ToolUse("read_file", {"path": "docs/a.md"})]),
-        Reply(text="Adding the page.", tool_calls=[
-            ToolUse("write_file", {"path": "docs/b.md", "content": "# B\n\nSee [A](a.md).\n"}),
-            ToolUse("write_file", {"path": ".git/config", "content": "[core]\n"})]),
-        Reply(tool_calls=[ToolUse("finish", {"title": "Add page B", "summary": "Added docs/b.md."})]))
+        Reply(
+            text="Adding the page.",
+            tool_calls=[
+                ToolUse("write_file", {"path": "docs/b.md", "content": "# B\n\nSee [A](a.md).\n"}),
+                ToolUse("write_file", {"path": ".git/config", "content": "[core]\n"}),
+            ],
+        ),
+        Reply(tool_calls=[ToolUse("finish", {"title": "Add page B", "summary": "Added docs/b.md."})]),
+    )
     model = make_model(vendor, standin, sleeps)
-    result = run_agent(workspace, model, AgentTask("Add a page B that links to A."),
-                       RunLimits(max_steps=10, max_bytes_written=10_000))
+    result = run_agent(
+        workspace, model, AgentTask("Add a page B that links to A."), RunLimits(max_steps=10, max_bytes_written=10_000)
+    )
     assert workspace.changes() == {"docs/b.md": b"# B\n\nSee [A](a.md).\n"}
     assert (result.title, result.summary, result.steps) == ("Add page B", "Added docs/b.md.", 3)
     # Every request but the first reads the system prompt and tools from the vendor's cache, so it bills less.
@@ -478,18 +608,29 @@ def test_the_agent_loop_edits_a_workspace_through_each_adapter(vendor, standin, 
     assert ".git" in results[2][0]
 
 
-def test_no_change_needed_goes_through_each_adapter_with_a_valid_finish_schema(vendor, standin, sleeps,
-                                                                             open_workspace):
+def test_no_change_needed_goes_through_each_adapter_with_a_valid_finish_schema(vendor, standin, sleeps, open_workspace):
     workspace = open_workspace({"docs/a.md": "# A\n\nRun pip install a.\n"})
-    standin.script(Reply(tool_calls=[ToolUse("finish", {"title": "", "summary": "docs/a.md already says it.",
-                                                        "no_change_needed": True})]))
-    result = run_agent(workspace, make_model(vendor, standin, sleeps), AgentTask("Mention pip install."),
-                       RunLimits(max_steps=5, max_bytes_written=1_000))
+    standin.script(
+        Reply(
+            tool_calls=[
+                ToolUse("finish", {"title": "", "summary": "docs/a.md already says it.", "no_change_needed": True})
+            ]
+        )
+    )
+    result = run_agent(
+        workspace,
+        make_model(vendor, standin, sleeps),
+        AgentTask("Mention pip install."),
+        RunLimits(max_steps=5, max_bytes_written=1_000),
+    )
     assert (result.summary, result.no_change_needed) == ("docs/a.md already says it.", True)
     tools = standin.requests[0].body["tools"]
     # OpenAI nests the JSON Schema under function.parameters, Anthropic puts it in input_schema.
-    [finish] = ([t["function"]["parameters"] for t in tools if t["function"]["name"] == "finish"]
-                if vendor == "openai" else [t["input_schema"] for t in tools if t["name"] == "finish"])
+    [finish] = (
+        [t["function"]["parameters"] for t in tools if t["function"]["name"] == "finish"]
+        if vendor == "openai"
+        else [t["input_schema"] for t in tools if t["name"] == "finish"]
+    )
     assert finish["properties"]["no_change_needed"]["type"] == "boolean"
     assert finish["required"] == ["title", "summary"]
 
@@ -512,10 +653,18 @@ def unmark(body: dict) -> None:
 def tool_results(vendor: str, body: dict) -> list[tuple[str, bool]]:
     """The (content, is_error) of every tool result in a request, in order."""
     if vendor == "openai":
-        return [(m["content"].removeprefix("ERROR: "), m["content"].startswith("ERROR: "))
-                for m in body["messages"] if m["role"] == "tool"]
-    return [(b["content"], b["is_error"]) for m in body["messages"] if isinstance(m["content"], list)
-            for b in m["content"] if b["type"] == "tool_result"]
+        return [
+            (m["content"].removeprefix("ERROR: "), m["content"].startswith("ERROR: "))
+            for m in body["messages"]
+            if m["role"] == "tool"
+        ]
+    return [
+        (b["content"], b["is_error"])
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
 
 
 DEEP = 100_000
@@ -532,17 +681,29 @@ def deep_dict(depth: int) -> dict:
     return {"pattern": value}
 
 
-@pytest.mark.parametrize("vendor, arguments", [("openai", '{"pattern": ' + deep_json(DEEP) + "}"),
-                                               ("openai", '{"pattern": ' + deep_json(40) + "}"),
-                                               ("anthropic", deep_dict(40))],
-                         ids=["openai-100k", "openai-40", "anthropic-40"])
-def test_deeply_nested_tool_arguments_are_a_tool_error_and_the_run_goes_on(vendor, arguments, standin, sleeps,
-                                                                          open_workspace):
+@pytest.mark.parametrize(
+    "vendor, arguments",
+    [
+        ("openai", '{"pattern": ' + deep_json(DEEP) + "}"),
+        ("openai", '{"pattern": ' + deep_json(40) + "}"),
+        ("anthropic", deep_dict(40)),
+    ],
+    ids=["openai-100k", "openai-40", "anthropic-40"],
+)
+def test_deeply_nested_tool_arguments_are_a_tool_error_and_the_run_goes_on(
+    vendor, arguments, standin, sleeps, open_workspace
+):
     workspace = open_workspace({"docs/a.md": "# A\n"})
-    standin.script(Reply(tool_calls=[ToolUse("search", arguments)]),
-                   Reply(tool_calls=[ToolUse("finish", {"title": "Nothing", "summary": "Nothing to do."})]))
-    result = run_agent(workspace, make_model(vendor, standin, sleeps), AgentTask("Look around."),
-                       RunLimits(max_steps=5, max_bytes_written=1_000))
+    standin.script(
+        Reply(tool_calls=[ToolUse("search", arguments)]),
+        Reply(tool_calls=[ToolUse("finish", {"title": "Nothing", "summary": "Nothing to do."})]),
+    )
+    result = run_agent(
+        workspace,
+        make_model(vendor, standin, sleeps),
+        AgentTask("Look around."),
+        RunLimits(max_steps=5, max_bytes_written=1_000),
+    )
     assert result.summary == "Nothing to do."
     [(content, is_error)] = tool_results(vendor, standin.requests[-1].body)
     assert is_error and content == "search failed: arguments must be a JSON object"
@@ -550,9 +711,12 @@ def test_deeply_nested_tool_arguments_are_a_tool_error_and_the_run_goes_on(vendo
 
 def test_a_reply_nested_too_deeply_to_decode_is_a_model_error_not_a_crash(sleeps):
     # The SDK decodes an Anthropic tool call's input with the whole reply, so the depth breaks the decoding.
-    body = ('{"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use", '
-            '"content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"pattern": '
-            + deep_json(DEEP) + '}}], "usage": {"input_tokens": 1, "output_tokens": 1}}').encode()
+    body = (
+        '{"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use", '
+        '"content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"pattern": '
+        + deep_json(DEEP)
+        + '}}], "usage": {"input_tokens": 1, "output_tokens": 1}}'
+    ).encode()
 
     def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])

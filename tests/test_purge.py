@@ -16,20 +16,23 @@ DAY = 86400
 
 
 def _github_key(bot, account="acme"):
-    key, _plain = bot.services.keys.create(account=account, name="ci", access=KeyAccess.READ_WRITE,
-                                           created_by="alice", host="github")
+    key, _plain = bot.services.keys.create(
+        account=account, name="ci", access=KeyAccess.READ_WRITE, created_by="alice", host="github"
+    )
     return key
 
 
-def test_the_purge_comes_after_the_set_days_and_removes_the_accounts_data(github, bot, installed, pull, make_repo,
-                                                                         redis_url):
+def test_the_purge_comes_after_the_set_days_and_removes_the_accounts_data(
+    github, bot, installed, pull, make_repo, redis_url
+):
     project, installation_id = installed
     job, _number = pull
     services = bot.services
     key = _github_key(bot)
     # A local account of the same name, and the account's monthly totals: neither is the purge's business.
-    local_project = context.build(services.settings.with_overrides(redis_url=redis_url)).local.register(services.projects, path=make_repo(DOCS),
-                                                                    ref="main", account="acme")
+    local_project = context.build(services.settings.with_overrides(redis_url=redis_url)).local.register(
+        services.projects, path=make_repo(DOCS), ref="main", account="acme"
+    )
     local_key, _ = services.keys.create(account="acme", name="local", host="local")
     UsageLedger(services.redis).add("local", "acme", None, {"inputTokens": 3, "outputTokens": 4})
     messages = [m.id for m in services.jobs.conversation(job.id)]
@@ -87,8 +90,9 @@ def test_the_workers_upkeep_runs_due_purges(github, bot, installed, pull, redis_
 def test_a_purge_that_finds_a_run_going_keeps_that_job_and_comes_back(github, bot, installed, pull):
     project, installation_id = installed
     job, _number = pull
-    running, _ = bot.services.jobs.create(project, prompt="More", model="scripted:demo", ref=project.ref,
-                                          as_draft=False)
+    running, _ = bot.services.jobs.create(
+        project, prompt="More", model="scripted:demo", ref=project.ref, as_draft=False
+    )
     bot.services.jobs.start_next(running.id)
     deliver(bot, "installation", github.uninstall(installation_id), "gone")
     purges = AccountPurges(bot.services)

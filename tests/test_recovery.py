@@ -22,8 +22,9 @@ def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):
     real = services.dispatcher
     # The web process "dies" between the store write and the enqueue: its queue is unreachable.
     dead = redis.Redis(port=1, socket_connect_timeout=0.2, retry=None)
-    services.dispatcher = Dispatcher(dead, services.jobs, queue_name=stack.settings.queue_name,
-                                     task="bot.tasks.process_job", job_timeout=60)
+    services.dispatcher = Dispatcher(
+        dead, services.jobs, queue_name=stack.settings.queue_name, task="bot.tasks.process_job", job_timeout=60
+    )
     stack.script([FAQ, finish()])
     created = stack.create()
     assert created.status_code == 201
@@ -131,8 +132,14 @@ def test_a_run_popped_by_a_worker_that_died_before_starting_it_is_queued_again(s
 def test_a_run_queued_longer_than_the_bound_is_queued_again(stack):
     job_id = stack.create().json()["id"]
     services = stack.ctx.services
-    patient = Dispatcher(services.redis, services.jobs, queue_name=stack.settings.queue_name,
-                         task="bot.tasks.process_job", job_timeout=60, requeue_after=3600)
+    patient = Dispatcher(
+        services.redis,
+        services.jobs,
+        queue_name=stack.settings.queue_name,
+        task="bot.tasks.process_job",
+        job_timeout=60,
+        requeue_after=3600,
+    )
     assert patient.sweep() == []
     rq_job = _queued_run(stack, job_id)
     rq_job.enqueued_at = rq_job.enqueued_at - timedelta(hours=2)
@@ -154,8 +161,12 @@ def test_a_worker_killed_between_dequeue_and_the_runs_start_leaves_no_message_be
         first.kill()
         killed_at = time.monotonic()
         with WorkerProcess({**stack.env(), "COPYDESK_TEST_FAULTS": ""}, tmp_path / "w2.log") as second:
-            done = wait_until(lambda: stack.job(job_id)["status"] != "active" and stack.job(job_id),
-                              RECOVERY_WINDOW, "the popped message to run", interval=0.2)
+            done = wait_until(
+                lambda: stack.job(job_id)["status"] != "active" and stack.job(job_id),
+                RECOVERY_WINDOW,
+                "the popped message to run",
+                interval=0.2,
+            )
             assert done["status"] == "completed" and done["prLink"], second.log()
         recovered = time.monotonic() - killed_at
         print(f"the popped message ran {recovered:.1f} s after its worker was killed")

@@ -20,8 +20,10 @@ from tests.redis_servers import SERVICE, SentinelGroup
 
 
 def test_a_sentinel_url_names_its_sentinels_service_database_credentials_and_tls():
-    parsed = parse_sentinel_url("rediss+sentinel://app:p%40ss@10.0.0.1:26379,[::1]:26380,sentinel-c/copydesk/3"
-                                "?sentinel_password=s3cret&ssl_ca_certs=/etc/ca.pem")
+    parsed = parse_sentinel_url(
+        "rediss+sentinel://app:p%40ss@10.0.0.1:26379,[::1]:26380,sentinel-c/copydesk/3"
+        "?sentinel_password=s3cret&ssl_ca_certs=/etc/ca.pem"
+    )
     assert parsed.sentinels == (("10.0.0.1", 26379), ("::1", 26380), ("sentinel-c", 26379))
     assert (parsed.service, parsed.db, parsed.username, parsed.password) == ("copydesk", 3, "app", "p@ss")
     assert parsed.sentinel_password == "s3cret" and parsed.sentinel_username is None
@@ -32,16 +34,19 @@ def test_a_sentinel_url_names_its_sentinels_service_database_credentials_and_tls
     assert parse_sentinel_url("redis+sentinel://h:1/svc?ssl=true").tls
 
 
-@pytest.mark.parametrize("url, says", [
-    ("redis+sentinel://h:26379", "names its service"),
-    ("redis+sentinel://h:26379/svc/0/extra", "names its service"),
-    ("redis+sentinel://h:26379/svc/zero", "database must be a number"),
-    ("redis+sentinel://h:port/svc", "is not host:port"),
-    ("redis+sentinel://h:1,,h:2/svc", "at least one host:port"),
-    ("redis+sentinel://h:1/svc?sentinel_pasword=x", "unknown option"),
-    ("redis+sentinel://h:1/svc?ssl_ca_certs=/ca.pem", r"TLS options need rediss\+sentinel://"),
-    ("redis+sentinel://h:1/svc?ssl=maybe", "ssl must be true or false"),
-])
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("redis+sentinel://h:26379", "names its service"),
+        ("redis+sentinel://h:26379/svc/0/extra", "names its service"),
+        ("redis+sentinel://h:26379/svc/zero", "database must be a number"),
+        ("redis+sentinel://h:port/svc", "is not host:port"),
+        ("redis+sentinel://h:1,,h:2/svc", "at least one host:port"),
+        ("redis+sentinel://h:1/svc?sentinel_pasword=x", "unknown option"),
+        ("redis+sentinel://h:1/svc?ssl_ca_certs=/ca.pem", r"TLS options need rediss\+sentinel://"),
+        ("redis+sentinel://h:1/svc?ssl=maybe", "ssl must be true or false"),
+    ],
+)
 def test_a_bad_sentinel_url_is_refused_with_what_is_wrong_and_never_the_password(url, says):
     with pytest.raises(RedisUrlError, match=says) as refused:
         redisconn.client(url.replace("://", "://user:hunter2@"))
@@ -129,8 +134,9 @@ def test_with_its_replica_gone_a_write_is_not_confirmed_and_the_primary_refuses_
 def test_a_write_its_replicas_do_not_confirm_is_answered_503_never_a_success(group, tmp_path, make_repo):
     from tests.conftest import DOCS
 
-    settings = Settings(redis_url=group.url(), data_dir=tmp_path / "data", redis_min_replicas=1,
-                        redis_replica_wait_ms=300)
+    settings = Settings(
+        redis_url=group.url(), data_dir=tmp_path / "data", redis_min_replicas=1, redis_replica_wait_ms=300
+    )
     ctx = context.build(settings)
     project = ctx.local.register(ctx.services.projects, path=make_repo(DOCS), ref="main")
     _key, key = ctx.services.keys.create(account="local", name="t")
@@ -142,17 +148,23 @@ def test_a_write_its_replicas_do_not_confirm_is_answered_503_never_a_success(gro
     with group.primary.client() as primary:
         primary.config_set("min-replicas-to-write", "0")  # the write is taken; only WAIT can tell it is not safe
         wait_until(lambda: primary.info("replication")["connected_slaves"] == 0, 20, "the replica link to drop")
-    for method, path, body in (("POST", f"/v2/agent/{project.id}/job", {"prompt": "Another"}),
-                               ("POST", f"/v2/agent/{project.id}/job/{created.json['id']}/message",
-                                {"prompt": "More"})):
+    for method, path, body in (
+        ("POST", f"/v2/agent/{project.id}/job", {"prompt": "Another"}),
+        ("POST", f"/v2/agent/{project.id}/job/{created.json['id']}/message", {"prompt": "More"}),
+    ):
         refused = api.open(path, method=method, json=body, headers=headers)
         assert refused.status_code == 503 and refused.json["code"] == "unavailable", refused.json
         assert "0 of the 1" in refused.json["detail"] and refused.headers["Retry-After"]
     # Reads are not held up, and with MIN_REPLICAS 0 the same write is answered as before.
     assert api.get(f"/v2/agent/{project.id}/job/{created.json['id']}", headers=headers).status_code == 200
     single = settings.with_overrides(redis_min_replicas=0)
-    assert create_app(single, context.build(single)).test_client().post(
-        f"/v2/agent/{project.id}/job", json={"prompt": "Single"}, headers=headers).status_code == 201
+    assert (
+        create_app(single, context.build(single))
+        .test_client()
+        .post(f"/v2/agent/{project.id}/job", json={"prompt": "Single"}, headers=headers)
+        .status_code
+        == 201
+    )
 
 
 def test_readyz_doctor_and_a_burst_worker_refuse_a_replica(group, tmp_path, monkeypatch, capsys):
@@ -167,9 +179,13 @@ def test_readyz_doctor_and_a_burst_worker_refuse_a_replica(group, tmp_path, monk
     assert doctor(ctx, as_json=False) == 2
     out = capsys.readouterr().out
     assert "redis role" in out and "error" in out and "not a primary" in out
-    worker = subprocess.run([sys.executable, "-m", "bot.cli", "worker", "--burst"], capture_output=True, text=True,
-                            timeout=60, env={**_env(), "COPYDESK_REDIS_URL": url,
-                                             "COPYDESK_DATA_DIR": str(tmp_path / "data")})
+    worker = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "worker", "--burst"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**_env(), "COPYDESK_REDIS_URL": url, "COPYDESK_DATA_DIR": str(tmp_path / "data")},
+    )
     assert worker.returncode == 2
     lines = [line for line in worker.stderr.splitlines() if line.startswith("copydesk worker: error")]
     assert lines == [lines[0]] and "takes no writes" in lines[0] and "Traceback" not in worker.stderr, worker.stderr
@@ -195,7 +211,6 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("COPYDESK_")}
 
 
-
 def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demoted_primary_from_writing(tmp_path):
     import re
     from pathlib import Path
@@ -205,7 +220,9 @@ def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demote
     from service.preflight import Status, redis_checks
     from tests.redis_servers import RedisNode
 
-    services = yaml.safe_load((Path(__file__).resolve().parent.parent / "docker-compose.ha.yml").read_text())["services"]
+    services = yaml.safe_load((Path(__file__).resolve().parent.parent / "docker-compose.ha.yml").read_text())[
+        "services"
+    ]
     sentinels = sorted(name for name in services if name.startswith("sentinel-"))
     assert len(sentinels) == 3
     monitored = re.search(r"sentinel monitor (\S+) (\S+) 6379 (\d)", services["sentinel-1"]["command"][2])
@@ -217,7 +234,7 @@ def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demote
     assert "/readyz" in services["web"]["healthcheck"]["test"][-1]
     # The data nodes' settings, run on a real redis-server: no eviction, persistence, and no write without a replica.
     command = services["redis-a"]["command"]
-    assert command[0] == "redis-server" and services["redis-b"]["command"][:len(command)] == command[:-1] + ["redis-b"]
+    assert command[0] == "redis-server" and services["redis-b"]["command"][: len(command)] == command[:-1] + ["redis-b"]
     node = RedisNode(tmp_path / "node", *command[1:]).start()
     try:
         with node.client() as client:
@@ -228,8 +245,9 @@ def test_the_ha_compose_file_points_copydesk_at_its_sentinels_and_keeps_a_demote
         node.stop()
 
 
-def test_a_cli_write_on_a_replica_or_unconfirmed_fails_in_one_line_and_prints_no_result(group, tmp_path, monkeypatch,
-                                                                                         capsys, own_logging):
+def test_a_cli_write_on_a_replica_or_unconfirmed_fails_in_one_line_and_prints_no_result(
+    group, tmp_path, monkeypatch, capsys, own_logging
+):
     from bot.cli import main
 
     monkeypatch.setenv("COPYDESK_DATA_DIR", str(tmp_path / "data"))

@@ -28,28 +28,39 @@ TABLE = [
 ]
 
 
-@pytest.mark.parametrize("job_status, error, cancelled, waiting, last, message_status, message_error, after, "
-                         "job_error", TABLE)
-def test_a_finished_run_settles_its_message_and_job(job_status, error, cancelled, waiting, last, message_status,
-                                                    message_error, after, job_error):
-    end = settle_round(job_status=job_status, job_error=None, error=error, cancelled=cancelled,
-                       others_waiting=waiting, last_round=last)
-    assert (end.message_status, end.message_error, end.job_status, end.job_error) == \
-        (message_status, message_error, after, job_error)
+@pytest.mark.parametrize(
+    "job_status, error, cancelled, waiting, last, message_status, message_error, after, job_error", TABLE
+)
+def test_a_finished_run_settles_its_message_and_job(
+    job_status, error, cancelled, waiting, last, message_status, message_error, after, job_error
+):
+    end = settle_round(
+        job_status=job_status, job_error=None, error=error, cancelled=cancelled, others_waiting=waiting, last_round=last
+    )
+    assert (end.message_status, end.message_error, end.job_status, end.job_error) == (
+        message_status,
+        message_error,
+        after,
+        job_error,
+    )
 
 
 def _user(seq: int, status: MessageStatus, error: dict | None = None) -> Message:
-    return Message(id=f"msg_{seq}", job_id="job_1", seq=seq, role=Role.USER, content="p", created_at="",
-                   status=status, error=error)
+    return Message(
+        id=f"msg_{seq}", job_id="job_1", seq=seq, role=Role.USER, content="p", created_at="", status=status, error=error
+    )
 
 
-@pytest.mark.parametrize("conversation, exclude, expected", [
-    ([], None, EARLIER_OK),
-    ([_user(1, M_FAILED, BEFORE)], None, EARLIER_FAILED),
-    ([_user(1, M_FAILED, BEFORE), _user(2, PROCESSED)], None, EARLIER_OK),
-    ([_user(1, M_FAILED, BEFORE), _user(2, PROCESSED)], "msg_2", EARLIER_FAILED),
-    ([_user(1, PROCESSED), _user(2, CANCELLED)], None, EARLIER_OK),
-    ([_user(1, M_FAILED, BEFORE), _user(2, MessageStatus.QUEUED)], None, EARLIER_FAILED),
-])
+@pytest.mark.parametrize(
+    "conversation, exclude, expected",
+    [
+        ([], None, EARLIER_OK),
+        ([_user(1, M_FAILED, BEFORE)], None, EARLIER_FAILED),
+        ([_user(1, M_FAILED, BEFORE), _user(2, PROCESSED)], None, EARLIER_OK),
+        ([_user(1, M_FAILED, BEFORE), _user(2, PROCESSED)], "msg_2", EARLIER_FAILED),
+        ([_user(1, PROCESSED), _user(2, CANCELLED)], None, EARLIER_OK),
+        ([_user(1, M_FAILED, BEFORE), _user(2, MessageStatus.QUEUED)], None, EARLIER_FAILED),
+    ],
+)
 def test_the_last_finished_round_decides_what_a_cancel_leaves(conversation, exclude, expected):
     assert last_round_state(conversation, exclude=exclude) == expected

@@ -19,13 +19,18 @@ def _run(stack, standin, *items) -> tuple[dict, float]:
 
 
 def _nothing_pushed(stack) -> bool:
-    return subprocess.run(["git", "--git-dir", str(stack.repo), "branch", "--list", "copydesk/*"],
-                          capture_output=True, text=True).stdout == ""
+    return (
+        subprocess.run(
+            ["git", "--git-dir", str(stack.repo), "branch", "--list", "copydesk/*"], capture_output=True, text=True
+        ).stdout
+        == ""
+    )
 
 
 def test_a_tool_call_past_its_budget_is_a_tool_error_and_the_run_goes_on(stack_factory, standin):
-    stack = stack_factory(**PROVIDERS["openai"](standin), tool_timeout_seconds=1,
-                          test_faults=frozenset({"stall_in_tool"}))
+    stack = stack_factory(
+        **PROVIDERS["openai"](standin), tool_timeout_seconds=1, test_faults=frozenset({"stall_in_tool"})
+    )
     done, elapsed = _run(stack, standin, SEARCH, *write_then_finish())
     assert done["status"] == "completed" and done["prLink"], done
     tool_result = standin.requests[1].body["messages"][-1]
@@ -35,8 +40,12 @@ def test_a_tool_call_past_its_budget_is_a_tool_error_and_the_run_goes_on(stack_f
 
 
 def test_the_run_time_limit_holds_inside_a_stalled_tool(stack_factory, standin):
-    stack = stack_factory(**PROVIDERS["openai"](standin), run_timeout_seconds=2, tool_timeout_seconds=600,
-                          test_faults=frozenset({"stall_in_tool"}))
+    stack = stack_factory(
+        **PROVIDERS["openai"](standin),
+        run_timeout_seconds=2,
+        tool_timeout_seconds=600,
+        test_faults=frozenset({"stall_in_tool"}),
+    )
     failed, elapsed = _run(stack, standin, SEARCH, *write_then_finish())
     assert failed["status"] == "failed" and failed["error"]["code"] == "time_limit_exceeded", failed
     assert elapsed < 15
@@ -52,8 +61,12 @@ def test_the_run_time_limit_cuts_a_model_call_short(stack_factory, standin):
 
 
 def test_a_stalled_docs_check_at_the_end_of_a_run_is_reported_as_not_completed(stack_factory, standin):
-    stack = stack_factory(**PROVIDERS["openai"](standin), tool_timeout_seconds=1, run_timeout_seconds=60,
-                          test_faults=frozenset({"stall_in_docs_check"}))
+    stack = stack_factory(
+        **PROVIDERS["openai"](standin),
+        tool_timeout_seconds=1,
+        run_timeout_seconds=60,
+        test_faults=frozenset({"stall_in_docs_check"}),
+    )
     done, elapsed = _run(stack, standin, *write_then_finish())
     assert done["status"] == "completed" and done["prLink"], done
     assert elapsed < 30  # the tool budget ended the check, not the run's 60 s limit

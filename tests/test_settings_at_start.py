@@ -7,8 +7,14 @@ import pytest
 from bot.cli import _parser, main
 from service.settings import Settings, SettingsError
 
-BAD_REDIS_URLS = ["localhost:6379", "http://127.0.0.1:6379/0", "redis://127.0.0.1:port/0", "redis://127.0.0.1:6379/x",
-                  "redis://127.0.0.1:99999/0", "redis://"]
+BAD_REDIS_URLS = [
+    "localhost:6379",
+    "http://127.0.0.1:6379/0",
+    "redis://127.0.0.1:port/0",
+    "redis://127.0.0.1:6379/x",
+    "redis://127.0.0.1:99999/0",
+    "redis://",
+]
 
 
 def _leaf_commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[list[str]]:
@@ -44,14 +50,17 @@ def test_every_command_refuses_a_malformed_redis_url(argv, monkeypatch, capsys, 
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("variable, value", [
-    ("COPYDESK_BASE_URL", "copydesk.example.com"),
-    ("COPYDESK_LOG_FORMAT", "yaml"),
-    ("COPYDESK_MAX_STEPS", "many"),
-    ("COPYDESK_ALLOW_REDIS_EVICTION", "perhaps"),
-    ("GITHUB_APP_ID", "my app"),
-    ("GITHUB_API_URL", "api.github.com"),
-])
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("COPYDESK_BASE_URL", "copydesk.example.com"),
+        ("COPYDESK_LOG_FORMAT", "yaml"),
+        ("COPYDESK_MAX_STEPS", "many"),
+        ("COPYDESK_ALLOW_REDIS_EVICTION", "perhaps"),
+        ("GITHUB_APP_ID", "my app"),
+        ("GITHUB_API_URL", "api.github.com"),
+    ],
+)
 @pytest.mark.parametrize("command", [["web"], ["worker"], ["doctor"], ["project", "list"]], ids=" ".join)
 def test_other_malformed_settings_stop_at_start_too(command, variable, value, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv(variable, value)
@@ -73,7 +82,14 @@ def test_a_password_in_a_malformed_redis_url_is_not_shown():
     assert "hunter2" not in str(raised.value) and ":***@127.0.0.1" in str(raised.value)
 
 
-@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "rediss://:secret@redis.example.com:6380/3",
-                                 "unix:///run/redis/redis.sock?db=2", "redis://redis"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/0",
+        "rediss://:secret@redis.example.com:6380/3",
+        "unix:///run/redis/redis.sock?db=2",
+        "redis://redis",
+    ],
+)
 def test_well_formed_redis_urls_are_kept(url):
     assert Settings.from_env({"COPYDESK_REDIS_URL": url}).redis_url == url

@@ -107,21 +107,24 @@ def rig(stack, make_repo, git) -> Rig:
 
 def run_job(rig: Rig, prompt: str = "Document the CLI flags", **source) -> str:
     """Create a job through the intake (as an automation does) and run its round in this process."""
-    accepted = intake.create(rig.stack.ctx.services, rig.project,
-                             NewJob(prompt=prompt, model="recorded:x", ref="main", **source))
+    accepted = intake.create(
+        rig.stack.ctx.services, rig.project, NewJob(prompt=prompt, model="recorded:x", ref="main", **source)
+    )
     rig.runner.process(accepted.job.id)
     return accepted.job.id
 
 
 def test_the_agent_reads_the_source_at_the_rounds_commit_and_never_writes_it(rig):
     before = digest(rig.source)
-    rig.model.script([
-        tool("source_list_files"),
-        tool("source_read_file", path="src/cli.py"),
-        tool("source_search", pattern=r"--dry-run|--plan"),
-        tool("write_file", path="docs/cli.md", content="# CLI\n\n`--dry-run` shows what would change.\n"),
-        tool("finish", title="Document --dry-run", summary="Documented the flag."),
-    ])
+    rig.model.script(
+        [
+            tool("source_list_files"),
+            tool("source_read_file", path="src/cli.py"),
+            tool("source_search", pattern=r"--dry-run|--plan"),
+            tool("write_file", path="docs/cli.md", content="# CLI\n\n`--dry-run` shows what would change.\n"),
+            tool("finish", title="Document --dry-run", summary="Documented the flag."),
+        ]
+    )
     job_id = run_job(rig, source_repository=str(rig.source), source_commit=rig.first)
 
     services = rig.stack.ctx.services
@@ -145,13 +148,22 @@ def test_the_agent_reads_the_source_at_the_rounds_commit_and_never_writes_it(rig
 
 
 def test_a_follow_up_reads_the_commit_it_names(rig):
-    rig.model.script([tool("finish", title="-", summary="Nothing yet.")],
-                     [tool("source_read_file", path="src/cli.py"), tool("source_list_files", pattern="src/*.py")])
+    rig.model.script(
+        [tool("finish", title="-", summary="Nothing yet.")],
+        [tool("source_read_file", path="src/cli.py"), tool("source_list_files", pattern="src/*.py")],
+    )
     job_id = run_job(rig, source_repository=str(rig.source), source_commit=rig.first)
     services = rig.stack.ctx.services
     job = services.jobs.get(job_id)
-    intake.follow_up(services, rig.project, job, "The flag was renamed", source_repository=str(rig.source),
-                     source_commit=rig.later, kick=False)
+    intake.follow_up(
+        services,
+        rig.project,
+        job,
+        "The flag was renamed",
+        source_repository=str(rig.source),
+        source_commit=rig.later,
+        kick=False,
+    )
     rig.runner.process(job_id)
     read, listed = rig.model.results()
     assert "--plan" in read[0] and "--dry-run" not in read[0]
@@ -168,20 +180,31 @@ def test_without_a_commit_the_round_reads_the_default_branch_head(rig):
 
 def test_no_tool_writes_the_source_and_path_tricks_are_refused(rig):
     before = digest(rig.source)
-    tricks = ["../docs.git/HEAD", "/etc/passwd", ".git/config", "src/../../docs.git/config",
-              ".github/workflows/ci.yml", "src\\cli.py"]
-    rig.model.script([
-        *[tool("source_read_file", path=path) for path in tricks],
-        tool("source_search", pattern="x", path_glob="../*"),
-        tool("write_file", path="src/cli.py", content="hacked"),  # the docs repository's file, not the source's
-    ])
+    tricks = [
+        "../docs.git/HEAD",
+        "/etc/passwd",
+        ".git/config",
+        "src/../../docs.git/config",
+        ".github/workflows/ci.yml",
+        "src\\cli.py",
+    ]
+    rig.model.script(
+        [
+            *[tool("source_read_file", path=path) for path in tricks],
+            tool("source_search", pattern="x", path_glob="../*"),
+            tool("write_file", path="src/cli.py", content="hacked"),  # the docs repository's file, not the source's
+        ]
+    )
     job_id = run_job(rig, source_repository=str(rig.source), source_commit=rig.first)
     results = rig.model.results()
-    for (text, is_error), path in zip(results[:len(tricks)], tricks, strict=True):
+    for (text, is_error), path in zip(results[: len(tricks)], tricks, strict=True):
         assert is_error and "is not allowed" in text, (path, text)
     assert results[len(tricks)][1] and "must be a glob inside the repository" in results[len(tricks)][0]
     assert [name for name in rig.model.tools() if name.startswith("source_")] == [
-        "source_list_files", "source_read_file", "source_search"]
+        "source_list_files",
+        "source_read_file",
+        "source_search",
+    ]
     assert digest(rig.source) == before
     assert rig.stack.ctx.services.jobs.get(job_id).status.value == "completed"
     assert rig.stack.ctx.git.out("cat-file", "-p", f"copydesk/{job_id}:src/cli.py", git_dir=rig.stack.repo) == "hacked"
@@ -208,8 +231,9 @@ def test_a_round_without_a_source_is_offered_no_source_tools(rig):
     assert is_error and text.startswith("unknown tool 'source_list_files'")
 
 
-@pytest.mark.parametrize("case", ["missing", "relative", "plain folder", "working copy", "unknown commit",
-                                  "a mirror of Copydesk's"])
+@pytest.mark.parametrize(
+    "case", ["missing", "relative", "plain folder", "working copy", "unknown commit", "a mirror of Copydesk's"]
+)
 def test_a_source_that_cannot_be_read_fails_the_round_clearly(rig, tmp_path, git, case):
     if case == "missing":
         source, commit, says = str(tmp_path / "nowhere.git"), None, "does not exist"
@@ -241,17 +265,23 @@ def test_a_source_that_cannot_be_read_fails_the_round_clearly(rig, tmp_path, git
     assert len(rig.model.turns) == turns  # the model was never called
 
 
-@pytest.mark.parametrize(("repository", "commit", "field"), [
-    (None, "a" * 40, "sourceCommit"),
-    ("/srv/code.git", "abc123", "sourceCommit"),
-    ("   ", None, "sourceRepository"),
-    ("/srv/code.git\nx", None, "sourceRepository"),
-])
+@pytest.mark.parametrize(
+    ("repository", "commit", "field"),
+    [
+        (None, "a" * 40, "sourceCommit"),
+        ("/srv/code.git", "abc123", "sourceCommit"),
+        ("   ", None, "sourceRepository"),
+        ("/srv/code.git\nx", None, "sourceRepository"),
+    ],
+)
 def test_a_malformed_source_is_refused_before_anything_is_stored(rig, repository, commit, field):
     services = rig.stack.ctx.services
     with pytest.raises(InvalidRequest) as refused:
-        intake.create(services, rig.project, NewJob(prompt="x", model="recorded:x", ref="main",
-                                                    source_repository=repository, source_commit=commit))
+        intake.create(
+            services,
+            rig.project,
+            NewJob(prompt="x", model="recorded:x", ref="main", source_repository=repository, source_commit=commit),
+        )
     assert refused.value.field == field
     assert services.jobs.counts(rig.project.id)["active"] == 0
 
@@ -277,8 +307,9 @@ def github_rig(gh_stack):
 
 
 def run_github_job(stack, project, runner, **source) -> str:
-    accepted = intake.create(stack.ctx.services, project, NewJob(prompt="Document the CLI", model="recorded:x",
-                                                                 ref="main", **source))
+    accepted = intake.create(
+        stack.ctx.services, project, NewJob(prompt="Document the CLI", model="recorded:x", ref="main", **source)
+    )
     runner.process(accepted.job.id)
     return accepted.job.id
 
@@ -288,8 +319,13 @@ def test_github_a_second_repository_of_the_installation_is_read_with_a_read_only
     github = stack.github
     first = github.branch_sha(CODE_REPO, "main")
     later = github.push(CODE_REPO, LATER)
-    model.script([tool("source_read_file", path="src/cli.py"), tool("source_list_files", pattern="src/**"),
-                  tool("write_file", path="docs/cli.md", content="# CLI\n")])
+    model.script(
+        [
+            tool("source_read_file", path="src/cli.py"),
+            tool("source_list_files", pattern="src/**"),
+            tool("write_file", path="docs/cli.md", content="# CLI\n"),
+        ]
+    )
     job_id = run_github_job(stack, project, runner, source_repository=CODE_REPO, source_commit=first)
 
     assert stack.ctx.services.jobs.get(job_id).status.value == "completed"
@@ -297,21 +333,29 @@ def test_github_a_second_repository_of_the_installation_is_read_with_a_read_only
     assert "--dry-run" in read[0] and "--plan" not in read[0]
     assert listed == ("src/cli.py\nsrc/util.py", False)
     # The source's token was limited to it and to reading; nothing was pushed there or opened on it.
-    minted = [r.json for r in github.requests if r.path.endswith("/access_tokens") and r.json
-              and r.json.get("repositories") == ["code"]]
+    minted = [
+        r.json
+        for r in github.requests
+        if r.path.endswith("/access_tokens") and r.json and r.json.get("repositories") == ["code"]
+    ]
     assert minted and all(body["permissions"] == {"contents": "read", "metadata": "read"} for body in minted)
     assert github.branch_sha(CODE_REPO, "main") == later
-    assert stack.ctx.git.out("for-each-ref", "--format=%(refname)", git_dir=github.repo_path(CODE_REPO)) \
+    assert (
+        stack.ctx.git.out("for-each-ref", "--format=%(refname)", git_dir=github.repo_path(CODE_REPO))
         == "refs/heads/main"
+    )
     assert github.pulls(CODE_REPO) == [] and len(github.pulls(REPO)) == 1
 
 
-@pytest.mark.parametrize(("source", "says"), [
-    ("acme/secret", "does not give it access to the source acme/secret"),
-    ("other/code", "is not a repository of acme"),
-    ("acme/missing", "does not give it access to the source acme/missing"),
-    ("acme", "is not a repository of acme"),
-])
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("acme/secret", "does not give it access to the source acme/secret"),
+        ("other/code", "is not a repository of acme"),
+        ("acme/missing", "does not give it access to the source acme/missing"),
+        ("acme", "is not a repository of acme"),
+    ],
+)
 def test_github_a_repository_the_installation_cannot_read_fails_the_round(gh_stack, source, says):
     stack, project, model, runner = github_rig(gh_stack)
     model.script([tool("finish", title="-", summary="Should not run.")])
@@ -346,6 +390,8 @@ def test_github_a_source_taken_out_of_the_installation_fails_the_next_round(gh_s
     runner.process(job_id)
     last = services.jobs.conversation(job_id)[-1]
     assert last.role is Role.USER and last.status is MessageStatus.FAILED
-    assert last.error["code"] == "source_unreachable" and "git could not read the source repository acme/code" \
-        in last.error["message"], last.error
+    assert (
+        last.error["code"] == "source_unreachable"
+        and "git could not read the source repository acme/code" in last.error["message"]
+    ), last.error
     assert len(model.turns) == turns

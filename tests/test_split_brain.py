@@ -27,8 +27,7 @@ def _state(pid: int) -> str:
 
 
 @pytest.mark.parametrize("frozen_during", ["model call", "push"])
-def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_during, stack_factory, standin,
-                                                                      workers):
+def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_during, stack_factory, standin, workers):
     stack = stack_factory(**PROVIDERS["openai"](standin), lease_ttl_seconds=2, sweep_interval_seconds=1)
     answer_a = threading.Event()
     if frozen_during == "model call":
@@ -50,8 +49,12 @@ def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_d
         frozen = first.freeze()  # its worker process too, which would otherwise keep renewing the lease
 
     second = workers(stack)
-    done = wait_until(lambda: stack.job(job_id)["status"] == "completed" and stack.job(job_id), 60,
-                      "B to complete the run", interval=0.25)
+    done = wait_until(
+        lambda: stack.job(job_id)["status"] == "completed" and stack.job(job_id),
+        60,
+        "B to complete the run",
+        interval=0.25,
+    )
     assert done["prLink"] and show(stack.repo, done["branch"], "docs/faq.md") == "# FAQ\n\nB"
 
     first.thaw(frozen)
@@ -72,8 +75,9 @@ def test_a_thawed_worker_writes_nothing_after_another_took_its_run_over(frozen_d
 
 
 @pytest.mark.parametrize("point", [faults.FREEZE_BEFORE_PULL, faults.FREEZE_BEFORE_COMMENT])
-def test_a_worker_thawed_at_its_pull_request_write_overwrites_and_comments_nothing(point, stack_factory, standin,
-                                                                                 workers):
+def test_a_worker_thawed_at_its_pull_request_write_overwrites_and_comments_nothing(
+    point, stack_factory, standin, workers
+):
     stack = stack_factory(**PROVIDERS["openai"](standin), lease_ttl_seconds=2, sweep_interval_seconds=1)
     # Round 1's agent runs once (A's); B publishes A's pushed commit, then runs round 2 itself.
     standin.script(_write("round 1"), _finish("round 1"), _write("A"), _finish("A"), _write("B"), _finish("B"))
@@ -89,8 +93,12 @@ def test_a_worker_thawed_at_its_pull_request_write_overwrites_and_comments_nothi
     stack.message(job_id, "And once more")  # waits its turn: B runs it after taking round 2 over
 
     second = workers(stack)
-    wait_until(lambda: [m["status"] for m in stack.conversation(job_id) if m["role"] == "user"]
-               == ["processed"] * 3, 60, "B to finish rounds 2 and 3", interval=0.25)
+    wait_until(
+        lambda: [m["status"] for m in stack.conversation(job_id) if m["role"] == "user"] == ["processed"] * 3,
+        60,
+        "B to finish rounds 2 and 3",
+        interval=0.25,
+    )
     [pull] = stack.ctx.local.pulls(stack.project_id)
     assert pull.title == "FAQ by B"
     assert [c["body"].split("**")[1] for c in pull.comments] == ["Round 1", "Round 2", "Round 3"]

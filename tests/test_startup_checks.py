@@ -24,8 +24,7 @@ from tests.web_process import COPYDESK
 
 
 def copydesk(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([COPYDESK, *args], env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([COPYDESK, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -34,6 +33,7 @@ def redis_with(tmp_path):
     import contextlib
 
     with contextlib.ExitStack() as servers:
+
         def start(*args: str) -> str:
             return servers.enter_context(running_redis(tmp_path / f"redis{free_port()}", *args)) + "/0"
 
@@ -69,8 +69,9 @@ def test_an_evicting_redis_stops_web_worker_and_doctor_with_the_fix(policy, redi
 
 
 def test_the_override_starts_on_an_evicting_redis_with_a_warning(redis_with, tmp_path):
-    env = env_for(redis_with("--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE), tmp_path,
-                  COPYDESK_ALLOW_REDIS_EVICTION="1")
+    env = env_for(
+        redis_with("--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE), tmp_path, COPYDESK_ALLOW_REDIS_EVICTION="1"
+    )
     proc = copydesk(env, "worker", "--burst")
     assert proc.returncode == 0, proc.stderr
     assert "warning: redis eviction: maxmemory-policy is allkeys-lru" in proc.stderr
@@ -78,13 +79,16 @@ def test_the_override_starts_on_an_evicting_redis_with_a_warning(redis_with, tmp
     assert code == 0 and by_name(report)["redis eviction"]["status"] == "warning"
 
 
-@pytest.mark.parametrize("args, status, words, fix", [
-    (("--appendonly", "yes", "--appendfsync", "always", "--save", ""), "ok", "appendfsync always", None),
-    (("--appendonly", "yes", "--appendfsync", "everysec", "--save", ""), "ok", "the last second", None),
-    (("--appendonly", "yes", "--appendfsync", "no", "--save", ""), "warning", "appendfsync no", "everysec"),
-    (("--appendonly", "no", "--save", "60 1"), "ok", "RDB snapshots only", None),
-    (NO_PERSISTENCE, "warning", "neither AOF nor RDB", "appendonly yes"),
-])
+@pytest.mark.parametrize(
+    "args, status, words, fix",
+    [
+        (("--appendonly", "yes", "--appendfsync", "always", "--save", ""), "ok", "appendfsync always", None),
+        (("--appendonly", "yes", "--appendfsync", "everysec", "--save", ""), "ok", "the last second", None),
+        (("--appendonly", "yes", "--appendfsync", "no", "--save", ""), "warning", "appendfsync no", "everysec"),
+        (("--appendonly", "no", "--save", "60 1"), "ok", "RDB snapshots only", None),
+        (NO_PERSISTENCE, "warning", "neither AOF nor RDB", "appendonly yes"),
+    ],
+)
 def test_persistence_is_reported_and_only_its_absence_warned_about(args, status, words, fix, redis_with, tmp_path):
     env = env_for(redis_with(*args), tmp_path)
     code, report = doctor_json(env)
@@ -107,13 +111,16 @@ def test_a_sound_setup_passes_every_check(redis_with, tmp_path):
     assert "fix:" not in proc.stdout
 
 
-@pytest.mark.parametrize("models, words", [
-    ({"COPYDESK_MODEL": "bogus:model-x"}, "model provider 'bogus' is not available"),
-    ({"COPYDESK_MODEL": "no-provider"}, "is not of the form provider:model"),
-    ({"COPYDESK_MODELS": "scripted:demo,openai:gpt-x"}, "set OPENAI_API_KEY"),
-    ({"COPYDESK_MODEL": "anthropic:claude-x"}, "set ANTHROPIC_API_KEY"),
-    ({"COPYDESK_MODEL": "scripted:/nonexistent/script.json"}, "cannot read model script"),
-])
+@pytest.mark.parametrize(
+    "models, words",
+    [
+        ({"COPYDESK_MODEL": "bogus:model-x"}, "model provider 'bogus' is not available"),
+        ({"COPYDESK_MODEL": "no-provider"}, "is not of the form provider:model"),
+        ({"COPYDESK_MODELS": "scripted:demo,openai:gpt-x"}, "set OPENAI_API_KEY"),
+        ({"COPYDESK_MODEL": "anthropic:claude-x"}, "set ANTHROPIC_API_KEY"),
+        ({"COPYDESK_MODEL": "scripted:/nonexistent/script.json"}, "cannot read model script"),
+    ],
+)
 def test_an_unusable_model_stops_web_and_worker_before_any_job(models, words, redis_url, tmp_path):
     env = env_for(redis_url, tmp_path, **models)
     processes = [["worker", "--burst"]] + ([["web", "--port", str(free_port())]] if "bogus" in str(models) else [])
@@ -121,17 +128,26 @@ def test_an_unusable_model_stops_web_and_worker_before_any_job(models, words, re
         proc = copydesk(env, *process)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     code, report = doctor_json(env)
-    assert code == 2 and any(c["status"] == "error" and words in c["detail"] + (c["fix"] or "")
-                             for c in report["checks"])
+    assert code == 2 and any(
+        c["status"] == "error" and words in c["detail"] + (c["fix"] or "") for c in report["checks"]
+    )
 
 
 def test_models_with_their_keys_pass(redis_url, tmp_path):
-    env = env_for(redis_url, tmp_path, COPYDESK_MODELS="openai:gpt-x,anthropic:claude-x",
-                  OPENAI_API_KEY="sk-one", ANTHROPIC_API_KEY="sk-two")
+    env = env_for(
+        redis_url,
+        tmp_path,
+        COPYDESK_MODELS="openai:gpt-x,anthropic:claude-x",
+        OPENAI_API_KEY="sk-one",
+        ANTHROPIC_API_KEY="sk-two",
+    )
     code, report = doctor_json(env)
     assert code == 0
     assert [c["check"] for c in report["checks"] if c["check"].startswith("model")] == [
-        "model scripted:demo", "model openai:gpt-x", "model anthropic:claude-x"]
+        "model scripted:demo",
+        "model openai:gpt-x",
+        "model anthropic:claude-x",
+    ]
     assert "sk-one" not in json.dumps(report) and "sk-two" not in json.dumps(report)
 
 
@@ -153,8 +169,12 @@ def test_a_data_folder_that_cannot_be_written_stops_the_worker(redis_url, tmp_pa
 
 def test_git_must_be_installed_and_recent_enough(tmp_path):
     assert git_check(Git()).status is Status.OK
-    for version, status in (("git version 2.20.1", Status.ERROR), ("git version 2.32.0", Status.OK),
-                            ("git version 2.45.2 (Apple Git-154)", Status.OK), ("git version 3.0.0", Status.OK)):
+    for version, status in (
+        ("git version 2.20.1", Status.ERROR),
+        ("git version 2.32.0", Status.OK),
+        ("git version 2.45.2 (Apple Git-154)", Status.OK),
+        ("git version 3.0.0", Status.OK),
+    ):
         fake = tmp_path / "git"
         fake.write_text(f"#!/bin/sh\necho '{version}'\n")
         fake.chmod(0o755)
@@ -180,8 +200,9 @@ def test_a_full_redis_with_noeviction_refuses_writes_with_503_and_keeps_every_ke
     from tests.conftest import DOCS
     from tests.harness import LiveServer
 
-    settings = Settings(redis_url=redis_with("--maxmemory-policy", "noeviction", *NO_PERSISTENCE),
-                        data_dir=tmp_path / "data")
+    settings = Settings(
+        redis_url=redis_with("--maxmemory-policy", "noeviction", *NO_PERSISTENCE), data_dir=tmp_path / "data"
+    )
     ctx = context.build(settings)
     project = ctx.local.register(ctx.services.projects, path=make_repo(DOCS), ref="main")
     _key, plaintext = ctx.services.keys.create(account="local", name="full")
@@ -194,13 +215,15 @@ def test_a_full_redis_with_noeviction_refuses_writes_with_503_and_keeps_every_ke
     keys_before = set(client.keys())
     with LiveServer(create_app(settings, ctx)) as server:
         headers = {"Authorization": f"Bearer {plaintext}"}
-        refused = requests.post(f"{server.url}/v2/agent/{project.id}/job", json={"prompt": "Add a page"},
-                                headers=headers, timeout=10)
+        refused = requests.post(
+            f"{server.url}/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers, timeout=10
+        )
         assert refused.status_code == 503 and refused.json()["code"] == "unavailable"
         assert set(client.keys()) == keys_before  # nothing evicted, nothing half-written
         client.config_set("maxmemory", 0)
-        created = requests.post(f"{server.url}/v2/agent/{project.id}/job", json={"prompt": "Add a page"},
-                                headers=headers, timeout=10)
+        created = requests.post(
+            f"{server.url}/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers, timeout=10
+        )
         assert created.status_code == 201, created.text
 
 
@@ -209,11 +232,15 @@ def test_a_worker_started_while_redis_was_down_refuses_an_evicting_redis_at_firs
     env = {**os.environ, **env_for(f"redis://127.0.0.1:{port}/0", tmp_path)}
     log = tmp_path / "worker.log"
     with log.open("w") as err:
-        worker = subprocess.Popen([COPYDESK, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                  start_new_session=True)
+        worker = subprocess.Popen(
+            [COPYDESK, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
     try:
-        wait_until(lambda: "warning: redis: cannot reach Redis" in log.read_text() or worker.poll() is not None,
-                   30, "the worker's warning that Redis is down")
+        wait_until(
+            lambda: "warning: redis: cannot reach Redis" in log.read_text() or worker.poll() is not None,
+            30,
+            "the worker's warning that Redis is down",
+        )
         assert worker.poll() is None, "the worker should wait for Redis, not exit"
         with running_redis(tmp_path / "redis", "--maxmemory-policy", "allkeys-lru", *NO_PERSISTENCE, port=port):
             code = worker.wait(timeout=30)

@@ -112,23 +112,26 @@ def test_signing_out_stops_the_dashboards_open_stream_within_a_keepalive(stack_f
     assert stream.records[-1] == {"comment": "access ended"}
 
 
-def test_one_key_holding_its_caps_worth_of_streams_leaves_other_accounts_answered(stack_factory, make_repo, tmp_path,
-                                                                                   openapi_validator):
+def test_one_key_holding_its_caps_worth_of_streams_leaves_other_accounts_answered(
+    stack_factory, make_repo, tmp_path, openapi_validator
+):
     # Small caps, same shape as the defaults (20 per key, 50 per account, 200 per process, 300 connections).
     caps = dict(max_streams_per_key=3, max_streams_per_account=5, max_streams=10, redis_max_connections=20)
     stack = stack_factory(sse_keepalive_seconds=KEEPALIVE, **caps)
     services = stack.ctx.services
     job_id = _active_job(stack)
-    other_project = stack.ctx.local.register(services.projects, path=make_repo(DOCS, name="other"), ref="main",
-                                             account="other")
+    other_project = stack.ctx.local.register(
+        services.projects, path=make_repo(DOCS, name="other"), ref="main", account="other"
+    )
     _, other_key = services.keys.create(account="other", name="bystander", host="local")
     _, second_key = services.keys.create(account="local", name="second", host="local")
     other_auth = {"Authorization": f"Bearer {other_key}"}
     port = free_port()
     env = {**stack.env(), "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}"}
     with WebServer(env, port, tmp_path / "web.log", workers=1) as web, ExitStack() as held:
-        other_job = requests.post(f"{web.url}/v2/agent/{other_project.id}/job", json={"prompt": "FAQ"},
-                                  headers=other_auth, timeout=10).json()
+        other_job = requests.post(
+            f"{web.url}/v2/agent/{other_project.id}/job", json={"prompt": "FAQ"}, headers=other_auth, timeout=10
+        ).json()
         url = f"{web.url}/v2/agent/{stack.project_id}/job/{job_id}/events?follow=true"
 
         def attempt(plaintext: str) -> requests.Response:
@@ -142,19 +145,27 @@ def test_one_key_holding_its_caps_worth_of_streams_leaves_other_accounts_answere
         refused = [r for r in answers if r.status_code != 200]
         assert {r.status_code for r in refused} == {429}
         assert all(int(r.headers["Retry-After"]) > 0 for r in refused)
-        assert refused[0].json()["code"] == "rate_limited" and "COPYDESK_MAX_STREAMS_PER_KEY" in refused[0].json()["detail"]
-        openapi_validator.validate("GET", f"/v2/agent/{stack.project_id}/job/{job_id}/events", 429, refused[0].json(),
-                                   refused[0].headers)
+        assert (
+            refused[0].json()["code"] == "rate_limited"
+            and "COPYDESK_MAX_STREAMS_PER_KEY" in refused[0].json()["detail"]
+        )
+        openapi_validator.validate(
+            "GET", f"/v2/agent/{stack.project_id}/job/{job_id}/events", 429, refused[0].json(), refused[0].headers
+        )
         # Another key of the same account: stopped by the account's cap.
         assert [attempt(second_key).status_code for _ in range(4)] == [200, 200, 429, 429]
 
         # Meanwhile another account's requests all answer, and it can still open a stream of its own.
         other_job_url = f"{web.url}/v2/agent/{other_project.id}/job/{other_job['id']}"
-        assert [requests.get(other_job_url, headers=other_auth, timeout=10).status_code for _ in range(20)] == [200] * 20
+        assert [requests.get(other_job_url, headers=other_auth, timeout=10).status_code for _ in range(20)] == [
+            200
+        ] * 20
         dashboard = Browserless(web.url)
         assert dashboard.get(issue_login_link(services.redis, web.url)).url.endswith("/dashboard/")
-        pages = [dashboard.get(f"/dashboard/projects/{other_project.id}/jobs/{other_job['id']}").status_code
-                 for _ in range(5)]
+        pages = [
+            dashboard.get(f"/dashboard/projects/{other_project.id}/jobs/{other_job['id']}").status_code
+            for _ in range(5)
+        ]
         assert pages == [200] * 5
         own = requests.get(f"{other_job_url}/events", headers=other_auth, stream=True, timeout=10)
         held.callback(own.close)

@@ -24,8 +24,14 @@ GAP = 3.5  # seconds the model takes per call: longer than the keep-alive and th
 
 
 def test_clients_get_the_chosen_time_outs_and_blocking_reads_stay_under_them(redis_url):
-    settings = Settings(redis_url=redis_url, redis_socket_timeout=2, redis_connect_timeout=1,
-                        sse_keepalive_seconds=3, max_streams=20, redis_max_connections=40)
+    settings = Settings(
+        redis_url=redis_url,
+        redis_socket_timeout=2,
+        redis_connect_timeout=1,
+        sse_keepalive_seconds=3,
+        max_streams=20,
+        redis_max_connections=40,
+    )
     ctx = context.build(settings, environ={})
     pool = ctx.services.redis.connection_pool
     assert pool.connection_kwargs["socket_timeout"] == 2 and pool.connection_kwargs["socket_connect_timeout"] == 1
@@ -46,14 +52,20 @@ def test_a_stream_cap_that_leaves_requests_too_few_connections_is_refused_at_sta
         Settings.from_env({"COPYDESK_MAX_STREAMS": "200", "COPYDESK_REDIS_MAX_CONNECTIONS": "100"})
     with pytest.raises(SettingsError, match="COPYDESK_REDIS_SOCKET_TIMEOUT"):
         Settings.from_env({"COPYDESK_REDIS_SOCKET_TIMEOUT": "1"})
-    chosen = Settings.from_env({"COPYDESK_REDIS_SOCKET_TIMEOUT": "30", "COPYDESK_REDIS_CONNECT_TIMEOUT": "3",
-                                "COPYDESK_REDIS_MAX_CONNECTIONS": "500"})
+    chosen = Settings.from_env(
+        {
+            "COPYDESK_REDIS_SOCKET_TIMEOUT": "30",
+            "COPYDESK_REDIS_CONNECT_TIMEOUT": "3",
+            "COPYDESK_REDIS_MAX_CONNECTIONS": "500",
+        }
+    )
     assert (chosen.redis_socket_timeout, chosen.redis_connect_timeout, chosen.redis_max_connections) == (30, 3, 500)
 
 
 @pytest.mark.parametrize("worker_class", ["gevent", "gthread"])
-def test_one_connection_gets_every_event_of_a_slow_run_and_keep_alives_between(worker_class, stack_factory, standin,
-                                                                              tmp_path):
+def test_one_connection_gets_every_event_of_a_slow_run_and_keep_alives_between(
+    worker_class, stack_factory, standin, tmp_path
+):
     stack = stack_factory(**PROVIDERS["openai"](standin), sse_keepalive_seconds=1, redis_socket_timeout=2)
     write, finish = write_then_finish()
     standin.script(Hang(GAP), write, Hang(GAP), finish)
@@ -61,11 +73,13 @@ def test_one_connection_gets_every_event_of_a_slow_run_and_keep_alives_between(w
     env = {**stack.env(), "COPYDESK_BASE_URL": f"http://127.0.0.1:{port}"}
     auth = {"Authorization": f"Bearer {stack.key}"}
     with WebServer(env, port, tmp_path / "web.log", worker_class=worker_class, workers=1) as web:
-        job = requests.post(f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "FAQ"}, headers=auth,
-                            timeout=10).json()
+        job = requests.post(
+            f"{web.url}/v2/agent/{stack.project_id}/job", json={"prompt": "FAQ"}, headers=auth, timeout=10
+        ).json()
         records: list[dict] = []
-        with requests.get(f"{web.url}/v2/agent/{stack.project_id}/job/{job['id']}/events", headers=auth,
-                          stream=True, timeout=30) as response:
+        with requests.get(
+            f"{web.url}/v2/agent/{stack.project_id}/job/{job['id']}/events", headers=auth, stream=True, timeout=30
+        ) as response:
             assert response.status_code == 200
             reader = threading.Thread(target=read_sse, args=(response, time.monotonic() + 90, records), daemon=True)
             reader.start()
@@ -78,7 +92,7 @@ def test_one_connection_gets_every_event_of_a_slow_run_and_keep_alives_between(w
     assert [r["event"] for r in events] == STATE_TYPES, log[-3000:]
     assert [r["id"] for r in events] == [e["id"] for e in page(stack, job["id"])]
     # Keep-alives while the model thought, between events.
-    between = records[records.index(events[0]):records.index(events[-1])]
+    between = records[records.index(events[0]) : records.index(events[-1])]
     assert sum(1 for r in between if r.get("comment") == "keep-alive") >= 2
     assert "Redis unreachable" not in log
 
@@ -89,8 +103,12 @@ def test_a_redis_outage_ends_the_stream_and_the_client_is_told_to_come_back(stac
         stack = stack_factory(redis_url=f"{url}/0", sse_keepalive_seconds=1)
         job = stack.create().json()  # no worker: it stays active, so only the outage can end its stream
         records: list[dict] = []
-        with requests.get(f"{stack.url}/v2/agent/{stack.project_id}/job/{job['id']}/events",
-                          headers={"Authorization": f"Bearer {stack.key}"}, stream=True, timeout=30) as response:
+        with requests.get(
+            f"{stack.url}/v2/agent/{stack.project_id}/job/{job['id']}/events",
+            headers={"Authorization": f"Bearer {stack.key}"},
+            stream=True,
+            timeout=30,
+        ) as response:
             reader = threading.Thread(target=read_sse, args=(response, time.monotonic() + 60, records), daemon=True)
             reader.start()
             deadline = time.monotonic() + 10

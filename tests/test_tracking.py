@@ -27,12 +27,18 @@ def read(path: str) -> ToolCall:
 
 def test_steps_in_a_few_words():
     tally = StepTally()
-    for call in [read("a.md"), read("a.md"), read("b.md"), ToolCall("c", "search", {"pattern": "x"}),
-                 *[ToolCall("c", "edit_file", {"path": f"docs/{n}.md"}) for n in range(7)],
-                 ToolCall("c", "write_file", {"path": "docs/`odd`\nname.md"})]:
+    for call in [
+        read("a.md"),
+        read("a.md"),
+        read("b.md"),
+        ToolCall("c", "search", {"pattern": "x"}),
+        *[ToolCall("c", "edit_file", {"path": f"docs/{n}.md"}) for n in range(7)],
+        ToolCall("c", "write_file", {"path": "docs/`odd`\nname.md"}),
+    ]:
         tally.add(call)
-    assert tally.text() == ("read 2 files, searched once, edited `docs/0.md`, `docs/1.md`, `docs/2.md`, `docs/3.md`, "
-                            "`docs/4.md` and 3 more")
+    assert tally.text() == (
+        "read 2 files, searched once, edited `docs/0.md`, `docs/1.md`, `docs/2.md`, `docs/3.md`, `docs/4.md` and 3 more"
+    )
 
 
 def test_edits_wait_for_the_throttle_and_the_last_word_waits_it_out(stack):
@@ -47,8 +53,16 @@ def test_edits_wait_for_the_throttle_and_the_last_word_waits_it_out(stack):
     lease = Lease(services.redis, job_id, 30)
     assert lease.acquire()
     clock = Clock()
-    tracker = RoundTracker(TrackingComments(services.redis), host, project, message, fence=lease.fence,
-                           edit_every=10, clock=clock, sleep=clock.sleep)
+    tracker = RoundTracker(
+        TrackingComments(services.redis),
+        host,
+        project,
+        message,
+        fence=lease.fence,
+        edit_every=10,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     assert job.pr_number is not None
     tracker.start(job.pr_number)  # an API-less start: the comment is posted now
     pull = host.pull(project.id, job.pr_number)
@@ -76,7 +90,10 @@ def test_a_description_keeps_a_persons_text_around_copydesks_section():
     ours = f"{DESCRIPTION_START}\nNew\n{DESCRIPTION_END}\n"
     assert merge_description(None, ours) == ours
     mixed = f"Top\n\n{DESCRIPTION_START}\nOld\n{DESCRIPTION_END}\nBottom\n"
-    assert merge_description(mixed.replace("\n", "\r\n"), ours) == f"Top\n\n{DESCRIPTION_START}\nNew\n{DESCRIPTION_END}\nBottom\n"
+    assert (
+        merge_description(mixed.replace("\n", "\r\n"), ours)
+        == f"Top\n\n{DESCRIPTION_START}\nNew\n{DESCRIPTION_END}\nBottom\n"
+    )
     # The markers removed by a person: their text stays on top, the section goes below.
     assert merge_description("Only mine", ours) == f"Only mine\n\n{ours}"
     # A description from before the markers was all Copydesk's: replaced whole.

@@ -18,8 +18,13 @@ BOUND_SECONDS = 5
 @pytest.fixture
 def web(stack, github_app, tmp_path):
     """`copydesk web` on the stack's Redis and project, with a GitHub App configured (so webhooks are served)."""
-    env = {**stack.env(), "GITHUB_APP_ID": str(github_app.id), "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
-           "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret, "COPYDESK_BASE_URL": stack.url}
+    env = {
+        **stack.env(),
+        "GITHUB_APP_ID": str(github_app.id),
+        "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret,
+        "COPYDESK_BASE_URL": stack.url,
+    }
     with WebServer(env, free_port(), tmp_path / "web.log") as server:
         yield server
 
@@ -49,9 +54,11 @@ def test_secrets_stay_out_of_the_log_and_pages_carry_a_content_security_policy(s
     assert page.headers["X-Content-Type-Options"] == "nosniff"
     assert page.headers["Referrer-Policy"] == "no-referrer"
     assert page.headers["X-Frame-Options"] == "DENY"
-    for response in (stack.api.get(f"{web.url}/v2/agent/{stack.project_id}/jobs"),
-                     stack.api.get(f"{web.url}/v2/agent/{stack.project_id}/job/job_nope"),
-                     stack.api.get(f"{web.url}/healthz")):
+    for response in (
+        stack.api.get(f"{web.url}/v2/agent/{stack.project_id}/jobs"),
+        stack.api.get(f"{web.url}/v2/agent/{stack.project_id}/job/job_nope"),
+        stack.api.get(f"{web.url}/healthz"),
+    ):
         assert response.headers["Cache-Control"] == "no-store"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert "Content-Security-Policy" not in response.headers

@@ -47,8 +47,11 @@ def test_an_https_attempt_ends_at_its_deadline_while_the_receiver_drips_its_head
 
     dripping = threading.Thread(target=drip, daemon=True)
     dripping.start()
-    target = vet_url(f"https://drip.test:{server.getsockname()[1]}/hook", allow_private=True,
-                     resolver=RebindingResolver("drip.test", first="127.0.0.1"))
+    target = vet_url(
+        f"https://drip.test:{server.getsockname()[1]}/hook",
+        allow_private=True,
+        resolver=RebindingResolver("drip.test", first="127.0.0.1"),
+    )
     started = time.monotonic()
     try:
         with pytest.raises(requests.exceptions.Timeout, match="deadline of 1.5 s"):
@@ -81,8 +84,9 @@ def test_resends_are_rate_limited_per_endpoint_and_per_account(stack_factory):
 
     def resend(endpoint: dict) -> requests.Response:
         [delivery] = deliveries(stack, endpoint["id"])
-        return stack.api.post(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}"
-                              "/resend")
+        return stack.api.post(
+            f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{delivery['id']}/resend"
+        )
 
     first = [resend(endpoints[0]).status_code for _ in range(4)]
     assert first == [202, 202, 202, 429]  # the endpoint's 3 a minute
@@ -99,8 +103,14 @@ def _quiet_round(stack, hook: Receiver) -> dict[str, float]:
     done = time.monotonic() - started
 
     def arrived(kind: str) -> float | None:
-        return next((r["at"] - started for r in list(hook.received)
-                     if r["body"]["type"] == kind and r["body"]["data"]["id"] == job["id"]), None)
+        return next(
+            (
+                r["at"] - started
+                for r in list(hook.received)
+                if r["body"]["type"] == kind and r["body"]["data"]["id"] == job["id"]
+            ),
+            None,
+        )
 
     wait_until(lambda: arrived("job.completed") is not None, 60, "the quiet account's deliveries", interval=0.1)
     return {"job": done, "job.created": arrived("job.created") or 0.0, "job.completed": arrived("job.completed") or 0.0}
@@ -110,22 +120,29 @@ def _noisy_account(stack, tarpit: SlowReceiver, dripper: SlowReceiver) -> tuple[
     """A second account's project with as many endpoints as it may have, every one a tarpit or a dripping
     receiver; returns its key's headers and (project, endpoint) pairs."""
     services = stack.ctx.services
-    project = services.projects.add(account="noisy", host="local", repository="/nowhere/noisy.git",
-                                    web_url="http://example.invalid/noisy", ref="main")
+    project = services.projects.add(
+        account="noisy",
+        host="local",
+        repository="/nowhere/noisy.git",
+        web_url="http://example.invalid/noisy",
+        ref="main",
+    )
     _key, plaintext = services.keys.create(account="noisy", name="noisy", host="local")
     headers = {"Authorization": f"Bearer {plaintext}"}
     hooks = []
     for number in range(stack.settings.webhook_max_endpoints):
         target = tarpit if number % 2 else dripper
-        made = stack.api.post(f"/v2/agent/{project.id}/webhooks", json={"url": f"{target.url}/{number}"},
-                              headers=headers)
+        made = stack.api.post(
+            f"/v2/agent/{project.id}/webhooks", json={"url": f"{target.url}/{number}"}, headers=headers
+        )
         assert made.status_code == 201, made.text
         hooks.append((project.id, made.json()["id"]))
     return headers, hooks
 
 
 def test_one_accounts_dead_and_dripping_endpoints_and_resends_leave_another_accounts_runs_and_deliveries_alone(
-        stack_factory, tmp_path):
+    stack_factory, tmp_path
+):
     stack = stack_factory(webhook_allow_private=True)
     quiet = Receiver()
     with LiveServer(quiet) as served, SlowReceiver() as tarpit, SlowReceiver(drip_every=1.0) as dripper:
@@ -141,14 +158,27 @@ def test_one_accounts_dead_and_dripping_endpoints_and_resends_leave_another_acco
             headers, hooks = _noisy_account(stack, tarpit, dripper)
             for number in range(3):  # its jobs fail at once (no repository), each event a delivery per endpoint
                 stack.api.post(f"/v2/agent/{hooks[0][0]}/job", json={"prompt": f"noise {number}"}, headers=headers)
-            logs = wait_until(lambda: [logged for project_id, hook_id in hooks
-                                       if (logged := stack.api.get(f"/v2/agent/{project_id}/webhooks/{hook_id}"
-                                                                   "/deliveries", headers=headers).json()["deliveries"])],
-                              30, "the noisy account's deliveries")
+            logs = wait_until(
+                lambda: [
+                    logged
+                    for project_id, hook_id in hooks
+                    if (
+                        logged := stack.api.get(
+                            f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries", headers=headers
+                        ).json()["deliveries"]
+                    )
+                ],
+                30,
+                "the noisy account's deliveries",
+            )
             assert len(logs) == len(hooks)
-            answers = [stack.api.post(f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries/{log[0]['id']}/resend",
-                                      headers=headers).status_code
-                       for _ in range(6) for (project_id, hook_id), log in zip(hooks, logs, strict=True)]
+            answers = [
+                stack.api.post(
+                    f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries/{log[0]['id']}/resend", headers=headers
+                ).status_code
+                for _ in range(6)
+                for (project_id, hook_id), log in zip(hooks, logs, strict=True)
+            ]
             assert answers.count(202) == stack.settings.webhook_resends_per_account and set(answers) == {202, 429}
             wait_until(lambda: tarpit.accepted >= 2 and dripper.accepted >= 2, 30, "the noisy attempts to start")
 
@@ -191,8 +221,11 @@ def test_lanes_hold_one_account_to_its_share_of_threads_and_serve_the_others_mea
         return condition()
 
     try:
-        wait_until(lambda: served(lambda: len([m for m in made if m.startswith("quick")]) == 3), 10,
-                   "the quick account's attempts while the slow one's hang")
+        wait_until(
+            lambda: served(lambda: len([m for m in made if m.startswith("quick")]) == 3),
+            10,
+            "the quick account's attempts while the slow one's hang",
+        )
         assert running["most"] == 2 and len([m for m in made if m.startswith("slow")]) == 2
         release.set()
         wait_until(lambda: served(lambda: len(made) == 13 and not lanes.busy), 10, "every attempt")

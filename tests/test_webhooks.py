@@ -54,16 +54,22 @@ def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again
     with WorkerProcess(stack.env(), tmp_path / "worker.log"):
         job = stack.create().json()
         done = wait_until(
-            lambda: len([d for d in deliveries(stack, endpoint["id"]) if d["status"] == "succeeded"]) == 2, 60,
-            "both deliveries to succeed", interval=0.2)
+            lambda: len([d for d in deliveries(stack, endpoint["id"]) if d["status"] == "succeeded"]) == 2,
+            60,
+            "both deliveries to succeed",
+            interval=0.2,
+        )
         log = deliveries(stack, endpoint["id"])
         assert {d["type"] for d in log} == {"job.created", "job.completed"} and done
         # The receiver failed the first two attempts (of whichever deliveries came first) on purpose.
         assert sorted(d["attempts"] for d in log) in ([1, 3], [2, 2])
         assert all(d["responseStatus"] == 200 and d["latencyMs"] >= 0 for d in log)
         assert all(r["verified"] == [endpoint["secret"]] for r in hook.received), "a signature did not verify"
-        retried = [r for r in hook.received if r["headers"]["webhook-id"] == log[0]["id"] or
-                   r["headers"]["webhook-id"] == log[1]["id"]]
+        retried = [
+            r
+            for r in hook.received
+            if r["headers"]["webhook-id"] == log[0]["id"] or r["headers"]["webhook-id"] == log[1]["id"]
+        ]
         assert len(retried) == 4
         completed = next(r["body"] for r in hook.received if r["body"]["type"] == "job.completed")
         assert completed["data"]["id"] == job["id"] and completed["data"]["status"] == "completed"
@@ -71,11 +77,19 @@ def test_deliveries_are_signed_retried_with_backoff_logged_and_can_be_sent_again
 
         # A re-send is one more attempt with the same webhook-id, made by the worker.
         first = log[-1]
-        resent = stack.api.post(f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{first['id']}"
-                                "/resend")
+        resent = stack.api.post(
+            f"/v2/agent/{stack.project_id}/webhooks/{endpoint['id']}/deliveries/{first['id']}/resend"
+        )
         assert resent.status_code == 202
-        wait_until(lambda: next(d for d in deliveries(stack, endpoint["id"]) if d["id"] == first["id"])["attempts"]
-                   == first["attempts"] + 1, 30, "the re-send", interval=0.2)
+        wait_until(
+            lambda: (
+                next(d for d in deliveries(stack, endpoint["id"]) if d["id"] == first["id"])["attempts"]
+                == first["attempts"] + 1
+            ),
+            30,
+            "the re-send",
+            interval=0.2,
+        )
         assert hook.received[-1]["headers"]["webhook-id"] == first["id"] and hook.received[-1]["verified"]
 
         # After a rotation the new secret verifies; the old one still signs for a while (a second signature).
@@ -144,22 +158,41 @@ def test_a_first_attempt_its_taker_never_made_is_made_by_another(hooked_stack, r
     assert services.deliveries.lanes() == []  # nothing left waiting
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost/x", "http://10.1.2.3/x",
-                                 "http://169.254.169.254/latest/meta-data", "http://[::1]/x",
-                                 "http://[::ffff:127.0.0.1]/x", "http://0.0.0.0/x", "http://192.168.0.1/x",
-                                 "http://100.64.0.1/x", "http://100.127.255.254/x", "http://0.1.2.3/x",
-                                 "http://224.0.0.251/x", "http://239.1.2.3/x", "http://240.0.0.1/x",
-                                 "http://198.18.0.1/x", "http://[::ffff:100.64.0.1]/x", "http://[::ffff:10.0.0.1]/x",
-                                 "http://[2002:7f00:1::]/x", "http://[64:ff9b::a00:1]/x", "http://[ff02::1]/x",
-                                 "http://[fc00::1]/x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/x",
+        "http://localhost/x",
+        "http://10.1.2.3/x",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/x",
+        "http://[::ffff:127.0.0.1]/x",
+        "http://0.0.0.0/x",
+        "http://192.168.0.1/x",
+        "http://100.64.0.1/x",
+        "http://100.127.255.254/x",
+        "http://0.1.2.3/x",
+        "http://224.0.0.251/x",
+        "http://239.1.2.3/x",
+        "http://240.0.0.1/x",
+        "http://198.18.0.1/x",
+        "http://[::ffff:100.64.0.1]/x",
+        "http://[::ffff:10.0.0.1]/x",
+        "http://[2002:7f00:1::]/x",
+        "http://[64:ff9b::a00:1]/x",
+        "http://[ff02::1]/x",
+        "http://[fc00::1]/x",
+    ],
+)
 def test_addresses_that_are_not_public_are_refused_unless_the_operator_allows_them(url):
     with pytest.raises(UnsafeUrl):
         check_url(url, allow_private=False)
     check_url(url, allow_private=True)
 
 
-@pytest.mark.parametrize("url", ["http://93.184.215.14/x", "https://[2606:4700:4700::1111]/x",
-                                 "http://[64:ff9b::5db8:d70e]/x"])
+@pytest.mark.parametrize(
+    "url", ["http://93.184.215.14/x", "https://[2606:4700:4700::1111]/x", "http://[64:ff9b::5db8:d70e]/x"]
+)
 def test_public_addresses_pass(url):
     check_url(url, allow_private=False)
 
@@ -167,8 +200,9 @@ def test_public_addresses_pass(url):
 def use_resolver(stack, resolver: RebindingResolver, **overrides) -> None:
     """Make the stack's webhook sender ask `resolver` for names (and take `overrides` of its settings)."""
     services = stack.ctx.services
-    services.sender = webhook_sender(stack.ctx.settings.with_overrides(**overrides), services.webhooks,
-                                     services.deliveries, resolver=resolver)
+    services.sender = webhook_sender(
+        stack.ctx.settings.with_overrides(**overrides), services.webhooks, services.deliveries, resolver=resolver
+    )
 
 
 def test_a_delivery_connects_to_the_address_it_vetted_not_to_a_second_answer_of_the_name(hooked_stack, receiver):
@@ -208,14 +242,20 @@ def test_an_https_delivery_to_the_vetted_address_names_and_verifies_the_host(tmp
     context, bundle = self_signed(tmp_path, name)
     hook = receiver(ssl_context=context)
     port = hook.port
-    target = vet_url(f"https://{name}:{port}/hooks", allow_private=True,
-                     resolver=RebindingResolver(name, first="127.0.0.1", then="127.0.0.2"))
+    target = vet_url(
+        f"https://{name}:{port}/hooks",
+        allow_private=True,
+        resolver=RebindingResolver(name, first="127.0.0.1", then="127.0.0.2"),
+    )
     assert post(target, b"{}", {"Content-Type": "application/json"}, timeout=10, verify=bundle) == 200
     assert context.sni_names == [name]  # type: ignore[attr-defined]
     assert hook.received[0]["headers"]["host"] == f"{name}:{port}"
     # The certificate is checked against the URL's name, not the address connected to.
-    other = vet_url(f"https://other.pinned.test:{port}/hooks", allow_private=True,
-                    resolver=RebindingResolver("other.pinned.test", first="127.0.0.1"))
+    other = vet_url(
+        f"https://other.pinned.test:{port}/hooks",
+        allow_private=True,
+        resolver=RebindingResolver("other.pinned.test", first="127.0.0.1"),
+    )
     with pytest.raises(requests.exceptions.SSLError):
         post(other, b"{}", {"Content-Type": "application/json"}, timeout=10, verify=bundle)
     assert len(hook.received) == 1
@@ -223,10 +263,14 @@ def test_an_https_delivery_to_the_vetted_address_names_and_verifies_the_host(tmp
 
 def test_registration_refuses_bad_and_internal_urls(stack):
     base = f"/v2/agent/{stack.project_id}/webhooks"
-    for body, field in (({"url": "http://127.0.0.1:8000/hook"}, "url"), ({"url": "ftp://example.com/"}, "url"),
-                        ({"url": "http://user:pw@example.com/"}, "url"), ({}, "url"),
-                        ({"url": "https://example.com/", "events": ["job.exploded"]}, "events"),
-                        ({"url": "https://example.com/", "colour": "red"}, "colour")):
+    for body, field in (
+        ({"url": "http://127.0.0.1:8000/hook"}, "url"),
+        ({"url": "ftp://example.com/"}, "url"),
+        ({"url": "http://user:pw@example.com/"}, "url"),
+        ({}, "url"),
+        ({"url": "https://example.com/", "events": ["job.exploded"]}, "events"),
+        ({"url": "https://example.com/", "colour": "red"}, "colour"),
+    ):
         response = stack.api.post(base, json=body)
         assert response.status_code == 400 and response.json()["field"] == field, (body, response.text)
     assert stack.api.get(base).json()["webhooks"] == []
@@ -313,10 +357,18 @@ def test_a_retry_due_after_a_resend_got_through_is_not_sent_again(stack_factory,
 def test_attempts_recorded_meanwhile_never_undo_a_rotation_or_each_other(hooked_stack):
     store = hooked_stack.ctx.services.webhooks
     project_id = hooked_stack.project_id
-    endpoint = store.add(project_id, url="https://example.com/hook", sealed_secret="secret-0", description="",
-                         events=[])
-    delivery = Delivery(id="dlv_race", endpoint_id=endpoint.id, job_id="job_race", event_id="1-0",
-                        event_type="job.created", payload="{}", created_at=iso(now()))
+    endpoint = store.add(
+        project_id, url="https://example.com/hook", sealed_secret="secret-0", description="", events=[]
+    )
+    delivery = Delivery(
+        id="dlv_race",
+        endpoint_id=endpoint.id,
+        job_id="job_race",
+        event_id="1-0",
+        event_type="job.created",
+        payload="{}",
+        created_at=iso(now()),
+    )
     assert store.add_delivery(delivery)
     stop, recorded = threading.Event(), []
 
@@ -325,8 +377,14 @@ def test_attempts_recorded_meanwhile_never_undo_a_rotation_or_each_other(hooked_
         while not stop.is_set():
             # Alternating outcomes rewrite the endpoint's failure record on every attempt.
             ok = count % 2 == 0
-            store.record_attempt(delivery, ok=ok, response_status=200 if ok else 500, latency_ms=1,
-                                 error=None if ok else "HTTP 500", next_attempt_at=None)
+            store.record_attempt(
+                delivery,
+                ok=ok,
+                response_status=200 if ok else 500,
+                latency_ms=1,
+                error=None if ok else "HTTP 500",
+                next_attempt_at=None,
+            )
             count += 1
         recorded.append(count)
 

@@ -32,15 +32,24 @@ def _first_message(stack, job_id):
 
 
 def _ends(stack, job_id, timeout=60):
-    return wait_until(lambda: stack.job(job_id)["status"] in ("completed", "failed") and stack.job(job_id),
-                      timeout, f"job {job_id} to end", interval=0.25)
+    return wait_until(
+        lambda: stack.job(job_id)["status"] in ("completed", "failed") and stack.job(job_id),
+        timeout,
+        f"job {job_id} to end",
+        interval=0.25,
+    )
 
 
 @pytest.mark.parametrize("fault", ["regex_in_tool", "stopped_horse"])
 def test_a_run_stuck_past_its_deadline_fails_with_time_limit_exceeded_and_the_worker_serves_the_next(
-        fault, stack_factory, standin, workers):
-    stack = stack_factory(**PROVIDERS["openai"](standin), run_timeout_seconds=5, lease_ttl_seconds=3,
-                          test_faults=frozenset({"regex_in_tool"}) if fault == "regex_in_tool" else frozenset())
+    fault, stack_factory, standin, workers
+):
+    stack = stack_factory(
+        **PROVIDERS["openai"](standin),
+        run_timeout_seconds=5,
+        lease_ttl_seconds=3,
+        test_faults=frozenset({"regex_in_tool"}) if fault == "regex_in_tool" else frozenset(),
+    )
     standin.script(*((SEARCH,) if fault == "regex_in_tool" else HANG))
     worker = workers(stack)
     job_id = stack.create().json()["id"]
@@ -62,7 +71,8 @@ def test_a_run_stuck_past_its_deadline_fails_with_time_limit_exceeded_and_the_wo
 
 
 def test_sigterm_lets_the_run_go_on_for_its_grace_then_hands_it_back_without_counting_an_attempt(
-        stack_factory, standin, workers):
+    stack_factory, standin, workers
+):
     stack = stack_factory(**PROVIDERS["openai"](standin), stop_grace_seconds=2)
     worker, job_id = _busy_in_a_model_call(stack, standin, workers)
     signalled = time.monotonic()

@@ -28,8 +28,14 @@ def pool(tmp_path):
     started: list[WorkerProcess] = []
 
     def start(stack, processes: int = 2, **env) -> WorkerProcess:
-        worker = WorkerProcess({**stack.env(), **env}, tmp_path / f"pool{len(started)}.log",
-                               "--processes", str(processes), "--name", "pool")
+        worker = WorkerProcess(
+            {**stack.env(), **env},
+            tmp_path / f"pool{len(started)}.log",
+            "--processes",
+            str(processes),
+            "--name",
+            "pool",
+        )
         started.append(worker)
         return worker
 
@@ -80,18 +86,28 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
     # Each run's one model call is answered only once both calls are in: one after the other, the two runs
     # would never both reach it (and the test would time out).
     both_asked = threading.Event()
-    standin.script(Hang(120, until=both_asked), Reply(text="First answer."), Hang(120, until=both_asked),
-                   Reply(text="Second answer."))
+    standin.script(
+        Hang(120, until=both_asked),
+        Reply(text="First answer."),
+        Hang(120, until=both_asked),
+        Reply(text="Second answer."),
+    )
     port = free_port()
-    worker = pool(stack, 2, COPYDESK_METRICS_TOKEN="pool-token", COPYDESK_WORKER_METRICS_PORT=str(port),
-                  COPYDESK_METRICS_DIR=str(tmp_path / "metrics"))
+    worker = pool(
+        stack,
+        2,
+        COPYDESK_METRICS_TOKEN="pool-token",
+        COPYDESK_WORKER_METRICS_PORT=str(port),
+        COPYDESK_METRICS_DIR=str(tmp_path / "metrics"),
+    )
     wait_until(lambda: len(worker_children(worker.pid)) == 2, 30, "two worker processes")
     jobs = [stack.create(f"Question {n}").json()["id"] for n in (1, 2)]
     wait_until(lambda: len(standin.requests) == 2, 60, "both runs' model calls", interval=0.1)
     both_asked.set()
     for job_id in jobs:
-        wait_until(lambda j=job_id: stack.job(j)["status"] == "completed", 60, f"job {job_id} to complete",
-                   interval=0.2)
+        wait_until(
+            lambda j=job_id: stack.job(j)["status"] == "completed", 60, f"job {job_id} to complete", interval=0.2
+        )
     started = [event_ms(stack, j, EventType.RUN_STARTED) for j in jobs]
     finished = [event_ms(stack, j, EventType.RUN_FINISHED) for j in jobs]
     assert max(started) < min(finished), f"the runs did not overlap: started {started}, finished {finished}"
@@ -108,8 +124,11 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
     # A child that dies is restarted; the pool goes on.
     victim = worker_children(worker.pid)[0]
     os.kill(victim, signal.SIGKILL)
-    wait_until(lambda: len(worker_children(worker.pid)) == 2 and victim not in worker_children(worker.pid), 30,
-               "the killed worker process to be replaced")
+    wait_until(
+        lambda: len(worker_children(worker.pid)) == 2 and victim not in worker_children(worker.pid),
+        30,
+        "the killed worker process to be replaced",
+    )
     assert "restarting it" in worker.log_path.read_text()
 
     # SIGTERM: a run in flight finishes within the grace, then every process exits.
@@ -137,11 +156,14 @@ def test_a_pool_whose_workers_refuse_an_evicting_redis_stops_with_2(tmp_path):
     assert "refused to start; stopping the pool" in log and "maxmemory-policy is allkeys-lru" in log
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--processes", "0"], "--processes: must be at least 1, not 0"),
-    (["--processes", "two"], "--processes: must be a whole number, not 'two'"),
-    (["--processes", "2", "--burst"], "--burst runs one worker process; leave out --processes"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--processes", "0"], "--processes: must be at least 1, not 0"),
+        (["--processes", "two"], "--processes: must be a whole number, not 'two'"),
+        (["--processes", "2", "--burst"], "--burst runs one worker process; leave out --processes"),
+    ],
+)
 def test_bad_process_counts_get_a_clear_error(args, says, capsys, monkeypatch, tmp_path):
     import logging
 

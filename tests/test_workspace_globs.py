@@ -12,10 +12,35 @@ def pathspecs(pattern: str) -> list[str]:
     body = anchored(pattern).rstrip("/")
     return [f":(glob){body}", f":(glob){body}/**"]
 
-PATHS = ["README.md", "docs/intro.md", "docs/guide/setup.md", "docs/guide/img/a.png", "docs-old/x.md",
-         "api/ref.mdx", "a.md/inner.txt", "[x].md"]
-PATTERNS = ["*.md", "/README.md", "docs", "docs/", "docs/*", "docs/*.md", "docs/**/*.md", "**/guide/**",
-            "doc?/intro.md", "*.md*", "d*", "guide", "[[]x].md", "**", "api/*.mdx", "docs/gu*/*.png"]
+
+PATHS = [
+    "README.md",
+    "docs/intro.md",
+    "docs/guide/setup.md",
+    "docs/guide/img/a.png",
+    "docs-old/x.md",
+    "api/ref.mdx",
+    "a.md/inner.txt",
+    "[x].md",
+]
+PATTERNS = [
+    "*.md",
+    "/README.md",
+    "docs",
+    "docs/",
+    "docs/*",
+    "docs/*.md",
+    "docs/**/*.md",
+    "**/guide/**",
+    "doc?/intro.md",
+    "*.md*",
+    "d*",
+    "guide",
+    "[[]x].md",
+    "**",
+    "api/*.mdx",
+    "docs/gu*/*.png",
+]
 
 
 @pytest.fixture(scope="module")

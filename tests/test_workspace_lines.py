@@ -36,5 +36,5 @@ def test_lines_skips_and_counts_agree_with_splitting(data):
         skipped = reader.skip_lines(skip)
         assert skipped == min(skip, len(expected))
         following = list(itertools.islice(reader.lines(), 3))
-        assert following == expected[skipped:skipped + 3]
+        assert following == expected[skipped : skipped + 3]
         assert skipped + len(following) + reader.count_lines() == len(expected)

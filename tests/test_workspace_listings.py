@@ -41,8 +41,9 @@ def test_listings_derived_across_moved_trees_match_git(git, tmp_path, monkeypatc
             else:
                 change[f"docs/{chance.choice('abcz')}/new-{round_}-{chance.randrange(99)}.md"] = "new\n"
         commit_files(git, repository.bare, change)
-        paths = [p for p in paths if change.get(p, "") is not None] + [p for p, d in change.items()
-                                                                       if d is not None and p not in paths]
+        paths = [p for p in paths if change.get(p, "") is not None] + [
+            p for p, d in change.items() if d is not None and p not in paths
+        ]
         commit = repository.mirror.fetch(remote, {"refs/heads/main": f"refs/test/r{round_}"})[f"refs/test/r{round_}"]
         assert commit is not None
         with repository.mirror.open(commit) as workspace:

@@ -74,8 +74,10 @@ def test_incremental_fetch_sees_new_commits(git, store, make_repo):
 
 def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
     bare = make_repo({"a.md": "a\n"})
-    expected = {f"refs/heads/b{i}": commit_files(git, bare, {f"b{i}.md": f"{i}\n"}, branch=f"b{i}", parent=None)
-                for i in range(4)}
+    expected = {
+        f"refs/heads/b{i}": commit_files(git, bare, {f"b{i}.md": f"{i}\n"}, branch=f"b{i}", parent=None)
+        for i in range(4)
+    }
     remote = Remote(str(bare))
     upstream = threading.Lock()
 
@@ -99,7 +101,7 @@ def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
     mirror = store.mirror(remote)
     assert not any(r.startswith(RUNS_PREFIX) for r in refs(git, mirror))
     expected["refs/heads/main"] = git.out("rev-parse", "refs/heads/main", git_dir=bare)
-    assert refs(git, mirror) == {CACHE_PREFIX + ref[len("refs/"):]: sha for ref, sha in expected.items()}
+    assert refs(git, mirror) == {CACHE_PREFIX + ref[len("refs/") :]: sha for ref, sha in expected.items()}
 
 
 def test_secret_config_never_reaches_the_mirror_on_disk(git, store, make_repo, tmp_path):
@@ -112,11 +114,25 @@ def test_secret_config_never_reaches_the_mirror_on_disk(git, store, make_repo, t
     bot = Identity("Copydesk", "bot@example.com")
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
         commit = build_commit(mirror, heads["base"], {"b.md": b"b\n"}, "Add b", bot, bot)
-        push_commit(mirror, remote, PushRequest(commit=commit, branch="copydesk/job_1", start_commit=heads["base"],
-                                                changes={"b.md": b"b\n"}, message="Add b", author=bot, committer=bot))
+        push_commit(
+            mirror,
+            remote,
+            PushRequest(
+                commit=commit,
+                branch="copydesk/job_1",
+                start_commit=heads["base"],
+                changes={"b.md": b"b\n"},
+                message="Add b",
+                author=bot,
+                committer=bot,
+            ),
+        )
     mirror.maintenance(loose_objects=1)
-    leaks = [path for path in (tmp_path / "mirrors").rglob("*")
-             if path.is_file() and (b"c2VjcmV0" in path.read_bytes() or b"extraHeader" in path.read_bytes())]
+    leaks = [
+        path
+        for path in (tmp_path / "mirrors").rglob("*")
+        if path.is_file() and (b"c2VjcmV0" in path.read_bytes() or b"extraHeader" in path.read_bytes())
+    ]
     assert leaks == []
 
 

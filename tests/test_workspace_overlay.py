@@ -35,11 +35,15 @@ def fetched(tmp_path_factory):
     bare = root / "docs.git"
     git.run("init", "--bare", "-q", str(bare))
     commit_files(git, bare, FILES, message="Initial docs")
-    add_entries(git, bare, {
-        "tools/build.sh": ("100755", "#!/bin/sh\necho hello\n"),
-        "docs/link.md": ("120000", "/etc/passwd"),
-        "vendor/lib": ("160000", "1" * 40),
-    })
+    add_entries(
+        git,
+        bare,
+        {
+            "tools/build.sh": ("100755", "#!/bin/sh\necho hello\n"),
+            "docs/link.md": ("120000", "/etc/passwd"),
+            "vendor/lib": ("160000", "1" * 40),
+        },
+    )
     remote = Remote(str(bare))
     mirror = MirrorStore(root / "mirrors", git).mirror(remote)
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
@@ -140,8 +144,12 @@ def test_delete_files_and_directories(ws):
     assert ws.kind("docs") is EntryKind.DIRECTORY  # intro.md and link.md remain
     assert not any(p.startswith(("docs/guide/", "README")) for p in ws.list_files())
     ws.delete("docs/link.md")  # deleting a symlink entry removes the entry, nothing else
-    assert ws.changes() == {"README.md": None, "docs/guide/crlf.md": None, "docs/guide/setup.md": None,
-                            "docs/link.md": None}
+    assert ws.changes() == {
+        "README.md": None,
+        "docs/guide/crlf.md": None,
+        "docs/guide/setup.md": None,
+        "docs/link.md": None,
+    }
     ws.write("docs/guide", b"now a file\n")  # the directory is gone, so a file may take its name
     assert ws.kind("docs/guide") is EntryKind.FILE
     with pytest.raises(PathNotFound):
@@ -172,7 +180,9 @@ def test_move_file_and_directory(ws):
     assert ws.kind("docs/guide") is None
     assert ws.read("handbook/setup.md") == b"Install it\nhello again\n"
     assert ws.changes() == {
-        "docs/guide/crlf.md": None, "docs/guide/setup.md": None, "docs/intro.md": None,
+        "docs/guide/crlf.md": None,
+        "docs/guide/setup.md": None,
+        "docs/intro.md": None,
         "docs/start.md": b"Hello world\nsecond line\n",
         "handbook/crlf.md": FILES["docs/guide/crlf.md"].encode(),
         "handbook/setup.md": b"Install it\nhello again\n",
@@ -196,7 +206,10 @@ def test_search_merges_tree_and_overlay(ws):
     ws.delete("docs/guide/crlf.md")
     assert [(m.path, m.line) for m in ws.search("hel+o")] == [("docs/guide/setup.md", 2), ("notes/overlay-only.md", 2)]
     assert [m.path for m in ws.search("HELLO", ignore_case=True)] == [
-        "docs/guide/setup.md", "docs/intro.md", "notes/overlay-only.md"]
+        "docs/guide/setup.md",
+        "docs/intro.md",
+        "notes/overlay-only.md",
+    ]
     assert ws.search("HELLO") == []
     assert [m.path for m in ws.search("hello", globs=["notes/**"])] == ["notes/overlay-only.md"]
     assert [m.path for m in ws.search("hello", globs=["*.md"])] == ["docs/guide/setup.md", "notes/overlay-only.md"]
@@ -233,7 +246,12 @@ def test_search_limit_keeps_the_first_matches_in_path_order(git, make_repo, tmp_
         ws.write("a.md", b"match\n")
         found = ws.search("match", max_matches=5)
     assert [(m.path, m.line) for m in found] == [
-        ("a.md", 1), ("p00.md", 1), ("p00.md", 2), ("p00.md", 3), ("p01.md", 1)]
+        ("a.md", 1),
+        ("p00.md", 1),
+        ("p00.md", 2),
+        ("p00.md", 3),
+        ("p01.md", 1),
+    ]
 
 
 def test_paths_must_be_normalised(ws):

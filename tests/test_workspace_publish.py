@@ -50,8 +50,16 @@ def run(git, mirror, remote, edits, *, base="main", message="Edit docs", **push_
         if commit is None:
             return None
         guard = push_options.pop("guard", lambda: None)
-        push = PushRequest(commit=commit, branch=BRANCH, start_commit=start, changes=changes, message=message,
-                           author=PERSON, committer=BOT, **push_options)
+        push = PushRequest(
+            commit=commit,
+            branch=BRANCH,
+            start_commit=start,
+            changes=changes,
+            message=message,
+            author=PERSON,
+            committer=BOT,
+            **push_options,
+        )
         return push_commit(mirror, remote, push, guard=guard)
 
 
@@ -60,8 +68,9 @@ def test_commit_holds_exactly_the_changes(git, setup):
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
         base = heads["base"]
         changes = {"docs/intro.md": b"New intro\n", "docs/new/deep/page.md": b"Deep\n", "README.md": None}
-        commit = build_commit(mirror, base, changes, "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>",
-                              PERSON, BOT)
+        commit = build_commit(
+            mirror, base, changes, "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>", PERSON, BOT
+        )
     assert tree_of(git, mirror.path, commit) == {
         "docs/intro.md": ("100644", b"New intro\n"),
         "docs/new/deep/page.md": ("100644", b"Deep\n"),
@@ -69,7 +78,8 @@ def test_commit_holds_exactly_the_changes(git, setup):
     }
     assert git.out("log", "-1", "--format=%P|%an <%ae>|%cn <%ce>|%B", commit, git_dir=mirror.path) == (
         f"{base}|Ada Writer <ada@example.com>|Copydesk <bot@copydesk.example>|"
-        "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>")
+        "Rewrite intro\n\nCo-authored-by: Ada <ada@example.com>"
+    )
     git.run("fsck", "--strict", "--no-dangling", git_dir=mirror.path)  # canonical trees
     slow = _index_commit(git, mirror.path, base, changes)
     assert tree_of(git, mirror.path, commit) == tree_of(git, mirror.path, slow)
@@ -81,8 +91,13 @@ def _index_commit(git, repo, parent, changes):
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "i"), "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x",
-               "GIT_COMMITTER_NAME": "x", "GIT_COMMITTER_EMAIL": "x"}
+        env = {
+            "GIT_INDEX_FILE": os.path.join(tmp, "i"),
+            "GIT_AUTHOR_NAME": "x",
+            "GIT_AUTHOR_EMAIL": "x",
+            "GIT_COMMITTER_NAME": "x",
+            "GIT_COMMITTER_EMAIL": "x",
+        }
         git.run("read-tree", parent, git_dir=repo, env=env)
         lines = []
         for path, data in changes.items():
@@ -105,8 +120,12 @@ def test_random_changes_match_an_index_built_tree(git, setup):
         for _ in range(8):
             existing = git.out("ls-tree", "-r", "--name-only", parent, git_dir=mirror.path).splitlines()
             changes = {path: None for path in rng.sample(existing, k=min(2, len(existing) - 1))}
-            changes.update({f"{rng.choice(folders)}p{rng.randrange(6)}.md": rng.randbytes(rng.randrange(1, 40))
-                            for _ in range(rng.randrange(1, 6))})
+            changes.update(
+                {
+                    f"{rng.choice(folders)}p{rng.randrange(6)}.md": rng.randbytes(rng.randrange(1, 40))
+                    for _ in range(rng.randrange(1, 6))
+                }
+            )
             commit = build_commit(mirror, parent, changes, "x", BOT, BOT)
             slow = _index_commit(git, mirror.path, parent, changes)
             expected = git.out("rev-parse", f"{slow}^{{tree}}", git_dir=mirror.path)
@@ -125,8 +144,12 @@ def test_executable_mode_is_kept(git, setup):
 def test_files_and_directories_can_swap(git, setup):
     bare, remote, mirror = setup
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
-        swap = {"docs/guide/setup.md": None, "docs/guide": b"file now\n", "README.md": None,
-                "README.md/inner.md": b"dir now\n"}
+        swap = {
+            "docs/guide/setup.md": None,
+            "docs/guide": b"file now\n",
+            "README.md": None,
+            "README.md/inner.md": b"dir now\n",
+        }
         swapped = build_commit(mirror, heads["base"], swap, "x", BOT, BOT)
         assert set(tree_of(git, mirror.path, swapped)) == {"docs/intro.md", "docs/guide", "README.md/inner.md"}
         drop = {"docs/guide": None, "docs/guide/new.md": b"new\n"}  # None on a directory drops all of it
@@ -164,7 +187,10 @@ def test_a_persons_commit_on_the_branch_is_kept_by_the_next_run(git, setup):
     second = run(git, mirror, remote, lambda ws: ws.write("README.md", b"# Run two\n"))
     assert second.rebuilt is False
     assert git.out("rev-list", "--parents", second.commit, git_dir=bare).splitlines()[:3] == [
-        f"{second.commit} {person}", f"{person} {first}", f"{first} {remote_head(git, bare, 'main')}"]
+        f"{second.commit} {person}",
+        f"{person} {first}",
+        f"{first} {remote_head(git, bare, 'main')}",
+    ]
     files = tree_of(git, bare, second.commit)
     assert files["docs/guide/setup.md"][1] == b"Fixed by a person\n"
     assert files["docs/intro.md"][1] == b"Run one\n" and files["README.md"][1] == b"# Run two\n"
@@ -244,8 +270,9 @@ def test_a_moved_branch_that_holds_this_messages_commit_already_is_the_result_an
     assert result == PushResult(earlier, rebuilt=False, already=True)
     assert guarded == [True]  # only the first push, refused because the branch moved; no rebuilt push
     assert remote_head(git, bare) == head_before
-    assert git.out("log", "--format=%H", "--fixed-strings", f"--grep={trailer}", BRANCH,
-                   git_dir=bare).splitlines() == [earlier]
+    assert git.out("log", "--format=%H", "--fixed-strings", f"--grep={trailer}", BRANCH, git_dir=bare).splitlines() == [
+        earlier
+    ]
 
 
 def test_branch_created_during_a_first_run_is_built_upon(git, setup):
@@ -255,8 +282,9 @@ def test_branch_created_during_a_first_run_is_built_upon(git, setup):
     def edits(ws):
         nonlocal person
         ws.write("README.md", b"# Run\n")
-        person = commit_files(git, bare, {"docs/other.md": "Person\n"}, branch=BRANCH,
-                              parent=remote_head(git, bare, "main"))
+        person = commit_files(
+            git, bare, {"docs/other.md": "Person\n"}, branch=BRANCH, parent=remote_head(git, bare, "main")
+        )
 
     result = run(git, mirror, remote, edits)
     assert result.rebuilt is True
@@ -295,8 +323,16 @@ def test_a_push_refused_for_another_reason_raises_git_error(git, setup):
 def test_a_commit_that_would_fail_fsck_is_refused_before_any_push(git, tmp_path):
     # The base holds a `.git` look-alike beside the page the run edits: rewriting that folder would make a tree
     # git fsck --strict refuses (hasDotgit), so the commit is refused; an untouched folder is no problem.
-    bare = hostile_repo(git, tmp_path / "hostile.git", {"README.md": "# Docs\n", "docs/intro.md": "Intro\n",
-                                                         "docs/.GIT./config": "[core]\n", "guide/setup.md": "Setup\n"})
+    bare = hostile_repo(
+        git,
+        tmp_path / "hostile.git",
+        {
+            "README.md": "# Docs\n",
+            "docs/intro.md": "Intro\n",
+            "docs/.GIT./config": "[core]\n",
+            "guide/setup.md": "Setup\n",
+        },
+    )
     remote = Remote(str(bare))
     mirror = MirrorStore(tmp_path / "mirrors", git).mirror(remote)
     with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
@@ -315,10 +351,26 @@ def test_the_commit_is_the_one_git_commit_tree_makes_of_the_same_tree_and_dates(
         commit = build_commit(mirror, heads["base"], {"docs/intro.md": b"New\n"}, message, author, BOT)
         assert commit is not None
         dates = git.out("log", "-1", "--format=%ad|%cd", "--date=raw", commit, git_dir=mirror.path).split("|")
-        env = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email, "GIT_AUTHOR_DATE": dates[0],
-               "GIT_COMMITTER_NAME": BOT.name, "GIT_COMMITTER_EMAIL": BOT.email, "GIT_COMMITTER_DATE": dates[1]}
-        by_git = git.out("commit-tree", "--no-gpg-sign", "-p", heads["base"], "-F", "-", f"{commit}^{{tree}}",
-                         git_dir=mirror.path, input=message.encode(), env=env)
+        env = {
+            "GIT_AUTHOR_NAME": author.name,
+            "GIT_AUTHOR_EMAIL": author.email,
+            "GIT_AUTHOR_DATE": dates[0],
+            "GIT_COMMITTER_NAME": BOT.name,
+            "GIT_COMMITTER_EMAIL": BOT.email,
+            "GIT_COMMITTER_DATE": dates[1],
+        }
+        by_git = git.out(
+            "commit-tree",
+            "--no-gpg-sign",
+            "-p",
+            heads["base"],
+            "-F",
+            "-",
+            f"{commit}^{{tree}}",
+            git_dir=mirror.path,
+            input=message.encode(),
+            env=env,
+        )
     assert by_git == commit
     assert git.out("log", "-1", "--format=%an <%ae>", commit, git_dir=mirror.path) == "Ada the Writer <ada@example.com>"
 
@@ -338,9 +390,39 @@ def test_objects_whose_links_do_not_resolve_are_refused_and_not_stored(git, setu
     assert git.run("cat-file", "blob", object_id("blob", blob), git_dir=mirror.path).stdout == blob
 
 
-@pytest.mark.parametrize("branch", ["copydesk/job_1", "a.lock", ".a", "a..b", "a b", "a~", "a^", "a:b", "a?", "a*",
-                                    "a[", "a\\b", "/a", "a/", "a.", "a@{b", "@", "a@b", "é", "a\x7f", "a\tb",
-                                    "a.lockx", "a/.b/c", "-a", "", "a/b.lock/c", "{", "a//b"])
+@pytest.mark.parametrize(
+    "branch",
+    [
+        "copydesk/job_1",
+        "a.lock",
+        ".a",
+        "a..b",
+        "a b",
+        "a~",
+        "a^",
+        "a:b",
+        "a?",
+        "a*",
+        "a[",
+        "a\\b",
+        "/a",
+        "a/",
+        "a.",
+        "a@{b",
+        "@",
+        "a@b",
+        "é",
+        "a\x7f",
+        "a\tb",
+        "a.lockx",
+        "a/.b/c",
+        "-a",
+        "",
+        "a/b.lock/c",
+        "{",
+        "a//b",
+    ],
+)
 def test_branch_names_are_judged_as_git_check_ref_format_judges_them(git, branch):
     from service.workspace.gitnames import valid_branch_ref
 

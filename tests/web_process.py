@@ -18,8 +18,9 @@ COPYDESK = shutil.which("copydesk", path=str(Path(sys.executable).parent))
 class WebServer:
     """`copydesk web` on a free port with `env`; its output (access log included) goes to `log_path`."""
 
-    def __init__(self, env: dict[str, str], port: int, log_path: Path, *, worker_class: str = "gevent",
-                 workers: int = 2) -> None:
+    def __init__(
+        self, env: dict[str, str], port: int, log_path: Path, *, worker_class: str = "gevent", workers: int = 2
+    ) -> None:
         self.port = port
         self.log_path = log_path
         self._argv = [COPYDESK, "web", "--port", str(port), "--workers", str(workers), "--worker-class", worker_class]
@@ -33,8 +34,9 @@ class WebServer:
     def __enter__(self) -> "WebServer":
         log = open(self.log_path, "ab")
         # Its own process group, so that `crash` reaches gunicorn's workers too.
-        self._proc = subprocess.Popen(self._argv, env=self._env, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+        self._proc = subprocess.Popen(
+            self._argv, env=self._env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -80,9 +82,13 @@ class SlowClients:
         for n in range(self._count):
             path = self._paths[n % len(self._paths)]
             sock = socket.create_connection(("127.0.0.1", self._port), timeout=10)
-            sock.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                          f"X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: slow-{n}\r\n"
-                          f"Content-Length: {self._declared}\r\n\r\n{{").encode())
+            sock.sendall(
+                (
+                    f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    f"X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: slow-{n}\r\n"
+                    f"Content-Length: {self._declared}\r\n\r\n{{"
+                ).encode()
+            )
             self._sockets.append(sock)
         self._thread.start()
         return self

@@ -40,8 +40,15 @@ class Receiver:
                 pass
         with self._lock:
             status = 500 if len(self.received) < self.fail_first else 200
-            self.received.append({"headers": headers, "body": json.loads(body), "verified": verified,
-                                  "status": status, "at": time.monotonic()})
+            self.received.append(
+                {
+                    "headers": headers,
+                    "body": json.loads(body),
+                    "verified": verified,
+                    "status": status,
+                    "at": time.monotonic(),
+                }
+            )
         start_response(f"{status} {'OK' if status == 200 else 'Failing on purpose'}", [("Content-Type", "text/plain")])
         return [b"ok"]
 
@@ -90,16 +97,23 @@ def self_signed(tmp_path, name: str) -> tuple[ssl.SSLContext, str]:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     start = now() - timedelta(minutes=5)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(start)
-            .not_valid_after(start + timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
     sni_names: list[str | None] = []

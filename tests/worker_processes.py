@@ -15,8 +15,12 @@ class WorkerProcess:
     def __init__(self, env: dict[str, str], log_path: Path, *args: str) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", *args], env={**os.environ, **env},
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "worker", *args],
+            env={**os.environ, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
 
     def __enter__(self) -> "WorkerProcess":
         return self

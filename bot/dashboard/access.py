@@ -69,16 +69,19 @@ class Viewer:
 
 def _admin(account: Account) -> Account:
     if not account.admin:
-        raise NotAllowed("Admins only", f"Only an admin of {account.login} can do this. You are a member; "
-                         "ask an owner of the organization.")
+        raise NotAllowed(
+            "Admins only",
+            f"Only an admin of {account.login} can do this. You are a member; ask an owner of the organization.",
+        )
     return account
 
 
 class Gate:
     """Turns a session into a Viewer, refreshing GitHub accounts and roles when their cache is stale."""
 
-    def __init__(self, sessions: SessionStore, projects: ProjectStore, sign_in: GitHubSignIn | None,
-                 box: SecretBox | None) -> None:
+    def __init__(
+        self, sessions: SessionStore, projects: ProjectStore, sign_in: GitHubSignIn | None, box: SecretBox | None
+    ) -> None:
         self._sessions = sessions
         self._projects = projects
         self._sign_in = sign_in

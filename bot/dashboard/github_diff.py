@@ -44,8 +44,9 @@ class DiffUnavailable(Exception):
 class GitHubDiffs:
     """Reads GitHub jobs' diffs for the dashboard; `app` is None when no GitHub App is configured."""
 
-    def __init__(self, app: GitHubApp | None, redis_client: redis.Redis, *, max_bytes: int = MAX_BYTES,
-                 ttl: int = CACHE_SECONDS) -> None:
+    def __init__(
+        self, app: GitHubApp | None, redis_client: redis.Redis, *, max_bytes: int = MAX_BYTES, ttl: int = CACHE_SECONDS
+    ) -> None:
         self._app = app
         self._redis = redis_client
         self.max_bytes = max_bytes
@@ -77,15 +78,21 @@ class GitHubDiffs:
             return pull_diff(client, owner, name, job.pr_number, max_bytes=self.max_bytes)
         except _FAILURES as exc:
             reason = _reason(exc)
-            log.warning("job %s: no diff from GitHub for %s#%s: %s", job.id, project.repository, job.pr_number,
-                        reason)
+            log.warning("job %s: no diff from GitHub for %s#%s: %s", job.id, project.repository, job.pr_number, reason)
             raise DiffUnavailable(reason) from exc
 
 
 # What reading a diff from GitHub can fail with; KeyError, TypeError and ValueError come from a project without
 # an installation id or an answer not shaped like GitHub's.
-_FAILURES = (InstallationGone, GitHubUnavailable, GitHubException, requests.RequestException, KeyError, TypeError,
-             ValueError)
+_FAILURES = (
+    InstallationGone,
+    GitHubUnavailable,
+    GitHubException,
+    requests.RequestException,
+    KeyError,
+    TypeError,
+    ValueError,
+)
 
 
 def _reason(exc: Exception) -> str:
@@ -106,6 +113,7 @@ def build(settings: GitHubSettings, redis_client: redis.Redis) -> GitHubDiffs:
     """The dashboard's diff reader, with a GitHub App whose clients are bounded for a page that waits on them."""
     app = None
     if settings.configured:
-        app = GitHubApp(settings, redis_client, requests.Session(), max_wait=0, retries=RETRIES, backoff=BACKOFF,
-                        timeout=TIMEOUT)
+        app = GitHubApp(
+            settings, redis_client, requests.Session(), max_wait=0, retries=RETRIES, backoff=BACKOFF, timeout=TIMEOUT
+        )
     return GitHubDiffs(app, redis_client)

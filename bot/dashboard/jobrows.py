@@ -23,12 +23,14 @@ def job_rows(jobs: JobStore, redis_client, local: LocalCodeHost, project: Projec
     """A row per job of `found`: its first prompt cut to EXCERPT, its pull request's state and its tokens."""
     prompts = jobs.first_prompts([job.id for job in found])
     states = _pull_states(redis_client, local, project, found)
-    return [JobRow(job, excerpt(prompts.get(job.id, "")), states.get(job.id), add_usage({}, job.usage)["billableTokens"])
-            for job in found]
+    return [
+        JobRow(job, excerpt(prompts.get(job.id, "")), states.get(job.id), add_usage({}, job.usage)["billableTokens"])
+        for job in found
+    ]
 
 
 def excerpt(prompt: str) -> str:
-    return prompt if len(prompt) <= EXCERPT else prompt[:EXCERPT - 1] + "…"
+    return prompt if len(prompt) <= EXCERPT else prompt[: EXCERPT - 1] + "…"
 
 
 def _pull_states(redis_client, local: LocalCodeHost, project: Project, found: list[Job]) -> dict[str, str]:

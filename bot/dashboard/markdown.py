@@ -6,7 +6,8 @@ from markupsafe import Markup
 # CommonMark with tables and strikethrough; "html": False escapes every raw HTML block and inline tag, and
 # markdown-it's own link validation drops javascript:, vbscript:, file: and data: URLs (bar safe images).
 _RENDERER = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
-    ["table", "strikethrough"])
+    ["table", "strikethrough"]
+)
 
 
 def render_markdown(text: str | None) -> Markup:

@@ -67,8 +67,9 @@ class Session:
 class SessionStore:
     """Creates, reads (with idle and absolute expiry) and ends sessions, and keeps their one-time values sealed."""
 
-    def __init__(self, client: redis.Redis, *, idle_seconds: int, max_seconds: int,
-                 seal_key: Callable[[], bytes]) -> None:
+    def __init__(
+        self, client: redis.Redis, *, idle_seconds: int, max_seconds: int, seal_key: Callable[[], bytes]
+    ) -> None:
         """`seal_key`: the key material one-time values are sealed with, asked for when first needed."""
         self._redis = client
         self.idle_seconds = idle_seconds
@@ -76,15 +77,31 @@ class SessionStore:
         self._seal_key = seal_key
         self._sealer: Sealer | None = None
 
-    def create(self, *, login: str, source: str, accounts: list[Account], sealed_token: str | None = None,
-               max_seconds: float | None = None) -> str:
+    def create(
+        self,
+        *,
+        login: str,
+        source: str,
+        accounts: list[Account],
+        sealed_token: str | None = None,
+        max_seconds: float | None = None,
+    ) -> str:
         """Open a session, ending after `max_seconds` if that is sooner than the store's limit; returns the cookie
         value (shown to the browser only)."""
         session_id = secrets.token_urlsafe(32)
         stamp = time.time()
-        session = Session(login=login, source=source, csrf=secrets.token_urlsafe(32), created_at=stamp,
-                          seen_at=stamp, checked_at=stamp, accounts=[asdict(a) for a in accounts],
-                          sealed_token=sealed_token, id_hash=_digest(session_id), max_seconds=max_seconds)
+        session = Session(
+            login=login,
+            source=source,
+            csrf=secrets.token_urlsafe(32),
+            created_at=stamp,
+            seen_at=stamp,
+            checked_at=stamp,
+            accounts=[asdict(a) for a in accounts],
+            sealed_token=sealed_token,
+            id_hash=_digest(session_id),
+            max_seconds=max_seconds,
+        )
         self._write(session)
         return session_id
 
@@ -120,8 +137,11 @@ class SessionStore:
 
     def end(self, session: Session) -> None:
         slots = cast(set[bytes], self._redis.smembers(_once_slots_key(session.id_hash)))
-        self._redis.delete(_key(session.id_hash), _once_slots_key(session.id_hash),
-                           *(_once_key(session.id_hash, slot.decode()) for slot in slots))
+        self._redis.delete(
+            _key(session.id_hash),
+            _once_slots_key(session.id_hash),
+            *(_once_key(session.id_hash, slot.decode()) for slot in slots),
+        )
 
     def keep_once(self, session: Session, slot: str, value: str, ttl_seconds: int) -> None:
         """Hold `value` for this session until `take_once` reads it, or for `ttl_seconds` at most; sealed while it

@@ -21,12 +21,26 @@ from service.models import Project
 
 SECRET_TTL_SECONDS = 600  # as for webhook endpoints: the new secret waits this long for the page that shows it
 RUNS_PAGE = 25
-STATE_BADGES = {RunState.QUEUED: "warn", RunState.RUNNING: "warn", RunState.REVIEW_NEEDED: "warn",
-                RunState.ACCEPTED: "ok", RunState.NO_ACTION_NEEDED: "ok", RunState.CLOSED: "bad",
-                RunState.FAILED: "bad", RunState.SKIPPED: ""}
-STATE_WORDS = {RunState.QUEUED: "queued", RunState.RUNNING: "running", RunState.REVIEW_NEEDED: "review needed",
-               RunState.ACCEPTED: "accepted", RunState.CLOSED: "closed", RunState.FAILED: "failed",
-               RunState.NO_ACTION_NEEDED: "no action needed", RunState.SKIPPED: "skipped"}
+STATE_BADGES = {
+    RunState.QUEUED: "warn",
+    RunState.RUNNING: "warn",
+    RunState.REVIEW_NEEDED: "warn",
+    RunState.ACCEPTED: "ok",
+    RunState.NO_ACTION_NEEDED: "ok",
+    RunState.CLOSED: "bad",
+    RunState.FAILED: "bad",
+    RunState.SKIPPED: "",
+}
+STATE_WORDS = {
+    RunState.QUEUED: "queued",
+    RunState.RUNNING: "running",
+    RunState.REVIEW_NEEDED: "review needed",
+    RunState.ACCEPTED: "accepted",
+    RunState.CLOSED: "closed",
+    RunState.FAILED: "failed",
+    RunState.NO_ACTION_NEEDED: "no action needed",
+    RunState.SKIPPED: "skipped",
+}
 
 
 @dataclass(frozen=True)
@@ -66,8 +80,14 @@ def register(bp: Blueprint) -> None:
                 body["template"] = template.id.value
             automation, secret = manage.create(dashboard().services, project, body)
         except (InvalidRequest, AutomationLimitReached) as exc:
-            return _form_page(project, None, request.form, template=template, error=exc.detail,
-                              status=409 if isinstance(exc, AutomationLimitReached) else 400)
+            return _form_page(
+                project,
+                None,
+                request.form,
+                template=template,
+                error=exc.detail,
+                status=409 if isinstance(exc, AutomationLimitReached) else 400,
+            )
         if secret is not None:
             return _show_secret_once(project, automation, secret, "created")
         return redirect(_path(project, automation), 303)
@@ -80,9 +100,14 @@ def register(bp: Blueprint) -> None:
             return redirect(_path(project), 303)
         kept = json.loads(shown)
         automation = dashboard().services.automations.find(kept["automation"])
-        return page("automation_secret.html", project=project, automation=automation, secret=kept["secret"],
-                    action=kept["action"],
-                    url=manage.webhook_url(dashboard().services.settings.base_url, automation) if automation else "")
+        return page(
+            "automation_secret.html",
+            project=project,
+            automation=automation,
+            secret=kept["secret"],
+            action=kept["action"],
+            url=manage.webhook_url(dashboard().services.settings.base_url, automation) if automation else "",
+        )
 
     @bp.get("/projects/<project_id>/automations/<automation_id>")
     def edit_automation(project_id: str, automation_id: str):
@@ -121,8 +146,9 @@ def register(bp: Blueprint) -> None:
             return _show_secret_once(project, rotated, secret, "rotated")
         if action == "delete":
             if request.form.get("confirm") != automation.id:
-                raise InvalidRequest(f"Tick the box to confirm that automation {automation.name!r} is to be "
-                                     "deleted.", field="confirm")
+                raise InvalidRequest(
+                    f"Tick the box to confirm that automation {automation.name!r} is to be deleted.", field="confirm"
+                )
             services.automations.delete(project.id, automation.id)
             return redirect(_path(project), 303)
         raise InvalidRequest(f"no such action on an automation: {action!r}")
@@ -132,14 +158,24 @@ def register(bp: Blueprint) -> None:
         project = visible_project(project_id)
         services = dashboard().services
         automation = services.automations.get(project.id, automation_id)
-        found, cursor = services.automations.runs(automation.id, limit=RUNS_PAGE,
-                                                  cursor=request.args.get("cursor") or None)
+        found, cursor = services.automations.runs(
+            automation.id, limit=RUNS_PAGE, cursor=request.args.get("cursor") or None
+        )
         shown = [(run, outcomes.outcome(services, run)) for run in found]
-        return page("automation_runs.html", project=project, automation=automation, runs=shown,
-                    next_cursor=cursor, words=STATE_WORDS, badges=STATE_BADGES,
-                    merge_rate=outcomes.merge_rate(services, services.automations.all_runs(automation.id)),
-                    trigger=manage.describe_trigger(automation.trigger), fired=request.args.get("fired", ""),
-                    can_manage=signed_in().owner_of(project).admin, kept=RUNS_KEPT)
+        return page(
+            "automation_runs.html",
+            project=project,
+            automation=automation,
+            runs=shown,
+            next_cursor=cursor,
+            words=STATE_WORDS,
+            badges=STATE_BADGES,
+            merge_rate=outcomes.merge_rate(services, services.automations.all_runs(automation.id)),
+            trigger=manage.describe_trigger(automation.trigger),
+            fired=request.args.get("fired", ""),
+            can_manage=signed_in().owner_of(project).admin,
+            kept=RUNS_KEPT,
+        )
 
 
 def form_body(form: MultiDict) -> dict:
@@ -149,20 +185,30 @@ def form_body(form: MultiDict) -> dict:
     if kind == TriggerType.CODE_CHANGE.value:
         trigger.update(repository=form.get("repository", "").strip() or None, mode=form.get("mode", ""))
         if trigger["mode"] == ChangeMode.BATCHED.value:
-            trigger.update(cron=form.get("cron", "").strip() or None,
-                           timeZone=form.get("time_zone", "").strip() or "UTC")
+            trigger.update(
+                cron=form.get("cron", "").strip() or None, timeZone=form.get("time_zone", "").strip() or "UTC"
+            )
         trigger = {k: v for k, v in trigger.items() if v is not None}
     elif kind == TriggerType.SCHEDULE.value:
         trigger.update(cron=form.get("cron", "").strip(), timeZone=form.get("time_zone", "").strip() or "UTC")
     reviewers = [r for r in form.get("reviewers", "").replace(",", " ").split() if r]
-    options = {"grouping": "grouping" in form, "requestSourceReviews": "request_source_reviews" in form,
-               "commentOnSource": "comment_on_source" in form, "docsCheckFirst": "docs_check_first" in form,
-               "reviewers": reviewers,
-               "maxOpenPullRequests": _number(form.get("max_open_pull_requests", "")),
-               "maxRunsPerDay": _number(form.get("max_runs_per_day", "")),
-               "maxTokens": _number(form.get("max_tokens", "")) or None}
-    return {"name": form.get("name", "").strip(), "prompt": form.get("prompt", "").strip(), "trigger": trigger,
-            "options": options, "enabled": "enabled" in form}
+    options = {
+        "grouping": "grouping" in form,
+        "requestSourceReviews": "request_source_reviews" in form,
+        "commentOnSource": "comment_on_source" in form,
+        "docsCheckFirst": "docs_check_first" in form,
+        "reviewers": reviewers,
+        "maxOpenPullRequests": _number(form.get("max_open_pull_requests", "")),
+        "maxRunsPerDay": _number(form.get("max_runs_per_day", "")),
+        "maxTokens": _number(form.get("max_tokens", "")) or None,
+    }
+    return {
+        "name": form.get("name", "").strip(),
+        "prompt": form.get("prompt", "").strip(),
+        "trigger": trigger,
+        "options": options,
+        "enabled": "enabled" in form,
+    }
 
 
 def _number(raw: str) -> int | str:
@@ -178,54 +224,101 @@ def _list_page(project: Project):
     for automation in services.automations.of_project(project.id):
         upcoming = manage.next_slot(automation.trigger, now) if automation.enabled else None
         last = services.automations.latest_run(automation.id)
-        rows.append(Row(automation, manage.describe_trigger(automation.trigger),
-                        upcoming.isoformat().replace("+00:00", "Z") if upcoming else None,
-                        outcomes.run_state(services, last) if last else None,
-                        outcomes.merge_rate(services, services.automations.all_runs(automation.id))))
+        rows.append(
+            Row(
+                automation,
+                manage.describe_trigger(automation.trigger),
+                upcoming.isoformat().replace("+00:00", "Z") if upcoming else None,
+                outcomes.run_state(services, last) if last else None,
+                outcomes.merge_rate(services, services.automations.all_runs(automation.id)),
+            )
+        )
     admin = signed_in().owner_of(project).admin
-    return page("automations.html", project=project, rows=rows, can_manage=admin, templates=TEMPLATES.values(),
-                words=STATE_WORDS, badges=STATE_BADGES)
+    return page(
+        "automations.html",
+        project=project,
+        rows=rows,
+        can_manage=admin,
+        templates=TEMPLATES.values(),
+        words=STATE_WORDS,
+        badges=STATE_BADGES,
+    )
 
 
-def _form_page(project: Project, automation: Automation | None, values, *, template: Template | None = None,
-               error: str | None = None, status: int = 200):
+def _form_page(
+    project: Project,
+    automation: Automation | None,
+    values,
+    *,
+    template: Template | None = None,
+    error: str | None = None,
+    status: int = 200,
+):
     """The create form (prefilled from a template) or an automation's edit page, with what was typed on error."""
     needs = [(n, manage.need_hint(n, project.host)) for n in template.needs] if template else []
-    return page("automation_form.html", status, project=project, automation=automation, values=values,
-                chosen=template, needs=needs, error=error, trigger_types=[t.value for t in TriggerType],
-                url=manage.webhook_url(dashboard().services.settings.base_url, automation) if automation else None,
-                repository_hint=manage.need_hint("trigger.repository", project.host))
+    return page(
+        "automation_form.html",
+        status,
+        project=project,
+        automation=automation,
+        values=values,
+        chosen=template,
+        needs=needs,
+        error=error,
+        trigger_types=[t.value for t in TriggerType],
+        url=manage.webhook_url(dashboard().services.settings.base_url, automation) if automation else None,
+        repository_hint=manage.need_hint("trigger.repository", project.host),
+    )
 
 
 def _template_values(template: Template | None) -> dict:
     """The form's fields as a template (or a blank automation) sets them."""
     body = template.body if template else {"trigger": {"type": TriggerType.SCHEDULE.value}}
     trigger = body.get("trigger", {})
-    return {"name": body.get("name", ""), "prompt": body.get("prompt", ""), **_trigger_values(trigger),
-            **_option_values(parse_options(body.get("options", {}))), "enabled": "on"}
+    return {
+        "name": body.get("name", ""),
+        "prompt": body.get("prompt", ""),
+        **_trigger_values(trigger),
+        **_option_values(parse_options(body.get("options", {}))),
+        "enabled": "on",
+    }
 
 
 def _automation_values(automation: Automation) -> dict:
-    values = {"name": automation.name, "prompt": automation.prompt, **_trigger_values(automation.trigger.to_api()),
-              **_option_values(automation.options)}
+    values = {
+        "name": automation.name,
+        "prompt": automation.prompt,
+        **_trigger_values(automation.trigger.to_api()),
+        **_option_values(automation.options),
+    }
     if automation.enabled:
         values["enabled"] = "on"
     return values
 
 
 def _trigger_values(trigger: dict) -> dict:
-    return {"trigger_type": trigger.get("type", ""), "repository": trigger.get("repository") or "",
-            "mode": trigger.get("mode") or ChangeMode.PER_CHANGE.value, "cron": trigger.get("cron") or "",
-            "time_zone": trigger.get("timeZone") or "UTC"}
+    return {
+        "trigger_type": trigger.get("type", ""),
+        "repository": trigger.get("repository") or "",
+        "mode": trigger.get("mode") or ChangeMode.PER_CHANGE.value,
+        "cron": trigger.get("cron") or "",
+        "time_zone": trigger.get("timeZone") or "UTC",
+    }
 
 
 def _option_values(options: Options) -> dict:
-    values = {"max_open_pull_requests": str(options.max_open_pull_requests),
-              "max_runs_per_day": str(options.max_runs_per_day), "reviewers": ", ".join(options.reviewers),
-              "max_tokens": "" if options.max_tokens is None else str(options.max_tokens)}
-    for name, on in (("grouping", options.grouping), ("request_source_reviews", options.request_source_reviews),
-                     ("comment_on_source", options.comment_on_source),
-                     ("docs_check_first", options.docs_check_first)):
+    values = {
+        "max_open_pull_requests": str(options.max_open_pull_requests),
+        "max_runs_per_day": str(options.max_runs_per_day),
+        "reviewers": ", ".join(options.reviewers),
+        "max_tokens": "" if options.max_tokens is None else str(options.max_tokens),
+    }
+    for name, on in (
+        ("grouping", options.grouping),
+        ("request_source_reviews", options.request_source_reviews),
+        ("comment_on_source", options.comment_on_source),
+        ("docs_check_first", options.docs_check_first),
+    ):
         if on:
             values[name] = "on"
     return values

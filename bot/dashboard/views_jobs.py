@@ -27,23 +27,38 @@ def register(bp: Blueprint) -> None:
     def jobs(project_id: str):
         project = visible_project(project_id)
         status = request.args.get("status", "")
-        query = parse_list_query({k: v for k, v in (("status", status), ("cursor", request.args.get("cursor")),
-                                                    ("limit", str(PAGE_SIZE))) if v})
-        found, cursor = dashboard().services.jobs.page(project.id, status=query.status, limit=query.limit,
-                                                       cursor=query.cursor)
+        query = parse_list_query(
+            {
+                k: v
+                for k, v in (("status", status), ("cursor", request.args.get("cursor")), ("limit", str(PAGE_SIZE)))
+                if v
+            }
+        )
+        found, cursor = dashboard().services.jobs.page(
+            project.id, status=query.status, limit=query.limit, cursor=query.cursor
+        )
         deps = dashboard()
         rows = job_rows(deps.services.jobs, deps.services.redis, deps.local, project, found)
-        return page("jobs.html", project=project, rows=rows, status_filter=status, next_cursor=cursor,
-                    statuses=[s.value for s in JobStatus])
+        return page(
+            "jobs.html",
+            project=project,
+            rows=rows,
+            status_filter=status,
+            next_cursor=cursor,
+            statuses=[s.value for s in JobStatus],
+        )
 
     @bp.get("/projects/<project_id>/jobs/<job_id>")
     def job(project_id: str, job_id: str):
         project, found = visible_job(project_id, job_id)
         # Where the page's event stream starts, and which events it listens to: the full page's alone, never
         # worked out again for the live part the page polls.
-        return page("job.html", **_job_context(project, found),
-                    last_event=dashboard().services.events.last_id(found.id) or "0",
-                    event_types=" ".join(t.value for t in EventType))
+        return page(
+            "job.html",
+            **_job_context(project, found),
+            last_event=dashboard().services.events.last_id(found.id) or "0",
+            event_types=" ".join(t.value for t in EventType),
+        )
 
     @bp.get("/projects/<project_id>/jobs/<job_id>/live")
     def live(project_id: str, job_id: str):
@@ -64,16 +79,24 @@ def register(bp: Blueprint) -> None:
         if streams.nothing_left(services.jobs, services.events, found.id, after, False):
             return Response(status=204)  # tells a reconnecting EventSource to stop: the job is over
         session = signed_in().session
-        holder = streams.StreamHolder(caller=f"session:{session.id_hash}",
-                                      account=f"{project.host}:{project.account.lower()}")
+        holder = streams.StreamHolder(
+            caller=f"session:{session.id_hash}", account=f"{project.host}:{project.account.lower()}"
+        )
         slots: streams.StreamSlots = current_app.extensions["copydesk.streams"]
         slots.take(holder)
         # The session is checked again while the stream is open: signed out or expired, the stream ends.
-        response = Response(streams.event_stream(services.jobs, services.events, found.id, after=after,
-                                                 keep_open=False,
-                                                 keepalive_seconds=services.settings.sse_keepalive_seconds,
-                                                 allowed=partial(dashboard().sessions.live, session)),
-                            mimetype="text/event-stream")
+        response = Response(
+            streams.event_stream(
+                services.jobs,
+                services.events,
+                found.id,
+                after=after,
+                keep_open=False,
+                keepalive_seconds=services.settings.sse_keepalive_seconds,
+                allowed=partial(dashboard().sessions.live, session),
+            ),
+            mimetype="text/event-stream",
+        )
         response.call_on_close(partial(slots.give_back, holder))
         response.headers["X-Accel-Buffering"] = "no"
         return response
@@ -160,8 +183,16 @@ def _job_context(project: Project, job: Job) -> dict:
     conversation = deps.services.jobs.conversation(job.id)
     diff = _diff(project, job, conversation)
     viewer = signed_in()
-    return {"project": project, "job": job, "conversation": conversation,
-            "usage": add_usage({}, job.usage), "pr_state": pull_state(project, job), "diff": diff.text,
-            "diff_truncated": diff.truncated, "diff_problem": diff.problem,
-            "diff_cap_kib": deps.github_diffs.max_bytes // 1024,
-            "can_write": viewer.owner_of(project).admin, "active": job.status is JobStatus.ACTIVE}
+    return {
+        "project": project,
+        "job": job,
+        "conversation": conversation,
+        "usage": add_usage({}, job.usage),
+        "pr_state": pull_state(project, job),
+        "diff": diff.text,
+        "diff_truncated": diff.truncated,
+        "diff_problem": diff.problem,
+        "diff_cap_kib": deps.github_diffs.max_bytes // 1024,
+        "can_write": viewer.owner_of(project).admin,
+        "active": job.status is JobStatus.ACTIVE,
+    }

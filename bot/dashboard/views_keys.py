@@ -39,16 +39,22 @@ def register(bp: Blueprint) -> None:
         if key is None:
             return _keys_page(account, error=f"There is no key {key_id} in {admin.login}.", status=404)
         plaintext = dashboard().sessions.take_once(viewer.session, _slot(key))
-        return page("key_created.html", account=admin, key=key, plaintext=plaintext,
-                    project_names={p.id: p.repository for p in _projects(admin)})
+        return page(
+            "key_created.html",
+            account=admin,
+            key=key,
+            plaintext=plaintext,
+            project_names={p.id: p.repository for p in _projects(admin)},
+        )
 
     @bp.post("/accounts/<account>/keys/<key_id>/revoke")
     def revoke_key(account: str, key_id: str):
         admin = signed_in().admin_of(account)
         key = _own_key(admin, key_id)
         if key is None:
-            return _keys_page(account, error=f"There is no key {key_id} in {admin.login} (it may have been "
-                              "deleted).", status=404)
+            return _keys_page(
+                account, error=f"There is no key {key_id} in {admin.login} (it may have been deleted).", status=404
+            )
         dashboard().services.keys.revoke(key.id, by=signed_in().login)
         return redirect(f"/dashboard/accounts/{admin.login}/keys", 303)
 
@@ -69,10 +75,15 @@ def _create(admin: Account, form, *, created_by: str) -> tuple[ApiKey, str]:
         raise InvalidRequest("choose read-only or read-write access", field="access")
     if not form.get("name", "").strip():
         raise InvalidRequest("give the key a name, so you can tell it from others later", field="name")
-    return dashboard().services.keys.create(account=admin.login, name=form.get("name", ""), projects=chosen,
-                                            access=KeyAccess(form["access"]),
-                                            expires_in_days=expiry_days(form.get("expiry")),
-                                            created_by=created_by, host=admin.host)
+    return dashboard().services.keys.create(
+        account=admin.login,
+        name=form.get("name", ""),
+        projects=chosen,
+        access=KeyAccess(form["access"]),
+        expires_in_days=expiry_days(form.get("expiry")),
+        created_by=created_by,
+        host=admin.host,
+    )
 
 
 def _own_key(admin: Account, key_id: str) -> ApiKey | None:
@@ -98,7 +109,17 @@ def _keys_page(account: str, *, error: str | None = None, status: int = 200):
     shown = {k.id for k in keys}
     # The audit list is kept per account name; show only the lines about keys of this code host's account.
     audit = [e for e in services.keys.audit(admin.login, 50) if e.key_id in shown]
-    return page("keys.html", status, account=admin, keys=keys, audit=audit, projects=projects,
-                project_names={p.id: p.repository for p in projects}, now=now_iso(), error=error,
-                form=request.form if request.method == "POST" else {}, expiry_days=EXPIRY_DAYS,
-                default_expiry=DEFAULT_EXPIRY_DAYS)
+    return page(
+        "keys.html",
+        status,
+        account=admin,
+        keys=keys,
+        audit=audit,
+        projects=projects,
+        project_names={p.id: p.repository for p in projects},
+        now=now_iso(),
+        error=error,
+        form=request.form if request.method == "POST" else {},
+        expiry_days=EXPIRY_DAYS,
+        default_expiry=DEFAULT_EXPIRY_DAYS,
+    )

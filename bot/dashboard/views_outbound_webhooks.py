@@ -30,11 +30,17 @@ def register(bp: Blueprint) -> None:
         project = administered_project(project_id)
         form = request.form
         try:
-            wanted = parse_webhook({"url": form.get("url", "").strip(), "events": form.getlist("events"),
-                                    "description": form.get("description", "").strip()})
+            wanted = parse_webhook(
+                {
+                    "url": form.get("url", "").strip(),
+                    "events": form.getlist("events"),
+                    "description": form.get("description", "").strip(),
+                }
+            )
             # The same registration as the API's and the CLI's: the address guard applies exactly as there.
-            endpoint, secret = endpoints.register(dashboard().services, project.id, url=wanted.url,
-                                                  events=wanted.events, description=wanted.description)
+            endpoint, secret = endpoints.register(
+                dashboard().services, project.id, url=wanted.url, events=wanted.events, description=wanted.description
+            )
         except (InvalidRequest, WebhookLimitReached) as exc:
             return _list_page(project, error=exc.detail, status=409 if isinstance(exc, WebhookLimitReached) else 400)
         return _show_secret_once(project, endpoint.id, secret, "created")
@@ -46,8 +52,9 @@ def register(bp: Blueprint) -> None:
         if shown is None:  # shown already (or never made here): the list, which never has secrets
             return redirect(_list_path(project), 303)
         endpoint = dashboard().services.webhooks.find(shown["endpoint"])
-        return page("webhook_secret.html", project=project, endpoint=endpoint, secret=shown["secret"],
-                    action=shown["action"])
+        return page(
+            "webhook_secret.html", project=project, endpoint=endpoint, secret=shown["secret"], action=shown["action"]
+        )
 
     @bp.post("/projects/<project_id>/webhooks/<webhook_id>/delete")
     def delete_webhook(project_id: str, webhook_id: str):
@@ -72,9 +79,14 @@ def register(bp: Blueprint) -> None:
         project = administered_project(project_id)
         services = dashboard().services
         endpoint = services.webhooks.get(project.id, webhook_id)
-        return page("webhook_deliveries.html", project=project, endpoint=endpoint,
-                    deliveries=services.webhooks.log(endpoint.id), badges=_BADGES,
-                    resent=request.args.get("resent", ""))
+        return page(
+            "webhook_deliveries.html",
+            project=project,
+            endpoint=endpoint,
+            deliveries=services.webhooks.log(endpoint.id),
+            badges=_BADGES,
+            resent=request.args.get("resent", ""),
+        )
 
     @bp.post("/projects/<project_id>/webhooks/<webhook_id>/deliveries/<delivery_id>/resend")
     def resend(project_id: str, webhook_id: str, delivery_id: str):
@@ -97,10 +109,17 @@ def _list_path(project: Project) -> str:
 
 def _list_page(project: Project, *, error: str | None = None, status: int = 200):
     form = request.form if request.method == "POST" else None
-    return page("webhooks.html", status, project=project, endpoints=dashboard().services.webhooks.of_project(project.id),
-                event_types=[t.value for t in EventType], error=error,
-                url=form.get("url", "") if form else "", description=form.get("description", "") if form else "",
-                chosen=form.getlist("events") if form else [])
+    return page(
+        "webhooks.html",
+        status,
+        project=project,
+        endpoints=dashboard().services.webhooks.of_project(project.id),
+        event_types=[t.value for t in EventType],
+        error=error,
+        url=form.get("url", "") if form else "",
+        description=form.get("description", "") if form else "",
+        chosen=form.getlist("events") if form else [],
+    )
 
 
 # -- the secret, shown once ------------------------------------------------------------------------------------

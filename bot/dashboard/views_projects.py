@@ -41,16 +41,23 @@ def register(bp: Blueprint) -> None:
         viewer = signed_in()
         admin = viewer.admin_of(account)
         if viewer.session.source != OPERATOR:
-            return _projects_page(account, error="Only the operator (signed in with the server's login link) can "
-                                  "add local projects.", status=403)
+            return _projects_page(
+                account,
+                error="Only the operator (signed in with the server's login link) can add local projects.",
+                status=403,
+            )
         deps = dashboard()
         form = request.form
         try:
             if not form.get("repository", "").strip() or not form.get("ref", "").strip():
                 raise CodeHostError("give the bare repository's path on the server and its base branch")
-            deps.local.register(deps.services.projects, path=Path(form["repository"].strip()),
-                                ref=form["ref"].strip(), account=admin.login,
-                                docs_root=form.get("docs_root", "").strip())
+            deps.local.register(
+                deps.services.projects,
+                path=Path(form["repository"].strip()),
+                ref=form["ref"].strip(),
+                account=admin.login,
+                docs_root=form.get("docs_root", "").strip(),
+            )
         except CodeHostError as exc:
             return _projects_page(account, error=str(exc), status=400)
         return redirect(f"/dashboard/accounts/{admin.login}/projects", 303)
@@ -74,8 +81,15 @@ def _projects_page(account: str, *, error: str | None = None, status: int = 200)
     shown = viewer.account(account)
     services = dashboard().services
     projects = [p for p in services.projects.all() if shown.owns(p)]
-    return page("projects.html", status, account=shown, projects=projects,
-                counts={p.id: services.jobs.counts(p.id) for p in projects},
-                operator=viewer.session.source == OPERATOR, error=error, reasons={p.id: why_disabled(p) for p in projects},
-                switchable={p.id: switchable(p) for p in projects},
-                form=request.form if request.method == "POST" else {})
+    return page(
+        "projects.html",
+        status,
+        account=shown,
+        projects=projects,
+        counts={p.id: services.jobs.counts(p.id) for p in projects},
+        operator=viewer.session.source == OPERATOR,
+        error=error,
+        reasons={p.id: why_disabled(p) for p in projects},
+        switchable={p.id: switchable(p) for p in projects},
+        form=request.form if request.method == "POST" else {},
+    )

@@ -12,8 +12,7 @@ from service.models import JobStatus
 
 def create_blueprint() -> Blueprint:
     """Pages at `/local/<project id>` and `/local/<project id>/pulls/<number>` (the jobs' `prLink`)."""
-    bp = Blueprint("local_pages", __name__, url_prefix="/local", template_folder="templates",
-                   static_folder=None)
+    bp = Blueprint("local_pages", __name__, url_prefix="/local", template_folder="templates", static_folder=None)
     register_handlers(bp)
 
     def local_project(project_id: str):
@@ -39,9 +38,15 @@ def create_blueprint() -> Blueprint:
         found = local_pull(project, number)
         deps = dashboard()
         job = deps.services.jobs.find(found.job_id)
-        return page("local_pull.html", project=project, pull=found, job=job, diff=deps.local.diff(project, found),
-                    archived=job is not None and job.status is JobStatus.ARCHIVED,
-                    can_write=signed_in().owner_of(project).admin)
+        return page(
+            "local_pull.html",
+            project=project,
+            pull=found,
+            job=job,
+            diff=deps.local.diff(project, found),
+            archived=job is not None and job.status is JobStatus.ARCHIVED,
+            can_write=signed_in().owner_of(project).admin,
+        )
 
     @bp.post("/<project_id>/pulls/<int:number>/comments")
     def comment(project_id: str, number: int):

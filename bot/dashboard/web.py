@@ -33,6 +33,8 @@ SIGN_OUT_ENDPOINT = "dashboard.logout"
 # Scripts and styles only from our own static files: no inline script or style can run, whatever a page shows.
 # The other security headers (nosniff, no framing, no referrer, no caching) are the app's, from bot.headers.
 CSP = content_security_policy(inline_styles=False)
+
+
 @dataclass
 class Dashboard:
     """What the dashboard's views work with; built once by the app factory."""
@@ -71,8 +73,7 @@ def dashboard() -> Dashboard:
 def page(template: str, status: int = 200, **context) -> tuple[str, int]:
     """Render a dashboard page with the viewer (if any) and the CSRF token in its context."""
     viewer = g.get("viewer")
-    return render_template(template, viewer=viewer, csrf_token=viewer.session.csrf if viewer else "",
-                           **context), status
+    return render_template(template, viewer=viewer, csrf_token=viewer.session.csrf if viewer else "", **context), status
 
 
 def problem(title: str, detail: str, status: int) -> tuple[str, int]:
@@ -81,8 +82,14 @@ def problem(title: str, detail: str, status: int) -> tuple[str, int]:
 
 def safe_next(path: str | None) -> str:
     """A same-site path to return to after sign-in; anything else is the dashboard's home."""
-    if (path and len(path) <= MAX_NEXT_CHARS and path.startswith("/") and not path.startswith("//")
-            and "\\" not in path and path.isprintable()):
+    if (
+        path
+        and len(path) <= MAX_NEXT_CHARS
+        and path.startswith("/")
+        and not path.startswith("//")
+        and "\\" not in path
+        and path.isprintable()
+    ):
         return path
     return "/dashboard/"
 
@@ -106,8 +113,12 @@ def check_csrf(session: Session | None) -> None:
     # No session, no form parsing: an anonymous post costs nothing past its headers.
     sent = request.form.get("csrf_token", "") if session is not None else ""
     if session is None or not sent or not hmac.compare_digest(sent, session.csrf):
-        raise PageError("Form expired", "This form was not sent from a page of your current session (its security "
-                        "token is missing or stale). Go back, reload the page and try again.", 403)
+        raise PageError(
+            "Form expired",
+            "This form was not sent from a page of your current session (its security "
+            "token is missing or stale). Go back, reload the page and try again.",
+            403,
+        )
 
 
 def signed_in() -> Viewer:
@@ -160,15 +171,19 @@ def register_handlers(bp) -> None:
         if not is_outage(exc):
             return unexpected(exc)
         log.error("dashboard: store unavailable: %s", exc)
-        return problem("Copydesk is unavailable", "Copydesk cannot reach its store right now. Try again in a "
-                       "moment.", 503)
+        return problem(
+            "Copydesk is unavailable", "Copydesk cannot reach its store right now. Try again in a moment.", 503
+        )
 
     @bp.errorhandler(Exception)
     def unexpected(exc: Exception):
         rid = request_id()
         log.exception("unhandled error on dashboard request %s", rid)
-        return problem("Something went wrong", f"Copydesk hit an unexpected error (request {rid}). The operator's "
-                       "logs have the details.", 500)
+        return problem(
+            "Something went wrong",
+            f"Copydesk hit an unexpected error (request {rid}). The operator's logs have the details.",
+            500,
+        )
 
     @bp.errorhandler(_SignInFirst)
     def sign_in_first(exc: _SignInFirst):
@@ -180,8 +195,15 @@ def set_session_cookie(response: Response, session_id: str) -> None:
     deps = dashboard()
     if g.get("viewer") is not None:
         deps.sessions.end(g.viewer.session)
-    response.set_cookie(deps.cookie_name, session_id, httponly=True, samesite="Lax", secure=deps.secure_cookies,
-                        path="/", max_age=deps.sessions.max_seconds)
+    response.set_cookie(
+        deps.cookie_name,
+        session_id,
+        httponly=True,
+        samesite="Lax",
+        secure=deps.secure_cookies,
+        path="/",
+        max_age=deps.sessions.max_seconds,
+    )
 
 
 def new_nonce() -> str:

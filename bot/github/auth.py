@@ -52,8 +52,14 @@ def app_jwt(settings: GitHubSettings) -> str:
 class InstallationTokens:
     """Installation access tokens, minted on demand and cached (encrypted) in Redis for web and workers."""
 
-    def __init__(self, client: redis.Redis, settings: GitHubSettings, client_factory: Callable[[], GitHubClient], *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        settings: GitHubSettings,
+        client_factory: Callable[[], GitHubClient],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if not settings.private_key:
             raise SettingsError("GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH) must be set")
         self._redis = client
@@ -61,8 +67,14 @@ class InstallationTokens:
         self._clock = clock
         self._box = SecretBox(settings.private_key)
 
-    def token(self, installation_id: int, repository: str | None = None, repository_id: int | None = None, *,
-              read_only: bool = False) -> str:
+    def token(
+        self,
+        installation_id: int,
+        repository: str | None = None,
+        repository_id: int | None = None,
+        *,
+        read_only: bool = False,
+    ) -> str:
         """A valid token for the installation, limited to the repository with `repository_id` when given (a
         rename does not change it), else to `repository` ("owner/name") when given; with `read_only`, it may
         only read the repository's contents (a round's source repository)."""
@@ -81,17 +93,27 @@ class InstallationTokens:
         """Forget the cached token (e.g. after GitHub refused it), so the next call mints a new one."""
         self._redis.delete(self._key(installation_id, repository, repository_id))
 
-    def _mint(self, installation_id: int, repository: str | None, repository_id: int | None,
-              read_only: bool = False) -> tuple[str, float]:
+    def _mint(
+        self, installation_id: int, repository: str | None, repository_id: int | None, read_only: bool = False
+    ) -> tuple[str, float]:
         # Limited to one repository: a token that leaks from a job reaches only that job's repository.
-        body: dict = ({"repository_ids": [int(repository_id)]} if repository_id is not None
-                      else {"repositories": [repository.rsplit("/", 1)[-1]]} if repository else {})
+        body: dict = (
+            {"repository_ids": [int(repository_id)]}
+            if repository_id is not None
+            else {"repositories": [repository.rsplit("/", 1)[-1]]}
+            if repository
+            else {}
+        )
         if read_only:
             body["permissions"] = {"contents": "read", "metadata": "read"}
         try:
             # Idempotent: a second mint after a lost answer only leaves an unused token to expire.
-            answer = self._app_client().post("/app/installations/{installation_id}/access_tokens",
-                                             {"installation_id": installation_id}, data=body, idempotent=True)
+            answer = self._app_client().post(
+                "/app/installations/{installation_id}/access_tokens",
+                {"installation_id": installation_id},
+                data=body,
+                idempotent=True,
+            )
         except BadRequest as exc:
             if exc.status_code == 404:
                 raise InstallationGone(installation_id, "gone (the App was uninstalled)") from exc
@@ -101,8 +123,11 @@ class InstallationTokens:
                 # The repository was taken out of the installation (or deleted): no token can reach it.
                 raise RepositoryNotGranted(installation_id, f"no longer given access to {repository}") from exc
             raise
-        log.info("minted a token for installation %s%s", installation_id,
-                 f" limited to {repository or f'repository {repository_id}'}" if repository or repository_id else "")
+        log.info(
+            "minted a token for installation %s%s",
+            installation_id,
+            f" limited to {repository or f'repository {repository_id}'}" if repository or repository_id else "",
+        )
         return answer["token"], datetime.fromisoformat(answer["expires_at"]).timestamp()
 
     @staticmethod

@@ -49,11 +49,21 @@ class GitHubRateLimited(GitHubUnavailable):
 class GitHubClient:
     """Calls GitHub's REST API; `auth` is asked for the Authorization value before every request."""
 
-    def __init__(self, session: requests.Session, *, api_url: str, auth: Callable[[], str] | None = None,
-                 requester: str = "copydesk", sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, max_wait: float = 60, retries: int = 3,
-                 backoff: float = 1.0, timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
-                 on_unauthorized: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        session: requests.Session,
+        *,
+        api_url: str,
+        auth: Callable[[], str] | None = None,
+        requester: str = "copydesk",
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        max_wait: float = 60,
+        retries: int = 3,
+        backoff: float = 1.0,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
+        on_unauthorized: Callable[[], None] | None = None,
+    ) -> None:
         """`on_unauthorized` is called when GitHub refuses the credentials (401), before one more attempt."""
         self._session = session
         self.api_url = api_url.rstrip("/")
@@ -70,20 +80,26 @@ class GitHubClient:
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r})"
 
-    def getitem(self, url: str, url_vars: Mapping[str, Any] | None = None, *,
-                accept: str = accept_format()) -> Any:
+    def getitem(self, url: str, url_vars: Mapping[str, Any] | None = None, *, accept: str = accept_format()) -> Any:
         """GET one resource (decoded JSON)."""
         return self._request("GET", url, url_vars, _NO_BODY, accept, True)[0]
 
-    def getbytes(self, url: str, url_vars: Mapping[str, Any] | None = None, *, accept: str,
-                 limit: int) -> tuple[bytes, bool]:
+    def getbytes(
+        self, url: str, url_vars: Mapping[str, Any] | None = None, *, accept: str, limit: int
+    ) -> tuple[bytes, bool]:
         """GET a representation that is not JSON (a diff, a patch), reading at most `limit` bytes of it; returns
         them and whether GitHub had more. The whole body must arrive within the client's read time-out."""
         body = self._request("GET", url, url_vars, _NO_BODY, accept, True, limit=limit)[0]
         return body[:limit], len(body) > limit
 
-    def getiter(self, url: str, url_vars: Mapping[str, Any] | None = None, *, iterable_key: str | None = None,
-                accept: str = accept_format()) -> Iterator[Any]:
+    def getiter(
+        self,
+        url: str,
+        url_vars: Mapping[str, Any] | None = None,
+        *,
+        iterable_key: str | None = None,
+        accept: str = accept_format(),
+    ) -> Iterator[Any]:
         """Every item of a paginated list, following the `Link: rel="next"` pages lazily.
 
         `iterable_key` names the list inside an object page (e.g. "repositories", "items").
@@ -93,31 +109,67 @@ class GitHubClient:
             page, next_url = self._request("GET", next_url, None, _NO_BODY, accept, True)
             yield from (page[iterable_key] if iterable_key else page)
 
-    def post(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any, idempotent: bool = False,
-             accept: str = accept_format(), guard: Callable[[], None] | None = None) -> Any:
+    def post(
+        self,
+        url: str,
+        url_vars: Mapping[str, Any] | None = None,
+        *,
+        data: Any,
+        idempotent: bool = False,
+        accept: str = accept_format(),
+        guard: Callable[[], None] | None = None,
+    ) -> Any:
         """POST; retried after a 5xx or a time-out only when `idempotent` (doing it twice does no harm).
 
         `guard` is called right before every attempt, a retry's included, and raises to send nothing more."""
         return self._request("POST", url, url_vars, data, accept, idempotent, guard)[0]
 
-    def patch(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any,
-              accept: str = accept_format(), guard: Callable[[], None] | None = None) -> Any:
+    def patch(
+        self,
+        url: str,
+        url_vars: Mapping[str, Any] | None = None,
+        *,
+        data: Any,
+        accept: str = accept_format(),
+        guard: Callable[[], None] | None = None,
+    ) -> Any:
         """PATCH, retried like a GET; `guard` as for `post`."""
         return self._request("PATCH", url, url_vars, data, accept, True, guard)[0]
 
-    def put(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any = _NO_BODY,
-            accept: str = accept_format()) -> Any:
+    def put(
+        self,
+        url: str,
+        url_vars: Mapping[str, Any] | None = None,
+        *,
+        data: Any = _NO_BODY,
+        accept: str = accept_format(),
+    ) -> Any:
         return self._request("PUT", url, url_vars, data, accept, True)[0]
 
-    def delete(self, url: str, url_vars: Mapping[str, Any] | None = None, *, data: Any = _NO_BODY,
-               accept: str = accept_format()) -> Any:
+    def delete(
+        self,
+        url: str,
+        url_vars: Mapping[str, Any] | None = None,
+        *,
+        data: Any = _NO_BODY,
+        accept: str = accept_format(),
+    ) -> Any:
         return self._request("DELETE", url, url_vars, data, accept, True)[0]
 
     # -- one logical request, with its retries and waits ---------------------------------------
 
-    def _request(self, method: str, url: str, url_vars: Mapping[str, Any] | None, data: Any,
-                 accept: str, repeatable: bool, guard: Callable[[], None] | None = None, *,
-                 limit: int | None = None) -> tuple[Any, str | None]:
+    def _request(
+        self,
+        method: str,
+        url: str,
+        url_vars: Mapping[str, Any] | None,
+        data: Any,
+        accept: str,
+        repeatable: bool,
+        guard: Callable[[], None] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> tuple[Any, str | None]:
         """One logical request; with a `limit`, a success answers (at most `limit` + 1 bytes of) its raw body."""
         full_url = format_url(url, url_vars, base_url=self.api_url)
         body = None if data is _NO_BODY else json.dumps(data).encode("utf-8")
@@ -147,8 +199,11 @@ class GitHubClient:
                 continue
             if status == 401 and self._on_unauthorized is not None and not reauthorized:
                 # GitHub did not act on a refused request, so even a POST may be sent again.
-                log.warning("GitHub refused the credentials for %s %s (401); retrying once with new ones",
-                            method, _path(full_url))
+                log.warning(
+                    "GitHub refused the credentials for %s %s (401); retrying once with new ones",
+                    method,
+                    _path(full_url),
+                )
                 reauthorized = True
                 self._on_unauthorized()
                 continue
@@ -159,7 +214,9 @@ class GitHubClient:
                 if waited + wait > self._max_wait or waits > self._retries:
                     raise GitHubRateLimited(
                         f"GitHub's rate limit stopped {method} {_path(full_url)}; retry after "
-                        f"{_iso(retry_at)} (in {wait:.0f} s)", retry_at)
+                        f"{_iso(retry_at)} (in {wait:.0f} s)",
+                        retry_at,
+                    )
                 log.warning("GitHub rate limit on %s %s: waiting %.1f s", method, _path(full_url), wait)
                 self._sleep(wait)
                 waited += wait
@@ -185,8 +242,9 @@ class GitHubClient:
                     raise requests.exceptions.ReadTimeout(f"the body took longer than {read_timeout} s")
         return b"".join(chunks)[:most]
 
-    def _send(self, method: str, url: str, body: bytes | None, accept: str, *,
-              stream: bool = False) -> requests.Response:
+    def _send(
+        self, method: str, url: str, body: bytes | None, accept: str, *, stream: bool = False
+    ) -> requests.Response:
         headers = create_headers(self._requester, accept=accept)
         headers["x-github-api-version"] = API_VERSION
         if self._auth is not None:
@@ -196,14 +254,16 @@ class GitHubClient:
             headers["content-type"] = "application/json; charset=utf-8"
         return self._session.request(method, url, data=body, headers=headers, timeout=self._timeout, stream=stream)
 
-    def _backoff_or_give_up(self, method: str, url: str, failures: int, what: str,
-                            exc: Exception | None = None) -> None:
+    def _backoff_or_give_up(
+        self, method: str, url: str, failures: int, what: str, exc: Exception | None = None
+    ) -> None:
         if failures > self._retries:
             raise GitHubUnavailable(f"GitHub failed {method} {_path(url)} {failures} times (last: {what})") from exc
         # Full jitter: concurrent workers that failed together do not retry together.
         delay = random.uniform(0, self._backoff * 2 ** (failures - 1))
-        log.warning("GitHub %s on %s %s; retry %d of %d in %.2f s", what, method, _path(url), failures,
-                    self._retries, delay)
+        log.warning(
+            "GitHub %s on %s %s; retry %d of %d in %.2f s", what, method, _path(url), failures, self._retries, delay
+        )
         self._sleep(delay)
 
     def _rate_limit_wait(self, status: int, headers: Mapping[str, str], content: bytes) -> float | None:
@@ -245,8 +305,10 @@ def _never_sent(exc: Exception) -> bool:
 
 
 def _maybe_done(method: str, url: str, what: str) -> GitHubUnavailable:
-    return GitHubUnavailable(f"GitHub failed {method} {_path(url)} ({what}); not retried, as GitHub may "
-                             "have carried it out: check before trying again")
+    return GitHubUnavailable(
+        f"GitHub failed {method} {_path(url)} ({what}); not retried, as GitHub may "
+        "have carried it out: check before trying again"
+    )
 
 
 def _mentions_secondary_limit(content: bytes) -> bool:

@@ -69,8 +69,10 @@ class GitHubCodeHost:
         owner, _, name = repository.partition("/")
         project_owner, _ = _owner_and_name(project)
         if not (owner and name) or "/" in name or owner.lower() != project_owner.lower():
-            raise SourceUnreachable(f"the source {repository!r} is not a repository of {project_owner}, the account "
-                                    "whose installation this project belongs to (give it as owner/name)")
+            raise SourceUnreachable(
+                f"the source {repository!r} is not a repository of {project_owner}, the account "
+                "whose installation this project belongs to (give it as owner/name)"
+            )
         installation_id = _installation_id(project)
 
         def credentials() -> dict[str, str]:
@@ -79,17 +81,29 @@ class GitHubCodeHost:
                 try:
                     token = self._app.tokens.token(installation_id, repository, read_only=True)
                 except RepositoryNotGranted as exc:
-                    raise SourceUnreachable(f"the App's installation on {project_owner} does not give it access to "
-                                            f"the source {repository} (add the repository to the installation)") from exc
+                    raise SourceUnreachable(
+                        f"the App's installation on {project_owner} does not give it access to "
+                        f"the source {repository} (add the repository to the installation)"
+                    ) from exc
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
             return {f"http.{self._web_url}/.extraHeader": f"Authorization: Basic {basic}"}
 
         credentials()  # the access is checked now, so a source the installation cannot read fails here
         return Remote(f"{self._web_url}/{owner}/{name}.git", config_source=credentials)
 
-    def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None,
-                            may_open: bool = True) -> PullRequest | None:
+    def open_or_update_pull(
+        self,
+        project: Project,
+        *,
+        job_id: str,
+        branch: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool,
+        fence: Fence | None = None,
+        may_open: bool = True,
+    ) -> PullRequest | None:
         """Update the branch's open pull request, or open one; never two open pull requests for one branch.
 
         Only an open pull request is reused: one that a person closed or merged stays as they left it,
@@ -105,8 +119,19 @@ class GitHubCodeHost:
                 return None  # closed or merged meanwhile: a round that pushed nothing opens nothing
             if found is None:
                 try:
-                    return _pull(self._create_pull(client, owner, name, branch=branch, base=base, title=title,
-                                                   body=body, draft=draft, guard=guard))
+                    return _pull(
+                        self._create_pull(
+                            client,
+                            owner,
+                            name,
+                            branch=branch,
+                            base=base,
+                            title=title,
+                            body=body,
+                            draft=draft,
+                            guard=guard,
+                        )
+                    )
                 except (InvalidField, ValidationError) as exc:
                     # Another attempt of this run opened it between our look-up and our create.
                     if "already exists" not in str(exc):
@@ -116,14 +141,17 @@ class GitHubCodeHost:
                         raise
             log.info("job %s: updating pull request #%s of %s", job_id, found["number"], project.repository)
             # The list answer holds the body as it is now: a person's text around Copydesk's section stays.
-            updated = client.patch("/repos/{owner}/{repo}/pulls/{number}",
-                                   {"owner": owner, "repo": name, "number": found["number"]},
-                                   data={"title": title, "body": merge_description(found.get("body"), body)},
-                                   guard=guard)
+            updated = client.patch(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                {"owner": owner, "repo": name, "number": found["number"]},
+                data={"title": title, "body": merge_description(found.get("body"), body)},
+                guard=guard,
+            )
             return _pull(updated)
 
-    def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
-                key: str | None = None) -> str:
+    def comment(
+        self, project: Project, number: int, body: str, *, fence: Fence | None = None, key: str | None = None
+    ) -> str:
         """Add a comment to pull request (or issue) `number`; returns its id.
 
         With a `key` it is posted once: its body ends with an invisible marker naming the key, and when one of
@@ -135,20 +163,36 @@ class GitHubCodeHost:
             client = self.client(project)
             if key is not None:
                 marker = comment_marker(key)
-                found = self._own_comment(client, "/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
-                                          {"owner": owner, "repo": name, "number": number}, marker)
+                found = self._own_comment(
+                    client,
+                    "/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
+                    {"owner": owner, "repo": name, "number": number},
+                    marker,
+                )
                 if found is not None:
-                    log.info("#%s of %s already has the comment %s; not posting it again", number,
-                             project.repository, key)
+                    log.info(
+                        "#%s of %s already has the comment %s; not posting it again", number, project.repository, key
+                    )
                     return str(found["id"])
                 body = f"{body}\n\n{marker}"
-            posted = client.post("/repos/{owner}/{repo}/issues/{number}/comments",
-                                 {"owner": owner, "repo": name, "number": number}, data={"body": body},
-                                 guard=self._lease_check(fence))
+            posted = client.post(
+                "/repos/{owner}/{repo}/issues/{number}/comments",
+                {"owner": owner, "repo": name, "number": number},
+                data={"body": body},
+                guard=self._lease_check(fence),
+            )
         return str(posted["id"])
 
-    def edit_comment(self, project: Project, number: int, comment_id: str, body: str, *, fence: Fence | None = None,
-                     key: str | None = None) -> None:
+    def edit_comment(
+        self,
+        project: Project,
+        number: int,
+        comment_id: str,
+        body: str,
+        *,
+        fence: Fence | None = None,
+        key: str | None = None,
+    ) -> None:
         """Replace the body of one of the App's conversation comments (its marker kept), fenced like `comment`.
 
         An edit is idempotent: sent twice, the comment reads the same."""
@@ -156,33 +200,55 @@ class GitHubCodeHost:
         if key is not None:
             body = f"{body}\n\n{comment_marker(key)}"
         with _as_host_error(f"edit comment {comment_id}"):
-            self.client(project).patch("/repos/{owner}/{repo}/issues/comments/{comment_id}",
-                                        {"owner": owner, "repo": name, "comment_id": int(comment_id)},
-                                        data={"body": body}, guard=self._lease_check(fence))
+            self.client(project).patch(
+                "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+                {"owner": owner, "repo": name, "comment_id": int(comment_id)},
+                data={"body": body},
+                guard=self._lease_check(fence),
+            )
 
-    def reply_in_thread(self, project: Project, number: int, thread_id: str, body: str, *,
-                        fence: Fence | None = None, key: str | None = None) -> None:
+    def reply_in_thread(
+        self,
+        project: Project,
+        number: int,
+        thread_id: str,
+        body: str,
+        *,
+        fence: Fence | None = None,
+        key: str | None = None,
+    ) -> None:
         """Reply in the thread of review (line) comment `thread_id`, once per `key` like `comment`."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"reply to review comment {thread_id}"):
             client = self.client(project)
             if key is not None:
                 marker = comment_marker(key)
-                if self._own_comment(client, "/repos/{owner}/{repo}/pulls/{number}/comments{?per_page}",
-                                     {"owner": owner, "repo": name, "number": number}, marker) is not None:
+                if (
+                    self._own_comment(
+                        client,
+                        "/repos/{owner}/{repo}/pulls/{number}/comments{?per_page}",
+                        {"owner": owner, "repo": name, "number": number},
+                        marker,
+                    )
+                    is not None
+                ):
                     return
                 body = f"{body}\n\n{marker}"
-            client.post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
-                        {"owner": owner, "repo": name, "number": number, "comment_id": int(thread_id)},
-                        data={"body": body}, guard=self._lease_check(fence))
+            client.post(
+                "/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
+                {"owner": owner, "repo": name, "number": number, "comment_id": int(thread_id)},
+                data={"body": body},
+                guard=self._lease_check(fence),
+            )
 
     def announce_sources(self, project: Project, number: int, notice: SourceNotice) -> None:
         """After an automation's round opened or updated pull request `number`: ask the reviewers who can review,
         and link it from each source pull request once; done by the `announcer` this host was made with
         (bot.github.sources.announce_sources, given by bot.context: that module builds on this one)."""
         if self._announcer is None:
-            log.info("%s#%s: no announcer is wired in; no review requested, no source linked", project.repository,
-                     number)
+            log.info(
+                "%s#%s: no announcer is wired in; no review requested, no source linked", project.repository, number
+            )
             return
         self._announcer(self, project, number, notice)
 
@@ -197,8 +263,9 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"read pull request #{number}"):
             try:
-                return self.client(project).getitem("/repos/{owner}/{repo}/pulls/{number}",
-                                                     {"owner": owner, "repo": name, "number": number})
+                return self.client(project).getitem(
+                    "/repos/{owner}/{repo}/pulls/{number}", {"owner": owner, "repo": name, "number": number}
+                )
             except BadRequest as exc:
                 log.info("pull request #%s of %s is not readable (%s)", number, project.repository, exc.status_code)
                 return None
@@ -212,12 +279,20 @@ class GitHubCodeHost:
             client = self.client(project)
             try:
                 review = client.getitem("/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}", url_vars)
-                lines = list(client.getiter(
-                    "/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/comments{?per_page}",
-                    {**url_vars, "per_page": 100}))
+                lines = list(
+                    client.getiter(
+                        "/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/comments{?per_page}",
+                        {**url_vars, "per_page": 100},
+                    )
+                )
             except BadRequest as exc:
-                log.info("review %s on #%s of %s is not readable (%s)", review_id, number, project.repository,
-                         exc.status_code)
+                log.info(
+                    "review %s on #%s of %s is not readable (%s)",
+                    review_id,
+                    number,
+                    project.repository,
+                    exc.status_code,
+                )
                 return None
         return review, lines
 
@@ -228,16 +303,22 @@ class GitHubCodeHost:
         owner, name = _owner_and_name(project)
         with _as_host_error(f"react to {kind} {id}"):
             # Idempotent: GitHub answers 200 with the existing reaction when it is already there.
-            self.client(project).post(_REACTION_URLS[kind], {"owner": owner, "repo": name, "id": id},
-                                       data={"content": content}, idempotent=True)
+            self.client(project).post(
+                _REACTION_URLS[kind],
+                {"owner": owner, "repo": name, "id": id},
+                data={"content": content},
+                idempotent=True,
+            )
 
     def delete_branch(self, project: Project, branch: str) -> None:
         """Delete a branch; one that is already gone is fine."""
         owner, name = _owner_and_name(project)
         with _as_host_error(f"delete branch {branch}"):
             try:
-                self.client(project).delete("/repos/{owner}/{repo}/git/refs/{+ref}",
-                                             {"owner": owner, "repo": name, "ref": quote(f"heads/{branch}", safe="/")})
+                self.client(project).delete(
+                    "/repos/{owner}/{repo}/git/refs/{+ref}",
+                    {"owner": owner, "repo": name, "ref": quote(f"heads/{branch}", safe="/")},
+                )
             except BadRequest as exc:
                 # 422 "Reference does not exist" or 404: someone (or GitHub's auto-delete) was first.
                 if exc.status_code not in (404, 422):
@@ -250,7 +331,8 @@ class GitHubCodeHost:
             try:
                 answer = self.client(project).getitem(
                     "/repos/{owner}/{repo}/collaborators/{username}/permission",
-                    {"owner": owner, "repo": name, "username": username})
+                    {"owner": owner, "repo": name, "username": username},
+                )
             except BadRequest as exc:
                 if exc.status_code == 404:  # no such user: no access
                     return "none"
@@ -282,21 +364,34 @@ class GitHubCodeHost:
 
     @staticmethod
     def _open_pull(client: GitHubClient, owner: str, name: str, branch: str) -> dict | None:
-        pulls = client.getiter("/repos/{owner}/{repo}/pulls{?state,head,per_page}",
-                               {"owner": owner, "repo": name, "state": "open", "head": f"{owner}:{branch}",
-                                "per_page": 10})
+        pulls = client.getiter(
+            "/repos/{owner}/{repo}/pulls{?state,head,per_page}",
+            {"owner": owner, "repo": name, "state": "open", "head": f"{owner}:{branch}", "per_page": 10},
+        )
         return next(iter(pulls), None)
 
     @staticmethod
     def _own_comment(client: GitHubClient, url: str, url_vars: dict, marker: str) -> dict | None:
         """The first of the App's comments listed at `url` that carries `marker` (a person's copy does not count)."""
         comments = client.getiter(url, {**url_vars, "per_page": 100})
-        return next((c for c in comments
-                     if marker in (c.get("body") or "") and (c.get("user") or {}).get("type") == "Bot"), None)
+        return next(
+            (c for c in comments if marker in (c.get("body") or "") and (c.get("user") or {}).get("type") == "Bot"),
+            None,
+        )
 
     @staticmethod
-    def _create_pull(client: GitHubClient, owner: str, name: str, *, branch: str, base: str, title: str,
-                     body: str, draft: bool, guard: Callable[[], None] | None = None) -> dict:
+    def _create_pull(
+        client: GitHubClient,
+        owner: str,
+        name: str,
+        *,
+        branch: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool,
+        guard: Callable[[], None] | None = None,
+    ) -> dict:
         url_vars = {"owner": owner, "repo": name}
         data = {"title": title, "head": branch, "base": base, "body": body, "draft": draft}
         # Idempotent: a repeat after a lost answer gets 422 "already exists", which the caller resolves.
@@ -307,8 +402,9 @@ class GitHubCodeHost:
             if not draft or "draft" not in str(exc).lower():
                 raise
             log.warning("%s/%s does not support draft pull requests; opening a ready one", owner, name)
-            return client.post("/repos/{owner}/{repo}/pulls", url_vars, data={**data, "draft": False},
-                               idempotent=True, guard=guard)
+            return client.post(
+                "/repos/{owner}/{repo}/pulls", url_vars, data={**data, "draft": False}, idempotent=True, guard=guard
+            )
 
 
 @contextmanager
@@ -318,15 +414,19 @@ def _as_host_error(action: str) -> Iterator[None]:
         yield
     except InstallationGone as exc:
         # Not a passing failure: the run ends with the code a disabled project's runs get.
-        code = (DisabledReason.INSTALLATION_SUSPENDED if exc.reason == "suspended"
-                else DisabledReason.INSTALLATION_REMOVED)
-        raise RunFailed(RunFailure(code.value), f"could not {action}: {exc}; reinstall the App or re-enable the installation") from exc
+        code = (
+            DisabledReason.INSTALLATION_SUSPENDED if exc.reason == "suspended" else DisabledReason.INSTALLATION_REMOVED
+        )
+        raise RunFailed(
+            RunFailure(code.value), f"could not {action}: {exc}; reinstall the App or re-enable the installation"
+        ) from exc
     except GitHubUnavailable as exc:
         raise CodeHostError(f"could not {action}: {exc}") from exc
     except GitHubException as exc:
         status = getattr(exc, "status_code", None)
-        raise CodeHostError(f"GitHub refused to {action}" + (f" (HTTP {int(status)})" if status else "")
-                            + f": {exc}") from exc
+        raise CodeHostError(
+            f"GitHub refused to {action}" + (f" (HTTP {int(status)})" if status else "") + f": {exc}"
+        ) from exc
 
 
 def comment_marker(key: str) -> str:

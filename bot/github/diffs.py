@@ -23,9 +23,12 @@ def pull_diff(client: GitHubClient, owner: str, name: str, number: int, *, max_b
     # branch as it is now, as GitHub's own "Files changed" does.
     base = pull["base"]["sha"] if pull.get("merged") else pull["base"]["ref"]
     basehead = quote(f"{base}...{pull['head']['sha']}", safe="/")
-    raw, truncated = client.getbytes("/repos/{owner}/{repo}/compare/{+basehead}",
-                                     {"owner": owner, "repo": name, "basehead": basehead},
-                                     accept=DIFF_MEDIA_TYPE, limit=max_bytes)
+    raw, truncated = client.getbytes(
+        "/repos/{owner}/{repo}/compare/{+basehead}",
+        {"owner": owner, "repo": name, "basehead": basehead},
+        accept=DIFF_MEDIA_TYPE,
+        limit=max_bytes,
+    )
     return PullDiff(diff_text(raw, truncated), truncated)
 
 
@@ -33,5 +36,5 @@ def diff_text(raw: bytes, truncated: bool) -> str:
     """A diff read up to a cap as text: when it was cut, only its whole lines (no half line, nor half a UTF-8
     character, at the cut)."""
     if truncated:
-        raw = raw[:raw.rfind(b"\n") + 1]
+        raw = raw[: raw.rfind(b"\n") + 1]
     return raw.decode("utf-8", "replace")

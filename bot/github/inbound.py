@@ -77,8 +77,9 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     # what the signature covers, and GitHub's payloads differ from one event to the next (ids, timestamps).
     signed = f"cd:gh:delivery-body:{digest}"
     if not client.set(signed, event.delivery_id, nx=True, ex=DELIVERY_TTL_SECONDS):
-        log.warning("delivery %s (%s.%s) repeats a body already handled: ignored", event.delivery_id, event.event,
-                    action)
+        log.warning(
+            "delivery %s (%s.%s) repeats a body already handled: ignored", event.delivery_id, event.event, action
+        )
         return jsonify({"status": "duplicate"})
     seen = f"cd:gh:delivery:{event.delivery_id}"
     if not client.set(seen, "1", nx=True, ex=DELIVERY_TTL_SECONDS):
@@ -87,9 +88,17 @@ def _queue_once(queue: rq.Queue, client: redis.Redis, event: Event, action: str 
     # The delivery id is marked seen now, so GitHub's redelivery will not bring it back: RQ retries a failed
     # handler instead, and one that fails every time stays in RQ's failed-job registry for the operator.
     try:
-        queue.enqueue(GITHUB_EVENT_TASK, event.event, event.delivery_id, event.data, job_timeout=JOB_TIMEOUT_SECONDS,
-                      retry=RETRY, result_ttl=3600, failure_ttl=DELIVERY_TTL_SECONDS,
-                      description=f"github {event.event}.{action} {event.delivery_id}")
+        queue.enqueue(
+            GITHUB_EVENT_TASK,
+            event.event,
+            event.delivery_id,
+            event.data,
+            job_timeout=JOB_TIMEOUT_SECONDS,
+            retry=RETRY,
+            result_ttl=3600,
+            failure_ttl=DELIVERY_TTL_SECONDS,
+            description=f"github {event.event}.{action} {event.delivery_id}",
+        )
     except redis.RedisError:
         log.warning("delivery %s could not be queued", event.delivery_id, exc_info=True)
         _forget(client, seen, signed)
@@ -105,8 +114,10 @@ def _too_large() -> Response:
 
 
 def _unsigned() -> Response:
-    log.warning("webhook refused: missing or wrong X-Hub-Signature-256 (delivery %s)",
-                request.headers.get("X-GitHub-Delivery", "?")[:100])
+    log.warning(
+        "webhook refused: missing or wrong X-Hub-Signature-256 (delivery %s)",
+        request.headers.get("X-GitHub-Delivery", "?")[:100],
+    )
     return problems.problem("unauthorized", "the X-Hub-Signature-256 signature is missing or wrong")
 
 
@@ -142,5 +153,6 @@ def _forget(client: redis.Redis, *keys: str) -> None:
     try:
         client.delete(*keys)
     except redis.RedisError:
-        log.warning("could not release %s; a redelivery within %d s will be ignored", ", ".join(keys),
-                    DELIVERY_TTL_SECONDS)
+        log.warning(
+            "could not release %s; a redelivery within %d s will be ignored", ", ".join(keys), DELIVERY_TTL_SECONDS
+        )

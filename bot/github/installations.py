@@ -65,8 +65,12 @@ def installation_unsuspended(bot: GitHubBot, event: Event) -> None:
     for project in _projects_of(bot, event.data["installation"]["id"]):
         if project.disabled_reason == DisabledReason.INSTALLATION_SUSPENDED:
             project = bot.services.projects.enable(project.id, by_host=True)
-            log.info("project %s (%s) unsuspended: %s", project.id, project.repository,
-                     "enabled again" if project.enabled else "still disabled by an admin")
+            log.info(
+                "project %s (%s) unsuspended: %s",
+                project.id,
+                project.repository,
+                "enabled again" if project.enabled else "still disabled by an admin",
+            )
 
 
 def _ensure_projects(bot: GitHubBot, installation: dict, repositories: list[dict]) -> None:
@@ -79,20 +83,35 @@ def _ensure_projects(bot: GitHubBot, installation: dict, repositories: list[dict
             repository = client.getitem("/repos/{owner}/{repo}", {"owner": owner, "repo": name})
         except BadRequest as exc:
             # Deleted or renamed since the delivery was sent; a later event will bring the new name.
-            log.warning("installation %s: repository %s is not readable (%s); no project for it",
-                        installation["id"], listed["full_name"], exc.status_code)
+            log.warning(
+                "installation %s: repository %s is not readable (%s); no project for it",
+                installation["id"],
+                listed["full_name"],
+                exc.status_code,
+            )
             continue
         project, created = bot.services.projects.ensure(
-            account=account, host=HOST, repository=repository["full_name"], web_url=repository["html_url"],
+            account=account,
+            host=HOST,
+            repository=repository["full_name"],
+            web_url=repository["html_url"],
             ref=repository["default_branch"],
-            host_data={"installation_id": installation["id"], "repository_id": repository["id"]})
-        log.info("project %s for %s %s", project.id, project.repository,
-                 "created" if created else "enabled" if project.enabled else "updated (still disabled by an admin)")
+            host_data={"installation_id": installation["id"], "repository_id": repository["id"]},
+        )
+        log.info(
+            "project %s for %s %s",
+            project.id,
+            project.repository,
+            "created" if created else "enabled" if project.enabled else "updated (still disabled by an admin)",
+        )
 
 
 def _projects_of(bot: GitHubBot, installation_id: int) -> list[Project]:
-    return [p for p in bot.services.projects.all()
-            if p.host == HOST and p.host_data.get("installation_id") == installation_id]
+    return [
+        p
+        for p in bot.services.projects.all()
+        if p.host == HOST and p.host_data.get("installation_id") == installation_id
+    ]
 
 
 def _disable(bot: GitHubBot, project: Project, reason: DisabledReason) -> None:

@@ -43,8 +43,11 @@ def subscribed_events(manifest: dict) -> frozenset[str]:
 def render_manifest(manifest: dict, base_url: str) -> dict:
     """The manifest to post to GitHub: its URLs moved onto `base_url`, keeping their paths."""
     base = base_url.rstrip("/")
-    rendered = {**manifest, "url": base,
-                "hook_attributes": {**manifest["hook_attributes"], "url": base + hook_path(manifest)}}
+    rendered = {
+        **manifest,
+        "url": base,
+        "hook_attributes": {**manifest["hook_attributes"], "url": base + hook_path(manifest)},
+    }
     for name in _URL_FIELDS:
         rendered[name] = base + urlsplit(manifest[name]).path
     if manifest.get("callback_urls"):

@@ -31,7 +31,7 @@ def job_of_pull(bot: GitHubBot, project: Project, repository: dict, pull: dict) 
     # A fork may name its branch like ours: only a branch of the repository itself is a job's.
     if not ref.startswith(BRANCH_PREFIX) or (head.get("repo") or {}).get("id") != repository["id"]:
         return None
-    job = bot.services.jobs.find(ref[len(BRANCH_PREFIX):])
+    job = bot.services.jobs.find(ref[len(BRANCH_PREFIX) :])
     if job is None or job.project_id != project.id:
         return None
     # Once the job knows its pull request, an older or newer one on the same branch is not it.
@@ -64,8 +64,9 @@ def pull_closed(bot: GitHubBot, event: Event) -> None:
         return
     record_pull_state(bot.services.redis, job.id, "merged" if pull.get("merged") else "closed")
     bot.services.jobs.archive(job.id)
-    log.info("job %s archived: pull request #%s %s", job.id, pull["number"],
-             "merged" if pull.get("merged") else "closed")
+    log.info(
+        "job %s archived: pull request #%s %s", job.id, pull["number"], "merged" if pull.get("merged") else "closed"
+    )
     # GitHub deletes it itself when the repository says so.
     base_repository = (pull.get("base") or {}).get("repo") or {}
     if pull.get("merged") and not base_repository.get("delete_branch_on_merge"):

@@ -30,9 +30,14 @@ STATE_TTL_SECONDS = 3600  # GitHub's manifest code is valid for an hour too
 TOKEN_TTL_SECONDS = 3600
 REGISTER_LINK_COMMAND = "copydesk github register-link"
 # The conversion's fields, under the variables GitHubSettings (and the dashboard's sign-in) read.
-FIELDS = (("GITHUB_APP_ID", "id"), ("GITHUB_APP_SLUG", "slug"), ("GITHUB_PRIVATE_KEY", "pem"),
-          ("GITHUB_WEBHOOK_SECRET", "webhook_secret"), ("GITHUB_CLIENT_ID", "client_id"),
-          ("GITHUB_CLIENT_SECRET", "client_secret"))
+FIELDS = (
+    ("GITHUB_APP_ID", "id"),
+    ("GITHUB_APP_SLUG", "slug"),
+    ("GITHUB_PRIVATE_KEY", "pem"),
+    ("GITHUB_WEBHOOK_SECRET", "webhook_secret"),
+    ("GITHUB_CLIENT_ID", "client_id"),
+    ("GITHUB_CLIENT_SECRET", "client_secret"),
+)
 _ORGANIZATION = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _CODE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 
@@ -42,7 +47,9 @@ _PAGE = """<!doctype html>
 code{background:#f3f3f3;padding:0 .25rem}input,button{font:inherit;padding:.3rem .6rem}</style></head>
 <body><h1>{{ title }}</h1>{% block body %}{% endblock %}</body></html>"""
 
-_REGISTER = _PAGE.replace("{% block body %}{% endblock %}", """
+_REGISTER = _PAGE.replace(
+    "{% block body %}{% endblock %}",
+    """
 {% if registered %}
 <p>A GitHub App is registered already{% if app_id %} (id <code>{{ app_id }}</code>){% endif %}.
 To register another one, move <code>{{ path }}</code> away and unset the <code>GITHUB_APP_*</code> variables.</p>
@@ -59,9 +66,12 @@ webhooks sent to <code>{{ manifest.hook_attributes.url }}</code>. GitHub asks yo
   <input type="hidden" name="manifest" value="{{ manifest_json }}">
   <p><button>Register on GitHub for {{ organization or "my account" }}</button></p>
 </form>
-{% endif %}""")
+{% endif %}""",
+)
 
-_DONE = _PAGE.replace("{% block body %}{% endblock %}", """
+_DONE = _PAGE.replace(
+    "{% block body %}{% endblock %}",
+    """
 <p>GitHub App <strong>{{ app.slug }}</strong> (id <code>{{ app.id }}</code>) is registered.
 Its private key, webhook secret and OAuth client credentials are in <code>{{ path }}</code>
 (readable by this account only). They are not shown here: keep that file private.</p>
@@ -73,9 +83,12 @@ as it was; replace it with <code>{{ path }}</code> to use this App.</p>{% endif 
       (or copy its values into your secret store as environment variables).</li>
   <li><a href="{{ install_url }}">Install the App</a> on the repositories whose docs Copydesk should edit.</li>
   <li>Run <code>copydesk project list</code> to see the projects the installation created, with their ids.</li>
-</ol>""")
+</ol>""",
+)
 
-_SETUP = _PAGE.replace("{% block body %}{% endblock %}", """
+_SETUP = _PAGE.replace(
+    "{% block body %}{% endblock %}",
+    """
 <p>Copydesk is installed. Every repository you gave it is now a project; it takes jobs once the web and worker
 processes run with the App's credentials.</p>
 <ol>
@@ -83,7 +96,8 @@ processes run with the App's credentials.</p>
   <li><code>copydesk key create --account &lt;owner login&gt;</code> makes an API key for that account's projects.</li>
   <li>Create a job with <code>POST /v2/agent/&lt;project id&gt;/job</code>; comment on its pull request, mentioning
       the App, to ask for more changes.</li>
-</ol>""")
+</ol>""",
+)
 
 _PROBLEM = _PAGE.replace("{% block body %}{% endblock %}", "<p>{{ detail }}</p>")
 
@@ -145,8 +159,10 @@ def save_registration(data_dir: Path, conversion: dict) -> tuple[Path, Path | No
 
     Returns the file written and, when `github-app.env` was there already, that file (left unchanged).
     """
-    lines = [f"# GitHub App {conversion.get('slug')} registered by Copydesk on {now_iso()}.",
-             "# Credentials: keep this file private. Environment variables of the same name win over it."]
+    lines = [
+        f"# GitHub App {conversion.get('slug')} registered by Copydesk on {now_iso()}.",
+        "# Credentials: keep this file private. Environment variables of the same name win over it.",
+    ]
     for name, key in FIELDS:
         # One line per value, so the file also works as a Docker env file; GitHubSettings undoes the escape.
         value = str(conversion.get(key) or "").strip().replace("\n", "\\n")
@@ -177,9 +193,18 @@ def _create_private(target: Path, text: str) -> None:
         temporary.unlink()
 
 
-def create_blueprint(redis_client: redis.Redis, doors: DoorLimits, *, base_url: str, data_dir: Path, web_url: str,
-                     api_url: str, session: requests.Session | None = None, configured_app_id: str | None = None,
-                     manifest_path: Path = DEFAULT_PATH) -> Blueprint:
+def create_blueprint(
+    redis_client: redis.Redis,
+    doors: DoorLimits,
+    *,
+    base_url: str,
+    data_dir: Path,
+    web_url: str,
+    api_url: str,
+    session: requests.Session | None = None,
+    configured_app_id: str | None = None,
+    manifest_path: Path = DEFAULT_PATH,
+) -> Blueprint:
     """`GET /github/register`, its return `GET /github/register/done` and the post-install `GET /github/setup`.
 
     `configured_app_id` (from the environment) switches registration off, like an existing registration file;
@@ -203,34 +228,55 @@ def create_blueprint(redis_client: redis.Redis, doors: DoorLimits, *, base_url: 
     def register():
         token = request.args.get("token", "")
         if not _token_is_valid(redis_client, token):
-            return _page(_PROBLEM, 403, "Registration needs a link from the server",
-                         detail=f"Only the operator can register the GitHub App. Run `{REGISTER_LINK_COMMAND}` "
-                                "on the server running Copydesk and open the link it prints (it works once, "
-                                "within an hour).")
+            return _page(
+                _PROBLEM,
+                403,
+                "Registration needs a link from the server",
+                detail=f"Only the operator can register the GitHub App. Run `{REGISTER_LINK_COMMAND}` "
+                "on the server running Copydesk and open the link it prints (it works once, "
+                "within an hour).",
+            )
         if registered():
             app_id = configured_app_id or load_registration(data_dir).get("GITHUB_APP_ID")
-            return _page(_REGISTER, 409, "Already registered", registered=True, app_id=app_id,
-                         path=registration_path(data_dir))
+            return _page(
+                _REGISTER, 409, "Already registered", registered=True, app_id=app_id, path=registration_path(data_dir)
+            )
         organization = request.args.get("organization", "").strip()
         if organization and not _ORGANIZATION.match(organization):
-            return _page(_PROBLEM, 400, "Not an organization login",
-                         detail="An organization login has letters, digits and hyphens only.")
+            return _page(
+                _PROBLEM,
+                400,
+                "Not an organization login",
+                detail="An organization login has letters, digits and hyphens only.",
+            )
         manifest = render_manifest(load_manifest(manifest_path), base_url)
         state = secrets.token_urlsafe(24)
         # The state carries the token's digest: returning with it proves the operator started this.
         redis_client.set(_state_key(state), _digest(token), ex=STATE_TTL_SECONDS)
         owner = f"/organizations/{organization}" if organization else ""
-        return _page(_REGISTER, 200, "Register the GitHub App", registered=False, manifest=manifest,
-                     manifest_json=json.dumps(manifest), organization=organization, token=token,
-                     action=f"{web_url}{owner}/settings/apps/new?state={state}")
+        return _page(
+            _REGISTER,
+            200,
+            "Register the GitHub App",
+            registered=False,
+            manifest=manifest,
+            manifest_json=json.dumps(manifest),
+            organization=organization,
+            token=token,
+            action=f"{web_url}{owner}/settings/apps/new?state={state}",
+        )
 
     @bp.get("/github/register/done")
     def done():
         code, state = request.args.get("code", ""), request.args.get("state", "")
         # State and token are used up at once: a replayed or forged return finds nothing.
         if not state or not _CODE.match(code) or not _consume_state(redis_client, state):
-            return _page(_PROBLEM, 400, "Registration link not valid",
-                         detail=f"This link is expired, used already or not from this Copydesk. {_AGAIN}")
+            return _page(
+                _PROBLEM,
+                400,
+                "Registration link not valid",
+                detail=f"This link is expired, used already or not from this Copydesk. {_AGAIN}",
+            )
         try:
             # No authentication: the one-time code is the credential. Never retried (retries=0): a retry
             # after a lost answer would spend the code again and fail, hiding the App GitHub created.
@@ -239,16 +285,28 @@ def create_blueprint(redis_client: redis.Redis, doors: DoorLimits, *, base_url: 
             path, earlier = save_registration(data_dir, conversion)
         except BadRequest as exc:
             log.warning("GitHub refused the app-manifest code (HTTP %s)", exc.status_code)
-            return _page(_PROBLEM, 502, "GitHub refused the registration",
-                         detail=f"GitHub did not accept the code (it works once, within an hour). {_AGAIN}")
+            return _page(
+                _PROBLEM,
+                502,
+                "GitHub refused the registration",
+                detail=f"GitHub did not accept the code (it works once, within an hour). {_AGAIN}",
+            )
         except (GitHubUnavailable, RegistrationError) as exc:
             log.warning("app registration failed: %s", exc)
             return _page(_PROBLEM, 502, "Registration not finished", detail=f"{exc}. {_AGAIN}")
-        log.info("GitHub App %s (id %s) registered; credentials written to %s", conversion["slug"],
-                 conversion["id"], path)
+        log.info(
+            "GitHub App %s (id %s) registered; credentials written to %s", conversion["slug"], conversion["id"], path
+        )
         app = {"id": conversion["id"], "slug": conversion["slug"]}
-        return _page(_DONE, 200, "GitHub App registered", app=app, path=path, earlier=earlier,
-                     install_url=f"{conversion['html_url']}/installations/new")
+        return _page(
+            _DONE,
+            200,
+            "GitHub App registered",
+            app=app,
+            path=path,
+            earlier=earlier,
+            install_url=f"{conversion['html_url']}/installations/new",
+        )
 
     @bp.get("/github/setup")
     def setup():

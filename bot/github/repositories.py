@@ -27,7 +27,12 @@ def repository_moved(bot: GitHubBot, event: Event) -> None:
     host_data = {"repository_id": repository["id"]}
     if installation.get("id"):
         host_data["installation_id"] = installation["id"]
-    moved = bot.services.projects.move(project.id, repository=repository["full_name"], web_url=repository["html_url"],
-                                       account=repository["owner"]["login"], host_data=host_data)
+    moved = bot.services.projects.move(
+        project.id,
+        repository=repository["full_name"],
+        web_url=repository["html_url"],
+        account=repository["owner"]["login"],
+        host_data=host_data,
+    )
     jobs = bot.services.jobs.move_repository(project.id, moved.web_url)
     log.info("project %s: %s is now %s (%s job(s) follow)", project.id, project.repository, moved.repository, jobs)

@@ -43,8 +43,7 @@ class Router:
 
     def routes(self) -> list[tuple[str, str | None, Handler]]:
         """Every (event, action, handler) registered, in order."""
-        return [(event, action, handler) for (event, action), handlers in self._routes.items()
-                for handler in handlers]
+        return [(event, action, handler) for (event, action), handlers in self._routes.items() for handler in handlers]
 
     @property
     def events(self) -> frozenset[str]:

@@ -14,8 +14,9 @@ class SecretBox(Sealer):
         """`info` separates the keys of different uses (token cache, dashboard sessions)."""
         key = serialization.load_pem_private_key(private_key_pem.encode("ascii"), password=None)
         # The canonical DER encoding, so a key read from a file and the same key from an env var agree.
-        material = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption())
+        material = key.private_bytes(
+            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         super().__init__(material, info)
 
     def __repr__(self) -> str:

@@ -71,7 +71,7 @@ def web_url_for(api_url: str) -> str:
     if parts.path.rstrip("/") == "/api/v3":
         return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     if parts.hostname and parts.hostname.startswith("api.") and parts.path in ("", "/"):
-        return urlunsplit((parts.scheme, parts.netloc[len("api."):], "", "", ""))
+        return urlunsplit((parts.scheme, parts.netloc[len("api.") :], "", "", ""))
     return api_url
 
 
@@ -105,8 +105,10 @@ def _private_key(env: Mapping[str, str]) -> str | None:
         try:
             text = Path(path.strip()).expanduser().read_text("ascii")
         except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"GITHUB_PRIVATE_KEY_PATH: cannot read {path.strip()!r} "
-                                f"({getattr(exc, 'strerror', None) or exc.__class__.__name__})") from None
+            raise SettingsError(
+                f"GITHUB_PRIVATE_KEY_PATH: cannot read {path.strip()!r} "
+                f"({getattr(exc, 'strerror', None) or exc.__class__.__name__})"
+            ) from None
         return _checked_key(text, "GITHUB_PRIVATE_KEY_PATH")
     return None
 
@@ -116,8 +118,9 @@ def _checked_key(pem: str, name: str) -> str:
     try:
         key = load_pem_private_key(pem.encode("ascii"), password=None)
     except (ValueError, TypeError, UnicodeEncodeError):
-        raise SettingsError(f"{name} is not an unencrypted PEM private key (download a new one from the "
-                            "App's settings page)") from None
+        raise SettingsError(
+            f"{name} is not an unencrypted PEM private key (download a new one from the App's settings page)"
+        ) from None
     if not isinstance(key, RSAPrivateKey):
         raise SettingsError(f"{name} must be an RSA private key, the kind GitHub issues for Apps")
     return pem

@@ -41,8 +41,9 @@ MAX_DIFF_BYTES = 64 * 1024
 CODE_CHANGE = "code_change"
 
 
-def source_change_of(app: GitHubApp, installation_id: int, payload: dict, *,
-                     max_diff_bytes: int = MAX_DIFF_BYTES) -> SourceChange:
+def source_change_of(
+    app: GitHubApp, installation_id: int, payload: dict, *, max_diff_bytes: int = MAX_DIFF_BYTES
+) -> SourceChange:
     """The SourceChange of a merged pull request from its `pull_request.closed` payload, with its diff as GitHub
     shows it, at most `max_diff_bytes` (whole lines). SourceUnreachable when the installation cannot read it."""
     pull, repository = payload["pull_request"], payload["repository"]
@@ -53,15 +54,22 @@ def source_change_of(app: GitHubApp, installation_id: int, payload: dict, *,
     with _source_errors(full_name, f"read the diff of #{pull['number']}"):
         client = app.installation_client(installation_id, full_name, repository.get("id"))
         try:
-            raw, truncated = client.getbytes("/repos/{owner}/{repo}/pulls/{number}",
-                                             {"owner": owner, "repo": name, "number": pull["number"]},
-                                             accept=DIFF_MEDIA_TYPE, limit=max_diff_bytes)
+            raw, truncated = client.getbytes(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                {"owner": owner, "repo": name, "number": pull["number"]},
+                accept=DIFF_MEDIA_TYPE,
+                limit=max_diff_bytes,
+            )
         except BadRequest as exc:
             if exc.status_code != 406:
                 raise
             # Longer than GitHub shows as one diff: the run reads the change in the source repository instead.
-            log.info("#%s of %s: GitHub shows no diff this long (%s); the change goes without one",
-                     pull["number"], full_name, exc)
+            log.info(
+                "#%s of %s: GitHub shows no diff this long (%s); the change goes without one",
+                pull["number"],
+                full_name,
+                exc,
+            )
             raw, truncated = b"", True
     return _change_of(payload, diff=diff_text(raw, truncated), truncated=truncated)
 
@@ -69,10 +77,18 @@ def source_change_of(app: GitHubApp, installation_id: int, payload: dict, *,
 def _change_of(payload: dict, *, diff: str, truncated: bool) -> SourceChange:
     """The SourceChange a `pull_request.closed` payload describes, with the diff given."""
     pull = payload["pull_request"]
-    return SourceChange(kind="pull_request", id=str(pull["number"]), title=pull.get("title") or "",
-                        body=pull.get("body") or "", author=(pull.get("user") or {}).get("login") or "",
-                        url=pull.get("html_url"), merge_commit=pull.get("merge_commit_sha") or "",
-                        diff=diff, diff_truncated=truncated, repository=payload["repository"]["full_name"])
+    return SourceChange(
+        kind="pull_request",
+        id=str(pull["number"]),
+        title=pull.get("title") or "",
+        body=pull.get("body") or "",
+        author=(pull.get("user") or {}).get("login") or "",
+        url=pull.get("html_url"),
+        merge_commit=pull.get("merge_commit_sha") or "",
+        diff=diff,
+        diff_truncated=truncated,
+        repository=payload["repository"]["full_name"],
+    )
 
 
 def request_reviews(host: GitHubCodeHost, project: Project, pull_number: int, logins: Iterable[str]) -> list[str]:
@@ -82,14 +98,19 @@ def request_reviews(host: GitHubCodeHost, project: Project, pull_number: int, lo
     where = {"owner": owner, "repo": name, "number": pull_number}
     with _as_host_error(f"request reviews on #{pull_number}"):
         client = host.client(project)
-        author = ((client.getitem("/repos/{owner}/{repo}/pulls/{number}", where).get("user") or {})
-                  .get("login") or "").lower()
+        author = (
+            (client.getitem("/repos/{owner}/{repo}/pulls/{number}", where).get("user") or {}).get("login") or ""
+        ).lower()
         candidates = [login for login in _distinct(logins) if login.lower() != author]
         reviewers = [login for login in candidates if _is_collaborator(client, owner, name, login)]
         skipped = [login for login in candidates if login not in reviewers]
         if skipped:
-            log.info("%s#%s: no review requested from %s (not collaborators)", project.repository, pull_number,
-                     ", ".join(skipped))
+            log.info(
+                "%s#%s: no review requested from %s (not collaborators)",
+                project.repository,
+                pull_number,
+                ", ".join(skipped),
+            )
         if not reviewers:
             return []
         if _request(client, where, reviewers):
@@ -98,8 +119,9 @@ def request_reviews(host: GitHubCodeHost, project: Project, pull_number: int, lo
         return [login for login in reviewers if _request(client, where, [login])]
 
 
-def comment_on_source(app: GitHubApp, installation_id: int, repository: str, pull_number: int, body: str, *,
-                      key: str | None = None) -> str:
+def comment_on_source(
+    app: GitHubApp, installation_id: int, repository: str, pull_number: int, body: str, *, key: str | None = None
+) -> str:
     """Comment on pull request `pull_number` of `repository` (another repository of the installation); returns the
     comment's id. With a `key` it is posted once, like GitHubCodeHost.comment. SourceUnreachable when the
     installation cannot read the repository."""
@@ -109,10 +131,13 @@ def comment_on_source(app: GitHubApp, installation_id: int, repository: str, pul
         client = app.installation_client(installation_id, repository)
         if key is not None:
             marker = comment_marker(key)
-            comments = client.getiter("/repos/{owner}/{repo}/issues/{number}/comments{?per_page}",
-                                      {**where, "per_page": 100})
-            found = next((c for c in comments if marker in (c.get("body") or "")
-                          and (c.get("user") or {}).get("type") == "Bot"), None)
+            comments = client.getiter(
+                "/repos/{owner}/{repo}/issues/{number}/comments{?per_page}", {**where, "per_page": 100}
+            )
+            found = next(
+                (c for c in comments if marker in (c.get("body") or "") and (c.get("user") or {}).get("type") == "Bot"),
+                None,
+            )
             if found is not None:
                 return str(found["id"])
             body = f"{body}\n\n{marker}"
@@ -133,11 +158,18 @@ def announce_sources(host: GitHubCodeHost, project: Project, number: int, notice
     installation_id = _installation_id(project)
     for source in notice.comment_on:
         try:
-            comment_on_source(host.app, installation_id, source.repository, source.number, notice.comment,
-                              key=notice.key)
+            comment_on_source(
+                host.app, installation_id, source.repository, source.number, notice.comment, key=notice.key
+            )
         except (CodeHostError, RunFailed) as exc:
-            log.warning("%s#%s: could not link %s#%s from it: %s", source.repository, source.number,
-                        project.repository, number, exc)
+            log.warning(
+                "%s#%s: could not link %s#%s from it: %s",
+                source.repository,
+                source.number,
+                project.repository,
+                number,
+                exc,
+            )
 
 
 @router.register("pull_request", action="closed")
@@ -152,8 +184,13 @@ def source_pull_merged(bot: GitHubBot, event: Event) -> None:
     full_name = repository["full_name"]
     watchers = codechange.watchers(bot.services, HOST, full_name)
     if not watchers:
-        log.info("delivery %s: %s#%s merged; no automation watches %s", event.delivery_id, full_name,
-                 pull["number"], full_name)
+        log.info(
+            "delivery %s: %s#%s merged; no automation watches %s",
+            event.delivery_id,
+            full_name,
+            pull["number"],
+            full_name,
+        )
         return
     try:
         change = source_change_of(bot.app, installation_id, event.data)
@@ -164,16 +201,21 @@ def source_pull_merged(bot: GitHubBot, event: Event) -> None:
         for automation in watchers:
             runs.fail(bot.services, automation, unread, code=RunFailure.SOURCE_UNREACHABLE.value, message=str(exc))
         return
-    (bot.on_source_change or fire_automations)(bot, installation_id, code_change_event(full_name, change),
-                                               event.delivery_id)
+    (bot.on_source_change or fire_automations)(
+        bot, installation_id, code_change_event(full_name, change), event.delivery_id
+    )
 
 
 def code_change_event(repository_full_name: str, change: SourceChange) -> TriggerEvent:
     """A merged source pull request as one code-change event keyed by the pull request (a redelivery under a new
     delivery id is the same event)."""
-    return TriggerEvent(kind=CODE_CHANGE, key=f"gh:{repository_full_name.lower()}#pr{change.id}",
-                        changes=(change,), source_repository=repository_full_name,
-                        source_commit=change.merge_commit or None)
+    return TriggerEvent(
+        kind=CODE_CHANGE,
+        key=f"gh:{repository_full_name.lower()}#pr{change.id}",
+        changes=(change,),
+        source_repository=repository_full_name,
+        source_commit=change.merge_commit or None,
+    )
 
 
 def fire_automations(bot: GitHubBot, installation_id: int, event: TriggerEvent, delivery_id: str) -> None:
@@ -182,8 +224,14 @@ def fire_automations(bot: GitHubBot, installation_id: int, event: TriggerEvent, 
     assert event.source_repository is not None  # a code-change event names its repository
     started = codechange.on_source_change(bot.services, HOST, event.source_repository, event)
     for run in started:
-        log.info("delivery %s: %s -> automation %s run %s (%s)", delivery_id, event.key, run.automation_id, run.id,
-                 f"skipped: {run.skipped_reason}" if run.skipped_reason else f"job {run.job_id}")
+        log.info(
+            "delivery %s: %s -> automation %s run %s (%s)",
+            delivery_id,
+            event.key,
+            run.automation_id,
+            run.id,
+            f"skipped: {run.skipped_reason}" if run.skipped_reason else f"job {run.job_id}",
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -197,8 +245,9 @@ def _is_copydesk_pull(repository: dict, pull: dict) -> bool:
 
 def _is_collaborator(client: GitHubClient, owner: str, name: str, login: str) -> bool:
     try:
-        client.getitem("/repos/{owner}/{repo}/collaborators/{username}",
-                       {"owner": owner, "repo": name, "username": login})
+        client.getitem(
+            "/repos/{owner}/{repo}/collaborators/{username}", {"owner": owner, "repo": name, "username": login}
+        )
     except BadRequest as exc:
         if exc.status_code == 404:
             return False
@@ -210,13 +259,23 @@ def _request(client: GitHubClient, where: dict, logins: list[str]) -> bool:
     """Request reviews from `logins`; False (logged) when GitHub refuses them (422)."""
     try:
         # Idempotent: asking someone again who is already asked changes nothing.
-        client.post("/repos/{owner}/{repo}/pulls/{number}/requested_reviewers", where, data={"reviewers": logins},
-                    idempotent=True)
+        client.post(
+            "/repos/{owner}/{repo}/pulls/{number}/requested_reviewers",
+            where,
+            data={"reviewers": logins},
+            idempotent=True,
+        )
     except BadRequest as exc:
         if exc.status_code != 422:
             raise
-        log.warning("%s/%s#%s: GitHub refused a review request from %s: %s", where["owner"], where["repo"],
-                    where["number"], ", ".join(logins), exc)
+        log.warning(
+            "%s/%s#%s: GitHub refused a review request from %s: %s",
+            where["owner"],
+            where["repo"],
+            where["number"],
+            ", ".join(logins),
+            exc,
+        )
         return False
     return True
 
@@ -244,5 +303,7 @@ def _source_errors(repository: str, action: str) -> Iterator[None]:
         except BadRequest as exc:
             if exc.status_code != 404:
                 raise
-            raise SourceUnreachable(f"could not {action} of {repository}: the App's installation cannot read it "
-                                    "(add the repository to the installation)") from exc
+            raise SourceUnreachable(
+                f"could not {action} of {repository}: the App's installation cannot read it "
+                "(add the repository to the installation)"
+            ) from exc

@@ -12,9 +12,18 @@ from service.agent.tree_cache import cached
 from service.workspace.trees import TreeChange
 
 
-def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tuple[str, str]] | None = None,
-          docs_root: str = "", branch_diff: str | None = None, base_ref: str = "",
-          source_repository: str | None = None, source_commit: str | None = None) -> AgentTask:
+def brief(
+    workspace,
+    prompt: str,
+    *,
+    base_commit: str | None,
+    history: list[tuple[str, str]] | None = None,
+    docs_root: str = "",
+    branch_diff: str | None = None,
+    base_ref: str = "",
+    source_repository: str | None = None,
+    source_commit: str | None = None,
+) -> AgentTask:
     """The task for one run on `workspace`; the runner and the first-request benchmark both build it here.
 
     The repository's instructions come from `base_commit`, the head of the project's base branch, never from
@@ -24,11 +33,25 @@ def brief(workspace, prompt: str, *, base_commit: str | None, history: list[tupl
     """
     trusted = load_instructions(workspace.view_of(base_commit)) if base_commit else None
     # Worked out from the start tree alone, so kept by tree id: a run on a tree seen before reads no file for it.
-    site, overview, _read = cached(workspace, "site-overview", lambda: _site_and_overview(workspace, docs_root),
-                                   variant=docs_root, derive=_same_unless_read)
-    return AgentTask(prompt=prompt, history=history or [], instructions=trusted,
-                     docs_root=docs_root, branch_diff=branch_diff, base_ref=base_ref, overview=overview, site=site,
-                     source_repository=source_repository, source_commit=source_commit)
+    site, overview, _read = cached(
+        workspace,
+        "site-overview",
+        lambda: _site_and_overview(workspace, docs_root),
+        variant=docs_root,
+        derive=_same_unless_read,
+    )
+    return AgentTask(
+        prompt=prompt,
+        history=history or [],
+        instructions=trusted,
+        docs_root=docs_root,
+        branch_diff=branch_diff,
+        base_ref=base_ref,
+        overview=overview,
+        site=site,
+        source_repository=source_repository,
+        source_commit=source_commit,
+    )
 
 
 def _site_and_overview(workspace, docs_root: str) -> tuple[DocsSite, str, frozenset[str] | None]:
@@ -39,8 +62,9 @@ def _site_and_overview(workspace, docs_root: str) -> tuple[DocsSite, str, frozen
     return site, overview, view.content_read()
 
 
-def _same_unless_read(earlier: tuple[DocsSite, str, frozenset[str] | None],
-                      changes: Sequence[TreeChange]) -> tuple[DocsSite, str, frozenset[str] | None] | None:
+def _same_unless_read(
+    earlier: tuple[DocsSite, str, frozenset[str] | None], changes: Sequence[TreeChange]
+) -> tuple[DocsSite, str, frozenset[str] | None] | None:
     """The earlier tree's site and overview when the trees differ only in the content of files they did not
     read: both see the same paths and kinds then. None (work them out again) otherwise."""
     read = earlier[2]

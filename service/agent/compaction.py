@@ -23,6 +23,7 @@ History = list[tuple[str, str]]
 
 # --- the job's earlier conversation ---------------------------------------------------------------------
 
+
 def history_chars(history: History) -> int:
     """The size of a conversation as compact_history counts it: the characters of its texts."""
     return sum(len(text) for _, text in history)
@@ -40,7 +41,7 @@ def compact_history(history: History, *, max_chars: int) -> History:
     head, rounds = _split(history)
     last = rounds.pop()[1] if rounds else []
     kept = _fit(head + last, max_chars - _note_reserve(rounds, max_chars))
-    head, last = kept[:len(head)], kept[len(head):]
+    head, last = kept[: len(head)], kept[len(head) :]
     room = max_chars - history_chars(kept)
     squeezed = _squeezed_split(rounds, room)
     if squeezed is not None:
@@ -87,7 +88,7 @@ def _split(history: History) -> tuple[History, list[tuple[int, History]]]:
     head = list(history[:1]) if history and _role(history[0][0]) == "user" else []
     rounds: list[tuple[int, History]] = []
     number = len(head)
-    for message in history[len(head):]:
+    for message in history[len(head) :]:
         is_user = _role(message[0]) == "user"
         if is_user or not rounds:
             if is_user or number == 0:
@@ -126,7 +127,7 @@ def _clip(text: str, limit: int) -> str:
         return text
     longest_marker = len(_elided(len(text)))
     if limit < longest_marker + 20:
-        return text[:max(limit, 0)]
+        return text[: max(limit, 0)]
     cut = limit - longest_marker
     return text[:cut] + _elided(len(text) - cut)
 
@@ -154,7 +155,7 @@ def _note(rounds: list[tuple[int, History]], room: int) -> str:
         text_head = f"{NOTE_HEAD} ({start} earlier round(s) left out.)"
         if size - len(NOTE_HEAD) + len(text_head) <= room:
             return " ".join([text_head, *items[start:]])
-    return _omitted(len(rounds))[:max(room, 0)]
+    return _omitted(len(rounds))[: max(room, 0)]
 
 
 def _item(number: int, messages: History, width: int) -> str:
@@ -170,10 +171,11 @@ def _item(number: int, messages: History, width: int) -> str:
 
 def _brief(text: str, width: int) -> str:
     text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 # --- a run's transcript ---------------------------------------------------------------------------------
+
 
 def transcript_chars(messages: list[ChatMessage]) -> int:
     """The size of a transcript as compact_transcript counts it: message texts plus tool-call arguments."""
@@ -209,7 +211,9 @@ def compact_transcript(messages: list[ChatMessage], *, max_chars: int, keep_last
         message = out[i]
         if message.role == "assistant" and message.tool_calls:
             shrunk = [_shrink_arguments(call) for call in message.tool_calls]
-            saved = sum(_arguments_chars(a) - _arguments_chars(b) for a, b in zip(message.tool_calls, shrunk, strict=True))
+            saved = sum(
+                _arguments_chars(a) - _arguments_chars(b) for a, b in zip(message.tool_calls, shrunk, strict=True)
+            )
             if saved > 0:
                 out[i] = dataclasses.replace(message, tool_calls=shrunk)
                 excess -= saved
@@ -262,7 +266,10 @@ def _arguments_chars(call: ToolCall) -> int:
 def _shrink_arguments(call: ToolCall) -> ToolCall:
     if not isinstance(call.arguments, dict):
         return call
-    shrunk = {key: ELIDED_ARGUMENT.format(size=f"{len(value):,}")
-              if isinstance(value, str) and len(value) > ARGUMENT_KEEP_CHARS else value
-              for key, value in call.arguments.items()}
+    shrunk = {
+        key: ELIDED_ARGUMENT.format(size=f"{len(value):,}")
+        if isinstance(value, str) and len(value) > ARGUMENT_KEEP_CHARS
+        else value
+        for key, value in call.arguments.items()
+    }
     return call if shrunk == call.arguments else dataclasses.replace(call, arguments=shrunk)

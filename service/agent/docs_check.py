@@ -59,8 +59,10 @@ def check_docs(workspace, site: DocsSite | None = None) -> DocsReport:
             problems += translation_problems(run)
     except Exception as exc:  # a bug or a hostile file must not end the run: the model and the PR are told
         log.exception("the docs check failed")
-        return DocsReport(failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
-                                  "not checked, review links and navigation by hand")
+        return DocsReport(
+            failure=f"an internal error stopped the check ({type(exc).__name__}); the changes were "
+            "not checked, review links and navigation by hand"
+        )
     problems = sorted(set(problems), key=lambda p: (p.path, p.line, p.message))
     return DocsReport(problems, pages_checked=len(run.changed_pages), notes=sorted(run.now.unknown))
 
@@ -131,14 +133,16 @@ class _Run:
         pairs = {}
         removed = sorted(p for p in self.removed if _is_page(self.site, p))
         for page in sorted(self.added):
-            same = [old for old in removed if self.start_tree.text(old) == self.now_tree.text(page)] or \
-                [old for old in removed if posixpath.basename(old) == posixpath.basename(page)]
+            same = [old for old in removed if self.start_tree.text(old) == self.now_tree.text(page)] or [
+                old for old in removed if posixpath.basename(old) == posixpath.basename(page)
+            ]
             if same:
                 pairs[page] = same[0]
         return pairs
 
 
 # --- pages the run changed -----------------------------------------------------------------------------------
+
 
 def _changed_page_problems(run: _Run) -> list[DocsProblem]:
     problems = []
@@ -177,28 +181,39 @@ def _page_problems(state: _State, page: str) -> list[tuple[tuple, DocsProblem]]:
     """Every problem of one page in one state, each with a key that does not depend on lines or the page's path."""
     parsed = state.page(page)
     if parsed.uncheckable:
-        return [(("uncheckable",), DocsProblem(page, 1, f"this page is {parsed.uncheckable}; its links were not "
-                                                        "checked"))]
+        return [
+            (("uncheckable",), DocsProblem(page, 1, f"this page is {parsed.uncheckable}; its links were not checked"))
+        ]
     found: list[tuple[tuple, DocsProblem]] = []
     if parsed.front_matter_error is not None:
         error = parsed.front_matter_error
         found.append((("front matter", error.message), DocsProblem(page, error.line, error.message)))
     found += [(("tag", p.message), DocsProblem(page, p.line, p.message)) for p in parsed.tag_problems]
-    found += [(("page", message), DocsProblem(page, line, message))
-              for line, message in page_problems(state.tree, state.site, page)]
+    found += [
+        (("page", message), DocsProblem(page, line, message))
+        for line, message in page_problems(state.tree, state.site, page)
+    ]
     shared = state.site.routing.get("shared_names") if state.site.framework == "sphinx" else None
     if shared is not None:  # names rst_prolog/rst_epilog define count on every page
-        found += [(("name", name), DocsProblem(page, line, f"broken reference: `{name}`_ (this page has no section "
-                                                           f"title or target named `{name}`)"))
-                  for line, name in parsed.unknown_names if name not in shared]
+        found += [
+            (
+                ("name", name),
+                DocsProblem(
+                    page, line, f"broken reference: `{name}`_ (this page has no section title or target named `{name}`)"
+                ),
+            )
+            for line, name in parsed.unknown_names
+            if name not in shared
+        ]
     links = parsed.links
     if parsed.interpreted and state.site.framework == "sphinx":
         links = links + default_role_links(state.site, parsed.interpreted)
     for link in links:
         message = _link_problem(state, page, link)
         if message is not None:
-            found.append((("link", link.kind, link.target, message.split(" (")[0]), DocsProblem(page, link.line,
-                                                                                                 message)))
+            found.append(
+                (("link", link.kind, link.target, message.split(" (")[0]), DocsProblem(page, link.line, message))
+            )
     return found
 
 
@@ -231,13 +246,20 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
     if anchor is None or landing is None or not _checks_anchors(state.site, landing):
         return None
     target = state.page(landing)
-    if target.uncheckable or target.includes or anchor.lower() in target.anchors or \
-            (state.site.framework == "sphinx" and anchor.lower() in target.labels):
+    if (
+        target.uncheckable
+        or target.includes
+        or anchor.lower() in target.anchors
+        or (state.site.framework == "sphinx" and anchor.lower() in target.labels)
+    ):
         return None
     where = "this page" if landing == page else landing
     close = difflib.get_close_matches(anchor.lower(), sorted(target.anchors), n=3)
-    hint = f"; did you mean {', '.join('#' + c for c in close)}?" if close else \
-        "; link to an existing heading or remove the anchor"
+    hint = (
+        f"; did you mean {', '.join('#' + c for c in close)}?"
+        if close
+        else "; link to an existing heading or remove the anchor"
+    )
     return f"broken anchor: {link.target} ({where} has no heading or id `{anchor}`){hint}"
 
 
@@ -251,6 +273,7 @@ def _checks_anchors(site: DocsSite, landing: str) -> bool:
 
 # --- links elsewhere that the run broke --------------------------------------------------------------------
 
+
 def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
     """Links in pages the run did not touch that landed at the start and no longer do (moved or deleted pages,
     renamed headings, changed routes)."""
@@ -262,8 +285,11 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
     for page in run.removed:
         lost_labels |= run.start.page(page).labels
     lost_options = _lost_options(run, existing_changed)
-    route_changed = {p for p in existing_changed if any(run.start.page(p).front_matter.get(key) !=
-                                                        run.now.page(p).front_matter.get(key) for key in ROUTE_KEYS)}
+    route_changed = {
+        p
+        for p in existing_changed
+        if any(run.start.page(p).front_matter.get(key) != run.now.page(p).front_matter.get(key) for key in ROUTE_KEYS)
+    }
     affected = run.removed | {p for p, lost in lost_anchors.items() if lost} | route_changed
     if not affected and not lost_labels and not lost_options:
         return []
@@ -281,13 +307,18 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
         if not run.now_tree.parsed(other, run.site.page_mode(other)):
             # Not parsed yet: parse it only when its text names one of the pages or lost labels (most pages do not).
             text = (run.now_tree.text(other) or "").lower()
-            if not any(name in text for name in names) and \
-                    not any(all(word in text for word in words) for words in label_words + option_words):
+            if not any(name in text for name in names) and not any(
+                all(word in text for word in words) for words in label_words + option_words
+            ):
                 continue
         for link in _links_elsewhere(run, other):
             # MyST's `[text](label)` names a label as :ref: does.
-            by_label = link.target.lower() in lost_labels and link.kind in (LinkKind.REF, LinkKind.URL) or \
-                link.kind is LinkKind.OPTION and any(name in link.target for name in lost_options)
+            by_label = (
+                link.target.lower() in lost_labels
+                and link.kind in (LinkKind.REF, LinkKind.URL)
+                or link.kind is LinkKind.OPTION
+                and any(name in link.target for name in lost_options)
+            )
             if link.kind in (LinkKind.REF, LinkKind.OPTION) and not by_label:
                 continue
             if not by_label and not any(name in link.target.lower() for name in names):
@@ -314,13 +345,16 @@ def _links_elsewhere(run: _Run, page: str) -> list[Link]:
         # Under `default_role = "any"` a bare `name` may be a document (labels are followed through the lost
         # labels); it is judged only if it was one at the start (see _newly_broken).
         any_role = (run.site.routing.get("default_role") or "").removeprefix("std:") == "any"
-        return parsed.links + [Link(link.line, link.target, LinkKind.DOC) if any_role else link
-                               for link in default_role_links(run.site, parsed.interpreted, every=any_role)]
+        return parsed.links + [
+            Link(link.line, link.target, LinkKind.DOC) if any_role else link
+            for link in default_role_links(run.site, parsed.interpreted, every=any_role)
+        ]
     return parsed.links
 
 
-def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False
-                  ) -> tuple[str, str] | None:
+def _newly_broken(
+    run: _Run, page: str, link: Link, affected: set[str], by_label: bool = False
+) -> tuple[str, str] | None:
     """The message and kind (see DocsProblem) of a link the run broke, or None."""
     before = run.start.router.resolve(page, link)
     if not before.ok or (before.landing not in affected and not by_label):
@@ -336,17 +370,24 @@ def _newly_broken(run: _Run, page: str, link: Link, affected: set[str], by_label
         run.now.unknown.add(after.reason)
         return None
     if not after.ok:
-        return (f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})",
-                f"links to `{before.landing}` that no longer resolve after this run")
+        return (
+            f"link to {link.target} no longer resolves after this run ({after.reason or after.verdict.value})",
+            f"links to `{before.landing}` that no longer resolve after this run",
+        )
     # An anchor the start already lacked (one a theme's hook adds, say) is not this run's doing; the page it is on
     # going away is.
-    if link.kind is LinkKind.URL and _anchor_problem(run.now, page, link, after.landing) and \
-            not _anchor_problem(run.start, page, link, before.landing):
+    if (
+        link.kind is LinkKind.URL
+        and _anchor_problem(run.now, page, link, after.landing)
+        and not _anchor_problem(run.start, page, link, before.landing)
+    ):
         anchor = split_target(link.target)[1]
-        return (f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
-                "was renamed or deleted); point the link at the new heading",
-                f"links to `{after.landing}#{anchor}`, an anchor this run removed (a heading was renamed or "
-                "deleted); point them at the new heading")
+        return (
+            f"link to {link.target}: this run removed the anchor `{anchor}` from {after.landing} (a heading "
+            "was renamed or deleted); point the link at the new heading",
+            f"links to `{after.landing}#{anchor}`, an anchor this run removed (a heading was renamed or "
+            "deleted); point them at the new heading",
+        )
     return None
 
 
@@ -360,8 +401,14 @@ def _redirects_to_add(run: _Run) -> list[DocsProblem]:
     for page, old in sorted(run.moved_from.items()):
         source, target = run.start.router.page_address(old), run.now.router.page_address(page)
         if source and source != target and not run.now.router.redirected(source):
-            problems.append(DocsProblem(page, 1, f"this page moved from {old}: add a redirect from `{source}` to "
-                                                 f"`{target or page}` in {place}, as the site does for moved pages"))
+            problems.append(
+                DocsProblem(
+                    page,
+                    1,
+                    f"this page moved from {old}: add a redirect from `{source}` to "
+                    f"`{target or page}` in {place}, as the site does for moved pages",
+                )
+            )
     return problems
 
 

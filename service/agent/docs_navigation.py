@@ -21,8 +21,11 @@ def navigation_problems(run) -> list[DocsProblem]:
     except Uncheckable as exc:
         where = exc.path or site.config_path or ""
         return [DocsProblem(where, 1, f"{where} is {exc}, so the navigation was not checked")]
-    problems = [DocsProblem(e.file, e.line, f"{e.message}; fix it so the site builds")
-                for e in navigation.errors if e.file in run.changes]
+    problems = [
+        DocsProblem(e.file, e.line, f"{e.message}; fix it so the site builds")
+        for e in navigation.errors
+        if e.file in run.changes
+    ]
     broken = [entry for entry in navigation.entries if not entry.found]
     if broken:
         problems += _broken_entry_problems(run, broken)
@@ -36,8 +39,11 @@ def navigation_problems(run) -> list[DocsProblem]:
 
 def _holds_toctree(run, path: str) -> bool:
     # Sphinx's navigation lives in the pages' toctrees.
-    return run.site.framework == "sphinx" and run.site.is_page(path) and any(
-        "toctree" in (tree.text(path) or "") for tree in (run.now_tree, run.start_tree))
+    return (
+        run.site.framework == "sphinx"
+        and run.site.is_page(path)
+        and any("toctree" in (tree.text(path) or "") for tree in (run.now_tree, run.start_tree))
+    )
 
 
 def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
@@ -55,9 +61,16 @@ def _pages_dropped_from(run, navigation: Navigation) -> list[DocsProblem]:
         if page not in run.now_tree.files or page in run.changes or page in run.removed or navigation.lists(page):
             continue
         if run.site.needs_nav_entry(page, run.now_tree.text(page) or ""):
-            problems.append(DocsProblem(page, 1, "this run removed the page from the navigation, so readers cannot "
-                                                 "find it: " + suggest_entry(run.now_tree, run.site, page)
-                                                 + ", or delete the page if it is no longer wanted"))
+            problems.append(
+                DocsProblem(
+                    page,
+                    1,
+                    "this run removed the page from the navigation, so readers cannot "
+                    "find it: "
+                    + suggest_entry(run.now_tree, run.site, page)
+                    + ", or delete the page if it is no longer wanted",
+                )
+            )
     return problems
 
 
@@ -75,8 +88,12 @@ def _unreadable_entries(run, navigation: Navigation, pages_missing: bool) -> lis
             before = Navigation()
         known = {(e.file, e.message) for e in before.unreadable}
         fresh = [e for e in navigation.unreadable if e.file in run.changes and (e.file, e.message) not in known]
-    return [DocsProblem(e.file, e.line, f"{e.message}; it was skipped, so pages it lists count as missing from the "
-                                        "navigation") for e in dict.fromkeys(fresh)]
+    return [
+        DocsProblem(
+            e.file, e.line, f"{e.message}; it was skipped, so pages it lists count as missing from the navigation"
+        )
+        for e in dict.fromkeys(fresh)
+    ]
 
 
 def _broken_entry_problems(run, broken: list[NavEntry]) -> list[DocsProblem]:
@@ -95,12 +112,16 @@ def _broken_entry_problems(run, broken: list[NavEntry]) -> list[DocsProblem]:
         earlier = found_before.get(key)
         removed = [t for t in (earlier.targets if earlier else entry.targets) if t in run.removed]
         if removed:
-            message = (f"navigation entry `{entry.ref}` points to {removed[0]}, which this run moved or deleted; "
-                       "update the entry to the page's new path or remove it")
+            message = (
+                f"navigation entry `{entry.ref}` points to {removed[0]}, which this run moved or deleted; "
+                "update the entry to the page's new path or remove it"
+            )
         else:
             looked = ", ".join(entry.targets[:2]) or "a page inside the repository"
-            message = (f"navigation entry `{entry.ref}` points to no page (looked for {looked}); create the page "
-                       "or fix the entry")
+            message = (
+                f"navigation entry `{entry.ref}` points to no page (looked for {looked}); create the page "
+                "or fix the entry"
+            )
         problems.append(DocsProblem(entry.file, entry.line, message))
     return problems
 
@@ -112,6 +133,12 @@ def _pages_missing_from(run, navigation: Navigation) -> list[DocsProblem]:
     for page in sorted(run.added):
         text = run.now_tree.text(page) or ""
         if run.site.needs_nav_entry(page, text) and not navigation.lists(page):
-            problems.append(DocsProblem(page, 1, "new page is not in the navigation, so readers cannot find it: "
-                                                 + suggest_entry(run.now_tree, run.site, page)))
+            problems.append(
+                DocsProblem(
+                    page,
+                    1,
+                    "new page is not in the navigation, so readers cannot find it: "
+                    + suggest_entry(run.now_tree, run.site, page),
+                )
+            )
     return problems

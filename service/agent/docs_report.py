@@ -34,8 +34,11 @@ class DocsReport:
     @classmethod
     def too_slow(cls, seconds: float) -> "DocsReport":
         """The report of a check stopped after `seconds`: nothing was checked, and the reader is told so."""
-        return cls(failure=f"stopped after {seconds:g} s, the time budget of a tool call; the changes were not "
-                           "checked, review links and navigation by hand", timed_out=True)
+        return cls(
+            failure=f"stopped after {seconds:g} s, the time budget of a tool call; the changes were not "
+            "checked, review links and navigation by hand",
+            timed_out=True,
+        )
 
     @property
     def ok(self) -> bool:
@@ -49,8 +52,9 @@ class DocsReport:
         if self.failure is not None:
             return f"docs check could not finish: {self.failure}"
         notes = [f"- note: {note}" for note in self.notes]
-        pages = f"{self.pages_checked} page(s) of the site" if self.whole_site else \
-            f"{self.pages_checked} changed page(s)"
+        pages = (
+            f"{self.pages_checked} page(s) of the site" if self.whole_site else f"{self.pages_checked} changed page(s)"
+        )
         if self.ok:
             return "\n".join([*notes, f"docs check passed: {pages}, no problems found"])
         lines = _summaries(self.problems) + _grouped_lines(self.problems) + notes
@@ -59,8 +63,9 @@ class DocsReport:
         return _bounded(lines, verdict, max_chars, rest)
 
 
-def _bounded(lines: list[str], verdict: str, max_chars: int | None,
-             rest: str = "run check_docs again to see the rest") -> str:
+def _bounded(
+    lines: list[str], verdict: str, max_chars: int | None, rest: str = "run check_docs again to see the rest"
+) -> str:
     text = "\n".join([*lines, verdict])
     if max_chars is None or len(text) <= max_chars:
         return text
@@ -103,8 +108,11 @@ def _summaries(problems: list[DocsProblem]) -> list[str]:
         if problem.kind:
             files[problem.kind].add(problem.path)
             counts[problem.kind] += 1
-    return [f"- in all: {counts[kind]:,} {kind} in {len(paths):,} files; per file below"
-            for kind, paths in sorted(files.items()) if len(paths) > SUMMARY_FILES]
+    return [
+        f"- in all: {counts[kind]:,} {kind} in {len(paths):,} files; per file below"
+        for kind, paths in sorted(files.items())
+        if len(paths) > SUMMARY_FILES
+    ]
 
 
 def _line_list(numbers: list[int]) -> str:

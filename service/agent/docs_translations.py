@@ -25,9 +25,15 @@ def translation_problems(run) -> list[DocsProblem]:
         for language in site.languages[1:]:
             left, wanted = _translation(site, language, old), _translation(site, language, new)
             if left and wanted and run.now_tree.is_file(left) and not run.now_tree.is_file(wanted):
-                problems.append(DocsProblem(left, 1, f"this {language.code} translation of {old} stays at the old "
-                                                     f"path after the run moved the page to {new}: move it to "
-                                                     f"{wanted}"))
+                problems.append(
+                    DocsProblem(
+                        left,
+                        1,
+                        f"this {language.code} translation of {old} stays at the old "
+                        f"path after the run moved the page to {new}: move it to "
+                        f"{wanted}",
+                    )
+                )
     return problems
 
 
@@ -38,7 +44,7 @@ def _translation(site: DocsSite, language: Language, page: str) -> str | None:
     root = site.languages[0].folder  # the default language's own folder (`docs/en/` on MkDocs' folder layout)
     if root and not page.startswith(root + "/"):
         return None
-    relative = page[len(root) + 1:] if root else page
+    relative = page[len(root) + 1 :] if root else page
     if language.suffix:
         stem, extension = posixpath.splitext(page)
         return f"{stem}.{language.suffix}{extension}"

@@ -58,23 +58,42 @@ class Usage:
             object.__setattr__(self, "billable_tokens", self.input_tokens + self.output_tokens)
 
     @classmethod
-    def billed(cls, input_tokens: int, output_tokens: int, *, cache_read: int = 0, cache_write: int = 0,
-               rates: CacheRates = NO_CACHE) -> "Usage":
+    def billed(
+        cls,
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        rates: CacheRates = NO_CACHE,
+    ) -> "Usage":
         """One call's usage, its billable tokens weighted by the vendor's cache `rates`."""
-        return cls(input_tokens, output_tokens, cache_read, cache_write,
-                   billable(input_tokens, output_tokens, cache_read, cache_write, rates))
+        return cls(
+            input_tokens,
+            output_tokens,
+            cache_read,
+            cache_write,
+            billable(input_tokens, output_tokens, cache_read, cache_write, rates),
+        )
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
-                     self.cache_read_tokens + other.cache_read_tokens,
-                     self.cache_write_tokens + other.cache_write_tokens,
-                     self.billable_tokens + other.billable_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.billable_tokens + other.billable_tokens,
+        )
 
     def to_api(self) -> dict:
         """The usage record stored on a message and shown by the API (service.billing.USAGE_FIELDS)."""
-        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                "cacheReadTokens": self.cache_read_tokens, "cacheWriteTokens": self.cache_write_tokens,
-                "billableTokens": self.billable_tokens}
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "billableTokens": self.billable_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,8 +110,9 @@ class ModelClient(Protocol):
 
     name: str
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
-                 max_output_tokens: int | None = None) -> ModelReply:
+    def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], *, max_output_tokens: int | None = None
+    ) -> ModelReply:
         """Send the conversation and the tool specs; return the model's next turn. `max_output_tokens` lowers
         the adapter's own output limit for this request (what is left of a job's token budget)."""
 
@@ -122,8 +142,9 @@ class ModelFactory:
     `scripts` maps aliases to bundled script files (`scripted:demo`); `providers` adds adapters by provider name.
     """
 
-    def __init__(self, scripts: Mapping[str, Path] | None = None,
-                 providers: Mapping[str, ProviderBuilder] | None = None) -> None:
+    def __init__(
+        self, scripts: Mapping[str, Path] | None = None, providers: Mapping[str, ProviderBuilder] | None = None
+    ) -> None:
         self._scripts = dict(scripts or {})
         self._providers: dict[str, ProviderBuilder] = {"scripted": self._scripted, **(providers or {})}
 

@@ -8,10 +8,25 @@ from service.agent.path_cache import allowed_files
 
 PAGE_SUFFIXES = (".md", ".mdx", ".rst")
 ROOT_NOTABLE = ("README", "AGENTS.md", "CONTRIBUTING", "CHANGELOG", "SUMMARY.md")
-DOCS_CONFIG_NAMES = frozenset({
-    "docs.json", "mint.json", "mkdocs.yml", "mkdocs.yaml", "conf.py", "_toc.yml", "book.toml", "SUMMARY.md",
-    "_sidebar.md", "antora.yml", "hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", ".gitbook.yaml",
-})
+DOCS_CONFIG_NAMES = frozenset(
+    {
+        "docs.json",
+        "mint.json",
+        "mkdocs.yml",
+        "mkdocs.yaml",
+        "conf.py",
+        "_toc.yml",
+        "book.toml",
+        "SUMMARY.md",
+        "_sidebar.md",
+        "antora.yml",
+        "hugo.toml",
+        "hugo.yaml",
+        "hugo.yml",
+        "hugo.json",
+        ".gitbook.yaml",
+    }
+)
 DOCS_CONFIG_PREFIXES = ("docusaurus.config.", "sidebars.", "astro.config.", "source.config.")
 # Docs configs sit at the root or a few folders down (website/docusaurus.config.js, docs/source/conf.py);
 # deeper files with those names (a conf.py in a test fixture) are not about the docs site.
@@ -23,8 +38,9 @@ PAGES_LABEL = "Pages ({shown} of {total:,}: the shallowest, then the first of ea
 NAV_PAGES_LABEL = "Pages ({shown} of {total:,}, in navigation order):"
 
 
-def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000, site=None,
-                        nav_order: list[str] | None = None) -> str:
+def repository_overview(
+    workspace, *, docs_root: str = "", max_chars: int = 3000, site=None, nav_order: list[str] | None = None
+) -> str:
     """A short description of the repository (file counts, folders, docs pages, key files) within `max_chars`.
 
     With the detected `site`, the pages are the site's, its default language's only (other languages are named,
@@ -43,12 +59,15 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     else:
         pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
         # A detected plain-Markdown site knows its docs root (docs/ when it has pages, else the repository).
-        area = _docs_area(pages, docs_root.strip("/") or (site.docs_root if site is not None else ""),
-                          fallback=site is None)
+        area = _docs_area(
+            pages, docs_root.strip("/") or (site.docs_root if site is not None else ""), fallback=site is None
+        )
         area_pages = [path for path in pages if _under(path, area)]
     budget = _Budget(max_chars)
-    header = (f"Repository overview: {len(paths):,} files at the run's start. This is a summary; use list_files, "
-              "read_file and search to look further.")
+    header = (
+        f"Repository overview: {len(paths):,} files at the run's start. This is a summary; use list_files, "
+        "read_file and search to look further."
+    )
     if not budget.add(header):
         return header[:max_chars]
     budget.add(_joined("Root files: ", _root_files(paths), max_chars // 5))
@@ -63,8 +82,7 @@ def repository_overview(workspace, *, docs_root: str = "", max_chars: int = 3000
     language = f" in the default language ({site.languages[0].code})" if translations else ""
     budget.add(f"Docs pages {where}{language}: {len(area_pages):,} ({kinds}).")
     budget.add(_joined("Translations (not listed here): ", translations, max_chars // 5))
-    budget.add(_joined(f"Folders {where} (pages): ", _counted(_folder_counts(area_pages, area), "/"),
-                       max_chars // 4))
+    budget.add(_joined(f"Folders {where} (pages): ", _counted(_folder_counts(area_pages, area), "/"), max_chars // 4))
     area_set = set(area_pages)
     listed = [path for path in dict.fromkeys(nav_order or []) if path in area_set]
     _add_pages(budget, area_pages, area, listed, translated=bool(translations))
@@ -76,10 +94,12 @@ def _translations(site, paths: list[str], site_pages: list[str]) -> list[str]:
     docs root (Docusaurus `i18n/<locale>/…`) are not pages the docs check reads, so they are counted by suffix."""
     counts: Counter = Counter(site.language_of(path) for path in site_pages)
     if any(lang.folder != site.docs_root and not _under(lang.folder, site.docs_root) for lang in site.languages):
-        counts.update(site.language_of(path) for path in paths
-                      if path.lower().endswith(site.page_suffixes) and site.root_of(path) is None)
-    return [f"{language.code} ({_show(language.where)}, {counts[language]:,} pages)"
-            for language in site.languages[1:]]
+        counts.update(
+            site.language_of(path)
+            for path in paths
+            if path.lower().endswith(site.page_suffixes) and site.root_of(path) is None
+        )
+    return [f"{language.code} ({_show(language.where)}, {counts[language]:,} pages)" for language in site.languages[1:]]
 
 
 class _Budget:
@@ -147,8 +167,12 @@ def _root_files(paths: list[str]) -> list[str]:
 
 
 def _docs_configs(paths: list[str]) -> list[str]:
-    found = [path for path in paths if path.count("/") < CONFIG_MAX_DEPTH and (
-        _is_docs_config(path.rsplit("/", 1)[-1]) or f"/{path}".rsplit("/", 2)[-2:-1] == [".vitepress"])]
+    found = [
+        path
+        for path in paths
+        if path.count("/") < CONFIG_MAX_DEPTH
+        and (_is_docs_config(path.rsplit("/", 1)[-1]) or f"/{path}".rsplit("/", 2)[-2:-1] == [".vitepress"])
+    ]
     # Shallow ones first: the root's mkdocs.yml says more than a nested sidebars.js.
     found.sort(key=lambda path: (path.count("/"), path))
     return [_show(path) for path in found[:MAX_CONFIGS]] + (["…"] if len(found) > MAX_CONFIGS else [])
@@ -173,8 +197,9 @@ def _joined(label: str, items: list[str], limit: int) -> str | None:
     return line
 
 
-def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] | None = None,
-               translated: bool = False) -> None:
+def _add_pages(
+    budget: _Budget, pages: list[str], area: str, listed: list[str] | None = None, translated: bool = False
+) -> None:
     """List a spread of pages (in navigation order when `listed` is given, else the shallowest first, then the
     first of each folder) while they fit, then say how to list the rest (`translated`: the site has other
     languages, which that listing shows too)."""
@@ -185,8 +210,9 @@ def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] |
     label_size = len(label.format(shown=min(MAX_PAGES, len(pages)), total=len(pages))) + 1
     room = budget.room() - label_size - reserve
     listed_set = set(listed or [])
-    order = list(listed or []) + [path for path in _by_priority(pages, MAX_PAGES + len(listed_set))
-                                  if path not in listed_set]
+    order = list(listed or []) + [
+        path for path in _by_priority(pages, MAX_PAGES + len(listed_set)) if path not in listed_set
+    ]
     for path in order[:MAX_PAGES]:
         if len(_show(path)) + 1 > room:
             break
@@ -196,7 +222,7 @@ def _add_pages(budget: _Budget, pages: list[str], area: str, listed: list[str] |
         budget.add(hint(len(pages)))
         return
     budget.add(label.format(shown=len(chosen), total=len(pages)))
-    for path in (chosen if listed else sorted(chosen)):  # navigation order, else by path
+    for path in chosen if listed else sorted(chosen):  # navigation order, else by path
         budget.add(_show(path))
     if len(chosen) < len(pages):
         budget.add(hint(len(pages) - len(chosen)))
@@ -212,10 +238,13 @@ def _by_priority(pages: list[str], first: int) -> list[str]:
         in_folder.setdefault(folder, []).append(path)
         parts = folder.split("/") if folder else []
         for depth in range(len(parts)):
-            children.setdefault("/".join(parts[:depth]), set()).add("/".join(parts[:depth + 1]))
+            children.setdefault("/".join(parts[:depth]), set()).add("/".join(parts[: depth + 1]))
     folder_rank = {child: n for kids in children.values() for n, child in enumerate(sorted(kids))}
-    page_rank = {path: n for members in in_folder.values()
-                 for n, path in enumerate(sorted(members, key=lambda p: (not _is_index(p), p)))}
+    page_rank = {
+        path: n
+        for members in in_folder.values()
+        for n, path in enumerate(sorted(members, key=lambda p: (not _is_index(p), p)))
+    }
 
     def key(path: str) -> tuple:
         parts = path.split("/")[:-1]

@@ -18,6 +18,7 @@ def allowed_files(workspace) -> list[str]:
 
 def forbidden_paths(workspace) -> frozenset[str]:
     """The start tree's paths that fail the sandbox policy (usually none)."""
+
     def compute() -> frozenset[str]:
         files = workspace.start_files()
         return frozenset(files) - frozenset(allowed_paths(files))

@@ -83,8 +83,9 @@ def _plainly_allowed(path: str) -> bool:
     parts = path.split("/")
     if not all(map(_plain_name, parts)) or _DRIVE.match(path):
         return False
-    return not any(len(parts) >= len(protected) and all(map(aliases, parts, protected))
-                   for protected in _PROTECTED_DIRS)
+    return not any(
+        len(parts) >= len(protected) and all(map(aliases, parts, protected)) for protected in _PROTECTED_DIRS
+    )
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -114,8 +115,9 @@ def check_writable(workspace, path: str, *, moving_to: str | None = None) -> Non
             return
         if kind in (EntryKind.SYMLINK, EntryKind.SUBMODULE):
             where = "is" if depth == len(parts) else f"is inside {prefix}, which is"
-            raise PathRejected(path, f"{path} {where} a {kind.value}; symlinks and submodules are never "
-                                     "followed or changed")
+            raise PathRejected(
+                path, f"{path} {where} a {kind.value}; symlinks and submodules are never followed or changed"
+            )
         if depth < len(parts) and kind is not EntryKind.DIRECTORY:
             raise PathRejected(path, f"{prefix} is a file, not a folder")
     if kind is EntryKind.DIRECTORY:
@@ -133,10 +135,11 @@ def _check_folder(workspace, folder: str, moving_to: str | None) -> None:
         _check_not_read_only(entry)
         kind = workspace.kind(entry)
         if kind in (EntryKind.SYMLINK, EntryKind.SUBMODULE):
-            raise PathRejected(folder, f"it contains {entry}, a {kind.value}; symlinks and submodules are never "
-                                       "followed or changed")
+            raise PathRejected(
+                folder, f"it contains {entry}, a {kind.value}; symlinks and submodules are never followed or changed"
+            )
         if moving_to is not None:
-            normalize(moving_to + entry[len(folder):])
+            normalize(moving_to + entry[len(folder) :])
 
 
 def _check_not_read_only(path: str) -> None:

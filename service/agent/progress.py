@@ -4,10 +4,17 @@ from service.agent.model import ToolCall
 
 MAX_SUMMARY = 200
 # The arguments worth showing, per tool; content-bearing ones (`content`, `old`, `new`, `summary`) never are.
-_SHOWN = {"list_files": ("pattern",), "read_file": ("path", "start_line", "end_line"),
-          "search": ("pattern", "path_glob"), "write_file": ("path",), "edit_file": ("path",),
-          "move_file": ("path", "new_path"), "delete_file": ("path",), "check_docs": (),
-          "finish": ("title", "no_change_needed")}
+_SHOWN = {
+    "list_files": ("pattern",),
+    "read_file": ("path", "start_line", "end_line"),
+    "search": ("pattern", "path_glob"),
+    "write_file": ("path",),
+    "edit_file": ("path",),
+    "move_file": ("path", "new_path"),
+    "delete_file": ("path",),
+    "check_docs": (),
+    "finish": ("title", "no_change_needed"),
+}
 
 
 def summarize(call: ToolCall) -> str:

@@ -72,7 +72,7 @@ def parse_script(data, *, source: str = "model script") -> Script:
 
 def _parse_step(step, where: str) -> ScriptStep:
     if not isinstance(step, dict):
-        raise ScriptError(f"{where} must be an object like {{\"tool\": \"read_file\", \"args\": {{...}}}}")
+        raise ScriptError(f'{where} must be an object like {{"tool": "read_file", "args": {{...}}}}')
     _no_extra_keys(step, {"tool", "args"}, where)
     if "tool" not in step:
         raise ScriptError(f"{where} has no 'tool'")
@@ -88,8 +88,9 @@ def _parse_step(step, where: str) -> ScriptStep:
 def _no_extra_keys(obj: dict, allowed: set[str], where: str) -> None:
     extra = sorted(set(obj) - allowed)
     if extra:
-        raise ScriptError(f"{where}: unexpected key(s) {', '.join(map(repr, extra))} "
-                          f"(allowed: {', '.join(sorted(allowed))})")
+        raise ScriptError(
+            f"{where}: unexpected key(s) {', '.join(map(repr, extra))} (allowed: {', '.join(sorted(allowed))})"
+        )
 
 
 class ScriptedModel:
@@ -101,22 +102,41 @@ class ScriptedModel:
         self._steps = script.runs[run_index] if run_index < len(script.runs) else None
         self._next = 0
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
-                 max_output_tokens: int | None = None) -> ModelReply:
+    def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], *, max_output_tokens: int | None = None
+    ) -> ModelReply:
         """The next scripted step as a single tool call, then a `finish` call once the steps are used up
         (scripted turns cost no tokens, so the output limit does not apply)."""
         number = self._next
         self._next += 1
         call_id = f"call_{self.run_index}_{number}"
         if self._steps is None:
-            return ModelReply("", [ToolCall(call_id, "finish", {
-                "title": "No changes",
-                "summary": f"The script has no run {self.run_index}, so nothing was changed.",
-            })])
+            return ModelReply(
+                "",
+                [
+                    ToolCall(
+                        call_id,
+                        "finish",
+                        {
+                            "title": "No changes",
+                            "summary": f"The script has no run {self.run_index}, so nothing was changed.",
+                        },
+                    )
+                ],
+            )
         if number < len(self._steps):
             step = self._steps[number]
             return ModelReply("", [ToolCall(call_id, step.tool, dict(step.args))])
-        return ModelReply("", [ToolCall(call_id, "finish", {
-            "title": f"Scripted changes (run {self.run_index})",
-            "summary": f"Replayed {len(self._steps)} scripted step(s) of run {self.run_index}.",
-        })])
+        return ModelReply(
+            "",
+            [
+                ToolCall(
+                    call_id,
+                    "finish",
+                    {
+                        "title": f"Scripted changes (run {self.run_index})",
+                        "summary": f"Replayed {len(self._steps)} scripted step(s) of run {self.run_index}.",
+                    },
+                )
+            ],
+        )

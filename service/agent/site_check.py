@@ -23,8 +23,10 @@ LINK_KINDS = ("link", "name")
 # What a heading's slug is made of. An anchor with anything else (`config.blog_dir`, `fn:7`, `9.7.0`) is an id some
 # markup gave an element (an attribute list, a theme's hook, footnotes), which the check may not know of.
 _SLUG = re.compile(r"[a-z0-9_-]+")
-UNJUDGED_NOTE = ("{count} link(s) to anchors that are not heading slugs and that their page names (ids a plugin, "
-                 "hook, attribute list or footnote may make) were not judged")
+UNJUDGED_NOTE = (
+    "{count} link(s) to anchors that are not heading slugs and that their page names (ids a plugin, "
+    "hook, attribute list or footnote may make) were not judged"
+)
 
 
 def check_site(workspace, site: DocsSite | None = None) -> DocsReport:
@@ -56,9 +58,12 @@ def check_site(workspace, site: DocsSite | None = None) -> DocsReport:
 def site_pages(tree: Tree, site: DocsSite) -> list[str]:
     """The pages the whole-site check reads: the site's current pages, or on a site with no known framework every
     Markdown or reST file outside dependency and hidden folders."""
-    return sorted(path for path in tree.files
-                  if (site.is_page(path) or (site.framework == "markdown" and _is_page(site, path)))
-                  and not site.is_versioned(path))
+    return sorted(
+        path
+        for path in tree.files
+        if (site.is_page(path) or (site.framework == "markdown" and _is_page(site, path)))
+        and not site.is_versioned(path)
+    )
 
 
 def _named_elsewhere(state: _State, page: str, target: str) -> bool:
@@ -89,7 +94,13 @@ def _navigation_problems(site: DocsSite, tree: Tree) -> list[DocsProblem]:
     for entry in navigation.entries:
         if not entry.found:
             looked = ", ".join(entry.targets[:2]) or "a page inside the repository"
-            problems.append(DocsProblem(entry.file, entry.line, f"navigation entry `{entry.ref}` points to no page "
-                                                                f"(looked for {looked}); fix the entry or remove it",
-                                        kind="navigation entries that point to no page"))
+            problems.append(
+                DocsProblem(
+                    entry.file,
+                    entry.line,
+                    f"navigation entry `{entry.ref}` points to no page "
+                    f"(looked for {looked}); fix the entry or remove it",
+                    kind="navigation entries that point to no page",
+                )
+            )
     return problems

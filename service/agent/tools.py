@@ -56,54 +56,73 @@ TOOL_SPECS: list[ToolSpec] = [
         f"Read a text file, with line numbers. At most {READ_MAX_LINES} lines are returned per call; use "
         "start_line and end_line (1-based, inclusive) to read further. Symlinks and submodules are reported, "
         "not followed.",
-        _schema({
-            "path": _PATH,
-            "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (default 1)."},
-            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (default: as many "
-                                                                          "as fit)."},
-        }, ["path"]),
+        _schema(
+            {
+                "path": _PATH,
+                "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (default 1)."},
+                "end_line": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Last line to return (default: as many as fit).",
+                },
+            },
+            ["path"],
+        ),
     ),
     ToolSpec(
         "search",
         "Search the text files' contents, line by line, with a regular expression in RE2 syntax (Perl-like: "
         "classes, \\d \\w \\s \\b, groups, alternation, repetition; no back-references or look-around). Returns "
         f"up to {SEARCH_LIMIT} matches as path:line: text, sorted by path; a note at the end says when there are more.",
-        _schema({
-            "pattern": {"type": "string", "description": "Regular expression to look for."},
-            "path_glob": {"type": "string", "description": "Only search files matching this glob (as in "
-                                                           "list_files), e.g. docs/**/*.md."},
-            "ignore_case": {"type": "boolean", "description": "Match case-insensitively (default false)."},
-        }, ["pattern"]),
+        _schema(
+            {
+                "pattern": {"type": "string", "description": "Regular expression to look for."},
+                "path_glob": {
+                    "type": "string",
+                    "description": "Only search files matching this glob (as in list_files), e.g. docs/**/*.md.",
+                },
+                "ignore_case": {"type": "boolean", "description": "Match case-insensitively (default false)."},
+            },
+            ["pattern"],
+        ),
     ),
     ToolSpec(
         "write_file",
         "Create a file or replace its whole content. Prefer edit_file for changes to existing files. Parent "
         "folders are created as needed.",
-        _schema({"path": _PATH, "content": {"type": "string", "description": "The complete new file content."}},
-                ["path", "content"]),
+        _schema(
+            {"path": _PATH, "content": {"type": "string", "description": "The complete new file content."}},
+            ["path", "content"],
+        ),
     ),
     ToolSpec(
         "edit_file",
         "Replace one exact piece of text in a file. `old` must occur exactly once in the file, character for "
         "character including whitespace and indentation; include enough surrounding lines to make it unique.",
-        _schema({
-            "path": _PATH,
-            "old": {"type": "string", "description": "The exact text to replace; must occur exactly once."},
-            "new": {"type": "string", "description": "The text to put in its place."},
-        }, ["path", "old", "new"]),
+        _schema(
+            {
+                "path": _PATH,
+                "old": {"type": "string", "description": "The exact text to replace; must occur exactly once."},
+                "new": {"type": "string", "description": "The text to put in its place."},
+            },
+            ["path", "old", "new"],
+        ),
     ),
     ToolSpec(
         "move_file",
         "Move or rename a file, or a whole folder. The destination must not exist. Update the links and "
         "navigation that point to the old path.",
-        _schema({"path": _PATH, "new_path": {"type": "string", "description": "The new path, relative to the "
-                                                                              "repository root."}},
-                ["path", "new_path"]),
+        _schema(
+            {
+                "path": _PATH,
+                "new_path": {"type": "string", "description": "The new path, relative to the repository root."},
+            },
+            ["path", "new_path"],
+        ),
     ),
     ToolSpec(
         "delete_file",
-        "Delete a file, or a whole folder with everything in it. Update the links and navigation that point to "
-        "it.",
+        "Delete a file, or a whole folder with everything in it. Update the links and navigation that point to it.",
         _schema({"path": _PATH}, ["path"]),
     ),
     ToolSpec(
@@ -118,15 +137,26 @@ TOOL_SPECS: list[ToolSpec] = [
         "the person what you changed and why, or answers their question. When the request asks for a change "
         "the docs do not need (they already say it, or it does not apply), change no file and set "
         "`no_change_needed` to true, with the reason in `summary`.",
-        _schema({
-            "title": {"type": "string", "description": "Pull request title, e.g. 'Document the --dry-run flag'; "
-                                                       "empty when you changed nothing."},
-            "summary": {"type": "string", "description": "What you changed and why, your answer, or why no "
-                                                         "change is needed."},
-            "no_change_needed": {"type": "boolean", "description": "True when the request needs no change to "
-                                                                   "the docs; only with no file changed "
-                                                                   "(default false)."},
-        }, ["title", "summary"]),
+        _schema(
+            {
+                "title": {
+                    "type": "string",
+                    "description": "Pull request title, e.g. 'Document the --dry-run flag'; "
+                    "empty when you changed nothing.",
+                },
+                "summary": {
+                    "type": "string",
+                    "description": "What you changed and why, your answer, or why no change is needed.",
+                },
+                "no_change_needed": {
+                    "type": "boolean",
+                    "description": "True when the request needs no change to "
+                    "the docs; only with no file changed "
+                    "(default false).",
+                },
+            },
+            ["title", "summary"],
+        ),
     ),
 ]
 
@@ -190,8 +220,17 @@ class ToolExecutor:
     With a `source` (a round's source repository, service.sources), its tree is offered for reading too, through
     the same reading tools and path policy; no tool writes it."""
 
-    def __init__(self, workspace, *, max_bytes_written: int, site=None, stop: RunStop | None = None,
-                 time_budget: float | None = None, faults: Faults = Faults(), source=None) -> None:
+    def __init__(
+        self,
+        workspace,
+        *,
+        max_bytes_written: int,
+        site=None,
+        stop: RunStop | None = None,
+        time_budget: float | None = None,
+        faults: Faults = Faults(),
+        source=None,
+    ) -> None:
         self.workspace = workspace
         self.reader = TreeReader(workspace)
         self.source = TreeReader(source, prefix="source_") if source is not None else None
@@ -209,8 +248,9 @@ class ToolExecutor:
         """Run one tool call; refusals and workspace errors become tool errors, limit breaches raise RunFailed."""
         spec = self._offered.get(call.name)
         if spec is None:
-            return ToolResult(f"unknown tool {call.name!r}; the tools are: {', '.join(sorted(self._offered))}",
-                              is_error=True)
+            return ToolResult(
+                f"unknown tool {call.name!r}; the tools are: {', '.join(sorted(self._offered))}", is_error=True
+            )
         try:
             with self.stop.time_box(self.time_budget):
                 if spec.name in ("search", "source_search"):
@@ -218,9 +258,11 @@ class ToolExecutor:
                         self.faults.reach(stall)
                 return self._run(spec, call)
         except ToolTimedOut:
-            return ToolResult(f"{call.name} was stopped: it took longer than a tool call's time budget of "
-                              f"{self.time_budget:g} s. Try a narrower call (a path glob, a line range).",
-                              is_error=True)
+            return ToolResult(
+                f"{call.name} was stopped: it took longer than a tool call's time budget of "
+                f"{self.time_budget:g} s. Try a narrower call (a path glob, a line range).",
+                is_error=True,
+            )
 
     def _run(self, spec: ToolSpec, call: ToolCall) -> ToolResult:
         try:
@@ -234,8 +276,11 @@ class ToolExecutor:
             # A bug or hostile input (a lone surrogate, a parser's RecursionError) must not end the run: the model
             # is told and can try another way. Stops and time-outs are BaseExceptions and pass through.
             log.exception("the %s tool failed unexpectedly", call.name)
-            return ToolResult(f"{call.name} failed: an internal error stopped it ({type(exc).__name__}: "
-                              f"{str(exc)[:300]}); try another way", is_error=True)
+            return ToolResult(
+                f"{call.name} failed: an internal error stopped it ({type(exc).__name__}: "
+                f"{str(exc)[:300]}); try another way",
+                is_error=True,
+            )
 
     # --- the tools -------------------------------------------------------------------------------
 
@@ -286,16 +331,18 @@ class ToolExecutor:
             raise InvalidArguments(f"{path} is not UTF-8 text and cannot be edited") from None
         at = text.find(old)
         if at < 0:
-            raise InvalidArguments(f"old text was not found in {path}; read the file and copy the text exactly, "
-                                   "including whitespace")
+            raise InvalidArguments(
+                f"old text was not found in {path}; read the file and copy the text exactly, including whitespace"
+            )
         # Searching again from one past the first hit also catches overlapping occurrences.
         if text.find(old, at + 1) >= 0:
             count = max(text.count(old), 2)
-            raise InvalidArguments(f"old text occurs {count} times in {path}; include more surrounding text so it "
-                                   "occurs exactly once")
+            raise InvalidArguments(
+                f"old text occurs {count} times in {path}; include more surrounding text so it occurs exactly once"
+            )
         added = new.encode("utf-8")
         self._count(len(added))
-        self.workspace.write(path, (text[:at] + new + text[at + len(old):]).encode("utf-8"))
+        self.workspace.write(path, (text[:at] + new + text[at + len(old) :]).encode("utf-8"))
         line = text.count("\n", 0, at) + 1
         return ToolResult(f"edited {path} at line {line}")
 
@@ -320,8 +367,10 @@ class ToolExecutor:
 
     def _finish(self, title: str, summary: str, no_change_needed: bool = False) -> ToolResult:
         if not summary.strip():
-            raise InvalidArguments("summary is empty; say what you changed, or answer the question"
-                                   + (", or say why no change is needed" if no_change_needed else ""))
+            raise InvalidArguments(
+                "summary is empty; say what you changed, or answer the question"
+                + (", or say why no change is needed" if no_change_needed else "")
+            )
         # Both end up in a commit message and a pull request, which must be valid UTF-8.
         for name, text in (("title", title), ("summary", summary)):
             if not _is_unicode(text):
@@ -338,10 +387,12 @@ class ToolExecutor:
         if not changed:
             return
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
-        raise InvalidArguments(f"no_change_needed is true but you changed {len(changed)} file(s): {shown}. Either "
-                               "call finish without no_change_needed to propose these changes, or undo them "
-                               "first (restore each edited file's text, delete the files you created) and then "
-                               "finish with no_change_needed")
+        raise InvalidArguments(
+            f"no_change_needed is true but you changed {len(changed)} file(s): {shown}. Either "
+            "call finish without no_change_needed to propose these changes, or undo them "
+            "first (restore each edited file's text, delete the files you created) and then "
+            "finish with no_change_needed"
+        )
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -353,8 +404,10 @@ class ToolExecutor:
     def _count(self, size: int) -> None:
         # Checked before the write so a run that breaches the limit leaves no partial change behind.
         if self.bytes_written + size > self.max_bytes_written:
-            raise RunFailed(RunFailure.WRITE_LIMIT_EXCEEDED,
-                            f"the agent tried to write more than {self.max_bytes_written} bytes in one run")
+            raise RunFailed(
+                RunFailure.WRITE_LIMIT_EXCEEDED,
+                f"the agent tried to write more than {self.max_bytes_written} bytes in one run",
+            )
         self.bytes_written += size
 
 
@@ -376,10 +429,14 @@ class TreeReader:
         shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
         text = "\n".join(shown)
         if len(shown) < len(files):
-            rest = files[len(shown):]
-            hints = ", ".join(f"{self.prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
-            text += (f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
-                     f"pattern: {hints}]")
+            rest = files[len(shown) :]
+            hints = ", ".join(
+                f"{self.prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest)
+            )
+            text += (
+                f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
+                f"pattern: {hints}]"
+            )
         return ToolResult(text)
 
     def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
@@ -436,7 +493,9 @@ class TreeReader:
             return ToolResult("no matches")
         shown = _fitting(lines, SEARCH_MAX_CHARS)
         if capped or len(shown) < len(lines):
-            shown.append(f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches, self.prefix)}]")
+            shown.append(
+                f"[stopped after {len(shown)} matches; there are more: {_narrower_search(matches, self.prefix)}]"
+            )
         return ToolResult("\n".join(shown))
 
 
@@ -530,7 +589,7 @@ def _narrower(paths: list[str]) -> list[tuple[str, int]]:
             break
         common.append(parts[0])
     base = "/".join(common) + "/" if common else ""
-    rests = [path[len(base):] for path in paths]
+    rests = [path[len(base) :] for path in paths]
     names = [rest for rest in rests if "/" not in rest]
     width = next((n for n in range(1, 9) if len({name[:n] for name in names}) > 1), 1)
     groups: Counter = Counter()

@@ -35,8 +35,7 @@ _remembered: OrderedDict[str, object] = OrderedDict()
 Derive = Callable[[T, Sequence[TreeChange]], T | None]
 
 
-def cached(workspace, name: str, compute: Callable[[], T], *, variant: str = "",
-           derive: Derive | None = None) -> T:
+def cached(workspace, name: str, compute: Callable[[], T], *, variant: str = "", derive: Derive | None = None) -> T:
     """`compute()` for the start tree of `workspace` (and `variant`, e.g. a docs root), worked out once per tree.
 
     With `derive`, a tree not seen yet first tries `derive(entry of the last stored tree, entries that differ

@@ -2,7 +2,6 @@
 webhook trigger, and the autopilot doors (`/v2/agent/{projectId}/autopilot`, Mintlify's
 `/v2/autopilot/{projectId}/webhook`)."""
 
-
 from flask import Blueprint, Response, jsonify, request
 
 from service import intake
@@ -99,8 +98,13 @@ def list_runs(project_id: str, automation_id: str) -> Response:
     automation = svc.automations.get(project.id, automation_id)
     query = bodies.parse_messages_query(request.args)
     runs, cursor = svc.automations.runs(automation.id, limit=min(query.limit, 50), cursor=query.cursor)
-    return jsonify({"runs": [run_api(svc, run) for run in runs], "nextCursor": cursor,
-                    "mergeRate": outcomes.merge_rate(svc, svc.automations.all_runs(automation.id))})
+    return jsonify(
+        {
+            "runs": [run_api(svc, run) for run in runs],
+            "nextCursor": cursor,
+            "mergeRate": outcomes.merge_rate(svc, svc.automations.all_runs(automation.id)),
+        }
+    )
 
 
 @bp.post("/v2/automations/<automation_id>/webhook")
@@ -112,8 +116,11 @@ def webhook_trigger(automation_id: str) -> Response:
         raise PayloadTooLarge(f"the body is larger than {svc.settings.max_body_bytes} bytes")
     automation = svc.automations.find(automation_id)
     given = _bearer(request.headers.get("Authorization"))
-    if automation is None or automation.trigger.type is not TriggerType.WEBHOOK \
-            or not svc.automations.secret_matches(automation, given):
+    if (
+        automation is None
+        or automation.trigger.type is not TriggerType.WEBHOOK
+        or not svc.automations.secret_matches(automation, given)
+    ):
         raise Unauthorized("send the automation's webhook secret as `Authorization: Bearer cdah_...`")
     raw = request.get_data(cache=True)
     if len(raw) > svc.settings.max_body_bytes:
@@ -143,10 +150,16 @@ def _autopilot(project_id: str) -> Response:
     intake.ensure_open(project)
     body = bodies.read_object(request, svc.settings.max_body_bytes)
     prompt = bodies.parse_prompt(body, svc.settings)
-    claim = bodies.idempotency_claim(request.headers.get("Idempotency-Key"), body, key.account, project.id,
-                                     "autopilot")
-    new = intake.NewJob(prompt=prompt, model=svc.settings.model, ref=project.ref, max_tokens=project.max_tokens,
-                        source="autopilot", key_id=key.id, idempotency=claim)
+    claim = bodies.idempotency_claim(request.headers.get("Idempotency-Key"), body, key.account, project.id, "autopilot")
+    new = intake.NewJob(
+        prompt=prompt,
+        model=svc.settings.model,
+        ref=project.ref,
+        max_tokens=project.max_tokens,
+        source="autopilot",
+        key_id=key.id,
+        idempotency=claim,
+    )
     try:
         accepted = intake.create(svc, project, new)
     except QuotaSpent as exc:
@@ -161,8 +174,11 @@ def _autopilot(project_id: str) -> Response:
 
 
 def _quota_headers(quota) -> dict[str, str]:
-    return {"RateLimit-Limit": str(quota.limit), "RateLimit-Remaining": str(quota.remaining),
-            "RateLimit-Reset": str(quota.reset_seconds)}
+    return {
+        "RateLimit-Limit": str(quota.limit),
+        "RateLimit-Remaining": str(quota.remaining),
+        "RateLimit-Reset": str(quota.reset_seconds),
+    }
 
 
 def _fired(svc: Services, automation: Automation, event: TriggerEvent) -> Response:

@@ -180,8 +180,9 @@ def parse_list_query(args) -> ListQuery:
         try:
             status = JobStatus(status)
         except ValueError:
-            raise InvalidRequest(f"`status` must be one of: {', '.join(s.value for s in JobStatus)}",
-                                 field="status") from None
+            raise InvalidRequest(
+                f"`status` must be one of: {', '.join(s.value for s in JobStatus)}", field="status"
+            ) from None
     return ListQuery(status=status, limit=_limit(args, default=20), cursor=args.get("cursor") or None)
 
 
@@ -203,8 +204,7 @@ def idempotency_key(raw: str | None) -> str | None:
     if raw is None:
         return None
     if not 1 <= len(raw) <= 255 or not all(33 <= ord(c) <= 126 for c in raw):
-        raise InvalidRequest("`Idempotency-Key` must be 1 to 255 printable ASCII characters",
-                             field="Idempotency-Key")
+        raise InvalidRequest("`Idempotency-Key` must be 1 to 255 printable ASCII characters", field="Idempotency-Key")
     return raw
 
 
@@ -214,8 +214,9 @@ def idempotency_claim(raw: str | None, body: dict, *scope: str) -> IdempotencyCl
     key = idempotency_key(raw)
     if key is None:
         return None
-    return IdempotencyClaim(scope=hashlib.sha256("\0".join([*scope, key]).encode()).hexdigest(),
-                            body_hash=body_hash(body))
+    return IdempotencyClaim(
+        scope=hashlib.sha256("\0".join([*scope, key]).encode()).hexdigest(), body_hash=body_hash(body)
+    )
 
 
 def _only(names, allowed: tuple[str, ...], noun: str) -> None:
@@ -232,11 +233,11 @@ def parse_events_query(args, last_event_id: str | None) -> EventsQuery:
     if follow not in ("true", "false"):
         raise InvalidRequest("`follow` must be true or false", field="follow")
     if "after" in args:
-        return EventsQuery(check_event_id(args["after"], "after"), as_json=True, follow=follow == "true",
-                           resumed=False)
+        return EventsQuery(check_event_id(args["after"], "after"), as_json=True, follow=follow == "true", resumed=False)
     if last_event_id:
-        return EventsQuery(check_event_id(last_event_id.strip(), "Last-Event-ID"), as_json=False,
-                           follow=follow == "true", resumed=True)
+        return EventsQuery(
+            check_event_id(last_event_id.strip(), "Last-Event-ID"), as_json=False, follow=follow == "true", resumed=True
+        )
     return EventsQuery("0", as_json=False, follow=follow == "true", resumed=False)
 
 

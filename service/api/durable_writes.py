@@ -31,7 +31,8 @@ def register(app: Flask, durability: Durability) -> None:
             log.warning("%s %s: %s", request.method, request.path, exc.detail)
             return problems.problem("unavailable", exc.detail)
         except redis.RedisError as exc:
-            log.warning("%s %s: the replicas could not be asked to confirm the write: %s", request.method,
-                        request.path, exc)
+            log.warning(
+                "%s %s: the replicas could not be asked to confirm the write: %s", request.method, request.path, exc
+            )
             return problems.problem("unavailable", "the job store could not confirm the write; try again shortly")
         return response

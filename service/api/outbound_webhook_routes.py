@@ -14,8 +14,9 @@ def add_webhook(project_id: str) -> Response:
     svc = services()
     project = access(project_id).project
     wanted = bodies.parse_webhook(bodies.read_object(request, svc.settings.max_body_bytes))
-    endpoint, secret = endpoints.register(svc, project.id, url=wanted.url, events=wanted.events,
-                                          description=wanted.description)
+    endpoint, secret = endpoints.register(
+        svc, project.id, url=wanted.url, events=wanted.events, description=wanted.description
+    )
     response = jsonify({**endpoint.to_api(), "secret": secret})  # the only time the secret is shown
     response.status_code = 201
     response.headers["Location"] = f"/v2/agent/{project.id}/webhooks/{endpoint.id}"

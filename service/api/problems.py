@@ -17,8 +17,7 @@ PROBLEM_TYPE = "urn:copydesk:problem:{code}"
 # (HTTP status, title) of each error code the API can answer with (service.codes has them all).
 PROBLEMS = {code: (known.status, known.title) for code, known in ERRORS.items() if known.api}
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
-               415: "unsupported_media_type"}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 415: "unsupported_media_type"}
 
 
 PROBLEM_JSON = "application/problem+json"
@@ -31,8 +30,15 @@ def problem(code: str, detail: str | None, **extra) -> Response:
     `application/problem+json`; the body is the same either way.
     """
     status, title = PROBLEMS[code]
-    body = {"type": PROBLEM_TYPE.format(code=code), "title": title, "status": status, "detail": detail,
-            "code": code, "error": detail, **extra}
+    body = {
+        "type": PROBLEM_TYPE.format(code=code),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "error": detail,
+        **extra,
+    }
     response = Response(json.dumps(body), status=status, mimetype=_problem_media_type())
     if code == "unauthorized":
         response.headers["WWW-Authenticate"] = 'Bearer realm="copydesk"'

@@ -23,8 +23,11 @@ bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
 
 def _quota_headers(quota: Quota) -> dict[str, str]:
-    return {"RateLimit-Limit": str(quota.limit), "RateLimit-Remaining": str(quota.remaining),
-            "RateLimit-Reset": str(quota.reset_seconds)}
+    return {
+        "RateLimit-Limit": str(quota.limit),
+        "RateLimit-Remaining": str(quota.remaining),
+        "RateLimit-Reset": str(quota.reset_seconds),
+    }
 
 
 def _with_quota(exc: QuotaSpent) -> QuotaSpent:
@@ -47,9 +50,15 @@ def create_job(project_id: str) -> Response:
     body = bodies.read_object(request, services.settings.max_body_bytes)
     create = bodies.parse_create(body, services.settings)
     claim = bodies.idempotency_claim(request.headers.get("Idempotency-Key"), body, key.account, project.id)
-    new = intake.NewJob(prompt=create.prompt, model=create.model, ref=create.ref or project.ref,
-                        as_draft=create.as_draft, max_tokens=create.max_tokens or project.max_tokens, key_id=key.id,
-                        idempotency=claim)
+    new = intake.NewJob(
+        prompt=create.prompt,
+        model=create.model,
+        ref=create.ref or project.ref,
+        as_draft=create.as_draft,
+        max_tokens=create.max_tokens or project.max_tokens,
+        key_id=key.id,
+        idempotency=claim,
+    )
     try:
         accepted = intake.create(services, project, new)
     except QuotaSpent as exc:
@@ -95,8 +104,7 @@ def get_job(project_id: str, job_id: str) -> Response:
 def list_jobs(project_id: str) -> Response:
     project = _access(project_id).project
     query = bodies.parse_list_query(request.args)
-    jobs, cursor = _services().jobs.page(project.id, status=query.status, limit=query.limit,
-                                         cursor=query.cursor)
+    jobs, cursor = _services().jobs.page(project.id, status=query.status, limit=query.limit, cursor=query.cursor)
     return jsonify({"jobs": [job.to_api() for job in jobs], "nextCursor": cursor})
 
 
@@ -109,8 +117,13 @@ def conversation(project_id: str, job_id: str) -> Response:
     used = add_usage({}, job.usage)
     left = remaining_budget(job)
     remaining = None if left is None else max(0, left)
-    return jsonify({"messages": messages, "nextCursor": cursor,
-                    "usage": {**used, "maxTokens": job.max_tokens, "remainingTokens": remaining}})
+    return jsonify(
+        {
+            "messages": messages,
+            "nextCursor": cursor,
+            "usage": {**used, "maxTokens": job.max_tokens, "remainingTokens": remaining},
+        }
+    )
 
 
 @bp.post("/<project_id>/job/<job_id>/archive")
@@ -123,9 +136,17 @@ def archive_job(project_id: str, job_id: str) -> Response:
 def delete_job(project_id: str, job_id: str) -> Response:
     job = _services().jobs.delete(_job_of(_access(project_id, job_id)).id)
     # The branch and pull request are the repository's: Copydesk leaves them on the code host.
-    return jsonify({"deleted": True, "id": job.id,
-                    "kept": {"branch": job.branch, "prLink": job.pr_link,
-                             "note": "the branch and pull request stay on the code host; delete them there"}})
+    return jsonify(
+        {
+            "deleted": True,
+            "id": job.id,
+            "kept": {
+                "branch": job.branch,
+                "prLink": job.pr_link,
+                "note": "the branch and pull request stay on the code host; delete them there",
+            },
+        }
+    )
 
 
 @bp.post("/<project_id>/job/<job_id>/cancel")
@@ -142,19 +163,30 @@ def job_events(project_id: str, job_id: str) -> Response:
     query = bodies.parse_events_query(request.args, request.headers.get("Last-Event-ID"))
     if query.as_json:
         events = services.events.after(job.id, query.after, count=bodies.EVENTS_PAGE)
-        return jsonify({"events": [e.to_api() for e in events],
-                        "lastEventId": events[-1].id if events else (None if query.after == "0" else query.after)})
+        return jsonify(
+            {
+                "events": [e.to_api() for e in events],
+                "lastEventId": events[-1].id if events else (None if query.after == "0" else query.after),
+            }
+        )
     if query.resumed and streams.nothing_left(services.jobs, services.events, job.id, query.after, query.follow):
         return Response(status=204)  # tells an EventSource that reconnected to stop: the job is over
     holder = streams.StreamHolder(caller=f"key:{key.id}", account=f"{project.host}:{project.account.lower()}")
     slots: streams.StreamSlots = current_app.extensions["copydesk.streams"]
     slots.take(holder)
     # The key is checked again while the stream is open: revoked or expired, the stream ends.
-    response = Response(streams.event_stream(services.jobs, services.events, job.id, after=query.after,
-                                             keep_open=query.follow,
-                                             keepalive_seconds=services.settings.sse_keepalive_seconds,
-                                             allowed=partial(services.keys.live, key.id)),
-                        mimetype="text/event-stream")
+    response = Response(
+        streams.event_stream(
+            services.jobs,
+            services.events,
+            job.id,
+            after=query.after,
+            keep_open=query.follow,
+            keepalive_seconds=services.settings.sse_keepalive_seconds,
+            allowed=partial(services.keys.live, key.id),
+        ),
+        mimetype="text/event-stream",
+    )
     response.call_on_close(partial(slots.give_back, holder))
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # proxies must pass events on at once
@@ -171,6 +203,10 @@ def usage() -> Response:
     found = hosts_of(key.account, services.projects.all()) if key.code_host is None else set()
     host = key.code_host or (found.pop() if len(found) == 1 else "local")
     account = ledger.account(host, key.account, month)
-    return jsonify({"month": account.month,
-                    "account": {"name": key.account, **account.to_api(), "monthlyCap": ledger.cap(host, key.account)},
-                    "key": {"id": key.id, **ledger.key(key.id, month).to_api()}})
+    return jsonify(
+        {
+            "month": account.month,
+            "account": {"name": key.account, **account.to_api(), "monthlyCap": ledger.cap(host, key.account)},
+            "key": {"id": key.id, **ledger.key(key.id, month).to_api()},
+        }
+    )

@@ -35,8 +35,9 @@ class StreamSlots:
     Redis pool, and under a threaded server a thread), past it 503; and `per_caller` per key or session and
     `per_account` per account, past them 429, so that one caller cannot take the process's streams from the rest."""
 
-    def __init__(self, limit: int, *, per_caller: int | None = None, per_account: int | None = None,
-                 retry_after: int = 5) -> None:
+    def __init__(
+        self, limit: int, *, per_caller: int | None = None, per_account: int | None = None, retry_after: int = 5
+    ) -> None:
         self.limit = limit
         self.per_caller = per_caller or limit
         self.per_account = per_account or limit
@@ -51,16 +52,22 @@ class StreamSlots:
         process's."""
         with self._lock:
             if self._callers[holder.caller] >= self.per_caller:
-                raise TooManyStreams(f"this key already holds {self.per_caller} event streams on this server "
-                                     "process (COPYDESK_MAX_STREAMS_PER_KEY); close one, or poll with `?after=`",
-                                     retry_after=self._retry_after)
+                raise TooManyStreams(
+                    f"this key already holds {self.per_caller} event streams on this server "
+                    "process (COPYDESK_MAX_STREAMS_PER_KEY); close one, or poll with `?after=`",
+                    retry_after=self._retry_after,
+                )
             if self._accounts[holder.account] >= self.per_account:
-                raise TooManyStreams(f"this account already holds {self.per_account} event streams on this server "
-                                     "process (COPYDESK_MAX_STREAMS_PER_ACCOUNT); close one, or poll with `?after=`",
-                                     retry_after=self._retry_after)
+                raise TooManyStreams(
+                    f"this account already holds {self.per_account} event streams on this server "
+                    "process (COPYDESK_MAX_STREAMS_PER_ACCOUNT); close one, or poll with `?after=`",
+                    retry_after=self._retry_after,
+                )
             if self._open >= self.limit:
-                raise StreamsBusy(f"this server process already serves {self.limit} event streams "
-                                  "(COPYDESK_MAX_STREAMS); retry shortly, or poll with `?after=`")
+                raise StreamsBusy(
+                    f"this server process already serves {self.limit} event streams "
+                    "(COPYDESK_MAX_STREAMS); retry shortly, or poll with `?after=`"
+                )
             self._open += 1
             self._callers[holder.caller] += 1
             self._accounts[holder.account] += 1
@@ -88,8 +95,16 @@ def always() -> bool:
     return True
 
 
-def follow(jobs: JobStore, log_: EventLog, job_id: str, *, after: str, keep_open: bool, wait_seconds: float,
-           allowed: Callable[[], bool] = always) -> Iterator[JobEvent | None]:
+def follow(
+    jobs: JobStore,
+    log_: EventLog,
+    job_id: str,
+    *,
+    after: str,
+    keep_open: bool,
+    wait_seconds: float,
+    allowed: Callable[[], bool] = always,
+) -> Iterator[JobEvent | None]:
     """The job's events after id `after` as they come, until the job leaves `active` (with `keep_open`, until it
     is archived); None after each `wait_seconds` without one. `allowed` is asked again at least every
     `wait_seconds`; AccessEnded when it says no. Blocks in XREAD with a time-out, so it works in a thread and under
@@ -117,14 +132,23 @@ def follow(jobs: JobStore, log_: EventLog, job_id: str, *, after: str, keep_open
             return
 
 
-def event_stream(jobs: JobStore, log_: EventLog, job_id: str, *, after: str, keep_open: bool,
-                 keepalive_seconds: int, allowed: Callable[[], bool] = always) -> Iterator[str]:
+def event_stream(
+    jobs: JobStore,
+    log_: EventLog,
+    job_id: str,
+    *,
+    after: str,
+    keep_open: bool,
+    keepalive_seconds: int,
+    allowed: Callable[[], bool] = always,
+) -> Iterator[str]:
     """SSE text of `follow`: an event per message, a keep-alive comment when idle (a client that went away is
     noticed at the next write). A Redis outage ends it; the client reconnects after `retry:` and resumes."""
     try:
         yield f"retry: {RECONNECT_MS}\n\n"
-        for event in follow(jobs, log_, job_id, after=after, keep_open=keep_open, wait_seconds=keepalive_seconds,
-                            allowed=allowed):
+        for event in follow(
+            jobs, log_, job_id, after=after, keep_open=keep_open, wait_seconds=keepalive_seconds, allowed=allowed
+        ):
             yield ": keep-alive\n\n" if event is None else event.to_sse()
     except AccessEnded:
         yield ACCESS_ENDED

@@ -69,9 +69,13 @@ def run_batch(services: Services, automation: Automation, slot: datetime) -> Aut
     key = slot_key(automation, slot)
     if not changes:
         return record_skip(services, automation, CODE_CHANGE, key, NOTHING_MERGED)
-    event = TriggerEvent(kind=CODE_CHANGE, key=key, changes=tuple(changes),
-                         source_repository=automation.trigger.repository,
-                         source_commit=changes[-1].merge_commit or None)
+    event = TriggerEvent(
+        kind=CODE_CHANGE,
+        key=key,
+        changes=tuple(changes),
+        source_repository=automation.trigger.repository,
+        source_commit=changes[-1].merge_commit or None,
+    )
     run = fire(services, automation, event)
     if run.job_id is not None:
         covered = {_identity(ref) for ref in run.changes}
@@ -79,8 +83,14 @@ def run_batch(services: Services, automation: Automation, slot: datetime) -> Aut
     return run
 
 
-def scan_local(services: Services, *, max_diff_chars: int, faults: Faults = Faults(), git: Git | None = None,
-               renew: Callable[[], bool] | None = None) -> list[AutomationRun]:
+def scan_local(
+    services: Services,
+    *,
+    max_diff_chars: int,
+    faults: Faults = Faults(),
+    git: Git | None = None,
+    renew: Callable[[], bool] | None = None,
+) -> list[AutomationRun]:
     """Look for new commits on the default branch of each local source repository an enabled code-change
     automation watches, and hand each to it. Run by one process at a time (the cursors are read, then written):
     `renew`, called before each automation, keeps that turn and says False when it was lost (the scan stops)."""
@@ -94,13 +104,18 @@ def scan_local(services: Services, *, max_diff_chars: int, faults: Faults = Faul
         try:
             runs += _scan_one(services, automation, max_diff_chars=max_diff_chars, faults=faults, git=git)
         except GitError as exc:
-            log.warning("automation %s: source repository %s not readable: %s", automation.id,
-                        automation.trigger.repository, exc)
+            log.warning(
+                "automation %s: source repository %s not readable: %s",
+                automation.id,
+                automation.trigger.repository,
+                exc,
+            )
     return runs
 
 
-def _scan_one(services: Services, automation: Automation, *, max_diff_chars: int, faults: Faults,
-              git: Git | None) -> list[AutomationRun]:
+def _scan_one(
+    services: Services, automation: Automation, *, max_diff_chars: int, faults: Faults, git: Git | None
+) -> list[AutomationRun]:
     path = automation.trigger.repository
     assert path is not None
     head, changes = new_commits(Path(path), automation.cursor, max_diff_chars=max_diff_chars, git=git)
@@ -108,8 +123,13 @@ def _scan_one(services: Services, automation: Automation, *, max_diff_chars: int
         return []
     runs = []
     for change in changes:  # none at first sight (no cursor): only the head is recorded
-        event = TriggerEvent(kind=CODE_CHANGE, key=f"commit:{path}@{change.id}", changes=(change,),
-                             source_repository=path, source_commit=change.merge_commit)
+        event = TriggerEvent(
+            kind=CODE_CHANGE,
+            key=f"commit:{path}@{change.id}",
+            changes=(change,),
+            source_repository=path,
+            source_commit=change.merge_commit,
+        )
         run = take_change(services, automation, event)
         if run is not None:
             runs.append(run)
@@ -132,8 +152,14 @@ def record_skip(services: Services, automation: Automation, kind: str, key: str,
         earlier = store.event_run(automation.id, key)
         if earlier is not None:
             return earlier
-    run = AutomationRun(id=store.new_run_id(), automation_id=automation.id, trigger=kind, event_key=key,
-                        created_at=now_iso(), skipped_reason=reason)
+    run = AutomationRun(
+        id=store.new_run_id(),
+        automation_id=automation.id,
+        trigger=kind,
+        event_key=key,
+        created_at=now_iso(),
+        skipped_reason=reason,
+    )
     store.record_run(run)
     return run
 

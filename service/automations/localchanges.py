@@ -22,8 +22,14 @@ _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", "-p", "--no-commit-id")
 
 
-def new_commits(bare_repo_path: str | Path, since: str | None, *, max_diff_chars: int,
-                max_commits: int = MAX_COMMITS, git: Git | None = None) -> tuple[str | None, list[SourceChange]]:
+def new_commits(
+    bare_repo_path: str | Path,
+    since: str | None,
+    *,
+    max_diff_chars: int,
+    max_commits: int = MAX_COMMITS,
+    git: Git | None = None,
+) -> tuple[str | None, list[SourceChange]]:
     """The default branch's head and the commits on it after `since`, oldest first, each with its diff.
 
     The default branch is the one HEAD names; its history is walked by first parents. `since` None means nothing
@@ -79,22 +85,33 @@ class _Source:
 
     def change(self, sha: str, max_diff_chars: int) -> SourceChange:
         """One commit as a source change: subject, rest of the message, author, bounded diff."""
-        raw, cut = self._read(("show", "-s", "--no-show-signature", "--format=%an%x00%ae%x00%B", sha),
-                              MAX_MESSAGE_BYTES)
+        raw, cut = self._read(
+            ("show", "-s", "--no-show-signature", "--format=%an%x00%ae%x00%B", sha), MAX_MESSAGE_BYTES
+        )
         name, _, rest = raw.decode("utf-8", "replace").partition("\0")
         email, _, message = rest.partition("\0")
         subject, _, body = message.strip().partition("\n")
         if cut:
             body += f"\n[commit message cut at {MAX_MESSAGE_BYTES:,} bytes]"
         diff, truncated = self._diff(self._parent(sha), sha, max_diff_chars)
-        return SourceChange(kind="commit", id=sha, title=subject.strip(), body=body.strip(),
-                            author=_person(name, email), url=None, merge_commit=sha, diff=diff,
-                            diff_truncated=truncated, repository=str(self.path))
+        return SourceChange(
+            kind="commit",
+            id=sha,
+            title=subject.strip(),
+            body=body.strip(),
+            author=_person(name, email),
+            url=None,
+            merge_commit=sha,
+            diff=diff,
+            diff_truncated=truncated,
+            repository=str(self.path),
+        )
 
     def combined(self, shas: list[str], max_diff_chars: int) -> SourceChange:
         """Several consecutive commits as one change: their subjects listed, one diff over them all."""
-        listing = self.git.out("log", "--no-walk=unsorted", "--format=%H %an%x00%s", *shas[-MAX_LISTED:][::-1],
-                               **self._where()).splitlines()
+        listing = self.git.out(
+            "log", "--no-walk=unsorted", "--format=%H %an%x00%s", *shas[-MAX_LISTED:][::-1], **self._where()
+        ).splitlines()
         authors: list[str] = []
         lines = []
         for line in listing:
@@ -106,9 +123,18 @@ class _Source:
         if len(shas) > MAX_LISTED:
             lines.append(f"[and {len(shas) - MAX_LISTED:,} older commits]")
         diff, truncated = self._diff(self._parent(shas[0]), shas[-1], max_diff_chars)
-        return SourceChange(kind="commit", id=shas[-1], title=f"{len(shas)} earlier commits, shown as one change",
-                            body="Newest first:\n" + "\n".join(lines), author=", ".join(authors[:10]), url=None,
-                            merge_commit=shas[-1], diff=diff, diff_truncated=truncated, repository=str(self.path))
+        return SourceChange(
+            kind="commit",
+            id=shas[-1],
+            title=f"{len(shas)} earlier commits, shown as one change",
+            body="Newest first:\n" + "\n".join(lines),
+            author=", ".join(authors[:10]),
+            url=None,
+            merge_commit=shas[-1],
+            diff=diff,
+            diff_truncated=truncated,
+            repository=str(self.path),
+        )
 
     def _parent(self, sha: str) -> str | None:
         out = self.git.out("rev-list", "--parents", "-n", "1", sha, **self._where()).split()
@@ -160,8 +186,11 @@ class _Source:
     def _safe(self) -> dict[str, str]:
         # The repository may belong to another user (a git server's); it is read at exactly this path, as the
         # local code host does with the repositories it was given (see Git.pack_program).
-        return {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
-                "GIT_CONFIG_VALUE_0": str(self.path.resolve())}
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "safe.directory",
+            "GIT_CONFIG_VALUE_0": str(self.path.resolve()),
+        }
 
 
 def _person(name: str, email: str) -> str:

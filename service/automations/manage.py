@@ -24,8 +24,8 @@ from service.services import Services
 NOTE_MAX_CHARS = 2000  # a run-now note
 # What a template's blank asks for, per code host: the words of the error that names it and of the form's hint.
 NEED_HINTS = {
-    ("trigger.repository", "github"): "the source repository to watch, as \"owner/name\" (a repository of the same "
-                                      "installation)",
+    ("trigger.repository", "github"): 'the source repository to watch, as "owner/name" (a repository of the same '
+    "installation)",
     ("trigger.repository", "local"): "the source repository to watch: a local bare repository's absolute path",
 }
 _ids = UlidGenerator()
@@ -68,8 +68,9 @@ def from_template(body: dict, *, host: str) -> tuple[dict, str | None]:
     if isinstance(trigger, dict) and trigger.get("type") == template_type:
         for need in template.needs:
             if _blank(merged, need):
-                raise InvalidRequest(f"the template {template.id.value!r} needs `{need}`: {need_hint(need, host)}",
-                                     field=need)
+                raise InvalidRequest(
+                    f"the template {template.id.value!r} needs `{need}`: {need_hint(need, host)}", field=need
+                )
     return merged, template.id.value
 
 
@@ -78,8 +79,14 @@ def create(services: Services, project: Project, body: dict) -> tuple[Automation
     trigger's secret comes back here once."""
     checked, template = from_template(body, host=project.host)
     spec = _within_account(parse_spec(checked, host=project.host), project)
-    return services.automations.create(project.id, host=project.host, account=project.account, spec=spec,
-                                       template=template, limit=services.settings.max_automations)
+    return services.automations.create(
+        project.id,
+        host=project.host,
+        account=project.account,
+        spec=spec,
+        template=template,
+        limit=services.settings.max_automations,
+    )
 
 
 def update(services: Services, project: Project, automation_id: str, body: dict) -> tuple[Automation, str | None]:
@@ -95,14 +102,17 @@ def _within_account(spec: AutomationSpec, project: Project) -> AutomationSpec:
     a source with the project's installation, which sees only its own account's repositories."""
     repository = spec.trigger.repository
     if project.host == "github" and repository and repository.split("/", 1)[0].lower() != project.account.lower():
-        raise InvalidRequest(f"`trigger.repository` {repository!r} is not under the project's account "
-                             f"{project.account!r}; a source repository must be one the same installation can read",
-                             field="trigger.repository")
+        raise InvalidRequest(
+            f"`trigger.repository` {repository!r} is not under the project's account "
+            f"{project.account!r}; a source repository must be one the same installation can read",
+            field="trigger.repository",
+        )
     return spec
 
 
-def run_now(services: Services, automation: Automation, note: str | None = None, *,
-            idempotency_key: str | None = None) -> AutomationRun:
+def run_now(
+    services: Services, automation: Automation, note: str | None = None, *, idempotency_key: str | None = None
+) -> AutomationRun:
     """Fire a "manual" event: one run per `idempotency_key` (each call its own run without one)."""
     if note is not None and (not isinstance(note, str) or len(note) > NOTE_MAX_CHARS):
         raise InvalidRequest(f"`note` must be text of at most {NOTE_MAX_CHARS} characters", field="note")
@@ -131,10 +141,19 @@ def automation_api(services: Services, automation: Automation, secret: str | Non
 def run_api(services: Services, run: AutomationRun) -> dict:
     """A run as the API shows it: its state (with why, when skipped), its job and pull request, what it covers."""
     seen = outcomes.outcome(services, run)
-    return {"id": run.id, "automationId": run.automation_id, "trigger": run.trigger, "createdAt": run.created_at,
-            "state": seen.state.value, "reason": seen.reason, "jobId": run.job_id, "messageId": run.message_id,
-            "prLink": seen.job.pr_link if seen.job is not None else None, "pullRequestState": seen.pull_state,
-            "changes": run.changes}
+    return {
+        "id": run.id,
+        "automationId": run.automation_id,
+        "trigger": run.trigger,
+        "createdAt": run.created_at,
+        "state": seen.state.value,
+        "reason": seen.reason,
+        "jobId": run.job_id,
+        "messageId": run.message_id,
+        "prLink": seen.job.pr_link if seen.job is not None else None,
+        "pullRequestState": seen.pull_state,
+        "changes": run.changes,
+    }
 
 
 def describe_trigger(trigger: Trigger) -> str:

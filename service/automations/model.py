@@ -57,9 +57,13 @@ class Trigger:
             object.__setattr__(self, "mode", ChangeMode(self.mode))
 
     def to_dict(self) -> dict:
-        return {"type": self.type.value, "repository": self.repository,
-                "mode": None if self.mode is None else self.mode.value, "cron": self.cron,
-                "time_zone": self.time_zone}
+        return {
+            "type": self.type.value,
+            "repository": self.repository,
+            "mode": None if self.mode is None else self.mode.value,
+            "cron": self.cron,
+            "time_zone": self.time_zone,
+        }
 
     def to_api(self) -> dict:
         data: dict[str, Any] = {"type": self.type.value}
@@ -84,10 +88,16 @@ class Options:
     docs_check_first: bool = False
 
     def to_api(self) -> dict:
-        return {"grouping": self.grouping, "maxOpenPullRequests": self.max_open_pull_requests,
-                "maxRunsPerDay": self.max_runs_per_day, "reviewers": list(self.reviewers),
-                "requestSourceReviews": self.request_source_reviews, "commentOnSource": self.comment_on_source,
-                "maxTokens": self.max_tokens, "docsCheckFirst": self.docs_check_first}
+        return {
+            "grouping": self.grouping,
+            "maxOpenPullRequests": self.max_open_pull_requests,
+            "maxRunsPerDay": self.max_runs_per_day,
+            "reviewers": list(self.reviewers),
+            "requestSourceReviews": self.request_source_reviews,
+            "commentOnSource": self.comment_on_source,
+            "maxTokens": self.max_tokens,
+            "docsCheckFirst": self.docs_check_first,
+        }
 
 
 @dataclass
@@ -121,9 +131,18 @@ class Automation(Record):
 
     def to_api(self) -> dict:
         """The automation as the API shows it (the webhook secret never)."""
-        return {"id": self.id, "projectId": self.project_id, "name": self.name, "prompt": self.prompt,
-                "trigger": self.trigger.to_api(), "options": self.options.to_api(), "enabled": self.enabled,
-                "template": self.template, "createdAt": self.created_at, "updatedAt": self.updated_at}
+        return {
+            "id": self.id,
+            "projectId": self.project_id,
+            "name": self.name,
+            "prompt": self.prompt,
+            "trigger": self.trigger.to_api(),
+            "options": self.options.to_api(),
+            "enabled": self.enabled,
+            "template": self.template,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
 
 
 @dataclass
@@ -159,24 +178,32 @@ def check_cron(expr: str, time_zone: str) -> None:
     try:
         schedule.check_cron(expr, time_zone)
     except InvalidRequest as exc:
-        raise InvalidRequest(f"`trigger.{exc.field}`".join(str(exc).split(f"`{exc.field}`", 1)),
-                             field=f"trigger.{exc.field}") from None
+        raise InvalidRequest(
+            f"`trigger.{exc.field}`".join(str(exc).split(f"`{exc.field}`", 1)), field=f"trigger.{exc.field}"
+        ) from None
 
 
 def parse_spec(body: dict, *, host: str, base: Automation | None = None) -> AutomationSpec:
     """Check a create body, or (given `base`) a PATCH body laid over `base`; InvalidRequest names the field."""
     _only(body, ("name", "prompt", "trigger", "options", "enabled"), "")
-    merged: dict[str, Any] = {} if base is None else {
-        "name": base.name, "prompt": base.prompt, "trigger": base.trigger.to_api(), "enabled": base.enabled}
+    merged: dict[str, Any] = (
+        {}
+        if base is None
+        else {"name": base.name, "prompt": base.prompt, "trigger": base.trigger.to_api(), "enabled": base.enabled}
+    )
     merged.update(body)
     options = {} if base is None else base.options.to_api()
     if "options" in body:
         if not isinstance(body["options"], dict):
             raise InvalidRequest("`options` must be an object", field="options")
         options.update(body["options"])
-    return AutomationSpec(name=_text(merged, "name", NAME_MAX_CHARS), prompt=_text(merged, "prompt", PROMPT_MAX_CHARS),
-                          trigger=parse_trigger(merged.get("trigger"), host=host), options=parse_options(options),
-                          enabled=_bool(merged, "enabled", True, "enabled"))
+    return AutomationSpec(
+        name=_text(merged, "name", NAME_MAX_CHARS),
+        prompt=_text(merged, "prompt", PROMPT_MAX_CHARS),
+        trigger=parse_trigger(merged.get("trigger"), host=host),
+        options=parse_options(options),
+        enabled=_bool(merged, "enabled", True, "enabled"),
+    )
 
 
 def parse_trigger(raw: Any, *, host: str) -> Trigger:
@@ -188,8 +215,11 @@ def parse_trigger(raw: Any, *, host: str) -> Trigger:
         kind = TriggerType(raw.get("type"))
     except ValueError:
         raise InvalidRequest(f"`trigger.type` must be one of: {types}", field="trigger.type") from None
-    allowed = {TriggerType.CODE_CHANGE: ("type", "repository", "mode", "cron", "timeZone"),
-               TriggerType.SCHEDULE: ("type", "cron", "timeZone"), TriggerType.WEBHOOK: ("type",)}[kind]
+    allowed = {
+        TriggerType.CODE_CHANGE: ("type", "repository", "mode", "cron", "timeZone"),
+        TriggerType.SCHEDULE: ("type", "cron", "timeZone"),
+        TriggerType.WEBHOOK: ("type",),
+    }[kind]
     _only(raw, allowed, "trigger.", f" for a {kind.value} trigger")
     cron, zone = raw.get("cron"), raw.get("timeZone", "UTC")
     if not isinstance(zone, str):
@@ -205,69 +235,96 @@ def parse_trigger(raw: Any, *, host: str) -> Trigger:
         return Trigger(kind, cron=cron, time_zone=zone)
     mode = _mode(raw.get("mode", ChangeMode.PER_CHANGE.value))
     if mode is ChangeMode.BATCHED and cron is None:
-        raise InvalidRequest("a batched code_change trigger needs `trigger.cron`: when to run over what was merged",
-                             field="trigger.cron")
+        raise InvalidRequest(
+            "a batched code_change trigger needs `trigger.cron`: when to run over what was merged", field="trigger.cron"
+        )
     if mode is ChangeMode.PER_CHANGE and cron is not None:
-        raise InvalidRequest("`trigger.cron` is only for `mode: batched`; a per_change trigger runs on each change",
-                             field="trigger.cron")
+        raise InvalidRequest(
+            "`trigger.cron` is only for `mode: batched`; a per_change trigger runs on each change", field="trigger.cron"
+        )
     if cron is not None:
         check_cron(cron, zone)
-    return Trigger(kind, repository=_repository(raw.get("repository"), host), mode=mode, cron=cron,
-                   time_zone=zone if cron is not None else "UTC")
+    return Trigger(
+        kind,
+        repository=_repository(raw.get("repository"), host),
+        mode=mode,
+        cron=cron,
+        time_zone=zone if cron is not None else "UTC",
+    )
 
 
 def parse_options(raw: dict) -> Options:
     """The options of an API body (camelCase), each in its range."""
-    names = {"grouping": "grouping", "maxOpenPullRequests": "max_open_pull_requests",
-             "maxRunsPerDay": "max_runs_per_day", "reviewers": "reviewers",
-             "requestSourceReviews": "request_source_reviews", "commentOnSource": "comment_on_source",
-             "maxTokens": "max_tokens", "docsCheckFirst": "docs_check_first"}
+    names = {
+        "grouping": "grouping",
+        "maxOpenPullRequests": "max_open_pull_requests",
+        "maxRunsPerDay": "max_runs_per_day",
+        "reviewers": "reviewers",
+        "requestSourceReviews": "request_source_reviews",
+        "commentOnSource": "comment_on_source",
+        "maxTokens": "max_tokens",
+        "docsCheckFirst": "docs_check_first",
+    }
     _only(raw, tuple(names), "options.")
     defaults = Options()
     reviewers = raw.get("reviewers", [])
-    if (not isinstance(reviewers, list) or len(reviewers) > MAX_REVIEWERS
-            or not all(isinstance(r, str) and _REVIEWER.match(r) for r in reviewers)):
-        raise InvalidRequest(f"`options.reviewers` must be a list of at most {MAX_REVIEWERS} user logins",
-                             field="options.reviewers")
+    if (
+        not isinstance(reviewers, list)
+        or len(reviewers) > MAX_REVIEWERS
+        or not all(isinstance(r, str) and _REVIEWER.match(r) for r in reviewers)
+    ):
+        raise InvalidRequest(
+            f"`options.reviewers` must be a list of at most {MAX_REVIEWERS} user logins", field="options.reviewers"
+        )
     max_tokens = raw.get("maxTokens")
     if max_tokens is not None and (type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS_CAP):
-        raise InvalidRequest(f"`options.maxTokens` must be a whole number from 1 to {MAX_TOKENS_CAP}, or null",
-                             field="options.maxTokens")
+        raise InvalidRequest(
+            f"`options.maxTokens` must be a whole number from 1 to {MAX_TOKENS_CAP}, or null", field="options.maxTokens"
+        )
     return Options(
         grouping=_bool(raw, "grouping", defaults.grouping, "options.grouping"),
-        max_open_pull_requests=_whole(raw, "maxOpenPullRequests", defaults.max_open_pull_requests,
-                                      MAX_OPEN_PULL_REQUESTS),
+        max_open_pull_requests=_whole(
+            raw, "maxOpenPullRequests", defaults.max_open_pull_requests, MAX_OPEN_PULL_REQUESTS
+        ),
         max_runs_per_day=_whole(raw, "maxRunsPerDay", defaults.max_runs_per_day, MAX_RUNS_PER_DAY),
         reviewers=list(reviewers),
-        request_source_reviews=_bool(raw, "requestSourceReviews", defaults.request_source_reviews,
-                                     "options.requestSourceReviews"),
+        request_source_reviews=_bool(
+            raw, "requestSourceReviews", defaults.request_source_reviews, "options.requestSourceReviews"
+        ),
         comment_on_source=_bool(raw, "commentOnSource", defaults.comment_on_source, "options.commentOnSource"),
         max_tokens=max_tokens,
-        docs_check_first=_bool(raw, "docsCheckFirst", defaults.docs_check_first, "options.docsCheckFirst"))
+        docs_check_first=_bool(raw, "docsCheckFirst", defaults.docs_check_first, "options.docsCheckFirst"),
+    )
 
 
 def _mode(raw: Any) -> ChangeMode:
     try:
         return ChangeMode(raw)
     except ValueError:
-        raise InvalidRequest(f"`trigger.mode` must be one of: {', '.join(m.value for m in ChangeMode)}",
-                             field="trigger.mode") from None
+        raise InvalidRequest(
+            f"`trigger.mode` must be one of: {', '.join(m.value for m in ChangeMode)}", field="trigger.mode"
+        ) from None
 
 
 def _repository(raw: Any, host: str) -> str:
     """The source repository: "owner/name" on GitHub, a bare repository's absolute path on the local host."""
     if raw is None:
-        raise InvalidRequest("a code_change trigger needs `trigger.repository`: the source repository to watch",
-                             field="trigger.repository")
+        raise InvalidRequest(
+            "a code_change trigger needs `trigger.repository`: the source repository to watch",
+            field="trigger.repository",
+        )
     if not isinstance(raw, str) or not 1 <= len(raw) <= REPOSITORY_MAX_CHARS or not raw.isprintable():
-        raise InvalidRequest(f"`trigger.repository` must be text of 1 to {REPOSITORY_MAX_CHARS} characters",
-                             field="trigger.repository")
+        raise InvalidRequest(
+            f"`trigger.repository` must be text of 1 to {REPOSITORY_MAX_CHARS} characters", field="trigger.repository"
+        )
     if host == "github" and not _GITHUB_REPOSITORY.match(raw):
-        raise InvalidRequest("`trigger.repository` must be a repository's \"owner/name\" on GitHub",
-                             field="trigger.repository")
+        raise InvalidRequest(
+            '`trigger.repository` must be a repository\'s "owner/name" on GitHub', field="trigger.repository"
+        )
     if host == "local" and not raw.startswith("/"):
-        raise InvalidRequest("`trigger.repository` must be a local bare repository's absolute path",
-                             field="trigger.repository")
+        raise InvalidRequest(
+            "`trigger.repository` must be a local bare repository's absolute path", field="trigger.repository"
+        )
     return raw
 
 
@@ -297,5 +354,6 @@ def _whole(body: dict, name: str, default: int, maximum: int) -> int:
 def _only(body: dict, allowed: tuple[str, ...], prefix: str, where: str = "") -> None:
     for name in body:
         if name not in allowed:
-            raise InvalidRequest(f"unknown field `{prefix}{name}`{where}; allowed: {', '.join(allowed)}",
-                                 field=f"{prefix}{name}")
+            raise InvalidRequest(
+                f"unknown field `{prefix}{name}`{where}; allowed: {', '.join(allowed)}", field=f"{prefix}{name}"
+            )

@@ -59,8 +59,7 @@ def merge_rate(services: Services, runs: list[AutomationRun]) -> dict:
     job_ids = {run.job_id for run in runs if run.job_id is not None}
     jobs = [job for job in (services.jobs.find(i) for i in sorted(job_ids)) if job is not None and job.pr_number]
     merged = sum(1 for job in jobs if pull_state(services.redis, job) == "merged")
-    return {"accepted": merged, "withPullRequest": len(jobs),
-            "rate": round(merged / len(jobs), 3) if jobs else None}
+    return {"accepted": merged, "withPullRequest": len(jobs), "rate": round(merged / len(jobs), 3) if jobs else None}
 
 
 def _round_state(message: Message) -> RunState | None:

@@ -32,8 +32,9 @@ def automation_rounds(services: Services, job: Job, messages: list[Message]) -> 
             continue
         # The prompt was the automation's, then the trigger's data (service.automations.runs.build_prompt).
         own = automation.prompt if automation is not None else None
-        request = own if own and message.content.startswith(own) and len(message.content) > len(own) else \
-            message.content
+        request = (
+            own if own and message.content.startswith(own) and len(message.content) > len(own) else message.content
+        )
         found[message.id] = AutomationRound(request=request, changes=run.changes)
     return found
 
@@ -77,10 +78,14 @@ def notice(services: Services, job: Job, message: Message, pull_url: str) -> Sou
     options = automation.options
     authors = [ref.get("author") or "" for ref in pulls] if options.request_source_reviews else []
     reviewers = tuple(login for login in [*authors, *options.reviewers] if login)
-    comment_on = tuple(SourcePull(ref["repository"], int(ref["id"])) for ref in pulls) if options.comment_on_source \
-        else ()
+    comment_on = (
+        tuple(SourcePull(ref["repository"], int(ref["id"])) for ref in pulls) if options.comment_on_source else ()
+    )
     if not reviewers and not comment_on:
         return None
-    return SourceNotice(reviewers=reviewers, comment_on=comment_on,
-                        comment=describe.source_comment(pull_url, automation_name=automation.name),
-                        key=f"docs:{job.id}")
+    return SourceNotice(
+        reviewers=reviewers,
+        comment_on=comment_on,
+        comment=describe.source_comment(pull_url, automation_name=automation.name),
+        key=f"docs:{job.id}",
+    )

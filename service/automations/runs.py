@@ -31,17 +31,22 @@ def fire(services: Services, automation: Automation, event: TriggerEvent) -> Aut
             run = _start(services, automation, event)
             store.record_run(run)
     except LockError:  # held past its time by a start that hung: start anyway rather than lose the event
-        log.warning("automation %s: another start held it for %d s; starting without it", automation.id,
-                    STARTING_SECONDS)
+        log.warning(
+            "automation %s: another start held it for %d s; starting without it", automation.id, STARTING_SECONDS
+        )
         run = _start(services, automation, event)
         store.record_run(run)
-    log.info("automation %s run %s (%s): %s", automation.id, run.id, event.kind,
-             f"skipped: {run.skipped_reason}" if run.skipped_reason else f"job {run.job_id}")
+    log.info(
+        "automation %s run %s (%s): %s",
+        automation.id,
+        run.id,
+        event.kind,
+        f"skipped: {run.skipped_reason}" if run.skipped_reason else f"job {run.job_id}",
+    )
     return run
 
 
-def fail(services: Services, automation: Automation, event: TriggerEvent, *, code: str, message: str
-         ) -> AutomationRun:
+def fail(services: Services, automation: Automation, event: TriggerEvent, *, code: str, message: str) -> AutomationRun:
     """Record that `event` could not start a run of `automation` (its trigger failed before any job, e.g. the
     source could not be read): a failed run with the reason in the history. A repeated event returns the run it
     made the first time, like `fire`."""
@@ -72,16 +77,27 @@ def _start(services: Services, automation: Automation, event: TriggerEvent) -> A
             return _run(services, automation, event, skipped=refusal)
     store = services.automations
     if not store.take_run_slot(automation.id, automation.options.max_runs_per_day):
-        return _run(services, automation, event,
-                    skipped=f"{automation.options.max_runs_per_day} runs today (UTC) already, as many as "
-                            "options.maxRunsPerDay allows")
+        return _run(
+            services,
+            automation,
+            event,
+            skipped=f"{automation.options.max_runs_per_day} runs today (UTC) already, as many as "
+            "options.maxRunsPerDay allows",
+        )
     run = _run(services, automation, event)
     prompt = build_prompt(automation, event, max_chars=services.settings.max_prompt_chars)
     try:
         if target is not None:
-            accepted = intake.follow_up(services, project, target, prompt, source="automation",
-                                        author=automation.name, source_repository=event.source_repository,
-                                        source_commit=event.source_commit)
+            accepted = intake.follow_up(
+                services,
+                project,
+                target,
+                prompt,
+                source="automation",
+                author=automation.name,
+                source_repository=event.source_repository,
+                source_commit=event.source_commit,
+            )
         else:
             accepted = intake.create(services, project, _new_job(services, project, automation, run, prompt, event))
     except intake.REFUSALS as exc:
@@ -94,20 +110,34 @@ def _start(services: Services, automation: Automation, event: TriggerEvent) -> A
     return run
 
 
-def _new_job(services: Services, project: Project, automation: Automation, run: AutomationRun,
-             prompt: str, event: TriggerEvent) -> intake.NewJob:
-    return intake.NewJob(prompt=prompt, model=services.settings.model, ref=project.ref,
-                         max_tokens=automation.options.max_tokens or project.max_tokens, source="automation",
-                         author=automation.name,
-                         automation={"id": automation.id, "runId": run.id, "trigger": run.trigger},
-                         source_repository=event.source_repository, source_commit=event.source_commit)
+def _new_job(
+    services: Services, project: Project, automation: Automation, run: AutomationRun, prompt: str, event: TriggerEvent
+) -> intake.NewJob:
+    return intake.NewJob(
+        prompt=prompt,
+        model=services.settings.model,
+        ref=project.ref,
+        max_tokens=automation.options.max_tokens or project.max_tokens,
+        source="automation",
+        author=automation.name,
+        automation={"id": automation.id, "runId": run.id, "trigger": run.trigger},
+        source_repository=event.source_repository,
+        source_commit=event.source_commit,
+    )
 
 
-def _run(services: Services, automation: Automation, event: TriggerEvent, *,
-         skipped: str | None = None) -> AutomationRun:
-    return AutomationRun(id=services.automations.new_run_id(), automation_id=automation.id, trigger=event.kind,
-                         event_key=event.key, created_at=now_iso(), skipped_reason=skipped,
-                         changes=[change_ref(c) for c in event.changes])
+def _run(
+    services: Services, automation: Automation, event: TriggerEvent, *, skipped: str | None = None
+) -> AutomationRun:
+    return AutomationRun(
+        id=services.automations.new_run_id(),
+        automation_id=automation.id,
+        trigger=event.kind,
+        event_key=event.key,
+        created_at=now_iso(),
+        skipped_reason=skipped,
+        changes=[change_ref(c) for c in event.changes],
+    )
 
 
 def change_ref(change: SourceChange) -> dict:
@@ -151,8 +181,10 @@ def _open_pull_cap(services: Services, automation: Automation) -> str | None:
     open_now = len(open_pull_jobs(services, automation))
     if open_now < limit:
         return None
-    return (f"{open_now} pull requests of this automation are open, as many as options.maxOpenPullRequests "
-            f"({limit}) allows; merge or close one first")
+    return (
+        f"{open_now} pull requests of this automation are open, as many as options.maxOpenPullRequests "
+        f"({limit}) allows; merge or close one first"
+    )
 
 
 def build_prompt(automation: Automation, event: TriggerEvent, *, max_chars: int) -> str:
@@ -160,8 +192,10 @@ def build_prompt(automation: Automation, event: TriggerEvent, *, max_chars: int)
     room = max(0, max_chars - len(automation.prompt) - DATA_MARGIN_CHARS)
     blocks = []
     if event.changes and event.context:  # both: the changes first, the free text gets a quarter
-        blocks = [render_changes(event.changes, max_chars=room - room // 4),
-                  render_context(event.context, max_chars=room // 4)]
+        blocks = [
+            render_changes(event.changes, max_chars=room - room // 4),
+            render_context(event.context, max_chars=room // 4),
+        ]
     elif event.changes:
         blocks = [render_changes(event.changes, max_chars=room)]
     elif event.context:

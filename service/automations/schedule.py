@@ -26,8 +26,15 @@ MIN_INTERVAL = timedelta(minutes=5)
 FIRST_SLOT_GRACE = timedelta(minutes=1)
 # A claim outlives the moments several processes may see the same slot due (until the winner records it).
 CLAIM_TTL = timedelta(days=2)
-ALIASES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
-           "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+ALIASES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 # croniter's own extensions that give each process a different schedule ("R": random, "H": hashed): refused.
 _NOT_STANDARD = re.compile(r"(?<![A-Za-z])[HhRr](?![A-Za-z])")
 _FIELDS = "minute hour day-of-month month day-of-week"
@@ -45,8 +52,11 @@ def check_cron(expr: str, time_zone: str, *, min_interval: timedelta = MIN_INTER
         raise InvalidRequest(f"`cron` {expr!r} is not a valid cron expression: {exc}", field="cron") from None
     gap = _shortest_gap(parsed.expanded[0], parsed.expanded[1])
     if gap < min_interval:
-        raise InvalidRequest(f"`cron` {expr!r} runs as often as every {_minutes(gap)}; automations may run at most "
-                             f"every {_minutes(min_interval)} (each run is a model run)", field="cron")
+        raise InvalidRequest(
+            f"`cron` {expr!r} runs as often as every {_minutes(gap)}; automations may run at most "
+            f"every {_minutes(min_interval)} (each run is a model run)",
+            field="cron",
+        )
 
 
 def next_slot(cron: str, time_zone: str, now: datetime) -> datetime:
@@ -73,8 +83,9 @@ def latest_slot(cron: str, time_zone: str, now: datetime) -> datetime:
     return slot
 
 
-def due_slot(cron: str, time_zone: str, last_slot: datetime | None, now: datetime, *,
-             grace: timedelta = FIRST_SLOT_GRACE) -> datetime | None:
+def due_slot(
+    cron: str, time_zone: str, last_slot: datetime | None, now: datetime, *, grace: timedelta = FIRST_SLOT_GRACE
+) -> datetime | None:
     """The slot to run now: the latest one at or before `now` if it is after `last_slot`, else None.
 
     Slots missed while nothing ran give that one slot, not one run each. Without a `last_slot` (nothing run
@@ -99,11 +110,16 @@ def _standard(expr: str) -> str:
     text = ALIASES.get(text.lower(), text)
     fields = text.split(" ")
     if len(fields) != 5 or not text:
-        raise InvalidRequest(f"`cron` {expr[:100]!r} must have five fields ({_FIELDS}), e.g. \"0 9 * * 1\", or be "
-                             f"one of {', '.join(ALIASES)}", field="cron")
+        raise InvalidRequest(
+            f'`cron` {expr[:100]!r} must have five fields ({_FIELDS}), e.g. "0 9 * * 1", or be '
+            f"one of {', '.join(ALIASES)}",
+            field="cron",
+        )
     if _NOT_STANDARD.search(text):
-        raise InvalidRequest(f"`cron` {expr!r} uses H or R, which are not standard cron; give the minutes and "
-                             "hours explicitly", field="cron")
+        raise InvalidRequest(
+            f"`cron` {expr!r} uses H or R, which are not standard cron; give the minutes and hours explicitly",
+            field="cron",
+        )
     return text
 
 
@@ -115,8 +131,10 @@ def _zone_names() -> frozenset[str]:
 def _zone(name: str) -> ZoneInfo:
     # Only names in the zone database: ZoneInfo would also try a path made of any other text.
     if name not in _zone_names():
-        raise InvalidRequest(f"`timeZone` {name[:100]!r} is not an IANA time zone name such as \"Europe/Berlin\" "
-                             "or \"UTC\"", field="timeZone")
+        raise InvalidRequest(
+            f'`timeZone` {name[:100]!r} is not an IANA time zone name such as "Europe/Berlin" or "UTC"',
+            field="timeZone",
+        )
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

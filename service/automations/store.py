@@ -87,24 +87,45 @@ class AutomationStore:
 
     # -- automations -------------------------------------------------------------------------
 
-    def create(self, project_id: str, *, host: str, account: str, spec: AutomationSpec, template: str | None = None,
-               limit: int | None = None) -> tuple[Automation, str | None]:
+    def create(
+        self,
+        project_id: str,
+        *,
+        host: str,
+        account: str,
+        spec: AutomationSpec,
+        template: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[Automation, str | None]:
         """Add an automation to the project; AutomationLimitReached past `limit` (checked atomically). A webhook
         trigger gets a secret: returned here once, only its digest kept."""
         stamp = now_iso()
         secret = _new_secret() if spec.trigger.type.value == "webhook" else None
-        automation = Automation(id=new_id("auto", self._ids), project_id=project_id, host=host, account=account,
-                                name=spec.name, prompt=spec.prompt, trigger=spec.trigger, options=spec.options,
-                                enabled=spec.enabled, template=template, created_at=stamp, updated_at=stamp,
-                                webhook_secret=None if secret is None else secret_digest(secret),
-                                # The first slot after creation runs (not one from before it existed).
-                                last_slot=stamp if spec.trigger.cron is not None else None)
+        automation = Automation(
+            id=new_id("auto", self._ids),
+            project_id=project_id,
+            host=host,
+            account=account,
+            name=spec.name,
+            prompt=spec.prompt,
+            trigger=spec.trigger,
+            options=spec.options,
+            enabled=spec.enabled,
+            template=template,
+            created_at=stamp,
+            updated_at=stamp,
+            webhook_secret=None if secret is None else secret_digest(secret),
+            # The first slot after creation runs (not one from before it existed).
+            last_slot=stamp if spec.trigger.cron is not None else None,
+        )
         members = _index_key(project_id)
 
         def attempt(pipe) -> Automation:
             if limit is not None and pipe.scard(members) >= limit:
-                raise AutomationLimitReached(f"project {project_id} has {limit} automations, as many as it may "
-                                             "(COPYDESK_MAX_AUTOMATIONS); delete one first")
+                raise AutomationLimitReached(
+                    f"project {project_id} has {limit} automations, as many as it may "
+                    "(COPYDESK_MAX_AUTOMATIONS); delete one first"
+                )
             pipe.multi()
             pipe.set(automation_key(automation.id), dump(automation))
             pipe.sadd(members, automation.id)
@@ -160,8 +181,10 @@ class AutomationStore:
 
         def change(automation: Automation) -> None:
             if automation.trigger.type.value != "webhook":
-                raise InvalidRequest(f"automation {automation_id} has a {automation.trigger.type.value} trigger: "
-                                     "only a webhook trigger has a secret")
+                raise InvalidRequest(
+                    f"automation {automation_id} has a {automation.trigger.type.value} trigger: "
+                    "only a webhook trigger has a secret"
+                )
             automation.webhook_secret = secret_digest(secret)
 
         return self._update(project_id, automation_id, change), secret
@@ -248,8 +271,9 @@ class AutomationStore:
             return False
         return hmac.compare_digest(secret_digest(given), automation.webhook_secret)
 
-    def _update(self, project_id: str | None, automation_id: str, change: Callable[[Automation], None], *,
-                touch: bool = True) -> Automation:
+    def _update(
+        self, project_id: str | None, automation_id: str, change: Callable[[Automation], None], *, touch: bool = True
+    ) -> Automation:
         """Read, change and write the automation in one WATCH/MULTI transaction (concurrent writers never undo
         each other); AutomationNotFound when it is gone or (given `project_id`) another project's."""
         key = automation_key(automation_id)
@@ -302,8 +326,9 @@ class AutomationStore:
     def run(self, automation_id: str, run_id: str) -> AutomationRun | None:
         return load(AutomationRun, self._redis.hget(_own(automation_id, "run-records"), run_id))
 
-    def runs(self, automation_id: str, *, limit: int = 20, cursor: str | None = None
-             ) -> tuple[list[AutomationRun], str | None]:
+    def runs(
+        self, automation_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> tuple[list[AutomationRun], str | None]:
         """A page of the automation's runs, newest first, after the run `cursor` (the previous page's last id)."""
         order = _own(automation_id, "runs")
         start = 0
@@ -348,8 +373,9 @@ class AutomationStore:
     def starting(self, automation_id: str) -> Lock:
         """A lock held while one run of the automation starts, so that two events at once see each other's job
         (grouping and the open pull-request cap); it expires by itself if its holder dies."""
-        return self._redis.lock(_own(automation_id, "starting"), timeout=STARTING_SECONDS,
-                                blocking_timeout=STARTING_SECONDS)
+        return self._redis.lock(
+            _own(automation_id, "starting"), timeout=STARTING_SECONDS, blocking_timeout=STARTING_SECONDS
+        )
 
     def claim_event(self, automation_id: str, key: str) -> bool:
         """True for the first claim of the event `key` by this automation; False for a repeat (a re-delivery)."""
@@ -444,8 +470,15 @@ class AutomationStore:
 def _indexed(automation: Automation) -> tuple:
     """What the trigger indexes depend on."""
     trigger = automation.trigger
-    return (automation.host, automation.enabled, trigger.type, trigger.repository, trigger.cron, trigger.time_zone,
-            automation.last_slot)
+    return (
+        automation.host,
+        automation.enabled,
+        trigger.type,
+        trigger.repository,
+        trigger.cron,
+        trigger.time_zone,
+        automation.last_slot,
+    )
 
 
 def _reindex(pipe, old: Automation | None, new: Automation | None) -> None:

@@ -39,15 +39,17 @@ LOCAL_SCAN_HOLD_TICKS = 3
 TICK_MARK_SECONDS_FACTOR = 3  # a worker's tick mark outlives three ticks
 
 
-def tick(services: Services, now: datetime, *, max_diff_chars: int, faults: Faults = Faults(),
-         interval: int = 30) -> list[AutomationRun]:
+def tick(
+    services: Services, now: datetime, *, max_diff_chars: int, faults: Faults = Faults(), interval: int = 30
+) -> list[AutomationRun]:
     """One tick of this process: the due schedule slots, then the local scan if it is this process's turn."""
     if not services.automations.indexed():  # automations made before the trigger indexes existed
         count = services.automations.index_all(project.id for project in services.projects.all())
         log.info("%d automation(s) put in the trigger indexes", count)
     runs = tick_schedules(services, now)
-    runs += scan_local_turn(services, max_diff_chars=max_diff_chars, faults=faults,
-                            hold_seconds=LOCAL_SCAN_HOLD_TICKS * interval)
+    runs += scan_local_turn(
+        services, max_diff_chars=max_diff_chars, faults=faults, hold_seconds=LOCAL_SCAN_HOLD_TICKS * interval
+    )
     mark_tick(services.redis, now, interval)
     return runs
 
@@ -99,8 +101,9 @@ def run_slot(services: Services, automation: Automation, slot: datetime) -> Auto
     return fire(services, automation, TriggerEvent(kind=TriggerType.SCHEDULE.value, key=slot_key(automation, slot)))
 
 
-def scan_local_turn(services: Services, *, max_diff_chars: int, faults: Faults = Faults(),
-                    hold_seconds: int = 90) -> list[AutomationRun]:
+def scan_local_turn(
+    services: Services, *, max_diff_chars: int, faults: Faults = Faults(), hold_seconds: int = 90
+) -> list[AutomationRun]:
     """The local scan (codechange.scan_local) if no other process is scanning: the cursors are read and then
     written, so two scans at once could move one back."""
     client = services.redis
@@ -109,8 +112,9 @@ def scan_local_turn(services: Services, *, max_diff_chars: int, faults: Faults =
     if not client.set(LOCAL_SCAN_TURN, token, nx=True, ex=hold):
         return []
     try:
-        return scan_local(services, max_diff_chars=max_diff_chars, faults=faults,
-                          renew=lambda: _turn(client, token, hold))
+        return scan_local(
+            services, max_diff_chars=max_diff_chars, faults=faults, renew=lambda: _turn(client, token, hold)
+        )
     finally:
         _turn(client, token, None)
 

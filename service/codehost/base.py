@@ -56,9 +56,19 @@ class CodeHost(Protocol):
         account may read ("owner/name" of the same GitHub installation; a bare repository's path on the local
         host). SourceUnreachable when it is not one; never used to push."""
 
-    def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None,
-                            may_open: bool = True) -> PullRequest | None:
+    def open_or_update_pull(
+        self,
+        project: Project,
+        *,
+        job_id: str,
+        branch: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool,
+        fence: Fence | None = None,
+        may_open: bool = True,
+    ) -> PullRequest | None:
         """Open the job branch's pull request, or update the one that already exists for it; with `may_open`
         False only an open one is updated (a round that pushed nothing), and None says there was none.
 
@@ -66,20 +76,37 @@ class CodeHost(Protocol):
         LeaseLost otherwise: atomically where the host's store allows it, else checked right before the write.
         """
 
-    def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
-                key: str | None = None) -> str:
+    def comment(
+        self, project: Project, number: int, body: str, *, fence: Fence | None = None, key: str | None = None
+    ) -> str:
         """Add a comment to pull request `number`, fenced by `fence` like `open_or_update_pull`; returns its id.
 
         `key` makes the comment idempotent: a comment posted earlier with the same key (by an interrupted
         attempt of the same run) is not posted again, and its id is returned.
         """
 
-    def edit_comment(self, project: Project, number: int, comment_id: str, body: str, *, fence: Fence | None = None,
-                     key: str | None = None) -> None:
+    def edit_comment(
+        self,
+        project: Project,
+        number: int,
+        comment_id: str,
+        body: str,
+        *,
+        fence: Fence | None = None,
+        key: str | None = None,
+    ) -> None:
         """Replace the body of comment `comment_id` (one `comment` returned) on pull request `number`, fenced like
         `comment`; `key` is the one it was posted with, kept so the comment is still found as posted once."""
 
-    def reply_in_thread(self, project: Project, number: int, thread_id: str, body: str, *,
-                        fence: Fence | None = None, key: str | None = None) -> None:
+    def reply_in_thread(
+        self,
+        project: Project,
+        number: int,
+        thread_id: str,
+        body: str,
+        *,
+        fence: Fence | None = None,
+        key: str | None = None,
+    ) -> None:
         """Reply in the review thread whose first comment is `thread_id`, fenced and posted once per `key`
         like `comment`."""

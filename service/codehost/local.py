@@ -40,7 +40,8 @@ def _check_usable(path: Path, *, walk: bool) -> None:
             raise CodeHostError(
                 f"{path} is not usable by this user (uid {uid}): it cannot {needs} {entry}. The worker runs as the "
                 f"same user and must read and write the whole repository: give it to that user (`chown -R {uid}:{gid} "
-                f"{path}`), or run `copydesk project add` as the user the worker runs as")
+                f"{path}`), or run `copydesk project add` as the user the worker runs as"
+            )
 
 
 @dataclass
@@ -73,8 +74,9 @@ class LocalCodeHost:
 
     # -- projects ----------------------------------------------------------------------------
 
-    def register(self, projects: ProjectStore, *, path: Path, ref: str, account: str = "local",
-                 docs_root: str = "") -> Project:
+    def register(
+        self, projects: ProjectStore, *, path: Path, ref: str, account: str = "local", docs_root: str = ""
+    ) -> Project:
         """Add a project for a bare repository on disk, after checking the repository and its ref."""
         path = path.expanduser().resolve()
         if not path.exists():
@@ -82,8 +84,10 @@ class LocalCodeHost:
         if path.is_dir():  # first: git would call a folder it cannot read "not a git repository"
             _check_usable(path, walk=False)
         if (path / ".git").exists():
-            raise CodeHostError(f"{path} is a working copy, not a bare repository "
-                                f"(make one with `git clone --bare {path} {path.name}.git`)")
+            raise CodeHostError(
+                f"{path} is a working copy, not a bare repository "
+                f"(make one with `git clone --bare {path} {path.name}.git`)"
+            )
         try:
             is_bare = self._git.out("rev-parse", "--is-bare-repository", git_dir=path)
         except GitError:
@@ -93,8 +97,9 @@ class LocalCodeHost:
         if self._head(path, ref) is None:
             raise CodeHostError(f"{path} has no branch {ref!r}")
         _check_usable(path, walk=True)
-        project = projects.add(account=account, host=HOST, repository=str(path), web_url="", ref=ref,
-                               docs_root=docs_root.strip("/"))
+        project = projects.add(
+            account=account, host=HOST, repository=str(path), web_url="", ref=ref, docs_root=docs_root.strip("/")
+        )
         project.web_url = f"{self._base_url}/local/{project.id}"
         projects.save(project)
         return project
@@ -122,9 +127,19 @@ class LocalCodeHost:
             raise SourceUnreachable(f"the source {path} is not a bare git repository this worker can read ({why[0]})")
         return Remote(url=str(path))
 
-    def open_or_update_pull(self, project: Project, *, job_id: str, branch: str, base: str, title: str,
-                            body: str, draft: bool, fence: Fence | None = None,
-                            may_open: bool = True) -> PullRequest | None:
+    def open_or_update_pull(
+        self,
+        project: Project,
+        *,
+        job_id: str,
+        branch: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool,
+        fence: Fence | None = None,
+        may_open: bool = True,
+    ) -> PullRequest | None:
         """One pull request per branch: its number is claimed and its record saved in one transaction, so a
         crash leaves both or neither, and a run whose `fence` no longer holds the lease writes nothing
         (LeaseLost) however long it was frozen before this call."""
@@ -140,8 +155,19 @@ class LocalCodeHost:
             stamp = now_iso()
             if pull is None:
                 number = int(claimed) if claimed is not None else int(pipe.get(self._seq_key(project.id)) or 0) + 1
-                pull = LocalPull(project_id=project.id, number=number, job_id=job_id, title=title, body=body,
-                                 base=base, head=branch, state="open", draft=draft, created_at=stamp, updated_at=stamp)
+                pull = LocalPull(
+                    project_id=project.id,
+                    number=number,
+                    job_id=job_id,
+                    title=title,
+                    body=body,
+                    base=base,
+                    head=branch,
+                    state="open",
+                    draft=draft,
+                    created_at=stamp,
+                    updated_at=stamp,
+                )
             else:
                 pull.title, pull.body, pull.updated_at = title, merge_description(pull.body, body), stamp
             self._faults.reach(PULL_CLAIMED)
@@ -152,14 +178,21 @@ class LocalCodeHost:
             self._write(pipe, pull)
             return pull
 
-        pull = transaction(self._redis, attempt, self._by_branch_key(project.id), self._seq_key(project.id),
-                           self._pulls_key(project.id), *watched(fence))
+        pull = transaction(
+            self._redis,
+            attempt,
+            self._by_branch_key(project.id),
+            self._seq_key(project.id),
+            self._pulls_key(project.id),
+            *watched(fence),
+        )
         if pull is None:
             return None
         return PullRequest(number=pull.number, url=self.pull_url(project.id, pull.number), state=pull.state)
 
-    def comment(self, project: Project, number: int, body: str, *, fence: Fence | None = None,
-                key: str | None = None) -> str:
+    def comment(
+        self, project: Project, number: int, body: str, *, fence: Fence | None = None, key: str | None = None
+    ) -> str:
         """Add a comment in one transaction: fenced like `open_or_update_pull`, and once per `key`; its id is its
         position among the pull request's comments."""
 
@@ -179,8 +212,16 @@ class LocalCodeHost:
 
         return transaction(self._redis, attempt, self._pulls_key(project.id), *watched(fence))
 
-    def edit_comment(self, project: Project, number: int, comment_id: str, body: str, *, fence: Fence | None = None,
-                     key: str | None = None) -> None:
+    def edit_comment(
+        self,
+        project: Project,
+        number: int,
+        comment_id: str,
+        body: str,
+        *,
+        fence: Fence | None = None,
+        key: str | None = None,
+    ) -> None:
         """Replace a comment's body in one transaction, fenced like `comment`."""
 
         def attempt(pipe) -> None:
@@ -196,8 +237,16 @@ class LocalCodeHost:
 
         transaction(self._redis, attempt, self._pulls_key(project.id), *watched(fence))
 
-    def reply_in_thread(self, project: Project, number: int, thread_id: str, body: str, *,
-                        fence: Fence | None = None, key: str | None = None) -> None:
+    def reply_in_thread(
+        self,
+        project: Project,
+        number: int,
+        thread_id: str,
+        body: str,
+        *,
+        fence: Fence | None = None,
+        key: str | None = None,
+    ) -> None:
         """Local pull requests have no review threads: the reply is a comment quoting where it belongs."""
         self.comment(project, number, body, fence=fence, key=key)
 
@@ -234,14 +283,29 @@ class LocalCodeHost:
             conflicted = proc.stdout.decode().splitlines()[1:]
             raise CodeHostError("the pull request conflicts with its base in: " + ", ".join(conflicted))
         tree = proc.stdout.decode().split()[0]
-        identity = {"GIT_AUTHOR_NAME": committer_name, "GIT_AUTHOR_EMAIL": committer_email,
-                    "GIT_COMMITTER_NAME": committer_name, "GIT_COMMITTER_EMAIL": committer_email}
-        merge = self._git.out("commit-tree", tree, "-p", base, "-p", head, "-m",
-                              f"Merge pull request #{number} from {pull.head}\n\n{pull.title}",
-                              git_dir=path, env=identity)
+        identity = {
+            "GIT_AUTHOR_NAME": committer_name,
+            "GIT_AUTHOR_EMAIL": committer_email,
+            "GIT_COMMITTER_NAME": committer_name,
+            "GIT_COMMITTER_EMAIL": committer_email,
+        }
+        merge = self._git.out(
+            "commit-tree",
+            tree,
+            "-p",
+            base,
+            "-p",
+            head,
+            "-m",
+            f"Merge pull request #{number} from {pull.head}\n\n{pull.title}",
+            git_dir=path,
+            env=identity,
+        )
         # One ref transaction, compare-and-swap on both: a push that lands meanwhile fails the merge whole.
-        script = (f"start\nupdate refs/heads/{pull.base} {merge} {base}\n"
-                  f"delete refs/heads/{pull.head} {head}\nprepare\ncommit\n")
+        script = (
+            f"start\nupdate refs/heads/{pull.base} {merge} {base}\n"
+            f"delete refs/heads/{pull.head} {head}\nprepare\ncommit\n"
+        )
         proc = self._git.run("update-ref", "--stdin", git_dir=path, input=script.encode(), check=False)
         if proc.returncode != 0:
             raise CodeHostError("a branch moved while merging; try again")
@@ -266,15 +330,23 @@ class LocalCodeHost:
         """The pull request's diff: what the head branch changed since it left the base."""
         path = Path(project.repository)
         if pull.merge_commit:
-            return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", f"{pull.merge_commit}^1",
-                                 pull.merge_commit, git_dir=path).stdout.decode("utf-8", "replace")
+            return self._git.run(
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                f"{pull.merge_commit}^1",
+                pull.merge_commit,
+                git_dir=path,
+            ).stdout.decode("utf-8", "replace")
         head = self._head(path, pull.head) or self._archived_head(path, pull.job_id)
         base = self._head(path, pull.base)
         if head is None or base is None:
             return ""
         merge_base = self._git.out("merge-base", base, head, git_dir=path)
-        return self._git.run("diff", "--no-color", "--no-ext-diff", "--no-textconv", merge_base, head,
-                             git_dir=path).stdout.decode("utf-8", "replace")
+        return self._git.run(
+            "diff", "--no-color", "--no-ext-diff", "--no-textconv", merge_base, head, git_dir=path
+        ).stdout.decode("utf-8", "replace")
 
     # -- upkeep -------------------------------------------------------------------------------
 
@@ -303,22 +375,32 @@ class LocalCodeHost:
         self._git.run("pack-refs", "--all", git_dir=Path(project.repository))
 
     def _move_to_archive(self, path: Path, moves: list[tuple[str, str, str]]) -> bool:
-        script = "start\n" + "".join(f"update {ARCHIVE_PREFIX}{job_id} {head}\ndelete refs/heads/{branch} {head}\n"
-                                     for branch, job_id, head in moves) + "prepare\ncommit\n"
+        script = (
+            "start\n"
+            + "".join(
+                f"update {ARCHIVE_PREFIX}{job_id} {head}\ndelete refs/heads/{branch} {head}\n"
+                for branch, job_id, head in moves
+            )
+            + "prepare\ncommit\n"
+        )
         return self._git.run("update-ref", "--stdin", git_dir=path, input=script.encode(), check=False).returncode == 0
 
     def _branch_heads(self, path: Path) -> dict[str, str]:
         out = self._git.out("for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", git_dir=path)
-        return {ref.removeprefix("refs/heads/"): sha for sha, _, ref in (line.partition(" ") for line in out.splitlines())}
+        return {
+            ref.removeprefix("refs/heads/"): sha for sha, _, ref in (line.partition(" ") for line in out.splitlines())
+        }
 
     def _archived_head(self, path: Path, job_id: str) -> str | None:
-        proc = self._git.run("rev-parse", "--verify", "-q", f"{ARCHIVE_PREFIX}{job_id}^{{commit}}", git_dir=path,
-                             check=False)
+        proc = self._git.run(
+            "rev-parse", "--verify", "-q", f"{ARCHIVE_PREFIX}{job_id}^{{commit}}", git_dir=path, check=False
+        )
         return proc.stdout.decode().strip() or None
 
     def _head(self, path: Path, branch: str) -> str | None:
-        proc = self._git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=path,
-                             check=False)
+        proc = self._git.run(
+            "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=path, check=False
+        )
         return proc.stdout.decode().strip() or None
 
     def _save(self, pull: LocalPull) -> None:

@@ -15,22 +15,56 @@ _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
 # IANA's special-purpose registries, the blocks not globally reachable (or "N/A"), listed here rather than
 # left to `ipaddress`, whose tables differ between Python versions (3.11 lets 192.0.0.8 and 3fff::/20 pass).
-_NOT_GLOBAL_V4 = tuple(_V4(block) for block in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.0.0.0/24",  # IETF protocol assignments, all of it: DS-Lite, the dummy address, NAT64 discovery, anycasts
-    "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
-    "224.0.0.0/4",  # multicast: in no "private" table, so `is_global` lets it through
-    "240.0.0.0/4", "255.255.255.255/32"))
-_NOT_GLOBAL_V6 = tuple(_V6(block) for block in (
-    "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
-    "2001::/23",  # IETF protocol assignments, Teredo's 2001::/32 among them, whatever it carries
-    "2001:db8::/32", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8"))
+_NOT_GLOBAL_V4 = tuple(
+    _V4(block)
+    for block in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",  # IETF protocol assignments, all of it: DS-Lite, the dummy address, NAT64 discovery, anycasts
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",  # multicast: in no "private" table, so `is_global` lets it through
+        "240.0.0.0/4",
+        "255.255.255.255/32",
+    )
+)
+_NOT_GLOBAL_V6 = tuple(
+    _V6(block)
+    for block in (
+        "::/128",
+        "::1/128",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "100:0:0:1::/64",
+        "2001::/23",  # IETF protocol assignments, Teredo's 2001::/32 among them, whatever it carries
+        "2001:db8::/32",
+        "3fff::/20",
+        "5f00::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+)
 _GLOBAL_UNICAST = _V6("2000::/3")  # everything outside it is reserved, special or unassigned
 # IPv6 forms that carry an IPv4 address a host, gateway or tunnel connects to, and the bit where it starts:
 # IPv4-compatible (deprecated), IPv4-mapped, IPv4-translated (SIIT) and NAT64's well-known prefix in the low
 # 32 bits; 6to4 right after its 16-bit prefix. Teredo's two addresses are read by `ipaddress`.
-_CARRIERS = ((_V6("::/96"), 0), (_V6("::ffff:0:0/96"), 0), (_V6("::ffff:0:0:0/96"), 0), (_V6("64:ff9b::/96"), 0),
-             (_V6("2002::/16"), 80))
+_CARRIERS = (
+    (_V6("::/96"), 0),
+    (_V6("::ffff:0:0/96"), 0),
+    (_V6("::ffff:0:0:0/96"), 0),
+    (_V6("64:ff9b::/96"), 0),
+    (_V6("2002::/16"), 80),
+)
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # socket.getaddrinfo's signature; tests plug in their own name service.
@@ -78,8 +112,7 @@ def is_public(address: IpAddress) -> bool:
         return False
     if embedded and not address.teredo:
         return True  # a wrapper only: where it leads is the IPv4 address, judged above
-    return (address in _GLOBAL_UNICAST and address.is_global
-            and not any(address in block for block in _NOT_GLOBAL_V6))
+    return address in _GLOBAL_UNICAST and address.is_global and not any(address in block for block in _NOT_GLOBAL_V6)
 
 
 def _parse(url: str) -> tuple[SplitResult, int]:
@@ -120,9 +153,11 @@ def _resolve(parts: SplitResult, port: int, *, allow_private: bool, resolver: Re
         raise UnsafeUrl(f"the host {host!r} resolves to no address")
     for address in addresses:
         if not allow_private and not is_public(address):
-            raise UnsafeUrl(f"the host {host!r} resolves to {address}, not a public address (loopback, private or "
-                            "link-local, shared, multicast, reserved or special-purpose, or an IPv6 form of one); the "
-                            "operator has not allowed those (COPYDESK_WEBHOOK_ALLOW_PRIVATE)")
+            raise UnsafeUrl(
+                f"the host {host!r} resolves to {address}, not a public address (loopback, private or "
+                "link-local, shared, multicast, reserved or special-purpose, or an IPv6 form of one); the "
+                "operator has not allowed those (COPYDESK_WEBHOOK_ALLOW_PRIVATE)"
+            )
     # All must pass, so a name cannot slip an internal address in behind a public one; the first is used, as a
     # plain connect would try it first (no fallback to the others: one attempt, one vetted address).
     return host, str(addresses[0])

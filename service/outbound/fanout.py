@@ -30,8 +30,12 @@ class Fanout:
         claimed: list = self._redis.xautoclaim(OUTBOX, GROUP, self._consumer, STALE_MS, "0-0", count=100)
         _next, stale, *_ = claimed
         entries = list(stale)
-        fresh = cast(list, self._redis.xreadgroup(GROUP, self._consumer, {OUTBOX: ">"}, count=100,
-                                                  block=None if entries else block_ms))
+        fresh = cast(
+            list,
+            self._redis.xreadgroup(
+                GROUP, self._consumer, {OUTBOX: ">"}, count=100, block=None if entries else block_ms
+            ),
+        )
         entries += [entry for _stream, items in (fresh or []) for entry in items]
         endpoints: dict[str, list[WebhookEndpoint]] = {}  # each project's, read once per batch
         for entry_id, fields in entries:
@@ -55,17 +59,25 @@ class Fanout:
         # Read as text, not through decode_entry: an event type this process does not know (a newer worker wrote
         # it during a rolling deploy) is still delivered, where the enum would raise and hold up the outbox.
         fields = {key.decode(): value.decode() for key, value in raw.items()}
-        body = json.dumps({"type": fields["type"], "timestamp": fields["ts"], "data": json.loads(fields["data"])},
-                          separators=(",", ":"))
+        body = json.dumps(
+            {"type": fields["type"], "timestamp": fields["ts"], "data": json.loads(fields["data"])},
+            separators=(",", ":"),
+        )
         project_id = fields["project"]
         if project_id not in endpoints:
             endpoints[project_id] = self._store.of_project(project_id)
         for endpoint in endpoints[project_id]:
             if not endpoint.wants(fields["type"]):
                 continue
-            delivery = Delivery(id=delivery_id_for(endpoint.id, outbox_id), endpoint_id=endpoint.id,
-                                job_id=fields["job"], event_id=outbox_id, event_type=fields["type"], payload=body,
-                                created_at=now_iso())
+            delivery = Delivery(
+                id=delivery_id_for(endpoint.id, outbox_id),
+                endpoint_id=endpoint.id,
+                job_id=fields["job"],
+                event_id=outbox_id,
+                event_type=fields["type"],
+                payload=body,
+                created_at=now_iso(),
+            )
             self._store.add_delivery(delivery)
             # Scheduled even when the delivery existed (an entry taken over from a fan-out that died in between);
             # an attempt already made is not made again (WebhookStore.claim_attempt).

@@ -22,8 +22,15 @@ class DeliveryLanes:
     """Makes the due attempts of every lane with `make(attempt)` on `threads` threads, at most `per_lane` of one
     lane at once; `deadline_seconds` bounds one attempt (it sets how long a taken attempt is held)."""
 
-    def __init__(self, queue: DeliveryQueue, make: Callable[[Attempt], object], *, threads: int, per_lane: int,
-                 deadline_seconds: float) -> None:
+    def __init__(
+        self,
+        queue: DeliveryQueue,
+        make: Callable[[Attempt], object],
+        *,
+        threads: int,
+        per_lane: int,
+        deadline_seconds: float,
+    ) -> None:
         self._queue = queue
         self._make = make
         self._threads = threads
@@ -93,8 +100,9 @@ class DeliveryLanes:
             self._make(attempt)
         except redis.RedisError:
             made = False  # left in its lane: taken again when its lease ends
-            log.warning("webhook delivery %s: attempt %d interrupted, Redis unreachable", attempt.delivery_id,
-                        attempt.number)
+            log.warning(
+                "webhook delivery %s: attempt %d interrupted, Redis unreachable", attempt.delivery_id, attempt.number
+            )
         except Exception:
             log.exception("webhook delivery %s: attempt %d failed to run", attempt.delivery_id, attempt.number)
         finally:

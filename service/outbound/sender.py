@@ -34,8 +34,17 @@ def retry_delay(attempt: int, first_seconds: float) -> float:
 class WebhookSender:
     """Makes delivery attempts: signed, sent to the address the guard vetted, logged, retried later if they fail."""
 
-    def __init__(self, store: WebhookStore, key: Callable[[], bytes], queue: DeliveryQueue, *, allow_private: bool,
-                 retry_seconds: float, timeout: float, resolver: Resolver = socket.getaddrinfo) -> None:
+    def __init__(
+        self,
+        store: WebhookStore,
+        key: Callable[[], bytes],
+        queue: DeliveryQueue,
+        *,
+        allow_private: bool,
+        retry_seconds: float,
+        timeout: float,
+        resolver: Resolver = socket.getaddrinfo,
+    ) -> None:
         self._store = store
         self._key = key  # read at first use, so processes that never touch webhooks need no key
         self._queue = queue
@@ -73,8 +82,15 @@ class WebhookSender:
             delay = retry_delay(attempt, self._retry_seconds)
             if now() + timedelta(seconds=delay) - parse_iso(delivery.created_at) <= RETRY_WINDOW:
                 next_at = iso(now() + timedelta(seconds=delay))
-        recorded = self._store.record_attempt(delivery, ok=ok, response_status=status, latency_ms=latency_ms,
-                                              error=error, next_attempt_at=next_at, manual=manual)
+        recorded = self._store.record_attempt(
+            delivery,
+            ok=ok,
+            response_status=status,
+            latency_ms=latency_ms,
+            error=error,
+            next_attempt_at=next_at,
+            manual=manual,
+        )
         if next_at and recorded is not None and recorded.next_attempt_at == next_at:
             self._queue.later(retry_delay(attempt, self._retry_seconds), delivery_id, attempt + 1)
         return recorded
@@ -87,8 +103,12 @@ class WebhookSender:
             vetted = vet_url(endpoint.url, allow_private=self._allow_private, resolver=self._resolver)
             headers = signing.headers(self._secrets(endpoint), delivery.id, int(time.time()), delivery.payload)
             # post() follows no redirect: one could lead inside the network.
-            status = post(vetted, delivery.payload.encode("utf-8"), timeout=self._timeout,
-                          headers={**headers, "Content-Type": "application/json", "User-Agent": USER_AGENT})
+            status = post(
+                vetted,
+                delivery.payload.encode("utf-8"),
+                timeout=self._timeout,
+                headers={**headers, "Content-Type": "application/json", "User-Agent": USER_AGENT},
+            )
         except UnsafeUrl as exc:
             return False, None, f"refused: {exc}", _ms(started)
         except requests.RequestException as exc:

@@ -22,5 +22,8 @@ def signature(secret: str, msg_id: str, timestamp: int, body: str) -> str:
 
 def headers(secrets_: list[str], msg_id: str, timestamp: int, body: str) -> dict[str, str]:
     """The three Standard Webhooks headers; one signature per secret (two while a rotated one is still valid)."""
-    return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp),
-            "webhook-signature": " ".join(signature(s, msg_id, timestamp, body) for s in secrets_)}
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": " ".join(signature(s, msg_id, timestamp, body) for s in secrets_),
+    }

@@ -90,8 +90,10 @@ def _pools_under(deadline: AttemptDeadline) -> dict[str, type]:
     """Connection pool classes whose connections `deadline` cuts."""
     plain = type("WatchedHTTPConnection", (_Watched, HTTPConnection), {"deadline": deadline})
     tls = type("WatchedHTTPSConnection", (_Watched, HTTPSConnection), {"deadline": deadline})
-    return {"http": type("WatchedPool", (HTTPConnectionPool,), {"ConnectionCls": plain}),
-            "https": type("WatchedTlsPool", (HTTPSConnectionPool,), {"ConnectionCls": tls})}
+    return {
+        "http": type("WatchedPool", (HTTPConnectionPool,), {"ConnectionCls": plain}),
+        "https": type("WatchedTlsPool", (HTTPSConnectionPool,), {"ConnectionCls": tls}),
+    }
 
 
 class PinnedAdapter(HTTPAdapter):
@@ -124,8 +126,9 @@ class PinnedAdapter(HTTPAdapter):
         return super().send(request, *args, **kwargs)
 
 
-def post(vetted: VettedUrl, body: bytes, headers: Mapping[str, str], *, timeout: float,
-         verify: bool | str = True) -> int:
+def post(
+    vetted: VettedUrl, body: bytes, headers: Mapping[str, str], *, timeout: float, verify: bool | str = True
+) -> int:
     """POST `body` to the vetted URL over a connection to its vetted address; returns the response's status.
 
     `timeout` bounds the whole attempt, from the connect to the last header (requests.Timeout past it). No
@@ -152,8 +155,9 @@ def post(vetted: VettedUrl, body: bytes, headers: Mapping[str, str], *, timeout:
 
 
 def _late(timeout: float) -> requests.exceptions.Timeout:
-    return requests.exceptions.Timeout(f"no answer within the attempt's deadline of {timeout:g} s (connect, "
-                                       "request and response headers)")
+    return requests.exceptions.Timeout(
+        f"no answer within the attempt's deadline of {timeout:g} s (connect, request and response headers)"
+    )
 
 
 def host_header(vetted: VettedUrl) -> str:

@@ -14,7 +14,9 @@ from service.store.replies import text
 # ARGV: 1 check the cap (1/0), 2 idempotency (1/0), 3 body hash, 4 job id, 5 idempotency TTL, 6 quota limit
 # (0: none), 7 quota counter TTL, 8... the recorded writes. Checked in the order the API states them: a capped
 # account is refused first; a retry of a create that happened already uses up no quota.
-_ADMIT = RUN_RECORDED + """
+_ADMIT = (
+    RUN_RECORDED
+    + """
 local function billed(totals)
   return (tonumber(totals[1]) or 0) + (tonumber(totals[2]) or 0) - (tonumber(totals[3]) or 0)
 end
@@ -48,6 +50,7 @@ if ARGV[2] == '1' then
 end
 return {'created', used}
 """
+)
 _UNUSED = "cd:unused"  # named for a check that is off; the script never reads it
 
 
@@ -93,16 +96,30 @@ class Admitter:
     def __init__(self, client: redis.Redis) -> None:
         self._script = client.register_script(_ADMIT)
 
-    def admit(self, job_id: str, writes: CommandRecorder, gate: Gate | None,
-              idempotency: Idempotency | None) -> Admission:
+    def admit(
+        self, job_id: str, writes: CommandRecorder, gate: Gate | None, idempotency: Idempotency | None
+    ) -> Admission:
         """Check, then write; nothing is written unless the verdict is CREATED."""
         gate = gate or Gate()
         check_cap = gate.cap_key is not None and gate.usage_key is not None
-        keys = [gate.cap_key or _UNUSED, gate.usage_key or _UNUSED, idempotency.key if idempotency else _UNUSED,
-                gate.quota_key or _UNUSED, gate.legacy_cap_key or _UNUSED, gate.legacy_usage_key or _UNUSED]
-        args = [int(check_cap), int(idempotency is not None), idempotency.body_hash if idempotency else "",
-                job_id, idempotency.ttl if idempotency else 0, gate.quota_limit if gate.quota_key else 0,
-                gate.quota_ttl, *writes.encoded()]
+        keys = [
+            gate.cap_key or _UNUSED,
+            gate.usage_key or _UNUSED,
+            idempotency.key if idempotency else _UNUSED,
+            gate.quota_key or _UNUSED,
+            gate.legacy_cap_key or _UNUSED,
+            gate.legacy_usage_key or _UNUSED,
+        ]
+        args = [
+            int(check_cap),
+            int(idempotency is not None),
+            idempotency.body_hash if idempotency else "",
+            job_id,
+            idempotency.ttl if idempotency else 0,
+            gate.quota_limit if gate.quota_key else 0,
+            gate.quota_ttl,
+            *writes.encoded(),
+        ]
         reply = self._script(keys=keys, args=args)
         verdict = Verdict(text(reply[0]))
         if verdict is Verdict.REPLAY:

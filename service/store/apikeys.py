@@ -172,8 +172,17 @@ class ApiKeyStore:
             stored.revoked_at, stored.revoked_by = key.revoked_at, by
             with self._redis.pipeline() as pipe:
                 pipe.set(_key(key.id), dump(stored))
-                self._audit(pipe, KeyEvent(at=key.revoked_at, account=key.account, actor=by, action="revoked",
-                                           key_id=key.id, key_name=key.name))
+                self._audit(
+                    pipe,
+                    KeyEvent(
+                        at=key.revoked_at,
+                        account=key.account,
+                        actor=by,
+                        action="revoked",
+                        key_id=key.id,
+                        key_name=key.name,
+                    ),
+                )
                 pipe.execute()
         return key
 

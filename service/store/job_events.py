@@ -37,8 +37,14 @@ def check_event_id(raw: str, field: str) -> str:
 class EventLog:
     """Appends job events (inside the job store's transactions or on their own) and reads them back."""
 
-    def __init__(self, client: redis.Redis, *, retention: int, ttl_seconds: int = DEFAULT_TTL_SECONDS,
-                 blocking: redis.Redis | None = None) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        retention: int,
+        ttl_seconds: int = DEFAULT_TTL_SECONDS,
+        blocking: redis.Redis | None = None,
+    ) -> None:
         """`blocking`: the client reads that wait for events use, whose read time-out must exceed their wait."""
         self._redis = client
         self._blocking = blocking or client
@@ -85,11 +91,18 @@ class EventLog:
         """Events of the job after id `after`, oldest first; with `block_ms`, wait that long for one to come."""
         client = self._redis if block_ms is None else self._blocking
         reply = cast(list, client.xread({stream_key(job_id): after}, count=count, block=block_ms))
-        return [decode_entry(job_id, entry_id, fields) for _key, entries in (reply or []) for entry_id, fields in entries]
+        return [
+            decode_entry(job_id, entry_id, fields) for _key, entries in (reply or []) for entry_id, fields in entries
+        ]
 
 
 def decode_entry(job_id: str, entry_id, fields: dict) -> JobEvent:
     """A stream (or outbox) entry as an event."""
     text = {k.decode(): v.decode() for k, v in fields.items()}
-    return JobEvent(id=entry_id.decode() if isinstance(entry_id, bytes) else entry_id, job_id=job_id,
-                    type=EventType(text["type"]), timestamp=text["ts"], data=json.loads(text["data"]))
+    return JobEvent(
+        id=entry_id.decode() if isinstance(entry_id, bytes) else entry_id,
+        job_id=job_id,
+        type=EventType(text["type"]),
+        timestamp=text["ts"],
+        data=json.loads(text["data"]),
+    )

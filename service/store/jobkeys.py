@@ -103,13 +103,29 @@ def diff_cache_key(job_id: str, pr_number: int | None, head: str | None) -> str:
     return f"cd:dash:gh-diff:{job_id}:{pr_number}:{head or '-'}"
 
 
-_PER_JOB = (job_key, pending_key, conversation_key, cancel_key, idem_key, stream_key, rq_key, lease_key, fence_key,
-            run_lock_key, docs_check_key, ci_seen_index_key, pull_state_key, ci_lock_key, ci_rounds_key)
+_PER_JOB = (
+    job_key,
+    pending_key,
+    conversation_key,
+    cancel_key,
+    idem_key,
+    stream_key,
+    rq_key,
+    lease_key,
+    fence_key,
+    run_lock_key,
+    docs_check_key,
+    ci_seen_index_key,
+    pull_state_key,
+    ci_lock_key,
+    ci_rounds_key,
+)
 _PER_MESSAGE = (message_key, tracking_key)
 
 
-def owned(job_id: str, message_ids: Iterable[str], *, pr_number: int | None = None,
-          commits: Iterable[str] = ()) -> list[str]:
+def owned(
+    job_id: str, message_ids: Iterable[str], *, pr_number: int | None = None, commits: Iterable[str] = ()
+) -> list[str]:
     """Every key named after the job alone, given its messages, its pull request and the commits its rounds made.
 
     The `ci_seen_key`s are not here: they are listed in `ci_seen_index_key`, which the caller reads.

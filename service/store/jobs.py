@@ -173,14 +173,17 @@ class JobStore:
         messages = [load(Message, raw) for raw in raws if raw is not None]
         return messages, (page[-1] if len(ids) > limit else None)
 
-    def page(self, project_id: str, *, status: JobStatus | None, limit: int,
-             cursor: str | None) -> tuple[list[Job], str | None]:
+    def page(
+        self, project_id: str, *, status: JobStatus | None, limit: int, cursor: str | None
+    ) -> tuple[list[Job], str | None]:
         """A page of the project's jobs, newest first; the cursor is the last id of the previous page."""
         if cursor is not None and not _JOB_ID.match(cursor):
             raise InvalidRequest("cursor is not one this API returned", field="cursor")
         upper = f"({cursor}" if cursor else "+"
-        ids = [text(i) for i in self._redis.zrevrangebylex(_index_key(project_id, status), upper, "-",
-                                                               start=0, num=limit + 1)]
+        ids = [
+            text(i)
+            for i in self._redis.zrevrangebylex(_index_key(project_id, status), upper, "-", start=0, num=limit + 1)
+        ]
         page = ids[:limit]
         raws = self._redis.mget([job_key(i) for i in page]) if page else []
         jobs = [load(Job, raw) for raw in raws if raw is not None]
@@ -243,25 +246,61 @@ class JobStore:
 
     # -- the API's writes --------------------------------------------------------------------
 
-    def create(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
-               source: str = "api", author: str | None = None, key_id: str | None = None,
-               max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None,
-               source_repository: str | None = None, source_commit: str | None = None) -> tuple[Job, bool]:
+    def create(
+        self,
+        project: Project,
+        *,
+        prompt: str,
+        model: str,
+        ref: str,
+        as_draft: bool,
+        source: str = "api",
+        author: str | None = None,
+        key_id: str | None = None,
+        max_tokens: int | None = None,
+        idempotency: IdempotencyClaim | None = None,
+        source_repository: str | None = None,
+        source_commit: str | None = None,
+    ) -> tuple[Job, bool]:
         """Store a new `active` job and its first message; returns (job, created).
 
         With an idempotency claim seen before, returns the first job instead (created False).
         """
-        job, admission = self.admit(project, prompt=prompt, model=model, ref=ref, as_draft=as_draft, source=source,
-                                    author=author, key_id=key_id, max_tokens=max_tokens, idempotency=idempotency,
-                                    source_repository=source_repository, source_commit=source_commit)
+        job, admission = self.admit(
+            project,
+            prompt=prompt,
+            model=model,
+            ref=ref,
+            as_draft=as_draft,
+            source=source,
+            author=author,
+            key_id=key_id,
+            max_tokens=max_tokens,
+            idempotency=idempotency,
+            source_repository=source_repository,
+            source_commit=source_commit,
+        )
         assert job is not None  # without a gate, nothing refuses
         return job, admission.verdict is Verdict.CREATED
 
-    def admit(self, project: Project, *, prompt: str, model: str, ref: str, as_draft: bool,
-              source: str = "api", author: str | None = None, key_id: str | None = None,
-              max_tokens: int | None = None, idempotency: IdempotencyClaim | None = None,
-              gate: Gate | None = None, automation: dict | None = None, source_repository: str | None = None,
-              source_commit: str | None = None) -> tuple[Job | None, Admission]:
+    def admit(
+        self,
+        project: Project,
+        *,
+        prompt: str,
+        model: str,
+        ref: str,
+        as_draft: bool,
+        source: str = "api",
+        author: str | None = None,
+        key_id: str | None = None,
+        max_tokens: int | None = None,
+        idempotency: IdempotencyClaim | None = None,
+        gate: Gate | None = None,
+        automation: dict | None = None,
+        source_repository: str | None = None,
+        source_commit: str | None = None,
+    ) -> tuple[Job | None, Admission]:
         """Check `gate` (monthly cap, hourly quota) and the idempotency claim, then store a new `active` job and
         its first message, all in one round trip (service.store.admission).
 
@@ -269,10 +308,21 @@ class JobStore:
         the cap or the quota refused it.
         """
         stamp = now_iso()
-        job = Job(id=new_id("job", self._ids), project_id=project.id, account=project.account,
-                  status=JobStatus.ACTIVE, repository_url=project.web_url, ref=ref, model=model,
-                  created_at=stamp, updated_at=stamp, as_draft=as_draft, messages=1, max_tokens=max_tokens,
-                  automation=automation)
+        job = Job(
+            id=new_id("job", self._ids),
+            project_id=project.id,
+            account=project.account,
+            status=JobStatus.ACTIVE,
+            repository_url=project.web_url,
+            ref=ref,
+            model=model,
+            created_at=stamp,
+            updated_at=stamp,
+            as_draft=as_draft,
+            messages=1,
+            max_tokens=max_tokens,
+            automation=automation,
+        )
         message = self._user_message(job.id, 0, prompt, source, author, stamp, key_id)
         message.source_repository, message.source_commit = source_repository, source_commit
         recorder = CommandRecorder()
@@ -284,8 +334,11 @@ class JobStore:
         if idempotency is not None:
             # So that deleting the job finds its entry (the key is a hash of the caller's scope).
             writes.set(idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
-        claim = None if idempotency is None else Idempotency(idempotency.key, idempotency.body_hash,
-                                                              IDEMPOTENCY_TTL_SECONDS)
+        claim = (
+            None
+            if idempotency is None
+            else Idempotency(idempotency.key, idempotency.body_hash, IDEMPOTENCY_TTL_SECONDS)
+        )
         admission = self._admitter.admit(job.id, recorder, gate, claim)
         if admission.verdict is Verdict.REPLAY:
             assert idempotency is not None
@@ -293,10 +346,19 @@ class JobStore:
             return self._resolve_claim(idempotency, earlier), admission
         return (job if admission.verdict is Verdict.CREATED else None), admission
 
-    def add_message(self, job_id: str, *, prompt: str, source: str = "api", author: str | None = None,
-                    key_id: str | None = None, threads: list[str] | None = None,
-                    interrupt: bool = False, source_repository: str | None = None,
-                    source_commit: str | None = None) -> tuple[Job, Message]:
+    def add_message(
+        self,
+        job_id: str,
+        *,
+        prompt: str,
+        source: str = "api",
+        author: str | None = None,
+        key_id: str | None = None,
+        threads: list[str] | None = None,
+        interrupt: bool = False,
+        source_repository: str | None = None,
+        source_commit: str | None = None,
+    ) -> tuple[Job, Message]:
         """Queue a follow-up message; the job becomes (or stays) `active`. Refused when archived.
 
         With `interrupt`, in the same transaction the job's waiting messages are cancelled and its running one is
@@ -361,8 +423,10 @@ class JobStore:
             claim = pipe.get(idem_key(job_id))
             claims = [text(claim)] if claim is not None and pipe.hget(text(claim), "job") == job_id.encode() else []
             if job.status is JobStatus.ACTIVE or pipe.llen(pending_key(job_id)):
-                raise JobActive(f"job {job_id} is active: cancel it first (POST .../cancel), then delete it once "
-                                "its run has stopped")
+                raise JobActive(
+                    f"job {job_id} is active: cancel it first (POST .../cancel), then delete it once "
+                    "its run has stopped"
+                )
             doomed = self.keys_of(job, pipe)
             pipe.multi()
             pipe.delete(*doomed, *claims)
@@ -373,8 +437,15 @@ class JobStore:
             return job
 
         # The seen-check index too: a CI delivery deciding meanwhile adds to it, and its new key must go as well.
-        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), conversation_key(job_id),
-                           idem_key(job_id), ci_seen_index_key(job_id))
+        return transaction(
+            self._redis,
+            attempt,
+            job_key(job_id),
+            pending_key(job_id),
+            conversation_key(job_id),
+            idem_key(job_id),
+            ci_seen_index_key(job_id),
+        )
 
     def keys_of(self, job: Job, client=None) -> list[str]:
         """Every key that belongs to the job alone (service.store.jobkeys): its own, its messages' and the
@@ -415,8 +486,9 @@ class JobStore:
             message.attempts += 1
             pipe.multi()
             pipe.set(message_key(message.id), dump(message))
-            self.events.append(pipe, job, EventType.RUN_STARTED,
-                               run={"messageId": message.id, "attempt": message.attempts})
+            self.events.append(
+                pipe, job, EventType.RUN_STARTED, run={"messageId": message.id, "attempt": message.attempts}
+            )
             return job, message
 
         while True:
@@ -446,9 +518,14 @@ class JobStore:
             earlier = self.conversation(job_id) if cancelled else []
             stamp = now_iso()
             had_pull = job.pr_number is not None
-            end = settle_round(job_status=job.status, job_error=job.error, error=outcome.error, cancelled=cancelled,
-                               others_waiting=len(pending) > 1,
-                               last_round=last_round_state(earlier, exclude=message_id))
+            end = settle_round(
+                job_status=job.status,
+                job_error=job.error,
+                error=outcome.error,
+                cancelled=cancelled,
+                others_waiting=len(pending) > 1,
+                last_round=last_round_state(earlier, exclude=message_id),
+            )
             message.status, message.error, message.usage = end.message_status, end.message_error, outcome.usage
             if end.message_status is MessageStatus.PROCESSED:
                 message.outcome, message.reason = round_outcome(outcome)
@@ -466,20 +543,30 @@ class JobStore:
             if len(pending) == 1:
                 pipe.srem(PENDING_JOBS, job_id)
             if outcome.reply and not cancelled:
-                reply = Message(id=new_id("msg", self._ids), job_id=job_id, seq=message.seq, role=Role.AGENT,
-                                content=outcome.reply, created_at=stamp, reply_to=message.id,
-                                commit=outcome.commit, changed_files=outcome.changed_files)
+                reply = Message(
+                    id=new_id("msg", self._ids),
+                    job_id=job_id,
+                    seq=message.seq,
+                    role=Role.AGENT,
+                    content=outcome.reply,
+                    created_at=stamp,
+                    reply_to=message.id,
+                    commit=outcome.commit,
+                    changed_files=outcome.changed_files,
+                )
                 pipe.set(message_key(reply.id), dump(reply))
                 pipe.rpush(conversation_key(job_id), reply.id)
             self._write_job(pipe, job, old_status)
             self._emit_outcome(pipe, job, message, outcome, had_pull=had_pull, old_status=old_status)
             return job
 
-        return transaction(self._redis, attempt, job_key(job_id), pending_key(job_id), cancel_key(job_id),
-                           *watched(fence))
+        return transaction(
+            self._redis, attempt, job_key(job_id), pending_key(job_id), cancel_key(job_id), *watched(fence)
+        )
 
-    def _emit_outcome(self, pipe, job: Job, message: Message, outcome: RunOutcome, *, had_pull: bool,
-                      old_status: JobStatus) -> None:
+    def _emit_outcome(
+        self, pipe, job: Job, message: Message, outcome: RunOutcome, *, had_pull: bool, old_status: JobStatus
+    ) -> None:
         run = {"messageId": message.id, "outcome": message.status and message.status.value, "error": message.error}
         if message.outcome is not None:
             # `outcome` says how the run ended (processed, failed, cancelled); `result` what a processed one did.
@@ -487,11 +574,14 @@ class JobStore:
         self.events.append(pipe, job, EventType.RUN_FINISHED, run=run)
         if outcome.commit is not None and outcome.pr_number is not None:
             pull = {"url": job.pr_link, "number": job.pr_number}
-            self.events.append(pipe, job, EventType.PR_UPDATED if had_pull else EventType.PR_OPENED,
-                               pullRequest=pull)
+            self.events.append(pipe, job, EventType.PR_UPDATED if had_pull else EventType.PR_OPENED, pullRequest=pull)
         if (message.error or {}).get("code") == RunFailure.BUDGET_EXCEEDED:
-            self.events.append(pipe, job, EventType.JOB_BUDGET_REACHED,
-                               budget={"maxTokens": job.max_tokens, "usedTokens": spent(job.usage)})
+            self.events.append(
+                pipe,
+                job,
+                EventType.JOB_BUDGET_REACHED,
+                budget={"maxTokens": job.max_tokens, "usedTokens": spent(job.usage)},
+            )
         if message.status is MessageStatus.CANCELLED:
             self.events.append(pipe, job, EventType.JOB_CANCELLED, run={"messageId": message.id})
         elif job.status is not old_status and job.status in _SETTLED_EVENTS:
@@ -532,8 +622,12 @@ class JobStore:
             fence.ensure(pipe)
             message = load(Message, pipe.get(message_key(message_id)))
             head = pipe.lindex(pending_key(job_id), 0)
-            if message is None or head is None or text(head) != message_id \
-                    or message.status is not MessageStatus.RUNNING:
+            if (
+                message is None
+                or head is None
+                or text(head) != message_id
+                or message.status is not MessageStatus.RUNNING
+            ):
                 return False
             message.status = MessageStatus.QUEUED
             message.attempts = max(0, message.attempts - 1)
@@ -554,14 +648,26 @@ class JobStore:
         IdempotencyConflict for another body."""
         job = self.find(earlier[b"job"].decode())
         if job is not None and earlier[b"hash"].decode() != claim.body_hash:
-            raise IdempotencyConflict("this Idempotency-Key was used with a different request body "
-                                      "in the last 24 hours")
+            raise IdempotencyConflict(
+                "this Idempotency-Key was used with a different request body in the last 24 hours"
+            )
         return job
 
-    def _user_message(self, job_id: str, seq: int, prompt: str, source: str, author: str | None,
-                      stamp: str, key_id: str | None) -> Message:
-        return Message(id=new_id("msg", self._ids), job_id=job_id, seq=seq, role=Role.USER, content=prompt,
-                       created_at=stamp, status=MessageStatus.QUEUED, source=source, author=author, key_id=key_id)
+    def _user_message(
+        self, job_id: str, seq: int, prompt: str, source: str, author: str | None, stamp: str, key_id: str | None
+    ) -> Message:
+        return Message(
+            id=new_id("msg", self._ids),
+            job_id=job_id,
+            seq=seq,
+            role=Role.USER,
+            content=prompt,
+            created_at=stamp,
+            status=MessageStatus.QUEUED,
+            source=source,
+            author=author,
+            key_id=key_id,
+        )
 
     def _enqueue_message(self, pipe, message: Message) -> None:
         pipe.set(message_key(message.id), dump(message))

@@ -80,7 +80,9 @@ class _Run:
             self.lock.reacquire()
             self._renewed = time.monotonic()
 
-    def once(self, record_id: str, watches: list[str], change: Callable[[redis.client.Pipeline], Callable | None]) -> bool:
+    def once(
+        self, record_id: str, watches: list[str], change: Callable[[redis.client.Pipeline], Callable | None]
+    ) -> bool:
         """Apply `change` to one record unless this step did already: `change` reads through the pipeline (WATCHed
         on `watches`) and returns the writes to queue after MULTI, or None for nothing to write. True if written."""
         self.keep_alive()
@@ -114,8 +116,10 @@ def migrate(client: redis.Redis, *, event_ttl_seconds: int) -> MigrationReport:
     """
     lock = client.lock(LOCK_KEY, timeout=LOCK_SECONDS, blocking=False)
     if not lock.acquire():
-        raise MigrationBusy("another `copydesk migrate` is running (it holds the lock "
-                            f"{LOCK_KEY}, which lapses {LOCK_SECONDS} s after its holder stops)")
+        raise MigrationBusy(
+            "another `copydesk migrate` is running (it holds the lock "
+            f"{LOCK_KEY}, which lapses {LOCK_SECONDS} s after its holder stops)"
+        )
     try:
         found = status(client)
         current = stamp_new(client)
@@ -147,6 +151,7 @@ def _finish(client: redis.Redis, version: int) -> None:
 
 # -- reading every record ------------------------------------------------------------------------
 
+
 def _projects(client: redis.Redis) -> list[Project]:
     ids = [text(i) for i in client.zrange("cd:projects", 0, -1)]
     raws = client.mget([f"cd:project:{i}" for i in ids]) if ids else []
@@ -168,6 +173,7 @@ def _conversation(pipe, job_id: str) -> list[Message]:
 
 # -- version 2 (2026-11-25): API keys know their maker and code host, jobs have event streams, accounts have
 #    monthly usage totals, run locks became leases ------------------------------------------------------------
+
 
 def _bind_keys(run: _Run) -> int:
     """Keys made before `createdBy` and `host` were recorded: every such key was made with the CLI (the operator),
@@ -210,16 +216,18 @@ def _backfill_usage(run: _Run) -> int:
                 return None
             messages = _conversation(pipe, job_id)
             finished_at = {m.reply_to: m.created_at for m in messages if m.role is Role.AGENT and m.reply_to}
-            counted = [(finished_at.get(m.id, m.created_at), m.usage) for m in messages
-                       if m.role is Role.USER and m.usage and m.status is not MessageStatus.QUEUED]
+            counted = [
+                (finished_at.get(m.id, m.created_at), m.usage)
+                for m in messages
+                if m.role is Role.USER and m.usage and m.status is not MessageStatus.QUEUED
+            ]
             counted = [(stamp, usage) for stamp, usage in counted if parse_iso(stamp) > oldest]
             if not counted:
                 return None
 
             def write(p) -> None:
                 for stamp, usage in counted:
-                    ledger.record(p, host_of.get(job.project_id, "local"), job.account, None, usage,
-                                  month=stamp[:7])
+                    ledger.record(p, host_of.get(job.project_id, "local"), job.account, None, usage, month=stamp[:7])
 
             return write
 
@@ -227,8 +235,11 @@ def _backfill_usage(run: _Run) -> int:
     return changed
 
 
-_SETTLED = {JobStatus.COMPLETED: EventType.JOB_COMPLETED, JobStatus.FAILED: EventType.JOB_FAILED,
-            JobStatus.ARCHIVED: EventType.JOB_ARCHIVED}
+_SETTLED = {
+    JobStatus.COMPLETED: EventType.JOB_COMPLETED,
+    JobStatus.FAILED: EventType.JOB_FAILED,
+    JobStatus.ARCHIVED: EventType.JOB_ARCHIVED,
+}
 
 
 def _backfill_events(run: _Run) -> int:
@@ -258,9 +269,18 @@ def _backfill_events(run: _Run) -> int:
 
 
 def _history(job: Job) -> list[tuple[str, dict]]:
-    created = Job.from_dict({**job.to_dict(), "status": JobStatus.ACTIVE.value, "updated_at": job.created_at,
-                             "branch": None, "pr_link": None, "pr_number": None, "archived_at": None,
-                             "error": None})
+    created = Job.from_dict(
+        {
+            **job.to_dict(),
+            "status": JobStatus.ACTIVE.value,
+            "updated_at": job.created_at,
+            "branch": None,
+            "pr_link": None,
+            "pr_number": None,
+            "archived_at": None,
+            "error": None,
+        }
+    )
     born = _ms(job.created_at)
     entries = [(f"{born}-0", _event(EventType.JOB_CREATED, job.created_at, created))]
     if job.status in _SETTLED:
@@ -288,11 +308,15 @@ def _drop_run_locks(run: _Run) -> int:
 
 MIGRATIONS: dict[int, list[Step]] = {
     2: [
-        Step("api-keys", "API keys: record their maker (the CLI) and bind each to its account's one code host",
-             _bind_keys),
+        Step(
+            "api-keys",
+            "API keys: record their maker (the CLI) and bind each to its account's one code host",
+            _bind_keys,
+        ),
         Step("monthly-usage", "monthly token totals: add the runs made before the ledger existed", _backfill_usage),
-        Step("job-events", "event streams: `job.created` and the last state of each job that has none",
-             _backfill_events),
+        Step(
+            "job-events", "event streams: `job.created` and the last state of each job that has none", _backfill_events
+        ),
         Step("run-locks", "run locks replaced by leases: deleted", _drop_run_locks),
     ],
 }

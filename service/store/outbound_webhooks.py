@@ -56,19 +56,35 @@ class WebhookStore:
 
     # -- endpoints ---------------------------------------------------------------------------
 
-    def add(self, project_id: str, *, url: str, sealed_secret: str, description: str, events: list[str],
-            limit: int | None = None) -> WebhookEndpoint:
+    def add(
+        self,
+        project_id: str,
+        *,
+        url: str,
+        sealed_secret: str,
+        description: str,
+        events: list[str],
+        limit: int | None = None,
+    ) -> WebhookEndpoint:
         """Add an endpoint to the project; WebhookLimitReached when it has `limit` already (checked atomically, so
         requests made at once cannot pass it together)."""
-        endpoint = WebhookEndpoint(id=new_id("whk", self._ids), project_id=project_id, url=url,
-                                   sealed_secret=sealed_secret, created_at=now_iso(), description=description,
-                                   events=events)
+        endpoint = WebhookEndpoint(
+            id=new_id("whk", self._ids),
+            project_id=project_id,
+            url=url,
+            sealed_secret=sealed_secret,
+            created_at=now_iso(),
+            description=description,
+            events=events,
+        )
         members = endpoints_key(project_id)
 
         def attempt(pipe) -> WebhookEndpoint:
             if limit is not None and pipe.scard(members) >= limit:
-                raise WebhookLimitReached(f"project {project_id} has {limit} webhook endpoints, as many as it may "
-                                          "(COPYDESK_WEBHOOK_MAX_ENDPOINTS); delete one first")
+                raise WebhookLimitReached(
+                    f"project {project_id} has {limit} webhook endpoints, as many as it may "
+                    "(COPYDESK_WEBHOOK_MAX_ENDPOINTS); delete one first"
+                )
             pipe.multi()
             pipe.set(_endpoint_key(endpoint.id), dump(endpoint))
             pipe.sadd(members, endpoint.id)
@@ -118,8 +134,7 @@ class WebhookStore:
 
         return self._update(project_id, endpoint_id, change)
 
-    def _update(self, project_id: str, endpoint_id: str,
-                change: Callable[[WebhookEndpoint], None]) -> WebhookEndpoint:
+    def _update(self, project_id: str, endpoint_id: str, change: Callable[[WebhookEndpoint], None]) -> WebhookEndpoint:
         """Read, change and write the project's endpoint in one WATCH/MULTI transaction, so that concurrent
         writers (a rotation, an enable, a sender's failure bookkeeping, a delete) never undo each other."""
         key = _endpoint_key(endpoint_id)
@@ -178,19 +193,28 @@ class WebhookStore:
     def claim_attempt(self, delivery_id: str, attempt: int, *, manual: bool = False) -> bool:
         """Take attempt number `attempt` of a delivery (with `manual`, re-send number `attempt`); only one sender
         gets it, however often it was scheduled or taken (a repeated fan-out, a lease that ended)."""
-        return bool(self._redis.set(_claim_key(delivery_id, attempt, manual=manual), 1, nx=True,
-                                    ex=CLAIM_TTL_SECONDS))
+        return bool(self._redis.set(_claim_key(delivery_id, attempt, manual=manual), 1, nx=True, ex=CLAIM_TTL_SECONDS))
 
-    def record_attempt(self, delivery: Delivery, *, ok: bool, response_status: int | None, latency_ms: int,
-                       error: str | None, next_attempt_at: str | None, manual: bool = False) -> Delivery | None:
+    def record_attempt(
+        self,
+        delivery: Delivery,
+        *,
+        ok: bool,
+        response_status: int | None,
+        latency_ms: int,
+        error: str | None,
+        next_attempt_at: str | None,
+        manual: bool = False,
+    ) -> Delivery | None:
         """Log one attempt on the delivery and its endpoint; returns the delivery as stored, None when it expired.
 
         The endpoint is disabled after 5 days of failures, and then no retry is left. A failed re-send
         (`manual`) leaves the delivery's schedule as it was: a retry still due is still made.
         """
         stamp = now_iso()
-        endpoint = self._note_outcome(delivery.endpoint_id, ok=ok, stamp=stamp,
-                                      last_error=error or f"HTTP {response_status}")
+        endpoint = self._note_outcome(
+            delivery.endpoint_id, ok=ok, stamp=stamp, last_error=error or f"HTTP {response_status}"
+        )
         if endpoint is None or not endpoint.enabled:
             next_attempt_at = None
         key = _delivery_key(delivery.id)
@@ -199,8 +223,16 @@ class WebhookStore:
             current = load(Delivery, pipe.get(key))
             if current is None:
                 return None
-            _attempt_made(current, ok=ok, manual=manual, stamp=stamp, response_status=response_status,
-                          latency_ms=latency_ms, error=error, next_attempt_at=next_attempt_at)
+            _attempt_made(
+                current,
+                ok=ok,
+                manual=manual,
+                stamp=stamp,
+                response_status=response_status,
+                latency_ms=latency_ms,
+                error=error,
+                next_attempt_at=next_attempt_at,
+            )
             pipe.multi()
             pipe.set(key, dump(current), keepttl=True)
             return current
@@ -232,13 +264,23 @@ def _failure_record(endpoint: WebhookEndpoint, *, ok: bool, stamp: str, last_err
         endpoint.failing_since = endpoint.failing_since or stamp
         if endpoint.enabled and now() - parse_iso(endpoint.failing_since) >= DISABLE_AFTER:
             endpoint.enabled = False
-            endpoint.disabled_reason = (f"every delivery failed since {endpoint.failing_since} (5 days); the last "
-                                        f"attempt: {last_error}")
+            endpoint.disabled_reason = (
+                f"every delivery failed since {endpoint.failing_since} (5 days); the last attempt: {last_error}"
+            )
     return (endpoint.failing_since, endpoint.enabled) != before
 
 
-def _attempt_made(delivery: Delivery, *, ok: bool, manual: bool, stamp: str, response_status: int | None,
-                  latency_ms: int, error: str | None, next_attempt_at: str | None) -> None:
+def _attempt_made(
+    delivery: Delivery,
+    *,
+    ok: bool,
+    manual: bool,
+    stamp: str,
+    response_status: int | None,
+    latency_ms: int,
+    error: str | None,
+    next_attempt_at: str | None,
+) -> None:
     """Apply one attempt to the delivery record: its counters, last result and what comes next."""
     delivery.attempts += 1
     delivery.response_status, delivery.latency_ms, delivery.error = response_status, latency_ms, error
@@ -246,5 +288,10 @@ def _attempt_made(delivery: Delivery, *, ok: bool, manual: bool, stamp: str, res
     if manual and not ok and delivery.status is DeliveryStatus.PENDING:
         return  # a retry (or the first attempt) is still due; the failed re-send changes nothing of that
     delivery.next_attempt_at = None if ok else next_attempt_at
-    delivery.status = (DeliveryStatus.SUCCEEDED if ok else
-                       DeliveryStatus.PENDING if delivery.next_attempt_at else DeliveryStatus.FAILED)
+    delivery.status = (
+        DeliveryStatus.SUCCEEDED
+        if ok
+        else DeliveryStatus.PENDING
+        if delivery.next_attempt_at
+        else DeliveryStatus.FAILED
+    )

@@ -41,19 +41,36 @@ class ProjectStore:
         self._redis = client
         self._ids = ids
 
-    def add(self, *, account: str, host: str, repository: str, web_url: str, ref: str,
-            docs_root: str = "", host_data: dict | None = None) -> Project:
+    def add(
+        self,
+        *,
+        account: str,
+        host: str,
+        repository: str,
+        web_url: str,
+        ref: str,
+        docs_root: str = "",
+        host_data: dict | None = None,
+    ) -> Project:
         """Register a project and return it with its new id."""
-        project = self._new(account=account, host=host, repository=repository, web_url=web_url, ref=ref,
-                            docs_root=docs_root, host_data=host_data)
+        project = self._new(
+            account=account,
+            host=host,
+            repository=repository,
+            web_url=web_url,
+            ref=ref,
+            docs_root=docs_root,
+            host_data=host_data,
+        )
         stamp_new(self._redis)  # the first project of a new Redis records the schema version
         with self._redis.pipeline() as pipe:
             self._write_new(pipe, project)
             pipe.execute()
         return project
 
-    def ensure(self, *, account: str, host: str, repository: str, web_url: str, ref: str,
-               host_data: dict | None = None) -> tuple[Project, bool]:
+    def ensure(
+        self, *, account: str, host: str, repository: str, web_url: str, ref: str, host_data: dict | None = None
+    ) -> tuple[Project, bool]:
         """The one project of `repository` on `host`, up to date; True when it was created now.
 
         The code host's reason to disable it is lifted (it just listed the repository); an admin's stays.
@@ -68,8 +85,9 @@ class ProjectStore:
             self.find_by_repository_id(host, repository_id)  # indexes a project from before the id index
 
         def attempt(pipe: redis.client.Pipeline) -> tuple[Project, bool]:
-            existing = pipe.hget(_BY_REPOSITORY_ID, _repository_id_field(host, repository_id)) if repository_id \
-                else None
+            existing = (
+                pipe.hget(_BY_REPOSITORY_ID, _repository_id_field(host, repository_id)) if repository_id else None
+            )
             existing = existing or pipe.hget(_BY_REPOSITORY, field)
             if existing:
                 pipe.watch(_key(text(existing)))  # an admin's disable meanwhile must not be overwritten
@@ -77,8 +95,15 @@ class ProjectStore:
             created = project is None
             old_field = None
             if project is None:
-                project = self._new(account=account, host=host, repository=repository, web_url=web_url,
-                                    ref=ref, docs_root="", host_data=host_data)
+                project = self._new(
+                    account=account,
+                    host=host,
+                    repository=repository,
+                    web_url=web_url,
+                    ref=ref,
+                    docs_root="",
+                    host_data=host_data,
+                )
             else:
                 if project.repository.lower() != repository.lower():
                     old_field = _repository_field(host, project.repository)
@@ -127,8 +152,14 @@ class ProjectStore:
         project_id = self._redis.hget(_BY_REPOSITORY_ID, field)
         if project_id:
             return self.find(text(project_id))
-        found = next((p for p in self.all() if p.host == host
-                      and str(p.host_data.get("repository_id")) == str(int(repository_id))), None)
+        found = next(
+            (
+                p
+                for p in self.all()
+                if p.host == host and str(p.host_data.get("repository_id")) == str(int(repository_id))
+            ),
+            None,
+        )
         if found is not None:
             self._redis.hsetnx(_BY_REPOSITORY_ID, field, found.id)
         return found
@@ -179,13 +210,16 @@ class ProjectStore:
             pipe.delete(_key(project.id))
             pipe.zrem(_INDEX, project.id)
             # Only when the index still names this project: ensure may have made another one meanwhile.
-            if self._redis.hget(_BY_REPOSITORY, _repository_field(project.host, project.repository)) == \
-                    project.id.encode():
+            if (
+                self._redis.hget(_BY_REPOSITORY, _repository_field(project.host, project.repository))
+                == project.id.encode()
+            ):
                 pipe.hdel(_BY_REPOSITORY, _repository_field(project.host, project.repository))
             pipe.execute()
 
     def set_max_tokens(self, project_id: str, max_tokens: int | None) -> Project:
         """Set (or, with None, clear) the default token budget of the project's new jobs."""
+
         def change(project: Project) -> None:
             project.max_tokens = max_tokens
 
@@ -214,9 +248,17 @@ class ProjectStore:
         return [load(Project, raw) for raw in raws if raw is not None]
 
     def _new(self, *, account, host, repository, web_url, ref, docs_root, host_data) -> Project:
-        return Project(id=new_id("prj", self._ids), account=account, host=host, repository=repository,
-                       web_url=web_url, ref=ref, docs_root=docs_root, created_at=now_iso(),
-                       host_data=host_data or {})
+        return Project(
+            id=new_id("prj", self._ids),
+            account=account,
+            host=host,
+            repository=repository,
+            web_url=web_url,
+            ref=ref,
+            docs_root=docs_root,
+            created_at=now_iso(),
+            host_data=host_data or {},
+        )
 
     @staticmethod
     def _write_new(pipe, project: Project) -> None:

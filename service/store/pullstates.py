@@ -26,4 +26,3 @@ def pull_states(redis_client, jobs: list[Job]) -> dict[str, str]:
     with_pulls = [job for job in jobs if job.pr_number is not None]
     ended = redis_client.mget([_state_key(job.id) for job in with_pulls]) if with_pulls else []
     return {job.id: state.decode() if state else "open" for job, state in zip(with_pulls, ended, strict=True)}
-

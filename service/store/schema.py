@@ -29,8 +29,10 @@ redis.call('SET', KEYS[1], ARGV[1])
 return ARGV[1]
 """
 
-MIGRATE_FIX = ("stop every web and worker process of the older Copydesk, back Redis up (see the README), then run "
-               "`copydesk migrate`")
+MIGRATE_FIX = (
+    "stop every web and worker process of the older Copydesk, back Redis up (see the README), then run "
+    "`copydesk migrate`"
+)
 NEWER_FIX = "run the Copydesk release that wrote this data, or a newer one: data is never migrated downwards"
 
 
@@ -58,11 +60,11 @@ class SchemaStatus:
         return {
             SchemaState.CURRENT: f"Redis holds Copydesk data of schema version {self.version}, this Copydesk's",
             SchemaState.EMPTY: f"Redis holds no Copydesk data yet; the first start records schema version "
-                               f"{CURRENT_VERSION}",
+            f"{CURRENT_VERSION}",
             SchemaState.OUTDATED: f"Redis holds Copydesk data of schema version {self.version}; this Copydesk "
-                                  f"reads version {CURRENT_VERSION}: a migration is due",
+            f"reads version {CURRENT_VERSION}: a migration is due",
             SchemaState.NEWER: f"Redis holds Copydesk data of schema version {self.version}, newer than this "
-                               f"Copydesk's {CURRENT_VERSION}",
+            f"Copydesk's {CURRENT_VERSION}",
         }[self.state]
 
     @property

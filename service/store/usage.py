@@ -50,8 +50,12 @@ def legacy_cap_key(account: str) -> str:
 
 def cap_keys(host: str, account: str, month: str) -> dict[str, str]:
     """The keys a check of the account's monthly cap reads, as service.store.admission.Gate names them."""
-    return {"cap_key": cap_key(host, account), "usage_key": account_key(host, account, month),
-            "legacy_cap_key": legacy_cap_key(account), "legacy_usage_key": legacy_account_key(account, month)}
+    return {
+        "cap_key": cap_key(host, account),
+        "usage_key": account_key(host, account, month),
+        "legacy_cap_key": legacy_cap_key(account),
+        "legacy_usage_key": legacy_account_key(account, month),
+    }
 
 
 def _key_key(key_id: str, month: str) -> str:
@@ -73,9 +77,14 @@ class MonthUsage:
         return self.input_tokens + self.output_tokens - self.unbilled_tokens
 
     def to_api(self) -> dict:
-        return {"month": self.month, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                "cacheReadTokens": self.cache_read_tokens, "cacheWriteTokens": self.cache_write_tokens,
-                "billableTokens": self.total}
+        return {
+            "month": self.month,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "billableTokens": self.total,
+        }
 
 
 class UsageLedger:
@@ -89,8 +98,7 @@ class UsageLedger:
         self.record(pipe, host, account, key_id, usage)
         pipe.execute()
 
-    def record(self, pipe, host: str, account: str, key_id: str | None, usage: dict,
-               month: str | None = None) -> None:
+    def record(self, pipe, host: str, account: str, key_id: str | None, usage: dict, month: str | None = None) -> None:
         """Queue `usage` on `pipe`: to the account's month (default this one) and, when a key sent it, the key's."""
         month = month or month_of()
         counts = add_records(None, usage)
@@ -147,7 +155,9 @@ def cap_reached(host: str, account: str, used: int, cap: int, month: str | None 
     """The error of an account that used `used` of its `cap` tokens this month."""
     return MonthlyBudgetExceeded(
         f"account {account!r} ({host}) used {used:,} model tokens in {month or month_of()}, its monthly cap is "
-        f"{cap:,}; new work is refused until the month ends", retry_after=_seconds_to_month_end())
+        f"{cap:,}; new work is refused until the month ends",
+        retry_after=_seconds_to_month_end(),
+    )
 
 
 def _seconds_to_month_end() -> int:

@@ -48,9 +48,18 @@ class WorkerBeat(Record):
     def to_json(self, now: float | None = None) -> dict:
         """The beat as `copydesk doctor --json` shows it."""
         age = self.age(now)
-        return {"name": self.name, "host": self.host, "pid": self.pid, "state": self.state, "job": self.job,
-                "task": self.task, "startedAt": self.started_at, "lastHeartbeat": self.beat_at,
-                "secondsSinceHeartbeat": round(age, 1), "stale": age > self.stale_after}
+        return {
+            "name": self.name,
+            "host": self.host,
+            "pid": self.pid,
+            "state": self.state,
+            "job": self.job,
+            "task": self.task,
+            "startedAt": self.started_at,
+            "lastHeartbeat": self.beat_at,
+            "secondsSinceHeartbeat": round(age, 1),
+            "stale": age > self.stale_after,
+        }
 
 
 class WorkerRegistry:

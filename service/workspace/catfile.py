@@ -110,8 +110,9 @@ class CatFile:
         proc.stdout.close()
 
 
-def stream_blobs(git: Git, git_dir: Path | str, oids: Iterable[str], *,
-                 max_size: int) -> Generator[tuple[str, bytes | None], None, None]:
+def stream_blobs(
+    git: Git, git_dir: Path | str, oids: Iterable[str], *, max_size: int
+) -> Generator[tuple[str, bytes | None], None, None]:
     """(oid, content) of each blob in order, through one `git cat-file --batch` of its own; content is None
     for an object larger than `max_size` (skipped in chunks, never held whole). Stopping early ends git."""
     proc = popen(git, "cat-file", "--batch", git_dir=git_dir, stdin=subprocess.PIPE)

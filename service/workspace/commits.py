@@ -36,11 +36,21 @@ def ident_line(who: Identity, when: int, utc_offset: int) -> bytes:
     return f"{name} <{_without_crud(who.email)}> {when} {sign}{minutes // 60:02d}{minutes % 60:02d}".encode()
 
 
-def commit_object(tree: str, parents: list[str], message: str, author: Identity, committer: Identity,
-                  when: int | None = None, utc_offset: int | None = None) -> bytes:
+def commit_object(
+    tree: str,
+    parents: list[str],
+    message: str,
+    author: Identity,
+    committer: Identity,
+    when: int | None = None,
+    utc_offset: int | None = None,
+) -> bytes:
     """A commit's raw content, by default dated now in the local time zone (as `git commit-tree` dates it)."""
     when = int(time.time()) if when is None else when
     utc_offset = time.localtime(when).tm_gmtoff if utc_offset is None else utc_offset
     lines = [b"tree " + tree.encode("ascii")] + [b"parent " + parent.encode("ascii") for parent in parents]
-    lines += [b"author " + ident_line(author, when, utc_offset), b"committer " + ident_line(committer, when, utc_offset)]
+    lines += [
+        b"author " + ident_line(author, when, utc_offset),
+        b"committer " + ident_line(committer, when, utc_offset),
+    ]
     return b"\n".join(lines) + b"\n\n" + message.encode("utf-8")

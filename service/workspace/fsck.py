@@ -15,13 +15,17 @@ class UnsafeCommit(RunFailed):
     """The commit's new objects fail `git fsck --strict` (e.g. a rewritten folder holds a `.git` look-alike)."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(RunFailure.UNSAFE_COMMIT, "the commit would not pass git fsck --strict, so nothing was pushed "
-                         f"(a folder the run changed holds an entry git refuses): {detail}")
+        super().__init__(
+            RunFailure.UNSAFE_COMMIT,
+            "the commit would not pass git fsck --strict, so nothing was pushed "
+            f"(a folder the run changed holds an entry git refuses): {detail}",
+        )
         self.detail = detail
 
 
-def store_checked(git: Git, git_dir: Path | str, objects: Mapping[str, tuple[str, bytes]],
-                  object_format: str = "sha1") -> None:
+def store_checked(
+    git: Git, git_dir: Path | str, objects: Mapping[str, tuple[str, bytes]], object_format: str = "sha1"
+) -> None:
     """Add `objects` (id -> (kind, content): every object a new commit adds) to the repository as one pack, or
     raise UnsafeCommit, storing nothing, unless they all pass git's strict checks.
 
@@ -38,8 +42,11 @@ def store_checked(git: Git, git_dir: Path | str, objects: Mapping[str, tuple[str
             checksum = write_pack(out, objects, object_format)
         proc = git.run("index-pack", "--strict", "-o", index, pack, git_dir=git_dir, check=False)
         if proc.returncode != 0:
-            found = [line for line in proc.stderr.decode("utf-8", "replace").splitlines()
-                     if line.startswith(("error:", "fatal:"))]
+            found = [
+                line
+                for line in proc.stderr.decode("utf-8", "replace").splitlines()
+                if line.startswith(("error:", "fatal:"))
+            ]
             raise UnsafeCommit("; ".join(found)[:500] or f"git exited {proc.returncode}")
         for path in (pack, index):
             os.chmod(path, 0o444)

@@ -37,7 +37,7 @@ def compile_glob(pattern: str):
             out.append("[^/]")
             i += 1
         elif c == "[" and (end := body.find("]", i + 2)) != -1:
-            inner = body[i + 1:end]
+            inner = body[i + 1 : end]
             negate = inner[0] in "!^"
             inner = "".join("\\" + ch if ch in "[]\\&~|^" else ch for ch in inner[negate:])
             out.append("[" + "^" * negate + inner + "]")

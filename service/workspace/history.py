@@ -28,8 +28,10 @@ class BranchHistory:
         merge_base = self.merge_base(head)
         if merge_base is None:
             return None
-        return self._git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
-                         merge_base, head) or None
+        return (
+            self._git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", merge_base, head)
+            or None
+        )
 
     def files(self, head: str) -> list[tuple[str, str]]:
         """(status word, path) of every file the branch changes against its base."""
@@ -39,8 +41,16 @@ class BranchHistory:
             out = self._git("diff", "--name-status", "--no-renames", self._merge_bases[head], head)
         else:
             # One process instead of `merge-base` and then `diff`; git refuses when there are several merge bases.
-            proc = self.mirror.git.run("diff", "--name-status", "--no-renames", "--merge-base", self.base, head,
-                                       git_dir=self.mirror.path, check=False)
+            proc = self.mirror.git.run(
+                "diff",
+                "--name-status",
+                "--no-renames",
+                "--merge-base",
+                self.base,
+                head,
+                git_dir=self.mirror.path,
+                check=False,
+            )
             if proc.returncode == 0:
                 out = proc.stdout.decode("utf-8", "replace").strip()
             else:

@@ -19,7 +19,7 @@ class LineReader:
     def head(self, size: int) -> bytes:
         """The next `size` bytes (fewer at the end), left unread."""
         self._fill(size)
-        return self._buf[self._pos:self._pos + size]
+        return self._buf[self._pos : self._pos + size]
 
     def lines(self) -> Iterator[tuple[bytes, int]]:
         """(the line's first `max_line` bytes without `\\n` or `\\r\\n`, its full length) for each next line."""
@@ -29,17 +29,17 @@ class LineReader:
                 self._fill(len(self._buf) - self._pos + _CHUNK)
                 continue
             if end >= 0:
-                line = self._buf[self._pos:min(end, self._pos + self._max_line + 1)]
+                line = self._buf[self._pos : min(end, self._pos + self._max_line + 1)]
                 length, self._pos = end - self._pos, end + 1
             elif self._pos < len(self._buf) and self._eof:
-                line = self._buf[self._pos:self._pos + self._max_line + 1]
+                line = self._buf[self._pos : self._pos + self._max_line + 1]
                 length, self._pos = len(self._buf) - self._pos, len(self._buf)
             elif self._eof:
                 return
             else:
-                line = self._buf[self._pos:self._pos + self._max_line + 1]
+                line = self._buf[self._pos : self._pos + self._max_line + 1]
                 length = self._skip_line()
-            yield (line.removesuffix(b"\r") if length <= self._max_line else line[:self._max_line]), length
+            yield (line.removesuffix(b"\r") if length <= self._max_line else line[: self._max_line]), length
 
     def skip_lines(self, count: int) -> int:
         """Consume up to `count` lines, counting newlines a chunk at a time; return how many there were."""
@@ -63,7 +63,7 @@ class LineReader:
 
     def count_lines(self) -> int:
         """How many lines are left (a last line without `\\n` counts), reading the rest in chunks."""
-        rest = self._buf[self._pos:]
+        rest = self._buf[self._pos :]
         count, last = rest.count(b"\n"), rest[-1:]
         self._buf, self._pos = b"", 0
         while not self._eof:
@@ -77,7 +77,7 @@ class LineReader:
 
     def _fill(self, size: int) -> None:
         if self._pos:
-            self._buf, self._pos = self._buf[self._pos:], 0
+            self._buf, self._pos = self._buf[self._pos :], 0
         while len(self._buf) < size and not self._eof:
             chunk = self._stream.read(_CHUNK)
             if chunk:
@@ -96,6 +96,6 @@ class LineReader:
                 return length
             end = chunk.find(b"\n")
             if end >= 0:
-                self._buf = chunk[end + 1:]
+                self._buf = chunk[end + 1 :]
                 return length + end
             length += len(chunk)

@@ -20,8 +20,9 @@ MAX_DERIVED_CHANGES = 2000
 Listing = dict[str, tuple[int, str]]  # path -> (mode, object id)
 
 
-def load_listing(git_dir: Path | str, tree: str, list_whole: Callable[[], Listing],
-                 changes_since: Callable[[str], list[TreeChange]]) -> tuple[Listing, list[str]]:
+def load_listing(
+    git_dir: Path | str, tree: str, list_whole: Callable[[], Listing], changes_since: Callable[[str], list[TreeChange]]
+) -> tuple[Listing, list[str]]:
     """The listing of `tree` and its paths sorted: kept, else derived from the last kept (`changes_since(old
     tree)`, TooManyChanges or KeyError when it cannot tell), else `list_whole()`; then kept for the next run."""
     folder = Path(git_dir) / FOLDER

@@ -62,8 +62,12 @@ def _create(git: Git, path: Path) -> None:
     # Built under a temporary name and renamed, so a crash never leaves a half-made mirror behind.
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     git.run("init", "--bare", "--quiet", "--template=", str(tmp))
-    for key, value in (("gc.auto", "0"), ("maintenance.auto", "false"), ("gc.autoDetach", "false"),
-                       ("core.logAllRefUpdates", "false")):
+    for key, value in (
+        ("gc.auto", "0"),
+        ("maintenance.auto", "false"),
+        ("gc.autoDetach", "false"),
+        ("core.logAllRefUpdates", "false"),
+    ):
         git.run("config", key, value, git_dir=tmp)
     os.rename(tmp, path)
 
@@ -137,10 +141,23 @@ class Mirror:
 
     def _fetch_commit(self, remote: Remote, commit: str, ref: str) -> None:
         # By id: GitHub and local repositories (protocol v2) serve any commit reachable from their refs.
-        proc = self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head",
-                            "--no-tags", "--no-auto-maintenance", "--no-recurse-submodules",
-                            *self.git.pack_program(remote, "upload-pack"), "--", remote.url, f"+{commit}:{ref}",
-                            git_dir=self.path, remote=remote, check=False)
+        proc = self.git.run(
+            "-c",
+            "advice.fetchShowForcedUpdates=false",
+            "fetch",
+            "--quiet",
+            "--no-write-fetch-head",
+            "--no-tags",
+            "--no-auto-maintenance",
+            "--no-recurse-submodules",
+            *self.git.pack_program(remote, "upload-pack"),
+            "--",
+            remote.url,
+            f"+{commit}:{ref}",
+            git_dir=self.path,
+            remote=remote,
+            check=False,
+        )
         if proc.returncode != 0:
             stderr = proc.stderr.decode("utf-8", "replace")
             if "not our ref" in stderr or "couldn't find remote ref" in stderr or "upload-pack: not" in stderr:
@@ -170,14 +187,24 @@ class Mirror:
         with self.lock():
             cutoff = time.time() - stale_after
             for namespace in self._run_namespaces():
-                if int(namespace[len(RUNS_PREFIX):].split("-", 1)[0]) < cutoff:
+                if int(namespace[len(RUNS_PREFIX) :].split("-", 1)[0]) < cutoff:
                     self._delete_under(namespace)
             self._prune_tree_cache(time.time() - TREE_CACHE_DAYS * 86400)
             # Loose refs cost a file read each on every fetch's ref listing; packed, they are one file.
             self.git.run("pack-refs", "--all", git_dir=self.path)
             # gc --auto is disabled for every other command; here it runs in the foreground so it stays under the lock.
-            self.git.run("-c", f"gc.auto={loose_objects}", "-c", f"gc.autoPackLimit={pack_limit}",
-                         "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", git_dir=self.path)
+            self.git.run(
+                "-c",
+                f"gc.auto={loose_objects}",
+                "-c",
+                f"gc.autoPackLimit={pack_limit}",
+                "-c",
+                "gc.autoDetach=false",
+                "gc",
+                "--auto",
+                "--quiet",
+                git_dir=self.path,
+            )
 
     def _prune_tree_cache(self, cutoff: float) -> None:
         folder = Path(self.path) / TREE_CACHE_FOLDER
@@ -205,8 +232,15 @@ class Mirror:
         raise AssertionError("unreachable")
 
     def _ls_remote(self, remote: Remote, srcs: list[str]) -> dict[str, str]:
-        out = self.git.out("ls-remote", *self.git.pack_program(remote, "upload-pack"), "--", remote.url, *srcs,
-                           git_dir=self.path, remote=remote)
+        out = self.git.out(
+            "ls-remote",
+            *self.git.pack_program(remote, "upload-pack"),
+            "--",
+            remote.url,
+            *srcs,
+            git_dir=self.path,
+            remote=remote,
+        )
         found = {}
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
@@ -214,15 +248,16 @@ class Mirror:
                 found[name] = sha
         return found
 
-    def _fetch_advertised(self, remote: Remote, pairs: list[tuple[str, str]],
-                          advertised: dict[str, str]) -> dict[str, str | None]:
+    def _fetch_advertised(
+        self, remote: Remote, pairs: list[tuple[str, str]], advertised: dict[str, str]
+    ) -> dict[str, str | None]:
         wanted = [(src, dst) for src, dst in pairs if src in advertised]
         with self.lock():
             present = self._present({advertised[src] for src, _ in wanted})
             refspecs: list[str] = []
             updates: list[tuple[str, str]] = []
             for src, dst in wanted:
-                sha, cache = advertised[src], CACHE_PREFIX + src[len("refs/"):]
+                sha, cache = advertised[src], CACHE_PREFIX + src[len("refs/") :]
                 if sha in present:
                     updates += [(cache, sha), (dst, sha)]
                 else:
@@ -232,11 +267,23 @@ class Mirror:
                 self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())
             heads = dict(updates)
             if refspecs:
-                self.git.run("-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-write-fetch-head",
-                             "--no-tags", "--no-auto-maintenance", "--no-recurse-submodules",
-                             "--no-show-forced-updates", *self.git.pack_program(remote, "upload-pack"), "--",
-                             remote.url, *dict.fromkeys(refspecs),
-                             git_dir=self.path, remote=remote)
+                self.git.run(
+                    "-c",
+                    "advice.fetchShowForcedUpdates=false",
+                    "fetch",
+                    "--quiet",
+                    "--no-write-fetch-head",
+                    "--no-tags",
+                    "--no-auto-maintenance",
+                    "--no-recurse-submodules",
+                    "--no-show-forced-updates",
+                    *self.git.pack_program(remote, "upload-pack"),
+                    "--",
+                    remote.url,
+                    *dict.fromkeys(refspecs),
+                    git_dir=self.path,
+                    remote=remote,
+                )
                 # The refs may have moved since ls-remote: report what was actually fetched.
                 heads = self._ref_values([dst for _, dst in wanted])
         return {dst: heads.get(dst) for _, dst in pairs}
@@ -257,7 +304,7 @@ class Mirror:
 
     def _run_namespaces(self) -> list[str]:
         out = self.git.out("for-each-ref", "--format=%(refname)", RUNS_PREFIX, git_dir=self.path)
-        return sorted({RUNS_PREFIX + ref[len(RUNS_PREFIX):].split("/", 1)[0] + "/" for ref in out.splitlines()})
+        return sorted({RUNS_PREFIX + ref[len(RUNS_PREFIX) :].split("/", 1)[0] + "/" for ref in out.splitlines()})
 
     def _delete_under(self, namespace: str) -> None:
         self._delete(self.git.out("for-each-ref", "--format=%(refname)", namespace, git_dir=self.path).splitlines())

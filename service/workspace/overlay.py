@@ -37,8 +37,10 @@ class FileTooLarge(WorkspaceError):
     """A file past the workspace's size limit: it can be read in line ranges, never loaded whole or edited."""
 
     def __init__(self, path: str, size: int, limit: int) -> None:
-        super().__init__(f"{path} has {size:,} bytes, more than the {limit:,}-byte limit for files Copydesk loads "
-                         "whole; it cannot be edited, moved or searched (read_file still reads line ranges)")
+        super().__init__(
+            f"{path} has {size:,} bytes, more than the {limit:,}-byte limit for files Copydesk loads "
+            "whole; it cannot be edited, moved or searched (read_file still reads line ranges)"
+        )
         self.path, self.size, self.limit = path, size, limit
 
 
@@ -72,8 +74,9 @@ def _decode(raw: bytes) -> str:
 class Workspace:
     """The tree of `start_commit` with the agent's changes held in memory; use as a context manager."""
 
-    def __init__(self, git: Git, git_dir: Path | str, start_commit: str, *,
-                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+    def __init__(
+        self, git: Git, git_dir: Path | str, start_commit: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> None:
         self.git = git
         self.git_dir = git_dir
         self.start_commit = start_commit
@@ -247,8 +250,9 @@ class Workspace:
         kept = (p for p in self._sorted if p not in overlay)
         return list(heapq.merge(kept, sorted(p for p, data in overlay.items() if data is not None)))
 
-    def search(self, pattern: str, *, globs: list[str] | None = None, ignore_case: bool = False,
-               max_matches: int = 200) -> list[SearchMatch]:
+    def search(
+        self, pattern: str, *, globs: list[str] | None = None, ignore_case: bool = False, max_matches: int = 200
+    ) -> list[SearchMatch]:
         """RE2 matches in text files, line by line, sorted by path and line, at most `max_matches`.
 
         `globs` (gitignore-style, see `service.workspace.globs`) limit the paths searched. Binary files and
@@ -315,7 +319,7 @@ class Workspace:
         for src in sources:
             self._remove(src)
         for src, data in contents.items():
-            self._overlay[new_path + src[len(path):]] = data
+            self._overlay[new_path + src[len(path) :]] = data
 
     # Internals
 
@@ -361,7 +365,7 @@ class Workspace:
                 kind, data = "missing", b""
             if kind != "commit" or not data.startswith(b"tree "):
                 raise GitError(["cat-file"], 128, f"{self.start_commit} is not a commit in this repository ({kind})")
-            self._root = data[5:data.index(b"\n")].decode("ascii")
+            self._root = data[5 : data.index(b"\n")].decode("ascii")
         return self._root
 
     def _tree(self, oid: str) -> dict[str, tuple[int, str]]:
@@ -399,8 +403,11 @@ class Workspace:
             if self.start_commit not in self._listings:
                 root = self._root_tree()
                 self._listings[self.start_commit] = load_listing(
-                    self.git_dir, root, self._list_whole,
-                    lambda earlier: diff_trees(self._tree, earlier, root, limit=MAX_DERIVED_CHANGES))
+                    self.git_dir,
+                    root,
+                    self._list_whole,
+                    lambda earlier: diff_trees(self._tree, earlier, root, limit=MAX_DERIVED_CHANGES),
+                )
             self._listing, self._sorted = self._listings[self.start_commit]
         return self._listing
 
@@ -425,8 +432,13 @@ class Workspace:
     def _search_tree(self, regex, selected, limit: int) -> list[SearchMatch]:
         """Matches in the start tree's text files that the overlay leaves as they are, in path order."""
         listing = self._tree_listing()
-        paths = [p for p in self._sorted if p not in self._overlay and selected(p)
-                 and kind_of_mode(listing[p][0]) in (EntryKind.FILE, EntryKind.EXECUTABLE)]
+        paths = [
+            p
+            for p in self._sorted
+            if p not in self._overlay
+            and selected(p)
+            and kind_of_mode(listing[p][0]) in (EntryKind.FILE, EntryKind.EXECUTABLE)
+        ]
         matches: list[SearchMatch] = []
         blobs = stream_blobs(self.git, self.git_dir, (listing[p][1] for p in paths), max_size=self.max_file_bytes)
         try:

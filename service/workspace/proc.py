@@ -18,4 +18,6 @@ def popen(
     stderr: int | IO | None = subprocess.DEVNULL,
 ) -> subprocess.Popen:
     """Start `git ARGS` on `git_dir` with the hardened config and environment; the caller owns the process."""
-    return subprocess.Popen(git.argv(*args, git_dir=git_dir), stdin=stdin, stdout=stdout, stderr=stderr, env=git.env(None, env))
+    return subprocess.Popen(
+        git.argv(*args, git_dir=git_dir), stdin=stdin, stdout=stdout, stderr=stderr, env=git.env(None, env)
+    )

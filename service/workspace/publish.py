@@ -34,8 +34,14 @@ class BranchKeptMoving(BranchConflict):
         self.files = []
 
 
-def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None], message: str,
-                 author: Identity, committer: Identity) -> str | None:
+def build_commit(
+    mirror: Mirror,
+    parent: str,
+    changes: Mapping[str, bytes | None],
+    message: str,
+    author: Identity,
+    committer: Identity,
+) -> str | None:
     """Write a commit on `parent` with `changes` (path -> content, None deletes) into the mirror.
 
     Returns its id, or None when the changes leave the parent's tree as it is; raises UnsafeCommit, storing
@@ -46,7 +52,7 @@ def build_commit(mirror: Mirror, parent: str, changes: Mapping[str, bytes | None
         kind, data = cat.read(parent)
         if kind != "commit":
             raise GitError(["cat-file"], 1, f"{parent} is a {kind}, not a commit")
-        parent_tree = data[5:data.index(b"\n")].decode("ascii")
+        parent_tree = data[5 : data.index(b"\n")].decode("ascii")
         tree, objects = plan_tree(cat, parent_tree, changes)
     if tree == parent_tree:
         return None
@@ -72,8 +78,14 @@ class PushRequest:
     base_head: str | None = None  # the base branch's head, where the job branch's own history starts
 
 
-def push_commit(mirror: Mirror, remote: Remote, push: PushRequest, *, guard: Callable[[], None] = lambda: None,
-                max_rebuilds: int = 3) -> PushResult:
+def push_commit(
+    mirror: Mirror,
+    remote: Remote,
+    push: PushRequest,
+    *,
+    guard: Callable[[], None] = lambda: None,
+    max_rebuilds: int = 3,
+) -> PushResult:
     """Push `push.commit` to `refs/heads/<branch>` without force, calling `guard` right before every push.
 
     If the branch moved since `start_commit`, and the new head already holds a commit whose message has the line
@@ -100,8 +112,9 @@ def push_commit(mirror: Mirror, remote: Remote, push: PushRequest, *, guard: Cal
                 earlier = history.find_trailer(head, trailer) if trailer else None
                 if earlier is not None:
                     return PushResult(earlier, rebuilt=False, already=True)
-                moved = mirror.git.run("diff", "--name-only", "-z", "--no-renames", base, head,
-                                       git_dir=mirror.path).stdout.decode("utf-8", "surrogateescape")
+                moved = mirror.git.run(
+                    "diff", "--name-only", "-z", "--no-renames", base, head, git_dir=mirror.path
+                ).stdout.decode("utf-8", "surrogateescape")
                 clashes = _clashes([p for p in moved.split("\0") if p], changes)
                 if clashes:
                     raise BranchConflict(clashes)
@@ -119,16 +132,28 @@ def _clashes(moved: list[str], changes: Mapping[str, bytes | None]) -> list[str]
     """The moved paths that are, contain or lie inside a path this run changed."""
     ours = set(changes)
     our_dirs = {path[:i] for path in ours for i, c in enumerate(path) if c == "/"}
-    return sorted(path for path in moved
-                  if path in ours or path in our_dirs
-                  or any(path[:i] in ours for i, c in enumerate(path) if c == "/"))
+    return sorted(
+        path
+        for path in moved
+        if path in ours or path in our_dirs or any(path[:i] in ours for i, c in enumerate(path) if c == "/")
+    )
 
 
 def _push(mirror: Mirror, remote: Remote, commit: str, branch: str) -> bool:
     """Push by object id; True on success, False if refused because the branch moved, GitError otherwise."""
     ref = f"refs/heads/{branch}"
-    proc = mirror.git.run("push", "--porcelain", "--no-verify", *mirror.git.pack_program(remote, "receive-pack"),
-                          "--", remote.url, f"{commit}:{ref}", git_dir=mirror.path, remote=remote, check=False)
+    proc = mirror.git.run(
+        "push",
+        "--porcelain",
+        "--no-verify",
+        *mirror.git.pack_program(remote, "receive-pack"),
+        "--",
+        remote.url,
+        f"{commit}:{ref}",
+        git_dir=mirror.path,
+        remote=remote,
+        check=False,
+    )
     stderr = proc.stderr.decode("utf-8", "replace")
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         fields = line.split("\t")

@@ -34,8 +34,9 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False):
     try:
         return re2.compile(b"(?m)" + encoded, options)
     except re2.error as exc:
-        raise InvalidPattern(f"invalid regular expression (RE2 syntax: no back-references or look-around): "
-                             f"{_reason(exc)}") from None
+        raise InvalidPattern(
+            f"invalid regular expression (RE2 syntax: no back-references or look-around): {_reason(exc)}"
+        ) from None
 
 
 def matching_lines(regex, data: bytes) -> Iterator[tuple[int, bytes]]:

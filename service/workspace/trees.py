@@ -24,8 +24,8 @@ def parse_tree(data: bytes, object_format: str = "sha1") -> dict[str, tuple[int,
     while i < len(data):
         space = data.index(b" ", i)
         nul = data.index(b"\0", space)
-        name = data[space + 1:nul].decode("utf-8", "surrogateescape")
-        entries[name] = (int(data[i:space], 8), data[nul + 1:nul + 1 + size].hex())
+        name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+        entries[name] = (int(data[i:space], 8), data[nul + 1 : nul + 1 + size].hex())
         i = nul + 1 + size
     return entries
 
@@ -37,8 +37,10 @@ def format_tree(entries: Mapping[str, tuple[int, str]]) -> bytes:
         name = item[0].encode("utf-8", "surrogateescape")
         return name + b"/" if item[1][0] == TREE_MODE else name  # git sorts a directory as if named "dir/"
 
-    return b"".join(b"%o %s\0" % (mode, name.encode("utf-8", "surrogateescape")) + bytes.fromhex(oid)
-                    for name, (mode, oid) in sorted(entries.items(), key=order))
+    return b"".join(
+        b"%o %s\0" % (mode, name.encode("utf-8", "surrogateescape")) + bytes.fromhex(oid)
+        for name, (mode, oid) in sorted(entries.items(), key=order)
+    )
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,9 @@ class TooManyChanges(Exception):
     """Two trees differ in more entries than the caller cares to handle one by one."""
 
 
-def diff_trees(read_tree: Callable[[str], Mapping[str, tuple[int, str]]], old: str, new: str, *,
-               limit: int) -> list[TreeChange]:
+def diff_trees(
+    read_tree: Callable[[str], Mapping[str, tuple[int, str]]], old: str, new: str, *, limit: int
+) -> list[TreeChange]:
     """The non-directory entries that differ between trees `old` and `new`, sorted by path.
 
     Only subtrees whose ids differ are read (`read_tree`: tree id -> entries), so the cost follows the change,
@@ -95,7 +98,9 @@ class _Dir:
     dirty: bool = False
 
 
-def plan_tree(cat: CatFile, base_tree: str, changes: Mapping[str, bytes | None]) -> tuple[str, dict[str, tuple[str, bytes]]]:
+def plan_tree(
+    cat: CatFile, base_tree: str, changes: Mapping[str, bytes | None]
+) -> tuple[str, dict[str, tuple[str, bytes]]]:
     """The tree `base_tree` with `changes` (path -> content, None deletes) applied: its id, and the new blobs and
     trees it needs (id -> (kind, content)), none of them written yet; no objects when nothing changes.
 

@@ -19,8 +19,9 @@ assert Path(service.__file__).resolve().is_relative_to(old_root), f"not the old 
 ctx = context.build(Settings.from_env())
 s = ctx.services
 local = ctx.local.register(s.projects, path=_sample_repository(ctx.git, data / "docs.git"), ref="main")
-acme = ctx.local.register(s.projects, path=_sample_repository(ctx.git, data / "acme.git"), ref="main",
-                          account="acme", docs_root="docs")
+acme = ctx.local.register(
+    s.projects, path=_sample_repository(ctx.git, data / "acme.git"), ref="main", account="acme", docs_root="docs"
+)
 local_key, local_plain = s.keys.create(account="local", name="ci")
 acme_key, acme_plain = s.keys.create(account="acme", name="acme bot", projects=[acme.id])
 revoked_key, revoked_plain = s.keys.create(account="local", name="old laptop")
@@ -41,28 +42,53 @@ s.jobs.add_message(ran.id, prompt="Also mention pip's --user flag", author="writ
 # A finished run with model usage, then archived (its pull request was merged).
 archived = create(acme, "Document the CLI")
 s.jobs.start_next(archived.id)
-s.jobs.finish_message(archived.id, s.jobs.conversation(archived.id)[0].id, RunOutcome(
-    reply="Documented every command.", commit="0" * 40, changed_files=["docs/cli.md"], branch=f"copydesk/{archived.id}",
-    pr_link="http://127.0.0.1/local/pr/1", pr_number=1, usage={"inputTokens": 1200, "outputTokens": 300}))
+s.jobs.finish_message(
+    archived.id,
+    s.jobs.conversation(archived.id)[0].id,
+    RunOutcome(
+        reply="Documented every command.",
+        commit="0" * 40,
+        changed_files=["docs/cli.md"],
+        branch=f"copydesk/{archived.id}",
+        pr_link="http://127.0.0.1/local/pr/1",
+        pr_number=1,
+        usage={"inputTokens": 1200, "outputTokens": 300},
+    ),
+)
 s.jobs.archive(archived.id)
 
 # A failed run that used tokens.
 failed = create(local, "Translate everything")
 s.jobs.start_next(failed.id)
-s.jobs.finish_message(failed.id, s.jobs.conversation(failed.id)[0].id, RunOutcome(
-    error={"code": "model_error", "message": "the model refused"}, usage={"inputTokens": 50, "outputTokens": 7}))
+s.jobs.finish_message(
+    failed.id,
+    s.jobs.conversation(failed.id)[0].id,
+    RunOutcome(
+        error={"code": "model_error", "message": "the model refused"}, usage={"inputTokens": 50, "outputTokens": 7}
+    ),
+)
 
 # A job created with an Idempotency-Key whose run is still going (its run lock is held).
 waiting = create(local, "Fix typos", idempotency=IdempotencyClaim(scope="retry-scope", body_hash="h1"))
 lock = JobLock(s.redis, waiting.id, ttl_seconds=600)
 assert lock.acquire()
 
-print(json.dumps({
-    "projects": {"local": local.id, "acme": acme.id},
-    "keys": {"local": [local_key.id, local_plain], "acme": [acme_key.id, acme_plain],
-             "revoked": [revoked_key.id, revoked_plain]},
-    "jobs": {name: s.jobs.get(job.id).to_dict() for name, job in
-             (("ran", ran), ("archived", archived), ("failed", failed), ("waiting", waiting))},
-    "conversations": {job.id: [m.to_dict() for m in s.jobs.conversation(job.id)]
-                      for job in (ran, archived, failed, waiting)},
-}))
+print(
+    json.dumps(
+        {
+            "projects": {"local": local.id, "acme": acme.id},
+            "keys": {
+                "local": [local_key.id, local_plain],
+                "acme": [acme_key.id, acme_plain],
+                "revoked": [revoked_key.id, revoked_plain],
+            },
+            "jobs": {
+                name: s.jobs.get(job.id).to_dict()
+                for name, job in (("ran", ran), ("archived", archived), ("failed", failed), ("waiting", waiting))
+            },
+            "conversations": {
+                job.id: [m.to_dict() for m in s.jobs.conversation(job.id)] for job in (ran, archived, failed, waiting)
+            },
+        }
+    )
+)

@@ -44,14 +44,23 @@ def is_jwt(secret: str) -> bool:
 def verify_app_jwt(token: str, app: TestApp) -> None:
     """Accept `token` as the App's JWT or raise AuthError with GitHub's wording."""
     try:
-        claims = jwt.decode(token, app.public_key_pem, algorithms=["RS256"], leeway=CLOCK_SKEW,
-                            options={"require": ["iat", "exp", "iss"]})
+        claims = jwt.decode(
+            token,
+            app.public_key_pem,
+            algorithms=["RS256"],
+            leeway=CLOCK_SKEW,
+            options={"require": ["iat", "exp", "iss"]},
+        )
     except jwt.ExpiredSignatureError:
-        raise AuthError(401, "'Expiration time' claim ('exp') must be a numeric value representing the future "
-                             "time at which the assertion expires") from None
+        raise AuthError(
+            401,
+            "'Expiration time' claim ('exp') must be a numeric value representing the future "
+            "time at which the assertion expires",
+        ) from None
     except jwt.ImmatureSignatureError:
-        raise AuthError(401, "'Issued at' claim ('iat') must be an Integer representing the time that the "
-                             "assertion was issued") from None
+        raise AuthError(
+            401, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"
+        ) from None
     except jwt.PyJWTError:
         raise AuthError(401, "A JSON web token could not be decoded") from None
     if claims["exp"] - claims["iat"] > MAX_JWT_LIFETIME or claims["exp"] > time.time() + MAX_JWT_LIFETIME + CLOCK_SKEW:

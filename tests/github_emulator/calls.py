@@ -92,15 +92,17 @@ def paginated(items: list, wrap=None):
     per_page = min(max(int(request.args.get("per_page", 30)), 1), 100)
     page = max(int(request.args.get("page", 1)), 1)
     last = max(1, math.ceil(len(items) / per_page))
-    chunk = items[(page - 1) * per_page:page * per_page]
+    chunk = items[(page - 1) * per_page : page * per_page]
     response = jsonify(wrap(chunk) if wrap else chunk)
     rels = [("prev", page - 1)] if page > 1 else []
     rels += [("next", page + 1), ("last", last)] if page < last else []
     rels += [("first", 1)] if page > 1 else []
     if rels:
+
         def link(number: int) -> str:
             query = request.args.to_dict() | {"per_page": per_page, "page": number}
             return f"{request.base_url}?{urlencode(query)}"
+
         response.headers["Link"] = ", ".join(f'<{link(n)}>; rel="{rel}"' for rel, n in rels)
     return response
 

@@ -79,38 +79,60 @@ class GitHubEmulator:
     def add_user(self, login: str, type: str = "User") -> dict:
         return self.render.user(self.state.user(login, type).login)
 
-    def add_repo(self, full_name: str, files: dict[str, str | bytes] | None = None, *, default_branch: str = "main",
-                 delete_branch_on_merge: bool = False, private: bool = True,
-                 owner_type: str = "Organization") -> Repo:
+    def add_repo(
+        self,
+        full_name: str,
+        files: dict[str, str | bytes] | None = None,
+        *,
+        default_branch: str = "main",
+        delete_branch_on_merge: bool = False,
+        private: bool = True,
+        owner_type: str = "Organization",
+    ) -> Repo:
         """A repository backed by a real bare git repository whose default branch holds `files`."""
         owner, name = full_name.split("/")
         self.state.user(owner, owner_type)
         path = self.git_root / owner / f"{name}.git"
         self.state.git.run("init", "--bare", "-q", str(path))
         self.state.git.run("symbolic-ref", "HEAD", f"refs/heads/{default_branch}", git_dir=path)
-        commit_files(self.state.git, path, files or {"README.md": f"# {name}\n"}, branch=default_branch,
-                     message="Initial commit")
+        commit_files(
+            self.state.git, path, files or {"README.md": f"# {name}\n"}, branch=default_branch, message="Initial commit"
+        )
         repo = Repo(self.state.new_id(), owner, name, path, default_branch, private, delete_branch_on_merge, now())
         with self.state.lock:
             self.state.repos[full_name.lower()] = repo
         return repo
 
-    def push(self, full_name: str, files: dict[str, str | bytes | None], *, branch: str | None = None,
-             message: str = "Update") -> str:
+    def push(
+        self,
+        full_name: str,
+        files: dict[str, str | bytes | None],
+        *,
+        branch: str | None = None,
+        message: str = "Update",
+    ) -> str:
         """Commit `files` onto `branch` (created from the default branch if new), as a person pushing would."""
         repo = self._repo(full_name)
         branch = branch or repo.default_branch
         parent = self.state.branch_sha(repo, branch) or self.state.branch_sha(repo, repo.default_branch)
         return commit_files(self.state.git, repo.path, files, branch=branch, message=message, parent=parent)
 
-    def add_installation(self, account: str, repos: list[str] = (), *, selection: str = "selected",
-                         permissions: dict | None = None) -> int:
+    def add_installation(
+        self, account: str, repos: list[str] = (), *, selection: str = "selected", permissions: dict | None = None
+    ) -> int:
         """Install the App on `account` for `repos` (no webhook); returns the installation id."""
         foreign = [name for name in repos if self._repo(name).owner.lower() != account.lower()]
         if foreign:
             raise ValueError(f"an installation on {account} cannot hold {', '.join(foreign)}")
-        inst = Installation(self.state.new_id(), account, [self._repo(r).id for r in repos], selection,
-                            dict(permissions or self.app.permissions), list(self.app.events), now())
+        inst = Installation(
+            self.state.new_id(),
+            account,
+            [self._repo(r).id for r in repos],
+            selection,
+            dict(permissions or self.app.permissions),
+            list(self.app.events),
+            now(),
+        )
         self.state.user(account, "Organization")
         with self.state.lock:
             self.state.installations[inst.id] = inst
@@ -147,8 +169,16 @@ class GitHubEmulator:
         self.state.manifest_codes.add(code)
         return code
 
-    def inject(self, kind: str, count: int = 1, *, status: int | None = None, match: str = "",
-               retry_after: int | None = None, reset_in: int = 60) -> None:
+    def inject(
+        self,
+        kind: str,
+        count: int = 1,
+        *,
+        status: int | None = None,
+        match: str = "",
+        retry_after: int | None = None,
+        reset_in: int = 60,
+    ) -> None:
         """Make the next `count` API requests whose "METHOD /path" matches the regex `match` fail with a
         "secondary" or "primary" rate limit or a "server" error (git traffic is never affected)."""
         self.faults.arm(Fault(kind, count, status or DEFAULT_STATUS[kind], match, retry_after, reset_in))
@@ -166,13 +196,34 @@ class GitHubEmulator:
 
     # -- people acting on GitHub (each returns the webhook payload it caused) ----------------
 
-    def open_pull(self, full_name: str, head: str, *, user: str = "alice", title: str = "Change",
-                  body: str | None = None, base: str | None = None, draft: bool = False) -> int:
+    def open_pull(
+        self,
+        full_name: str,
+        head: str,
+        *,
+        user: str = "alice",
+        title: str = "Change",
+        body: str | None = None,
+        base: str | None = None,
+        draft: bool = False,
+    ) -> int:
         """A pull request a person opened (the head branch must exist; see `push`); returns its number."""
         repo = self._repo(full_name)
         base = base or repo.default_branch
-        pull = Pull(self.state.new_id(), self.state.next_number(repo), repo.id, title, body, head, base, user,
-                    draft, now(), self.state.branch_sha(repo, head), self.state.branch_sha(repo, base))
+        pull = Pull(
+            self.state.new_id(),
+            self.state.next_number(repo),
+            repo.id,
+            title,
+            body,
+            head,
+            base,
+            user,
+            draft,
+            now(),
+            self.state.branch_sha(repo, head),
+            self.state.branch_sha(repo, base),
+        )
         self.state.user(user)
         with self.state.lock:
             self.state.pulls[(repo.id, pull.number)] = pull
@@ -188,8 +239,15 @@ class GitHubEmulator:
         comment = self.add_comment(repo, pull, user, body, kind="review", path=path, line=line)
         return self.emit("pull_request_review_comment", payloads.review_comment(self.render, repo, pull, comment))
 
-    def submit_review(self, full_name: str, number: int, user: str, body: str | None,
-                      comments: list[tuple[str, int, str]], state: str = "commented") -> dict:
+    def submit_review(
+        self,
+        full_name: str,
+        number: int,
+        user: str,
+        body: str | None,
+        comments: list[tuple[str, int, str]],
+        state: str = "commented",
+    ) -> dict:
         """A review with line comments, each (path, line, body): GitHub sends a `pull_request_review_comment`
         for each comment, then the `pull_request_review`; returns the latter's payload."""
         repo, pull = self._pull(full_name, number)
@@ -198,8 +256,7 @@ class GitHubEmulator:
         with self.state.lock:
             self.state.reviews[review.id] = review
         for path, line, text in comments:
-            comment = self.add_comment(repo, pull, user, text, kind="review", path=path, line=line,
-                                       review_id=review.id)
+            comment = self.add_comment(repo, pull, user, text, kind="review", path=path, line=line, review_id=review.id)
             self.emit("pull_request_review_comment", payloads.review_comment(self.render, repo, pull, comment))
         return self.emit("pull_request_review", payloads.review(self.render, repo, pull, review))
 
@@ -220,30 +277,61 @@ class GitHubEmulator:
         payload = payloads.pull_request(self.render, repo, pull, "edited", user)
         return self.emit("pull_request", {**payload, "changes": {"body": {"from": old or ""}}})
 
-    def check_run(self, full_name: str, sha: str, name: str, conclusion: str, *, title: str | None = None,
-                  summary: str | None = None, text: str | None = None,
-                  annotations: list[tuple[str, int, str]] = (), app: str = "github-actions[bot]") -> dict:
+    def check_run(
+        self,
+        full_name: str,
+        sha: str,
+        name: str,
+        conclusion: str,
+        *,
+        title: str | None = None,
+        summary: str | None = None,
+        text: str | None = None,
+        annotations: list[tuple[str, int, str]] = (),
+        app: str = "github-actions[bot]",
+    ) -> dict:
         """A CI app completes a check run on commit `sha`: `check_run.completed`, then `check_suite.completed`
         (one suite per commit); returns the check run's payload."""
         repo = self._repo(full_name)
         self.state.user(app, "Bot")
         with self.state.lock:
-            suite = next((s for s in self.state.check_suites.values() if s.repo_id == repo.id and s.head_sha == sha),
-                         None)
+            suite = next(
+                (s for s in self.state.check_suites.values() if s.repo_id == repo.id and s.head_sha == sha), None
+            )
             if suite is None:
                 branches = self.state.branches_at(repo, sha)
                 suite = CheckSuite(self.state.new_id(), repo.id, sha, branches[0] if branches else None, now())
                 self.state.check_suites[suite.id] = suite
-            run = CheckRun(self.state.new_id(), repo.id, suite.id, sha, name, conclusion, title, summary, text,
-                           list(annotations), now())
+            run = CheckRun(
+                self.state.new_id(),
+                repo.id,
+                suite.id,
+                sha,
+                name,
+                conclusion,
+                title,
+                summary,
+                text,
+                list(annotations),
+                now(),
+            )
             self.state.check_runs[run.id] = run
         events = routes_checks.check_events(self.render, run, app)
         for event, payload in events:
             self.emit(event, payload)
         return events[0][1]
 
-    def set_status(self, full_name: str, sha: str, state: str, context: str, *, description: str | None = None,
-                   target_url: str | None = None, app: str = "ci-bot") -> dict:
+    def set_status(
+        self,
+        full_name: str,
+        sha: str,
+        state: str,
+        context: str,
+        *,
+        description: str | None = None,
+        target_url: str | None = None,
+        app: str = "ci-bot",
+    ) -> dict:
         """A commit status (`error`, `failure`, `pending` or `success`) set on `sha`: the `status` event."""
         repo = self._repo(full_name)
         self.state.user(app)
@@ -261,8 +349,12 @@ class GitHubEmulator:
             del self.state.repos[full_name.lower()]
             repo.name = new_name
             self.state.repos[repo.full_name.lower()] = repo
-        return self.emit("repository", payloads.repository_event(
-            self.render, repo, "renamed", sender, changes={"repository": {"name": {"from": old}}}))
+        return self.emit(
+            "repository",
+            payloads.repository_event(
+                self.render, repo, "renamed", sender, changes={"repository": {"name": {"from": old}}}
+            ),
+        )
 
     def transfer_repo(self, full_name: str, new_owner: str, *, sender: str = "admin") -> dict:
         """The repository moves to `new_owner` (`repository.transferred`); it leaves its installation, and joins
@@ -281,8 +373,12 @@ class GitHubEmulator:
             self.state.repos[repo.full_name.lower()] = repo
         kind = "organization" if self.state.user(old_owner).type == "Organization" else "user"
         was = self.render.organization(old_owner) if kind == "organization" else self.render.user(old_owner)
-        return self.emit("repository", payloads.repository_event(
-            self.render, repo, "transferred", sender, changes={"owner": {"from": {kind: was}}}))
+        return self.emit(
+            "repository",
+            payloads.repository_event(
+                self.render, repo, "transferred", sender, changes={"owner": {"from": {kind: was}}}
+            ),
+        )
 
     def merge(self, full_name: str, number: int, user: str = "maintainer") -> dict:
         """Merge with a real merge commit on the base branch; the pull request ends closed and merged."""
@@ -296,8 +392,12 @@ class GitHubEmulator:
             if merged.returncode != 0:
                 raise MergeConflict(f"#{number} does not merge into {pull.base}")
             tree = merged.stdout.decode().split()[0]
-            env = {"GIT_AUTHOR_NAME": user, "GIT_AUTHOR_EMAIL": f"{user}@users.noreply.github.com",
-                   "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+            env = {
+                "GIT_AUTHOR_NAME": user,
+                "GIT_AUTHOR_EMAIL": f"{user}@users.noreply.github.com",
+                "GIT_COMMITTER_NAME": "GitHub",
+                "GIT_COMMITTER_EMAIL": "noreply@github.com",
+            }
             message = f"Merge pull request #{number} from {repo.owner}/{pull.head}\n\n{pull.title}"
             commit = git.out("commit-tree", tree, "-p", base, "-p", head, "-m", message, git_dir=path, env=env)
             git.run("update-ref", f"refs/heads/{pull.base}", commit, base, git_dir=path)
@@ -315,8 +415,9 @@ class GitHubEmulator:
         self.state.user(user)
         return self.emit("pull_request", payloads.pull_request(self.render, repo, pull, "closed", user))
 
-    def install(self, account: str, repos: list[str] = (), *, sender: str = "admin",
-                selection: str = "selected") -> dict:
+    def install(
+        self, account: str, repos: list[str] = (), *, sender: str = "admin", selection: str = "selected"
+    ) -> dict:
         """Install the App (`installation.created`); the payload's installation id is the new one."""
         installation_id = self.add_installation(account, repos, selection=selection)
         return self._installation_event(installation_id, "created", sender)
@@ -342,8 +443,7 @@ class GitHubEmulator:
     def add_repos_to_installation(self, installation_id: int, repos: list[str], *, sender: str = "admin") -> dict:
         return self._change_repos(installation_id, repos, "added", sender)
 
-    def remove_repos_from_installation(self, installation_id: int, repos: list[str], *,
-                                       sender: str = "admin") -> dict:
+    def remove_repos_from_installation(self, installation_id: int, repos: list[str], *, sender: str = "admin") -> dict:
         return self._change_repos(installation_id, repos, "removed", sender)
 
     def ping(self) -> dict:
@@ -385,9 +485,20 @@ class GitHubEmulator:
         self.hooks.deliver(event, payload, background=background)
         return payload
 
-    def add_comment(self, repo: Repo, pull: Pull, user: str, body: str, *, kind: str, via_app: bool = False,
-                    path: str | None = None, line: int | None = None, in_reply_to: int | None = None,
-                    review_id: int | None = None) -> Comment:
+    def add_comment(
+        self,
+        repo: Repo,
+        pull: Pull,
+        user: str,
+        body: str,
+        *,
+        kind: str,
+        via_app: bool = False,
+        path: str | None = None,
+        line: int | None = None,
+        in_reply_to: int | None = None,
+        review_id: int | None = None,
+    ) -> Comment:
         self.state.user(user, "Bot" if via_app else "User")
         if kind == "review" and review_id is None:
             # On GitHub a line comment made on its own is a review of one comment.
@@ -395,8 +506,21 @@ class GitHubEmulator:
             with self.state.lock:
                 self.state.reviews[review.id] = review
             review_id = review.id
-        comment = Comment(self.state.new_id(), repo.id, pull.number, user, body, now(), kind, via_app, path, line,
-                          pull.head_sha if kind == "review" else None, review_id, in_reply_to)
+        comment = Comment(
+            self.state.new_id(),
+            repo.id,
+            pull.number,
+            user,
+            body,
+            now(),
+            kind,
+            via_app,
+            path,
+            line,
+            pull.head_sha if kind == "review" else None,
+            review_id,
+            in_reply_to,
+        )
         with self.state.lock:
             self.state.comments[comment.id] = comment
         return comment
@@ -437,6 +561,6 @@ class GitHubEmulator:
         with self.state.lock:
             kept = [i for i in inst.repo_ids if i not in {r.id for r in changed}]
             inst.repo_ids = kept + [r.id for r in changed] if action == "added" else kept
-        return self.emit("installation_repositories",
-                         payloads.installation_repositories(self.render, inst, action, sender, changed))
-
+        return self.emit(
+            "installation_repositories", payloads.installation_repositories(self.render, inst, action, sender, changed)
+        )

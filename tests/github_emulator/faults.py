@@ -5,17 +5,22 @@ import threading
 import time
 from dataclasses import dataclass
 
-SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
-                     "If you reach out to GitHub Support for help, please include the request ID {request_id}.")
+SECONDARY_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID {request_id}."
+)
 PRIMARY_MESSAGE = "API rate limit exceeded for installation ID {installation}."
-DOCS = {"secondary": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api"
-                     "#about-secondary-rate-limits",
-        "primary": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}
+DOCS = {
+    "secondary": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api"
+    "#about-secondary-rate-limits",
+    "primary": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+}
 
 
 @dataclass
 class Fault:
     """`kind` is "secondary", "primary" or "server"; `match` is a regex searched in "METHOD /path"."""
+
     kind: str
     count: int
     status: int

@@ -26,8 +26,9 @@ def smart_http(owner: str, name: str, service: str):
     try:
         authorize(emu.state, request, repo, is_push(service, request.query_string.decode()))
     except GitAccessError as refused:
-        return Response(refused.message + "\n", status=refused.status, headers=refused.headers,
-                        content_type="text/plain")
+        return Response(
+            refused.message + "\n", status=refused.status, headers=refused.headers, content_type="text/plain"
+        )
     return run_backend(emu.state.git, str(emu.git_root), repo, service, request)
 
 
@@ -59,18 +60,24 @@ def is_push(service_path: str, query: str) -> bool:
 def run_backend(git: Git, root: str, repo: Repo, service_path: str, incoming: Request) -> Response:
     """Hand the request to `git http-backend` and relay its CGI answer."""
     body = incoming.get_data()  # werkzeug has already undone chunked transfer encoding
-    env = git.env(extra={
-        "GIT_PROJECT_ROOT": root, "GIT_HTTP_EXPORT_ALL": "1", "REQUEST_METHOD": incoming.method,
-        # The folder the repository was made in: a renamed or transferred repository keeps it.
-        "PATH_INFO": f"/{Path(repo.path).relative_to(root).as_posix()}/{service_path}",
-        "QUERY_STRING": incoming.query_string.decode(),
-        "CONTENT_TYPE": incoming.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-        # http-backend inflates a gzip body itself when told the encoding (git gzips large fetch negotiations).
-        "HTTP_CONTENT_ENCODING": incoming.headers.get("Content-Encoding", ""),
-        "GIT_PROTOCOL": incoming.headers.get("Git-Protocol", ""),
-        # receive-pack is refused to anonymous users; authorize() has already checked the token.
-        "REMOTE_USER": "x-access-token", "REMOTE_ADDR": incoming.remote_addr or "127.0.0.1",
-    })
+    env = git.env(
+        extra={
+            "GIT_PROJECT_ROOT": root,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REQUEST_METHOD": incoming.method,
+            # The folder the repository was made in: a renamed or transferred repository keeps it.
+            "PATH_INFO": f"/{Path(repo.path).relative_to(root).as_posix()}/{service_path}",
+            "QUERY_STRING": incoming.query_string.decode(),
+            "CONTENT_TYPE": incoming.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            # http-backend inflates a gzip body itself when told the encoding (git gzips large fetch negotiations).
+            "HTTP_CONTENT_ENCODING": incoming.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": incoming.headers.get("Git-Protocol", ""),
+            # receive-pack is refused to anonymous users; authorize() has already checked the token.
+            "REMOTE_USER": "x-access-token",
+            "REMOTE_ADDR": incoming.remote_addr or "127.0.0.1",
+        }
+    )
     proc = subprocess.run([git.binary, "http-backend"], input=body, capture_output=True, env=env, timeout=120)
     head, _, payload = proc.stdout.partition(b"\r\n\r\n")
     response = Response(payload, status=200)

@@ -56,10 +56,15 @@ class WebhookSender:
             return None
         body = json.dumps(payload).encode()
         delivery_id = str(uuid.uuid4())
-        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id, "X-GitHub-Hook-ID": str(self.hook_id),
-                   "X-GitHub-Hook-Installation-Target-Type": "integration",
-                   "X-GitHub-Hook-Installation-Target-ID": str(self.app_id), "User-Agent": USER_AGENT,
-                   "Content-Type": "application/json"}
+        headers = {
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery_id,
+            "X-GitHub-Hook-ID": str(self.hook_id),
+            "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "X-GitHub-Hook-Installation-Target-ID": str(self.app_id),
+            "User-Agent": USER_AGENT,
+            "Content-Type": "application/json",
+        }
         if self._secret:
             headers["X-Hub-Signature"] = signature(body, self._secret, "sha1")
             headers["X-Hub-Signature-256"] = signature(body, self._secret)
@@ -76,8 +81,9 @@ class WebhookSender:
     def redeliver(self, delivery_id: str) -> Delivery:
         """Send a recorded delivery again: same id, same headers, same body (as GitHub's "Redeliver")."""
         original = next(d for d in self.deliveries if d.id == delivery_id)
-        again = Delivery(original.id, original.event, original.body, dict(original.headers), original.url,
-                         redelivery=True)
+        again = Delivery(
+            original.id, original.event, original.body, dict(original.headers), original.url, redelivery=True
+        )
         with self._lock:
             self.deliveries.append(again)
         self._post(again)

@@ -25,8 +25,9 @@ def get_app():
     return jsonify(emulator().render.app_json(installations_count=len(emulator().state.installations)))
 
 
-@blueprint.post("/app/installations/<int:installation_id>/access_tokens",
-                endpoint="apps/create-installation-access-token")
+@blueprint.post(
+    "/app/installations/<int:installation_id>/access_tokens", endpoint="apps/create-installation-access-token"
+)
 def create_token(installation_id: int):
     require_app()
     emu = emulator()
@@ -41,15 +42,21 @@ def create_token(installation_id: int):
         named = [emu.state.repo(f"{inst.account}/{name}") for name in data.get("repositories") or []]
         ids = [r.id if r else None for r in named] + list(data.get("repository_ids") or [])
         if any(i not in inst.repo_ids for i in ids):
-            raise GitHubError(422, "There is at least one repository that does not exist or is not accessible "
-                                   "to the parent installation.")
+            raise GitHubError(
+                422,
+                "There is at least one repository that does not exist or is not accessible to the parent installation.",
+            )
         repo_ids = sorted(set(ids))
     permissions = data.get("permissions") or dict(inst.permissions)
     if any(LEVELS.get(inst.permissions.get(name), 0) < LEVELS.get(level, 9) for name, level in permissions.items()):
         raise GitHubError(422, "The permissions requested are not granted to this installation.")
     token = emu.state.mint_token(inst, emu.token_ttl, repo_ids, permissions)
-    shape = {"token": token.value, "expires_at": iso(token.expires_at), "permissions": permissions,
-             "repository_selection": "selected" if repo_ids is not None else inst.selection}
+    shape = {
+        "token": token.value,
+        "expires_at": iso(token.expires_at),
+        "permissions": permissions,
+        "repository_selection": "selected" if repo_ids is not None else inst.selection,
+    }
     if repo_ids is not None:
         shape["repositories"] = [emu.render.repository(emu.state.repo_by_id(i)) for i in repo_ids]
     return created(shape)
@@ -62,8 +69,10 @@ def installation_repositories():
     inst = emu.state.installations[token.installation_id]
     repos = [emu.state.repo_by_id(i) for i in inst.repo_ids if token.repo_ids is None or i in token.repo_ids]
     selection = "selected" if token.repo_ids is not None else inst.selection
-    return paginated([emu.render.repository(r) for r in repos], wrap=lambda page: {
-        "total_count": len(repos), "repository_selection": selection, "repositories": page})
+    return paginated(
+        [emu.render.repository(r) for r in repos],
+        wrap=lambda page: {"total_count": len(repos), "repository_selection": selection, "repositories": page},
+    )
 
 
 @blueprint.post("/app-manifests/<code>/conversions", endpoint="apps/create-from-manifest")
@@ -74,5 +83,12 @@ def convert_manifest(code: str):
             raise not_found()
         emu.state.manifest_codes.discard(code)  # a manifest code works once
     app = emu.app
-    return created(emu.render.app_json() | {"pem": app.private_key_pem, "webhook_secret": app.webhook_secret,
-                                            "client_id": app.client_id, "client_secret": app.client_secret})
+    return created(
+        emu.render.app_json()
+        | {
+            "pem": app.private_key_pem,
+            "webhook_secret": app.webhook_secret,
+            "client_id": app.client_id,
+            "client_secret": app.client_secret,
+        }
+    )

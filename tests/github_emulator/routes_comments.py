@@ -65,8 +65,10 @@ def update_comment(owner: str, name: str, comment_id: int):
     return jsonify(emu.render.issue_comment(comment))
 
 
-@blueprint.post("/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies",
-                endpoint="pulls/create-reply-for-review-comment")
+@blueprint.post(
+    "/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies",
+    endpoint="pulls/create-reply-for-review-comment",
+)
 def reply(owner: str, name: str, number: int, comment_id: int):
     token, repo = repository(owner, name)
     need(token, "pull_requests")
@@ -74,9 +76,17 @@ def reply(owner: str, name: str, number: int, comment_id: int):
     parent = emu.state.comments.get(comment_id)
     if parent is None or parent.kind != "review" or parent.repo_id != repo.id or parent.number != number:
         raise not_found()
-    comment = emu.add_comment(repo, pull, emu.app.bot_login, comment_text("PullRequestReviewComment"),
-                              kind="review", via_app=True, path=parent.path, line=parent.line,
-                              in_reply_to=parent.in_reply_to or parent.id)
+    comment = emu.add_comment(
+        repo,
+        pull,
+        emu.app.bot_login,
+        comment_text("PullRequestReviewComment"),
+        kind="review",
+        via_app=True,
+        path=parent.path,
+        line=parent.line,
+        in_reply_to=parent.in_reply_to or parent.id,
+    )
     emu.emit("pull_request_review_comment", payloads.review_comment(emu.render, repo, pull, comment), background=True)
     shaped = emu.render.review_comment(comment)
     return created(shaped, shaped["url"])
@@ -104,15 +114,22 @@ def get_review(owner: str, name: str, number: int, review_id: int):
     return jsonify(emulator().render.review(review_of(repo, number, review_id), rest=True))
 
 
-@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments",
-               endpoint="pulls/list-comments-for-review")
+@blueprint.get(
+    "/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments",
+    endpoint="pulls/list-comments-for-review",
+)
 def list_comments_for_review(owner: str, name: str, number: int, review_id: int):
     _, repo = repository(owner, name)
     pull_of(repo, number)
     review_of(repo, number, review_id)
     emu = emulator()
-    return paginated([emu.render.review_comment(c) for c in emu.state.comments_on(repo.id, number, "review")
-                      if c.review_id == review_id])
+    return paginated(
+        [
+            emu.render.review_comment(c)
+            for c in emu.state.comments_on(repo.id, number, "review")
+            if c.review_id == review_id
+        ]
+    )
 
 
 def react(owner: str, name: str, subject_of):
@@ -124,8 +141,14 @@ def react(owner: str, name: str, subject_of):
     if content not in REACTIONS:
         raise invalid("Reaction", "content")
     with emu.state.lock:
-        existing = next((r for r in emu.state.reactions if r.subject == subject and r.content == content
-                         and r.user == emu.app.bot_login), None)
+        existing = next(
+            (
+                r
+                for r in emu.state.reactions
+                if r.subject == subject and r.content == content and r.user == emu.app.bot_login
+            ),
+            None,
+        )
         if existing is None:
             reaction = Reaction(emu.state.new_id(), subject, emu.app.bot_login, content, now())
             emu.state.reactions.append(reaction)
@@ -140,17 +163,21 @@ def comment_subject(kind: str, comment_id: int):
         if comment is None or comment.repo_id != repo.id or comment.kind != kind:
             raise not_found()
         return (f"{kind}_comment", comment_id)
+
     return find
 
 
-@blueprint.post("/repos/<owner>/<name>/issues/comments/<int:comment_id>/reactions",
-                endpoint="reactions/create-for-issue-comment")
+@blueprint.post(
+    "/repos/<owner>/<name>/issues/comments/<int:comment_id>/reactions", endpoint="reactions/create-for-issue-comment"
+)
 def react_issue_comment(owner: str, name: str, comment_id: int):
     return react(owner, name, comment_subject("issue", comment_id))
 
 
-@blueprint.post("/repos/<owner>/<name>/pulls/comments/<int:comment_id>/reactions",
-                endpoint="reactions/create-for-pull-request-review-comment")
+@blueprint.post(
+    "/repos/<owner>/<name>/pulls/comments/<int:comment_id>/reactions",
+    endpoint="reactions/create-for-pull-request-review-comment",
+)
 def react_review_comment(owner: str, name: str, comment_id: int):
     return react(owner, name, comment_subject("review", comment_id))
 

@@ -34,12 +34,22 @@ def compare(owner: str, name: str, basehead: str):
     if wanted == DIFF:
         return _text(state.git.run("diff", *PLAIN, merge_base, head, git_dir=repo.path).stdout, DIFF)
     if wanted == PATCH:
-        return _text(state.git.run("format-patch", *PLAIN, "--stdout", f"{merge_base}..{head}",
-                                   git_dir=repo.path).stdout, PATCH)
+        return _text(
+            state.git.run("format-patch", *PLAIN, "--stdout", f"{merge_base}..{head}", git_dir=repo.path).stdout, PATCH
+        )
     commits = [state.commit(repo, sha) for sha in state.commits_between(repo, merge_base, head, MAX_COMMITS)]
-    return jsonify(emulator().render.comparison(
-        repo, basehead, base=state.commit(repo, base), head=head, merge_base=state.commit(repo, merge_base),
-        commits=commits, ahead_by=state.count(repo, base, head), behind_by=state.count(repo, head, base)))
+    return jsonify(
+        emulator().render.comparison(
+            repo,
+            basehead,
+            base=state.commit(repo, base),
+            head=head,
+            merge_base=state.commit(repo, merge_base),
+            commits=commits,
+            ahead_by=state.count(repo, base, head),
+            behind_by=state.count(repo, head, base),
+        )
+    )
 
 
 def media_type(accept: str) -> str | None:

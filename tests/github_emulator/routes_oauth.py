@@ -42,11 +42,16 @@ def authorize():
     if login is None:
         return _page("Sign in to GitHub to continue.", 401)
     if request.method == "GET":
-        return render_template_string(_AUTHORIZE, app=emu.app.name, login=login, client_id=client_id,
-                                      redirect_uri=redirect_uri, state=state)
+        return render_template_string(
+            _AUTHORIZE, app=emu.app.name, login=login, client_id=client_id, redirect_uri=redirect_uri, state=state
+        )
     if args.get("decision") != "authorize":
-        query = {"error": "access_denied", "error_description": "The user has denied your application access.",
-                 "error_uri": DOCS, "state": state}
+        query = {
+            "error": "access_denied",
+            "error_description": "The user has denied your application access.",
+            "error_uri": DOCS,
+            "state": state,
+        }
         return redirect(f"{redirect_uri}?{urlencode(query)}", 302)
     code = secrets.token_hex(10)
     with emu.state.lock:
@@ -69,9 +74,14 @@ def access_token():
     token = UserToken("ghu_" + secrets.token_hex(18), code.login, now() + TOKEN_TTL)
     with emu.state.lock:
         emu.state.user_tokens[token.value] = token
-    shape = {"access_token": token.value, "expires_in": int(TOKEN_TTL.total_seconds()),
-             "refresh_token": "ghr_" + secrets.token_hex(30), "refresh_token_expires_in": 15897600,
-             "scope": "", "token_type": "bearer"}
+    shape = {
+        "access_token": token.value,
+        "expires_in": int(TOKEN_TTL.total_seconds()),
+        "refresh_token": "ghr_" + secrets.token_hex(30),
+        "refresh_token_expires_in": 15897600,
+        "scope": "",
+        "token_type": "bearer",
+    }
     if "json" in request.headers.get("Accept", ""):
         return jsonify(shape)
     return urlencode(shape), 200, {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}

@@ -26,8 +26,9 @@ def get_repo(owner: str, name: str):
     return jsonify(emulator().render.repository(repository(owner, name)[1], full=True))
 
 
-@blueprint.get("/repos/<owner>/<name>/collaborators/<username>/permission",
-               endpoint="repos/get-collaborator-permission-level")
+@blueprint.get(
+    "/repos/<owner>/<name>/collaborators/<username>/permission", endpoint="repos/get-collaborator-permission-level"
+)
 def collaborator_permission(owner: str, name: str, username: str):
     _, repo = repository(owner, name)
     if username.lower() not in emulator().state.users:
@@ -42,9 +43,13 @@ def list_pulls(owner: str, name: str):
     if wanted not in ("open", "closed", "all"):
         raise invalid("PullRequest", "state")
     head, base = request.args.get("head"), request.args.get("base")
-    pulls = [pull_of(repo, p.number) for p in emulator().state.pulls_of(repo.id)
-             if wanted in ("all", p.state) and (base is None or p.base == base)
-             and (head is None or f"{repo.owner}:{p.head}".lower() == head.lower())]
+    pulls = [
+        pull_of(repo, p.number)
+        for p in emulator().state.pulls_of(repo.id)
+        if wanted in ("all", p.state)
+        and (base is None or p.base == base)
+        and (head is None or f"{repo.owner}:{p.head}".lower() == head.lower())
+    ]
     pulls.sort(key=lambda p: p.number, reverse=True)  # GitHub's default order: newest first
     return paginated([emulator().render.pull(p) for p in pulls])
 
@@ -70,8 +75,20 @@ def create_pull(owner: str, name: str):
             raise custom("PullRequest", f"A pull request already exists for {repo.owner}:{head}.")
         if emu.state.is_ancestor(repo, head_sha, base_sha):
             raise custom("PullRequest", f"No commits between {data['base']} and {head}")
-        pull = Pull(emu.state.new_id(), emu.state.next_number(repo), repo.id, data["title"], data.get("body"), head,
-                    data["base"], emu.app.bot_login, bool(data.get("draft")), now(), head_sha, base_sha)
+        pull = Pull(
+            emu.state.new_id(),
+            emu.state.next_number(repo),
+            repo.id,
+            data["title"],
+            data.get("body"),
+            head,
+            data["base"],
+            emu.app.bot_login,
+            bool(data.get("draft")),
+            now(),
+            head_sha,
+            base_sha,
+        )
         emu.state.pulls[(repo.id, pull.number)] = pull
     shaped = emu.render.pull(pull)
     return created(shaped, shaped["url"])
@@ -98,11 +115,13 @@ def pull_diff(token: Token, repo: Repo, pull: Pull) -> Response:
     files = git.out("diff", "--name-only", "-z", merge_base, pull.head_sha, git_dir=repo.path).count("\x00")
     diff = git.run("diff", *routes_compare.PLAIN, merge_base, pull.head_sha, git_dir=repo.path).stdout
     if files > emu.max_diff_files or diff.count(b"\n") > emu.max_diff_lines:
-        limit = (f"files ({emu.max_diff_files})" if files > emu.max_diff_files
-                 else f"lines ({emu.max_diff_lines})")
-        raise GitHubError(406, f"Sorry, the diff exceeded the maximum number of {limit}. Consider using 'List "
-                               "pull requests files' API or locally cloning the repository instead.",
-                          [{"resource": "PullRequest", "field": "diff", "code": "too_large"}])
+        limit = f"files ({emu.max_diff_files})" if files > emu.max_diff_files else f"lines ({emu.max_diff_lines})"
+        raise GitHubError(
+            406,
+            f"Sorry, the diff exceeded the maximum number of {limit}. Consider using 'List "
+            "pull requests files' API or locally cloning the repository instead.",
+            [{"resource": "PullRequest", "field": "diff", "code": "too_large"}],
+        )
     return Response(diff, status=200, content_type=f"{routes_compare.DIFF}; charset=utf-8")
 
 
@@ -137,5 +156,5 @@ def delete_ref(owner: str, name: str, ref: str):
             raise GitHubError(422, "Reference does not exist")
         emu.state.git.run("update-ref", "-d", full_ref, git_dir=repo.path)
     if ref.startswith("heads/"):
-        emu.close_pulls_of_branch(repo, ref[len("heads/"):], emu.app.bot_login)
+        emu.close_pulls_of_branch(repo, ref[len("heads/") :], emu.app.bot_login)
     return Response(status=204)

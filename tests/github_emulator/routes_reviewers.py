@@ -20,8 +20,10 @@ from tests.github_emulator.state import now
 blueprint = Blueprint("reviewers", __name__)
 
 AUTHOR = "Review cannot be requested from pull request author."
-NOT_COLLABORATOR = ("Reviews may only be requested from collaborators. One or more of the users or teams you "
-                    "specified is not a collaborator of the {repo} repository.")
+NOT_COLLABORATOR = (
+    "Reviews may only be requested from collaborators. One or more of the users or teams you "
+    "specified is not a collaborator of the {repo} repository."
+)
 
 
 @blueprint.get("/repos/<owner>/<name>/collaborators/<username>", endpoint="repos/check-collaborator")
@@ -46,8 +48,12 @@ def request_reviewers(owner: str, name: str, number: int):
         raise GitHubError(422, AUTHOR)
     # The emulator has no teams: a team named is never one of the repository's collaborators. Only people review:
     # a bot or an organization with access is refused like someone without.
-    if teams or not all(login.lower() in emu.state.users and emu.state.users[login.lower()].type == "User"
-                        and emu.state.is_collaborator(repo, login) for login in reviewers):
+    if teams or not all(
+        login.lower() in emu.state.users
+        and emu.state.users[login.lower()].type == "User"
+        and emu.state.is_collaborator(repo, login)
+        for login in reviewers
+    ):
         raise GitHubError(422, NOT_COLLABORATOR.format(repo=repo.full_name))
     added = []
     with emu.state.lock:
@@ -58,7 +64,10 @@ def request_reviewers(owner: str, name: str, number: int):
                 added.append(person)
         pull.updated_at = now()
     for person in added:
-        emu.emit("pull_request", payloads.review_requested(emu.render, repo, pull, person, emu.app.bot_login),
-                 background=True)
+        emu.emit(
+            "pull_request",
+            payloads.review_requested(emu.render, repo, pull, person, emu.app.bot_login),
+            background=True,
+        )
     shaped = emu.render.pull(pull)
     return created(shaped, shaped["url"])

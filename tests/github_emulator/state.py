@@ -12,8 +12,14 @@ from pathlib import Path
 from service.workspace.git import Git
 
 # GitHub's roles and the legacy `permission` each one reports (maintain reads as write, triage as read).
-ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read",
-                   "none": "none"}
+ROLE_PERMISSION = {
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
+    "none": "none",
+}
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 # What `State.commit` reads of a commit, NUL-separated (the message last: it may hold anything but NUL).
 COMMIT_FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B"
@@ -76,6 +82,7 @@ class Token:
 @dataclass
 class UserToken:
     """A user-to-server token from the OAuth web flow (`ghu_`)."""
+
     value: str = field(repr=False)
     login: str
     expires_at: datetime
@@ -133,6 +140,7 @@ class Comment:
 @dataclass
 class GitCommit:
     """A commit of a repository as git records it (dates as git prints them, ISO 8601 with an offset)."""
+
     sha: str
     tree: str
     parents: list[str]
@@ -160,6 +168,7 @@ class Review:
 @dataclass
 class CheckRun:
     """A completed check run of a head commit, with its output and annotations ((path, line, message), failures)."""
+
     id: int
     repo_id: int
     suite_id: int
@@ -261,8 +270,11 @@ class State:
     def is_collaborator(self, repo: Repo, login: str) -> bool:
         """Whether `login` is a collaborator of `repo`: given a role on it, its owner, or an owner of its org."""
         login = login.lower()
-        return (repo.roles.get(login, "none") != "none" or login == repo.owner.lower()
-                or self.memberships.get((repo.owner.lower(), login)) == "admin")
+        return (
+            repo.roles.get(login, "none") != "none"
+            or login == repo.owner.lower()
+            or self.memberships.get((repo.owner.lower(), login)) == "admin"
+        )
 
     def installation_of(self, repo: Repo) -> Installation | None:
         return next((i for i in list(self.installations.values()) if repo.id in i.repo_ids), None)
@@ -275,13 +287,25 @@ class State:
     def comments_on(self, repo_id: int, number: int, kind: str | None = None) -> list[Comment]:
         """The comments on one pull request, oldest first, all or of one kind ("issue" or "review")."""
         with self.lock:
-            return sorted((c for c in self.comments.values() if c.repo_id == repo_id and c.number == number
-                           and kind in (None, c.kind)), key=lambda c: c.id)
+            return sorted(
+                (
+                    c
+                    for c in self.comments.values()
+                    if c.repo_id == repo_id and c.number == number and kind in (None, c.kind)
+                ),
+                key=lambda c: c.id,
+            )
 
-    def mint_token(self, installation: Installation, ttl: float, repo_ids: list[int] | None,
-                   permissions: dict) -> Token:
-        token = Token("ghs_" + secrets.token_hex(18), installation.id,
-                      self.token_now() + timedelta(seconds=ttl), repo_ids, permissions)
+    def mint_token(
+        self, installation: Installation, ttl: float, repo_ids: list[int] | None, permissions: dict
+    ) -> Token:
+        token = Token(
+            "ghs_" + secrets.token_hex(18),
+            installation.id,
+            self.token_now() + timedelta(seconds=ttl),
+            repo_ids,
+            permissions,
+        )
         with self.lock:
             self.tokens[token.value] = token
         return token
@@ -298,8 +322,11 @@ class State:
     def user_installations(self, login: str) -> list[Installation]:
         """The installations a user can reach: on their own account, or on an org they belong to."""
         with self.lock:
-            return [i for i in self.installations.values() if i.account.lower() == login.lower()
-                    or (i.account.lower(), login.lower()) in self.memberships]
+            return [
+                i
+                for i in self.installations.values()
+                if i.account.lower() == login.lower() or (i.account.lower(), login.lower()) in self.memberships
+            ]
 
     def revoke_tokens(self, installation_id: int) -> None:
         with self.lock:
@@ -309,14 +336,16 @@ class State:
     # -- the git side of a repository --------------------------------------------------------
 
     def branch_sha(self, repo: Repo, branch: str) -> str | None:
-        proc = self.git.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=repo.path,
-                            check=False)
+        proc = self.git.run(
+            "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", git_dir=repo.path, check=False
+        )
         return proc.stdout.decode().strip() or None
 
     def branches_at(self, repo: Repo, sha: str) -> list[str]:
         """The branches whose head is `sha`."""
-        out = self.git.out("for-each-ref", f"--points-at={sha}", "--format=%(refname:short)", "refs/heads/",
-                           git_dir=repo.path)
+        out = self.git.out(
+            "for-each-ref", f"--points-at={sha}", "--format=%(refname:short)", "refs/heads/", git_dir=repo.path
+        )
         return out.split()
 
     def is_ancestor(self, repo: Repo, older: str, newer: str) -> bool:
@@ -327,8 +356,9 @@ class State:
         if not name or name.startswith("-"):  # never an option to git
             return None
         for candidate in (f"refs/heads/{name}", f"refs/tags/{name}"):
-            proc = self.git.run("rev-parse", "--verify", "-q", f"{candidate}^{{commit}}", git_dir=repo.path,
-                                check=False)
+            proc = self.git.run(
+                "rev-parse", "--verify", "-q", f"{candidate}^{{commit}}", git_dir=repo.path, check=False
+            )
             if proc.returncode == 0:
                 return proc.stdout.decode().strip()
         if not re.fullmatch(r"[0-9a-f]{7,40}", name):

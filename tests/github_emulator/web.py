@@ -30,6 +30,7 @@ ANONYMOUS_RATE_LIMIT = 60
 @dataclass
 class LoggedRequest:
     """One request the emulator answered; `operation` is GitHub's operation id (None for git and unknown paths)."""
+
     method: str
     path: str
     query: dict
@@ -45,8 +46,16 @@ def create_app(emu) -> Flask:
     app = Flask(__name__)
     app.json.sort_keys = False
     app.extensions[EXTENSION] = emu
-    for module in (routes_app, routes_pulls, routes_reviewers, routes_comments, routes_compare, routes_checks,
-                   routes_oauth, githttp):
+    for module in (
+        routes_app,
+        routes_pulls,
+        routes_reviewers,
+        routes_comments,
+        routes_compare,
+        routes_checks,
+        routes_oauth,
+        githttp,
+    ):
         app.register_blueprint(module.blueprint)
     windows: dict[str, list] = {}  # credential -> [reset epoch, used]
 
@@ -58,8 +67,9 @@ def create_app(emu) -> Flask:
         if request.view_args is None or request.endpoint == githttp.ENDPOINT:
             return None
         token = emu.state.tokens.get(g.secret)
-        answer = emu.faults.take(request.method, request.path, g.request_id,
-                                 str(token.installation_id) if token else "unknown")
+        answer = emu.faults.take(
+            request.method, request.path, g.request_id, str(token.installation_id) if token else "unknown"
+        )
         if answer is None:
             return None
         response = jsonify(answer.body)
@@ -73,10 +83,18 @@ def create_app(emu) -> Flask:
         if not is_git:
             count_rate(response)
         response.headers.setdefault("X-GitHub-Request-Id", g.get("request_id", ""))
-        emu.requests.append(LoggedRequest(
-            request.method, request.path, request.args.to_dict(), None if is_git else parsed_body(),
-            g.get("auth"), operation_of(request.endpoint), response.status_code,
-            {k: v for k, v in request.headers.items() if k.lower() != "authorization"}))
+        emu.requests.append(
+            LoggedRequest(
+                request.method,
+                request.path,
+                request.args.to_dict(),
+                None if is_git else parsed_body(),
+                g.get("auth"),
+                operation_of(request.endpoint),
+                response.status_code,
+                {k: v for k, v in request.headers.items() if k.lower() != "authorization"},
+            )
+        )
         return response
 
     def count_rate(response: Response) -> None:

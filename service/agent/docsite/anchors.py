@@ -10,9 +10,12 @@ _EXPLICIT_ID = re.compile(r"\s*\{:?\s*[^}]*?#([^\s}]+)[^}]*\}\s*$")
 # Content pulled in at build time (mkdocstrings, pymdownx.snippets, MDX imports, Jinja/Sphinx includes) brings
 # anchors the page's own text does not show.
 # `<include>` is Fumadocs' remark-include; `{{< readfile` / `{{% include` Hugo shortcodes.
-_INCLUDES = re.compile(r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::|\s*<include[\s>]"
-                       r"|.*\{\{[<%]\s*(?:readfile|include)\b"
-                       r"|import\s.*\bfrom\s+['\"][^'\"]+\.mdx?['\"])", re.MULTILINE)
+_INCLUDES = re.compile(
+    r"^(?::::\s|.*--8<--|.*\{%\s*include|\.\.\s+include::|\s*<include[\s>]"
+    r"|.*\{\{[<%]\s*(?:readfile|include)\b"
+    r"|import\s.*\bfrom\s+['\"][^'\"]+\.mdx?['\"])",
+    re.MULTILINE,
+)
 
 
 def github_slug(text: str) -> str:
@@ -81,4 +84,4 @@ def split_explicit_id(raw: str) -> tuple[str, str | None]:
     match = _EXPLICIT_ID.search(raw) or _BRACKET_ID.search(raw)
     if match is None:
         return raw, None
-    return raw[:match.start()], match.group(1)
+    return raw[: match.start()], match.group(1)

@@ -4,8 +4,10 @@ are dedented before parsing, line for line, so links inside them are seen and ke
 
 import re
 
-_CONTAINER = re.compile(r'^(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t].*)?|(?:!!!|\?\?\?\+?)[ \t]+".*"|'
-                        r'===[+!]*[ \t]+".*")[ \t]*$')
+_CONTAINER = re.compile(
+    r'^(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t].*)?|(?:!!!|\?\?\?\+?)[ \t]+".*"|'
+    r'===[+!]*[ \t]+".*")[ \t]*$'
+)
 _FENCE = re.compile(r"^(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^[ ]*(?:[-*+]|\d+[.)])[ ]+")
 BODY_INDENT = 4  # Python-Markdown's tab length
@@ -31,7 +33,7 @@ def open_containers(text: str) -> str:
             stack.pop()
         if fence is not None and fence[1] > len(stack):
             fence = None  # the container that held the fence ended, and with it the fence
-        body = expanded[BODY_INDENT * len(stack):] if stack else line
+        body = expanded[BODY_INDENT * len(stack) :] if stack else line
         inner = len(body) - len(body.lstrip())
         if fence is not None:
             if body.lstrip().startswith(fence[0]) and not body.lstrip().lstrip(fence[0][0]).strip():

@@ -27,9 +27,18 @@ from service.agent.docsite.tree import Tree
 log = logging.getLogger(__name__)
 
 # Tried in this order when configs are equally deep; the first that accepts its config wins.
-FRAMEWORKS: dict[str, Framework] = {"mintlify": mintlify, "docusaurus": docusaurus, "starlight": starlight, "mkdocs": mkdocs,
-              "sphinx": sphinx, "vitepress": vitepress, "fumadocs": fumadocs, "hugo": hugo, "nextra": nextra,
-              "gitbook": gitbook}
+FRAMEWORKS: dict[str, Framework] = {
+    "mintlify": mintlify,
+    "docusaurus": docusaurus,
+    "starlight": starlight,
+    "mkdocs": mkdocs,
+    "sphinx": sphinx,
+    "vitepress": vitepress,
+    "fumadocs": fumadocs,
+    "hugo": hugo,
+    "nextra": nextra,
+    "gitbook": gitbook,
+}
 CONFIG_FILES = {name: framework for framework, module in FRAMEWORKS.items() for name in module.CONFIG_NAMES}
 # Configs named by their last path parts (`.vitepress/config.ts`, `config/_default/hugo.toml`): the site's folder
 # is the one that holds the first part.
@@ -38,9 +47,11 @@ MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
 SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
 # Folders whose configs belong to test fixtures or dependencies, not to the repository's own docs.
 NOT_SITE_FOLDERS = frozenset({*SKIPPED_FOLDERS, "tests", "test", "fixtures", "testdata"})
-MARKDOWN_HINT = ("No config of a docs framework the check knows was found, so how the site is built, navigated and "
-                 "routed is unknown: relative links to files and anchors are checked, links of the form `/x` are "
-                 "not. Link each new page from an existing page so readers can find it.")
+MARKDOWN_HINT = (
+    "No config of a docs framework the check knows was found, so how the site is built, navigated and "
+    "routed is unknown: relative links to files and anchors are checked, links of the form `/x` are "
+    "not. Link each new page from an existing page so readers can find it."
+)
 
 
 def detect_site(workspace, docs_root: str = "") -> DocsSite:
@@ -154,7 +165,7 @@ def _config_of(path: str) -> tuple[str | None, str]:
         return CONFIG_FILES[name], posixpath.dirname(path)
     for tail, framework in CONFIG_TAILS.items():
         if path == tail or path.endswith("/" + tail):
-            return framework, path[:-len(tail)].rstrip("/")
+            return framework, path[: -len(tail)].rstrip("/")
     return None, ""
 
 
@@ -176,8 +187,12 @@ def _with_page_stats(workspace, site: DocsSite, files: list[str]) -> DocsSite:
         with_front_matter += bool(found)
         keys.update(found)
     common = [key for key, seen in keys.most_common() if seen * 5 >= with_front_matter]
-    return replace(site, page_count=len(pages), page_extensions=[e for e, _ in extensions.most_common()],
-                   front_matter_keys=common[:10])
+    return replace(
+        site,
+        page_count=len(pages),
+        page_extensions=[e for e, _ in extensions.most_common()],
+        front_matter_keys=common[:10],
+    )
 
 
 def _related(site_root: str, root: str) -> bool:

@@ -57,19 +57,37 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
     versions, current = served_versions(config, read_versions(workspace, site_dir, config, files), files)
     instances = [_instance(workspace, other, site_dir, files) for other in others]
     instances = [i for i in instances if i.root != docs]
-    routing = {"site_dir": site_dir, "route_base": "/" + config.route_base.strip("/"),
-               "base_url": "/" + config.base_url.strip("/"), "sidebar": sidebar,
-               "current_route": current, "versions": versions, "instances": instances,
-               "redirects": client_redirects(text, exported)}
+    routing = {
+        "site_dir": site_dir,
+        "route_base": "/" + config.route_base.strip("/"),
+        "base_url": "/" + config.base_url.strip("/"),
+        "sidebar": sidebar,
+        "current_route": current,
+        "versions": versions,
+        "instances": instances,
+        "redirects": client_redirects(text, exported),
+    }
     all_versions = versions + [v for i in instances for v in i.versions]
-    nav_files = ([sidebar] if sidebar else []) + [i.sidebar for i in instances if i.sidebar] + \
-        [v.sidebar for v in all_versions if v.sidebar in files]
-    return DocsSite("docusaurus", config_path, docs, nav_files=nav_files, nav_hint=_hint(docs, sidebar, explicit,
-                                                                                        routing),
-                    page_suffixes=SUFFIXES, ignored=("_*", "**/_*", "**/_*/**"), explicit_nav=explicit,
-                    unlisted_keys=("unlisted", "draft"), routing=routing, languages=_languages(config, site_dir, docs),
-                    versioned_roots=tuple(v.root for v in all_versions),
-                    extra_roots=tuple(i.root for i in instances))
+    nav_files = (
+        ([sidebar] if sidebar else [])
+        + [i.sidebar for i in instances if i.sidebar]
+        + [v.sidebar for v in all_versions if v.sidebar in files]
+    )
+    return DocsSite(
+        "docusaurus",
+        config_path,
+        docs,
+        nav_files=nav_files,
+        nav_hint=_hint(docs, sidebar, explicit, routing),
+        page_suffixes=SUFFIXES,
+        ignored=("_*", "**/_*", "**/_*/**"),
+        explicit_nav=explicit,
+        unlisted_keys=("unlisted", "draft"),
+        routing=routing,
+        languages=_languages(config, site_dir, docs),
+        versioned_roots=tuple(v.root for v in all_versions),
+        extra_roots=tuple(i.root for i in instances),
+    )
 
 
 def _docs_folder(site_dir: str, config: DocsConfig) -> str:
@@ -80,8 +98,14 @@ def _docs_folder(site_dir: str, config: DocsConfig) -> str:
 def _instance(workspace, config: DocsConfig, site_dir: str, files: set[str]) -> Instance:
     sidebar = normal_join(site_dir, config.sidebar) if config.sidebar and not config.sidebar_off else None
     versions, current = served_versions(config, read_versions(workspace, site_dir, config, files), files)
-    return Instance(config.plugin_id, _docs_folder(site_dir, config), "/" + config.route_base.strip("/"), current,
-                    sidebar if sidebar in files else None, versions)
+    return Instance(
+        config.plugin_id,
+        _docs_folder(site_dir, config),
+        "/" + config.route_base.strip("/"),
+        current,
+        sidebar if sidebar in files else None,
+        versions,
+    )
 
 
 def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
@@ -93,8 +117,9 @@ def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
     plugin = "docusaurus-plugin-content-docs" + ("" if config.plugin_id == "default" else f"-{config.plugin_id}")
     found = [Language(i18n.default, docs)]
     for locale in i18n.locales[1:]:
-        folder = normal_join(site_dir, posixpath.join(i18n.path, i18n.locale_paths.get(locale, locale), plugin,
-                                                      "current"))
+        folder = normal_join(
+            site_dir, posixpath.join(i18n.path, i18n.locale_paths.get(locale, locale), plugin, "current")
+        )
         if folder and folder != ".." and not folder.startswith("../") and folder != docs:
             found.append(Language(locale, folder))  # a path that climbs out of the repository names no folder
     return found if len(found) > 1 else []
@@ -103,27 +128,40 @@ def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
 def _hint(docs: str, sidebar: str | None, explicit: bool, routing: dict) -> str:
     where = f"{docs}/" if docs else "the repository root"
     if explicit:
-        hint = (f"Navigation is {sidebar}: docs are listed by id, the path relative to {where} without the "
-                f"extension (or the front matter `id`), e.g. 'guides/setup'. New docs must be added to a sidebar "
-                f"there unless they sit in a folder it autogenerates.")
+        hint = (
+            f"Navigation is {sidebar}: docs are listed by id, the path relative to {where} without the "
+            f"extension (or the front matter `id`), e.g. 'guides/setup'. New docs must be added to a sidebar "
+            f"there unless they sit in a folder it autogenerates."
+        )
     else:
-        hint = (f"Sidebars are generated from the folders under {where}; order pages with `sidebar_position` "
-                "front matter and folders with `_category_.json`.")
+        hint = (
+            f"Sidebars are generated from the folders under {where}; order pages with `sidebar_position` "
+            "front matter and folders with `_category_.json`."
+        )
     route = (routing["current_route"] or routing["route_base"]).rstrip("/")
-    hint += (" Link to other docs by file path (`[Setup](../guides/setup.md)`, resolved from the page's folder, "
-             f"then from {where}) or by URL (`{route}/guides/setup`).")
+    hint += (
+        " Link to other docs by file path (`[Setup](../guides/setup.md)`, resolved from the page's folder, "
+        f"then from {where}) or by URL (`{route}/guides/setup`)."
+    )
     versions: list[Version] = routing["versions"]
     if versions:
         names = ", ".join(v.name for v in versions[:5]) + (", …" if len(versions) > 5 else "")
-        hint += (f" {where} holds the current docs (routes {route}/…); released versions ({names}) are copies in "
-                 f"{posixpath.dirname(versions[0].root) or '.'}/version-<name>/ (routes {versions[0].route}/… for "
-                 f"{versions[0].name}), listed by {posixpath.dirname(versions[0].sidebar) or '.'}/"
-                 "version-<name>-sidebars.json. Edit the current docs unless asked otherwise.")
+        hint += (
+            f" {where} holds the current docs (routes {route}/…); released versions ({names}) are copies in "
+            f"{posixpath.dirname(versions[0].root) or '.'}/version-<name>/ (routes {versions[0].route}/… for "
+            f"{versions[0].name}), listed by {posixpath.dirname(versions[0].sidebar) or '.'}/"
+            "version-<name>-sidebars.json. Edit the current docs unless asked otherwise."
+        )
     instances: list[Instance] = routing["instances"]
     if instances:
-        hint += " Further docs instances: " + "; ".join(
-            f"{i.root}/ (routes {i.current_route or i.route_base}/…{', sidebar ' + i.sidebar if i.sidebar else ''})"
-            for i in instances[:5]) + "."
+        hint += (
+            " Further docs instances: "
+            + "; ".join(
+                f"{i.root}/ (routes {i.current_route or i.route_base}/…{', sidebar ' + i.sidebar if i.sidebar else ''})"
+                for i in instances[:5]
+            )
+            + "."
+        )
     return hint
 
 
@@ -172,12 +210,16 @@ def _sidebar_navigation(workspace, path: str, root: str, ids: dict[str, set[str]
     except Uncheckable as exc:
         exc.path = path
         raise
-    result = Navigation(complete=sidebars.complete,
-                        patterns=[_pattern(normal_join(root, folder)) for folder in sidebars.folders],
-                        unreadable=[NavError(path, line, f"a sidebar {what} after line {line} of {path} is computed, "
-                                                         "so it could not be read") for line, what in sidebars.unreadable])
+    result = Navigation(
+        complete=sidebars.complete,
+        patterns=[_pattern(normal_join(root, folder)) for folder in sidebars.folders],
+        unreadable=[
+            NavError(path, line, f"a sidebar {what} after line {line} of {path} is computed, so it could not be read")
+            for line, what in sidebars.unreadable
+        ],
+    )
     for doc in sidebars.ids:
-        doc_id = doc.value[len(legacy):] if legacy and doc.value.startswith(legacy) else doc.value
+        doc_id = doc.value[len(legacy) :] if legacy and doc.value.startswith(legacy) else doc.value
         found = ids.get(doc_id, ())
         default = tuple(normal_join(root, doc_id) + suffix for suffix in SUFFIXES)
         result.entries.append(NavEntry(path, doc.line, doc.value, tuple(sorted(found)) or default, bool(found)))
@@ -202,7 +244,7 @@ def doc_ids(tree: Tree, site: DocsSite) -> dict[str, dict[str, set[str]]]:
     by_root: dict[str, dict[str, set[str]]] = {}
     for page in sorted(p for p in tree.files if site.is_page(p)):
         root = site.root_of(page) or ""
-        relative = page[len(root) + 1:] if root else page
+        relative = page[len(root) + 1 :] if root else page
         front = tree.front_matter(page, site.page_mode(page))
         by_root.setdefault(root, {}).setdefault(doc_id(relative, front), set()).add(page)
     return by_root
@@ -286,8 +328,6 @@ def _doc(value, out: _Sidebars) -> None:
         out.skip("doc id")
 
 
-
-
 def _pattern(folder: str) -> str:
     return f"/{folder}/**" if folder else "**"
 
@@ -297,9 +337,11 @@ def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     root = site.root_of(page) or ""
     instances: list[Instance] = site.routing.get("instances", [])
     versions: list[Version] = site.routing.get("versions", []) + [v for i in instances for v in i.versions]
-    sidebar = next((v.sidebar for v in versions if v.root == root),
-                   next((i.sidebar for i in instances if i.root == root), site.routing.get("sidebar")))
-    relative = page[len(root) + 1:] if root else page
+    sidebar = next(
+        (v.sidebar for v in versions if v.root == root),
+        next((i.sidebar for i in instances if i.root == root), site.routing.get("sidebar")),
+    )
+    relative = page[len(root) + 1 :] if root else page
     listed = doc_id(relative, tree.front_matter(page, site.page_mode(page)))
     return f"add '{listed}' to a sidebar in {sidebar} (or set its front matter `id` and list that)"
 

@@ -11,8 +11,7 @@ from service.agent.docsite.jsontext import JSONDecodeError, load_json
 from service.agent.docsite.limits import MAX_LANGUAGES, MAX_VERSIONS, Uncheckable
 from service.agent.docsite.site import normal_join, read_text
 
-REDIRECT_PLUGINS = ("client-redirects", "@docusaurus/plugin-client-redirects",
-                    "docusaurus-plugin-client-redirects")
+REDIRECT_PLUGINS = ("client-redirects", "@docusaurus/plugin-client-redirects", "docusaurus-plugin-client-redirects")
 PRESETS = ("classic", "@docusaurus/preset-classic", "docusaurus-preset-classic")
 DOCS_PLUGINS = ("content-docs", "@docusaurus/plugin-content-docs", "docusaurus-plugin-content-docs")
 # Fallbacks for configs the literal reader cannot read (an async function, a computed export). They stop at the
@@ -122,8 +121,11 @@ def client_redirects(text: str, exported=None) -> list[str] | None:
             continue
         sources = sources or []
         extensions = options.get("fromExtensions") if isinstance(options, dict) else None
-        sources += [f"*.{item.value.lstrip('.')}" for item in extensions if isinstance(item, Str)] \
-            if isinstance(extensions, list) else []
+        sources += (
+            [f"*.{item.value.lstrip('.')}" for item in extensions if isinstance(item, Str)]
+            if isinstance(extensions, list)
+            else []
+        )
         entries = options.get("redirects") if isinstance(options, dict) else None
         for entry in entries if isinstance(entries, list) else ():
             written = entry.get("from") if isinstance(entry, dict) else None
@@ -139,16 +141,20 @@ def read_i18n(exported, text: str) -> I18n | None:
     i18n = exported.get("i18n") if isinstance(exported, dict) else OPAQUE
     if isinstance(i18n, dict):
         default, locales = _string(i18n.get("defaultLocale")), i18n.get("locales")
-        found = I18n(default or "", [item.value for item in locales if isinstance(item, Str)]
-                     if isinstance(locales, list) else [], _string(i18n.get("path")) or "i18n")
+        found = I18n(
+            default or "",
+            [item.value for item in locales if isinstance(item, Str)] if isinstance(locales, list) else [],
+            _string(i18n.get("path")) or "i18n",
+        )
         _locale_paths(found, i18n.get("localeConfigs"))
     elif i18n is OPAQUE:
         listed = _search(_LOCALES, text)
         found = I18n(_search(_DEFAULT_LOCALE, text) or "", _QUOTED.findall(listed or ""))
     else:
         return None
-    found.locales = [name for name in dict.fromkeys([found.default, *found.locales])
-                     if _valid_locale(name)][:MAX_LANGUAGES]
+    found.locales = [name for name in dict.fromkeys([found.default, *found.locales]) if _valid_locale(name)][
+        :MAX_LANGUAGES
+    ]
     return found if _valid_locale(found.default) else None
 
 
@@ -161,8 +167,12 @@ def _locale_paths(found: I18n, configs) -> None:
 
 def _valid_locale(value) -> bool:
     # Locales name folders; anything that could climb out of i18n/ or is implausibly long is not taken.
-    return isinstance(value, str) and 0 < len(value) <= 40 and value not in (".", "..") \
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 40
+        and value not in (".", "..")
         and not any(c in value for c in "/\\\0\n")
+    )
 
 
 def _string(value) -> str | None:
@@ -272,8 +282,14 @@ def read_versions(workspace, site_dir: str, config: DocsConfig, files: set[str])
     versions = []
     for name in dict.fromkeys(names):
         route = _version_route(route_base, config.version_paths.get(name, "" if name == last else name))
-        versions.append(Version(name, normal_join(site_dir, f"{prefix}versioned_docs/version-{name}"), route,
-                                normal_join(site_dir, f"{prefix}versioned_sidebars/version-{name}-sidebars.json")))
+        versions.append(
+            Version(
+                name,
+                normal_join(site_dir, f"{prefix}versioned_docs/version-{name}"),
+                route,
+                normal_join(site_dir, f"{prefix}versioned_sidebars/version-{name}-sidebars.json"),
+            )
+        )
     return versions
 
 
@@ -322,7 +338,9 @@ def _version_route(route_base: str, path: str) -> str:
 
 def _valid_name(value) -> bool:
     # Docusaurus refuses names with slashes and the dot folders; the rest name folders and route parts.
-    return isinstance(value, str) and 0 < len(value) <= 100 and value not in (".", "..", "current") \
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 100
+        and value not in (".", "..", "current")
         and not any(c in value for c in "/\\\0")
-
-
+    )

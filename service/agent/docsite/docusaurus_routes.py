@@ -26,7 +26,7 @@ class DocusaurusRouter(Router):
     def route(self, page: str, path: str) -> Outcome:
         site_dir = self.site.routing.get("site_dir", "")
         if path.startswith("@site/"):
-            return self.file_landing(join(site_dir, path[len("@site/"):]))
+            return self.file_landing(join(site_dir, path[len("@site/") :]))
         if path.lower().endswith(SUFFIXES):
             return self._file_link(page, path)
         if path.startswith("/"):
@@ -46,13 +46,19 @@ class DocusaurusRouter(Router):
     def file_landing(self, resolved: str | None) -> Outcome:
         if resolved is None:
             return Outcome(Verdict.OUTSIDE)
-        return Outcome(Verdict.OK, resolved) if self.tree.is_file(resolved) else \
-            Outcome(Verdict.BROKEN, reason=f"no file {resolved}")
+        return (
+            Outcome(Verdict.OK, resolved)
+            if self.tree.is_file(resolved)
+            else Outcome(Verdict.BROKEN, reason=f"no file {resolved}")
+        )
 
     def _file_link(self, page: str, path: str) -> Outcome:
         tried = []
-        bases = [posixpath.dirname(page)] if path.startswith(("./", "../")) else \
-            [posixpath.dirname(page), self._content_root(page), self.site.routing.get("site_dir", "")]
+        bases = (
+            [posixpath.dirname(page)]
+            if path.startswith(("./", "../"))
+            else [posixpath.dirname(page), self._content_root(page), self.site.routing.get("site_dir", "")]
+        )
         source = self._source_of(page)
         if source is not None:  # a translation's links fall back to the default locale's files
             bases.insert(1, posixpath.dirname(source))
@@ -74,16 +80,16 @@ class DocusaurusRouter(Router):
         parts = page.split("/")
         for index, part in enumerate(parts[:-1]):
             if part.startswith("version-") and index and parts[index - 1].endswith("versioned_docs"):
-                return "/".join(parts[:index + 1])
+                return "/".join(parts[: index + 1])
         return self.site.docs_root
 
     def _absolute(self, path: str) -> Outcome:
         base_url = self.site.routing.get("base_url", "/")
         if base_url != "/" and (path == base_url or path.startswith(base_url + "/")):
-            path = path[len(base_url):] or "/"
+            path = path[len(base_url) :] or "/"
         locale = path.strip("/").split("/", 1)[0]
         if any(lang.code == locale for lang in self.site.languages[1:]):
-            path = path[len(locale) + 1:] or "/"  # a locale's route; its missing pages are the default locale's
+            path = path[len(locale) + 1 :] or "/"  # a locale's route; its missing pages are the default locale's
         route_base = self.site.routing.get("route_base", "/docs")
         site_dir = self.site.routing.get("site_dir", "")
         static = join(site_dir, "static/" + path.lstrip("/"))
@@ -115,7 +121,7 @@ class DocusaurusRouter(Router):
         # Without versions.json, versioned routes (/docs/next/x, /docs/1.2/x) fall back to the current docs' page
         # of the same path.
         route_base = self.site.routing.get("route_base", "/docs").rstrip("/")
-        rest = route[len(route_base):].lstrip("/").split("/", 1)
+        rest = route[len(route_base) :].lstrip("/").split("/", 1)
         if len(rest) == 2 and (rest[0] == "next" or rest[0][:1].isdigit()):
             return routes.get(route_base + "/" + rest[1])
         return None
@@ -155,7 +161,7 @@ class DocusaurusRouter(Router):
         language = self.site.language_of(page)
         if language is None or language.suffix or not language.folder:
             return None
-        relative = page[len(language.folder) + 1:]
+        relative = page[len(language.folder) + 1 :]
         return f"{self.site.docs_root}/{relative}" if self.site.docs_root else relative
 
     def _routes(self) -> dict[str, str]:
@@ -170,7 +176,7 @@ class DocusaurusRouter(Router):
             if base is None:
                 continue  # the current docs of a site that does not serve them (`includeCurrentVersion: false`)
             front = self.tree.front_matter(page, self.site.page_mode(page))
-            route = base + "/" + _doc_slug(page[len(root) + 1:] if root else page, front).strip("/")
+            route = base + "/" + _doc_slug(page[len(root) + 1 :] if root else page, front).strip("/")
             route = "/" + route.strip("/")
             self._route_map.setdefault(route, page)
             self._by_page[page] = route
@@ -205,8 +211,13 @@ def doc_id(relative: str, front: dict) -> str:
     stem = posixpath.splitext(name)[0]
     parse = front.get("parse_number_prefixes", True) is not False
     custom = front.get("id")
-    base = str(custom) if isinstance(custom, (str, int)) and str(custom).strip() else \
-        strip_number_prefixes(stem) if parse else stem
+    base = (
+        str(custom)
+        if isinstance(custom, (str, int)) and str(custom).strip()
+        else strip_number_prefixes(stem)
+        if parse
+        else stem
+    )
     return posixpath.join(strip_number_prefixes(folder) if parse else folder, base)
 
 
@@ -218,7 +229,8 @@ def _doc_slug(relative: str, front: dict) -> str:
     if isinstance(slug, str) and slug.strip():
         return slug if slug.startswith("/") else posixpath.join(folder, slug)
     stem = posixpath.splitext(posixpath.basename(relative))[0]
-    if not front.get("id") and (stem.lower() in ("index", "readme")
-                                or strip_number_prefixes(stem) == posixpath.basename(folder)):
+    if not front.get("id") and (
+        stem.lower() in ("index", "readme") or strip_number_prefixes(stem) == posixpath.basename(folder)
+    ):
         return folder
     return doc

@@ -69,7 +69,10 @@ def listed_order(reader: NavigationReader) -> OrderReader:
     def order(tree: Tree, site: DocsSite) -> list[str]:
         navigation = reader(tree, site)
         workspace = tree.workspace
-        return [next(t for t in entry.targets if workspace.kind(t)) for entry in navigation.entries
-                if entry.found and any(workspace.kind(t) for t in entry.targets)]
+        return [
+            next(t for t in entry.targets if workspace.kind(t))
+            for entry in navigation.entries
+            if entry.found and any(workspace.kind(t) for t in entry.targets)
+        ]
 
     return order

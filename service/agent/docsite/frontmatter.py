@@ -22,13 +22,16 @@ def parse_front_matter(text: str) -> dict:
     if block is None:
         return {}
     if block.end_line is None:
-        raise FrontMatterError(block.start_line, "the front matter that starts here is never closed: add a line "
-                                                 "with only --- after the last key")
+        raise FrontMatterError(
+            block.start_line,
+            "the front matter that starts here is never closed: add a line with only --- after the last key",
+        )
     try:
         value = load_yaml(block.text, max_bytes=MAX_FRONT_MATTER_BYTES)
     except Uncheckable as exc:
-        raise FrontMatterError(block.start_line, f"front matter is {exc}; keep it to plain `key: value` lines") \
-            from None
+        raise FrontMatterError(
+            block.start_line, f"front matter is {exc}; keep it to plain `key: value` lines"
+        ) from None
     except YAMLError as exc:
         # Errors found at the end of the text point past it; the closing `---` is not where to fix them.
         line = min(error_line(exc, block.start_line + 1), block.end_line - 1)
@@ -36,8 +39,9 @@ def parse_front_matter(text: str) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise FrontMatterError(block.start_line, "front matter must be a list of `key: value` lines, not a "
-                                                 f"{type(value).__name__}")
+        raise FrontMatterError(
+            block.start_line, f"front matter must be a list of `key: value` lines, not a {type(value).__name__}"
+        )
     return value
 
 

@@ -16,8 +16,9 @@ from service.agent.docsite.tree import Tree
 CONFIG_NAMES = tuple(f"source.config.{ext}" for ext in ("ts", "mts", "js", "mjs"))
 CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".mdx", ".md")
-SOURCE_FILES = tuple(f"{folder}lib/{name}.{ext}" for folder in ("", "src/") for name in ("source", "i18n")
-                     for ext in ("ts", "tsx", "js"))
+SOURCE_FILES = tuple(
+    f"{folder}lib/{name}.{ext}" for folder in ("", "src/") for name in ("source", "i18n") for ext in ("ts", "tsx", "js")
+)
 _REST = ("...", "z...a")
 _SEPARATOR = re.compile(r"^---.*---$")
 _LINK = re.compile(r"^(?:external:)?\[.*\]\(.*\)$")
@@ -55,15 +56,27 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             base_url = _value(_options(workspace, path, "loader").get("baseUrl")) or base_url
             i18n = i18n or _options(workspace, path, "defineI18n") or _i18n_literal(workspace, path)
     languages = _languages(i18n, root, files)
-    hint = (f"Pages are MDX files under {root}/; each folder's meta.json may list its pages in order (`pages`, with "
-            "\"...\" for the rest): add new pages there when it lists them by name. Links are routes under "
-            f"{base_url}: [Setup]({base_url.rstrip('/')}/guides/setup), or relative links to .mdx files.")
-    metas = sorted(p for p in files if p.startswith(root + "/") and re.fullmatch(r"meta(?:\.[\w-]+)?\.json",
-                                                                                posixpath.basename(p)))
-    return DocsSite("fumadocs", config_path, root, nav_files=metas, nav_hint=hint, page_suffixes=SUFFIXES, explicit_nav=True,
-                    languages=languages, unlisted_ok=tuple(_translation_globs(languages, root)),
-                    routing={"base": "/" + base_url.strip("/"), "public": join(project, "public") or "public"},
-                    detected_from=config_path)
+    hint = (
+        f"Pages are MDX files under {root}/; each folder's meta.json may list its pages in order (`pages`, with "
+        '"..." for the rest): add new pages there when it lists them by name. Links are routes under '
+        f"{base_url}: [Setup]({base_url.rstrip('/')}/guides/setup), or relative links to .mdx files."
+    )
+    metas = sorted(
+        p for p in files if p.startswith(root + "/") and re.fullmatch(r"meta(?:\.[\w-]+)?\.json", posixpath.basename(p))
+    )
+    return DocsSite(
+        "fumadocs",
+        config_path,
+        root,
+        nav_files=metas,
+        nav_hint=hint,
+        page_suffixes=SUFFIXES,
+        explicit_nav=True,
+        languages=languages,
+        unlisted_ok=tuple(_translation_globs(languages, root)),
+        routing={"base": "/" + base_url.strip("/"), "public": join(project, "public") or "public"},
+        detected_from=config_path,
+    )
 
 
 def _i18n_literal(workspace, path: str) -> dict:
@@ -75,13 +88,17 @@ def _i18n_literal(workspace, path: str) -> dict:
         module = read_module(text)
     except Uncheckable:
         return {}
-    return next((value for value in module.bindings.values()
-                 if isinstance(value, dict) and "defaultLanguage" in value), {})
+    return next(
+        (value for value in module.bindings.values() if isinstance(value, dict) and "defaultLanguage" in value), {}
+    )
 
 
 def _languages(i18n: dict, root: str, files: set[str]) -> list[Language]:
-    codes = [_value(c) for c in i18n.get("languages") or [] if isinstance(c, Str)] \
-        if isinstance(i18n.get("languages"), list) else []
+    codes = (
+        [_value(c) for c in i18n.get("languages") or [] if isinstance(c, Str)]
+        if isinstance(i18n.get("languages"), list)
+        else []
+    )
     default = _value(i18n.get("defaultLanguage"))
     if default is None or len(codes) < 2:
         return []
@@ -103,7 +120,7 @@ def page_routes(site: DocsSite, files) -> dict[str, str]:
     routes: dict[str, str] = {}
     for path in sorted(files):
         if site.is_page(path) and site.language_of(path) is None:
-            routes.setdefault(slug_of(path[len(site.docs_root) + 1:]), path)
+            routes.setdefault(slug_of(path[len(site.docs_root) + 1 :]), path)
     return routes
 
 
@@ -122,8 +139,10 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
     root = site.docs_root
     folders = {posixpath.dirname(p) for p in files if site.is_page(p)}
     # A meta.json whose folder lost its last page still names it.
-    for folder in sorted(folders | {posixpath.dirname(p) for p in files if p.startswith(root + "/")
-                                    and posixpath.basename(p) == "meta.json"}):
+    for folder in sorted(
+        folders
+        | {posixpath.dirname(p) for p in files if p.startswith(root + "/") and posixpath.basename(p) == "meta.json"}
+    ):
         meta = f"{folder}/meta.json"
         pages = _meta_pages(workspace, meta, result) if meta in files else None
         if pages is None or any(_value(p) in _REST for p in pages):
@@ -140,8 +159,9 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
             if path is None or not path.startswith(root):
                 continue
             targets = tuple(path + s for s in SUFFIXES) + tuple(f"{path}/index{s}" for s in SUFFIXES)
-            found = any(t in files for t in targets) or path in folders or \
-                any(f.startswith(path + "/") for f in folders)
+            found = (
+                any(t in files for t in targets) or path in folders or any(f.startswith(path + "/") for f in folders)
+            )
             result.entries.append(NavEntry(meta, item.line, name, targets, found))
     return result
 
@@ -164,8 +184,9 @@ def _meta_pages(workspace, meta: str, result: Navigation) -> list | None:
     if not isinstance(pages, list):
         return None
     lines = text.splitlines()
-    return [Str(p, next((i for i, line in enumerate(lines, 1) if f'"{p}"' in line), 1))
-            for p in pages if isinstance(p, str)]
+    return [
+        Str(p, next((i for i, line in enumerate(lines, 1) if f'"{p}"' in line), 1)) for p in pages if isinstance(p, str)
+    ]
 
 
 class FumadocsRouter(RouteMapRouter):
@@ -199,7 +220,7 @@ class FumadocsRouter(RouteMapRouter):
         inside = base.strip("/")
         if inside and not (rest == inside or rest.startswith(inside + "/")):
             return unknown(OUTSIDE_DOCS)
-        slug = rest[len(inside):].strip("/")
+        slug = rest[len(inside) :].strip("/")
         if slug in routes:
             return Outcome(Verdict.OK, routes[slug])
         return Outcome(Verdict.BROKEN, reason=f"no page has the route {base.rstrip('/')}/{slug}")
@@ -211,7 +232,7 @@ class FumadocsRouter(RouteMapRouter):
         if language.suffix:
             stem, suffix = posixpath.splitext(page)
             return posixpath.splitext(stem)[0] + suffix
-        return self.site.docs_root + page[len(language.folder):]
+        return self.site.docs_root + page[len(language.folder) :]
 
     def route_map(self) -> dict[str, str]:
         return page_routes(self.site, self.tree.files)

@@ -15,8 +15,10 @@ CONFIG_TAILS: tuple[str, ...] = ()
 SUFFIXES = (".md",)
 _ENTRY = re.compile(r"^\s*(?:[*+-]|\d+\.)\s+\[[^\]]*\]\(\s*<?([^)>\s]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 UNKNOWN_ROUTES = "links of the form `/x` are not checked: GitBook's routes for them are not modelled"
-UNKNOWN_RELATIVE = ("relative links without a file extension that name no file are routes GitBook resolves, which "
-                    "the check does not model: not checked")
+UNKNOWN_RELATIVE = (
+    "relative links without a file extension that name no file are routes GitBook resolves, which "
+    "the check does not model: not checked"
+)
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
@@ -36,17 +38,30 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     else:
         root, summary, guessed = folder, config_path, True
         text = read_text(workspace, config_path) or ""
-        if not any(_ENTRY.match(line) for line in text.splitlines()) or \
-                any(join(folder, name) in files for name in ("book.toml", "../book.toml")):
+        if not any(_ENTRY.match(line) for line in text.splitlines()) or any(
+            join(folder, name) in files for name in ("book.toml", "../book.toml")
+        ):
             return None  # a summary of something else, or mdBook's
     if root is None or summary is None:
         return None
-    hint = (f"Navigation is the table of contents in {summary}: a nested list of links to page files. New pages "
-            "must be added to it. Links between pages are relative paths to their .md files.")
+    hint = (
+        f"Navigation is the table of contents in {summary}: a nested list of links to page files. New pages "
+        "must be added to it. Links between pages are relative paths to their .md files."
+    )
     evidence = config_path if not guessed else f"{config_path}, a table of contents in GitBook's form"
-    return DocsSite("gitbook", config_path, root, nav_files=[summary], nav_hint=hint, page_suffixes=SUFFIXES,
-                    ignored=(f"/{summary}",), explicit_nav=summary in files, routing={"summary": summary},
-                    detected_from=evidence, guessed=guessed)
+    return DocsSite(
+        "gitbook",
+        config_path,
+        root,
+        nav_files=[summary],
+        nav_hint=hint,
+        page_suffixes=SUFFIXES,
+        ignored=(f"/{summary}",),
+        explicit_nav=summary in files,
+        routing={"summary": summary},
+        detected_from=evidence,
+        guessed=guessed,
+    )
 
 
 def navigation(tree: Tree, site: DocsSite) -> Navigation:

@@ -24,16 +24,33 @@ CONFIG_NAMES = tuple(f"{name}.{ext}" for name in ("hugo", "config") for ext in _
 CONFIG_TAILS = tuple(f"config/_default/{name}.{ext}" for name in ("hugo", "config") for ext in _EXTS)
 SUFFIXES = (".md", ".markdown")
 # Keys only a Hugo config has together with a content folder; `config.toml` alone is a common name.
-_HUGO_KEYS = frozenset({"baseurl", "theme", "languagecode", "contentdir", "defaultcontentlanguage", "module",
-                        "permalinks", "menu", "menus", "languages", "params", "markup", "taxonomies"})
+_HUGO_KEYS = frozenset(
+    {
+        "baseurl",
+        "theme",
+        "languagecode",
+        "contentdir",
+        "defaultcontentlanguage",
+        "module",
+        "permalinks",
+        "menu",
+        "menus",
+        "languages",
+        "params",
+        "markup",
+        "taxonomies",
+    }
+)
 _TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
 # `{{< ref "x" >}}` / `{{% relref "x#a" %}}`: Hugo fails the build when one names no page.
 _REF_SHORTCODE = re.compile(r"\{\{[<%]-?\s*(?:rel)?ref\s+(?:\"([^\"\n]+)\"|'([^'\n]+)'|([^\s\"'>%]+))\s*-?[>%]\}\}")
 _DEFINITION = re.compile(r"^:[ \t]+\S")
 # A site's own link render hook decides what a link means (glossary shorthands, file links, mounts).
 _LINK_HOOK = re.compile(r"(?:^|/)layouts/(?:[^/]+/)*_markup/render-link(?:\.[\w-]+)*\.html$")
-UNKNOWN_ROUTES = ("links to `/x` routes that no content page serves (a theme's or layout's pages, taxonomies, "
-                  "module files) are not checked")
+UNKNOWN_ROUTES = (
+    "links to `/x` routes that no content page serves (a theme's or layout's pages, taxonomies, "
+    "module files) are not checked"
+)
 
 
 @dataclass(frozen=True)
@@ -141,8 +158,13 @@ def _content_mounts(config: dict, project: str) -> dict[str, str]:
             continue
         matrix = (mount.get("sites") or {}).get("matrix") if isinstance(mount.get("sites"), dict) else None
         languages = matrix.get("languages") if isinstance(matrix, dict) else None
-        codes = [str(c).lower() for c in languages] if isinstance(languages, list) else \
-            [str(mount["lang"]).lower()] if isinstance(mount.get("lang"), str) else [""]
+        codes = (
+            [str(c).lower() for c in languages]
+            if isinstance(languages, list)
+            else [str(mount["lang"]).lower()]
+            if isinstance(mount.get("lang"), str)
+            else [""]
+        )
         folder = join(project, mount["source"].strip("/"))
         for code in codes:
             if folder is not None:
@@ -168,21 +190,38 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     if not any(f.startswith(root + "/") if root else True for f in files):
         return None
     languages = [Language(r.code, r.folder, r.suffix) for r in roots] if len(roots) > 1 else []
-    hint = (f"Pages are under {root}/: a folder with an `_index.md` is a section, a page's URL is its path with a "
-            "trailing slash ([Setup](/docs/guide/setup/)) unless its front matter sets `url` or `slug`; `aliases` "
-            "keep old URLs working. Sections list their pages; menus are in the config (`menu`) or a page's "
-            "front matter (`menu:`). Move a page with an `aliases` entry for its old URL.")
+    hint = (
+        f"Pages are under {root}/: a folder with an `_index.md` is a section, a page's URL is its path with a "
+        "trailing slash ([Setup](/docs/guide/setup/)) unless its front matter sets `url` or `slug`; `aliases` "
+        "keep old URLs working. Sections list their pages; menus are in the config (`menu`) or a page's "
+        "front matter (`menu:`). Move a page with an `aliases` entry for its old URL."
+    )
     base_path = str(config.get("baseurl") or "").split("://", 1)[-1].partition("/")[2].strip("/")
-    routing = {"roots": roots, "base_path": base_path, "ugly": config.get("uglyurls") is True,
-               "lower": config.get("disablepathtolower") is not True,
-               "permalinks": tuple(str(k).strip("/") for k in (config.get("permalinks") or {})
-                                   if isinstance(config.get("permalinks"), dict)),
-               "static": join(project, "static") or "static",
-               "term_ids": _setting(config, "markup", "goldmark", "parser", "autodefinitiontermid") is True,
-               "link_hook": next((f for f in sorted(files) if _LINK_HOOK.search(f) and
-                                  (not project or f.startswith(project + "/"))), "")}
-    return DocsSite("hugo", config_path, root, nav_hint=hint, page_suffixes=SUFFIXES, languages=languages,
-                    routing=routing, detected_from=config_path, unlisted_keys=("draft", "headless"))
+    routing = {
+        "roots": roots,
+        "base_path": base_path,
+        "ugly": config.get("uglyurls") is True,
+        "lower": config.get("disablepathtolower") is not True,
+        "permalinks": tuple(
+            str(k).strip("/") for k in (config.get("permalinks") or {}) if isinstance(config.get("permalinks"), dict)
+        ),
+        "static": join(project, "static") or "static",
+        "term_ids": _setting(config, "markup", "goldmark", "parser", "autodefinitiontermid") is True,
+        "link_hook": next(
+            (f for f in sorted(files) if _LINK_HOOK.search(f) and (not project or f.startswith(project + "/"))), ""
+        ),
+    }
+    return DocsSite(
+        "hugo",
+        config_path,
+        root,
+        nav_hint=hint,
+        page_suffixes=SUFFIXES,
+        languages=languages,
+        routing=routing,
+        detected_from=config_path,
+        unlisted_keys=("draft", "headless"),
+    )
 
 
 def _setting(config: dict, *keys: str):
@@ -236,7 +275,7 @@ def _place(site: DocsSite, path: str) -> tuple[ContentRoot, str] | None:
     for root in sorted(roots, key=lambda r: (-len(r.folder), not r.suffix)):
         if root.folder and not path.startswith(root.folder + "/"):
             continue
-        relative = path[len(root.folder) + 1:] if root.folder else path
+        relative = path[len(root.folder) + 1 :] if root.folder else path
         language = posixpath.splitext(posixpath.splitext(relative)[0])[1].lstrip(".").lower()
         if root.suffix and language != root.suffix:
             continue
@@ -265,9 +304,9 @@ def route_key(written: str) -> str:
     """A route as looked up: no slashes at the ends, no `index.html` or `.html`."""
     key = written.strip("/")
     if key == "index.html" or key.endswith("/index.html"):
-        key = key[:-len("index.html")]
+        key = key[: -len("index.html")]
     elif key.endswith(".html"):
-        key = key[:-len(".html")]
+        key = key[: -len(".html")]
     return key.strip("/")
 
 
@@ -285,8 +324,11 @@ def extra_anchors(site: DocsSite, text: str) -> set[str]:
     if not site.routing.get("term_ids"):
         return set()
     lines = text.split("\n")
-    return {github_slug(lines[i].replace("`", "").strip()) for i in range(len(lines) - 1)
-            if lines[i].strip() and _DEFINITION.match(lines[i + 1])}
+    return {
+        github_slug(lines[i].replace("`", "").strip())
+        for i in range(len(lines) - 1)
+        if lines[i].strip() and _DEFINITION.match(lines[i + 1])
+    }
 
 
 def navigation(tree: Tree, site: DocsSite) -> Navigation:
@@ -311,16 +353,31 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
             key = route_key(split_target(ref)[0])
             key = key.lower() if site.routing.get("lower", True) else key
             stem = posixpath.splitext(key)[0]
-            page = routes.get(key) or routes.get(stem) or next(
-                (p for p in files if posixpath.splitext(p)[0] in (join(site.docs_root, stem),
-                                                                   join(site.docs_root, stem + "/_index"))), None)
-            if page is None and not entry.get("pageRef") and not entry.get("pageref") and \
-                    not any(r == stem.split("/")[0] or r.startswith(stem.split("/")[0] + "/") for r in routes):
+            page = (
+                routes.get(key)
+                or routes.get(stem)
+                or next(
+                    (
+                        p
+                        for p in files
+                        if posixpath.splitext(p)[0]
+                        in (join(site.docs_root, stem), join(site.docs_root, stem + "/_index"))
+                    ),
+                    None,
+                )
+            )
+            if (
+                page is None
+                and not entry.get("pageRef")
+                and not entry.get("pageref")
+                and not any(r == stem.split("/")[0] or r.startswith(stem.split("/")[0] + "/") for r in routes)
+            ):
                 continue  # a URL to a theme's page
             line = next((i for i, text in enumerate(lines, 1) if ref in text), 1)
             target = join(site.docs_root, stem) or ""
-            result.entries.append(NavEntry(site.config_path, line, ref, (page,) if page else (target + ".md",),
-                                           page is not None))
+            result.entries.append(
+                NavEntry(site.config_path, line, ref, (page,) if page else (target + ".md",), page is not None)
+            )
     return result
 
 
@@ -349,7 +406,7 @@ class HugoRouter(Router):
         else:
             base = self.site.routing.get("base_path", "")
             if base and (path.strip("/") == base or path.startswith(f"/{base}/")):
-                path = path[len(base) + 1:] or "/"
+                path = path[len(base) + 1 :] or "/"
             static = join(self.site.routing["static"], path.lstrip("/"))
             if static and self.tree.is_file(static):
                 return Outcome(Verdict.OK, static)
@@ -360,13 +417,18 @@ class HugoRouter(Router):
             return Outcome(Verdict.OK, routes[key])
         first = key.split("/", 1)[0]
         sections = self._sections()
-        if posixpath.splitext(key)[1] or first not in sections or \
-                any(key == p or key.startswith(p + "/") for p in self.site.routing.get("permalinks", ())):
+        if (
+            posixpath.splitext(key)[1]
+            or first not in sections
+            or any(key == p or key.startswith(p + "/") for p in self.site.routing.get("permalinks", ()))
+        ):
             return unknown(UNKNOWN_ROUTES)
         hook = self.site.routing.get("link_hook")
         if hook:
-            return unknown(f"links that match no page are read by the site's link render hook ({hook}), which the "
-                           "check does not run: not checked")
+            return unknown(
+                f"links that match no page are read by the site's link render hook ({hook}), which the "
+                "check does not run: not checked"
+            )
         return Outcome(Verdict.BROKEN, reason=f"no page has the route /{key}/")
 
     def reference(self, page: str, link: Link) -> Outcome:
@@ -382,8 +444,12 @@ class HugoRouter(Router):
             resolved = join(base, path.lstrip("/"))
             if resolved is None:
                 continue
-            for candidate in (resolved, *(resolved + s for s in SUFFIXES), f"{resolved}/_index.md",
-                              f"{resolved}/index.md"):
+            for candidate in (
+                resolved,
+                *(resolved + s for s in SUFFIXES),
+                f"{resolved}/_index.md",
+                f"{resolved}/index.md",
+            ):
                 if self.tree.is_file(candidate):
                     return Outcome(Verdict.OK, candidate)
         if "/" not in path:
@@ -424,4 +490,3 @@ def router(site: DocsSite, tree: Tree) -> Router:
 def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to add `page` to a menu (sections list their pages without it)."""
     return f"add `menu: main` to its front matter or an entry under `menu` in {site.config_path}"
-

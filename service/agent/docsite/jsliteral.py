@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, MAX_DEPTH, Uncheckable, check_size
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+)
   | (?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
   | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
@@ -17,7 +18,9 @@ _TOKEN = re.compile(r"""
   | (?P<word>[A-Za-z_$][\w$]*|\d[\w.]*)
   | (?P<spread>\.\.\.)
   | (?P<punct>\S)
-""", re.DOTALL | re.VERBOSE)
+""",
+    re.DOTALL | re.VERBOSE,
+)
 _CLOSERS = {"{": "}", "[": "]", "(": ")"}
 MAX_RESOLVED = 200_000
 _CONSTANTS = {"true": True, "false": False, "null": None, "undefined": None}
@@ -81,8 +84,12 @@ def exported_value(source: str):
     return read_module(source).exported
 
 
-def read_module(source: str, load_import: Callable[[str], object] | None = None,
-                callees: tuple[str, ...] = (), load_named: Callable[[str, str], object] | None = None) -> Module:
+def read_module(
+    source: str,
+    load_import: Callable[[str], object] | None = None,
+    callees: tuple[str, ...] = (),
+    load_named: Callable[[str, str], object] | None = None,
+) -> Module:
     """The module's literal top level and the first argument of the first call to each of `callees`;
     `load_import(specifier)` gives the value of `import name from 'x.json'` (and `require('x')`),
     `load_named(specifier, name)` that of `import { name } from 'x'`."""
@@ -101,25 +108,39 @@ def read_module(source: str, load_import: Callable[[str], object] | None = None,
             exported, index = parser.value(index + 4)
         elif _texts(tokens, index, 2) == ["export", "default"]:
             exported, index = parser.value(index + 2)
-        elif _text(tokens, index) == "import" and _kind(tokens, index + 1) == "word" \
-                and _text(tokens, index + 2) == "from" and _kind(tokens, index + 3) == "string":
+        elif (
+            _text(tokens, index) == "import"
+            and _kind(tokens, index + 1) == "word"
+            and _text(tokens, index + 2) == "from"
+            and _kind(tokens, index + 3) == "string"
+        ):
             specifier = _unescape(tokens[index + 3].text[1:-1])
             imports[tokens[index + 1].text] = specifier
             bindings[tokens[index + 1].text] = load_import(specifier) if load_import else OPAQUE
             index += 4
-        elif _text(tokens, index) == "import" and (_text(tokens, index + 1) == "{" or (
-                _kind(tokens, index + 1) == "word" and _text(tokens, index + 2) == ",")):
+        elif _text(tokens, index) == "import" and (
+            _text(tokens, index + 1) == "{" or (_kind(tokens, index + 1) == "word" and _text(tokens, index + 2) == ",")
+        ):
             index = _named_import(tokens, index + 1, bindings, imports, load_import, load_named)
-        elif _text(tokens, index) in ("const", "let", "var") and _text(tokens, index + 1) == "{" \
-                and (end := _skip_balanced(tokens, index + 1)) > index and _text(tokens, end) == "=" \
-                and _texts(tokens, end + 1, 2) == ["require", "("] and _kind(tokens, end + 3) == "string":
+        elif (
+            _text(tokens, index) in ("const", "let", "var")
+            and _text(tokens, index + 1) == "{"
+            and (end := _skip_balanced(tokens, index + 1)) > index
+            and _text(tokens, end) == "="
+            and _texts(tokens, end + 1, 2) == ["require", "("]
+            and _kind(tokens, end + 3) == "string"
+        ):
             specifier = _unescape(tokens[end + 3].text[1:-1])
             for name, local in _destructured(tokens, index + 2, end - 1):
                 imports[local] = specifier
                 bindings[local] = load_named(specifier, name) if load_named else OPAQUE
             index = end + 4
-        elif _text(tokens, index) in ("const", "let", "var") and _text(tokens, index + 2) == "=" \
-                and _texts(tokens, index + 3, 2) == ["require", "("] and _kind(tokens, index + 5) == "string":
+        elif (
+            _text(tokens, index) in ("const", "let", "var")
+            and _text(tokens, index + 2) == "="
+            and _texts(tokens, index + 3, 2) == ["require", "("]
+            and _kind(tokens, index + 5) == "string"
+        ):
             specifier = _unescape(tokens[index + 5].text[1:-1])
             bindings[tokens[index + 1].text] = load_import(specifier) if load_import else OPAQUE
             index += 6
@@ -152,9 +173,14 @@ def _destructured(tokens: list[_Token], start: int, end: int) -> list[tuple[str,
     return found
 
 
-def _named_import(tokens: list[_Token], index: int, bindings: dict, imports: dict,
-                  load_import: Callable[[str], object] | None,
-                  load_named: Callable[[str, str], object] | None) -> int:
+def _named_import(
+    tokens: list[_Token],
+    index: int,
+    bindings: dict,
+    imports: dict,
+    load_import: Callable[[str], object] | None,
+    load_named: Callable[[str, str], object] | None,
+) -> int:
     """Read `[default,] { a, b as c } from 'x'` from `index`; return the index after it."""
     default = None
     if _kind(tokens, index) == "word":
@@ -285,8 +311,11 @@ def _path_call(tokens: list[_Token], index: int) -> tuple[Str, int] | None:
     texts = _texts(tokens, index, 4)
     if texts == ["require", ".", "resolve", "("]:
         start = index + 4
-    elif texts[:3] in (["path", ".", "resolve"], ["path", ".", "join"]) and texts[3:] == ["("] \
-            and _texts(tokens, index + 4, 2) == ["__dirname", ","]:
+    elif (
+        texts[:3] in (["path", ".", "resolve"], ["path", ".", "join"])
+        and texts[3:] == ["("]
+        and _texts(tokens, index + 4, 2) == ["__dirname", ","]
+    ):
         start = index + 6
     else:
         return None
@@ -358,4 +387,4 @@ def _kind(tokens: list[_Token], index: int) -> str | None:
 
 
 def _texts(tokens: list[_Token], index: int, count: int) -> list[str]:
-    return [t.text for t in tokens[index:index + count]]
+    return [t.text for t in tokens[index : index + count]]

@@ -105,7 +105,7 @@ def _attr_value(source: str, index: int) -> tuple[str | None, int]:
         close = source.find(char, index + 1)
         if close == -1:
             return None, len(source)
-        return source[index + 1:close], close + 1
+        return source[index + 1 : close], close + 1
     if char == "{":
         end = _skip_braces(source, index)
         literal = _LITERAL_EXPRESSION.match(source[index:end])

@@ -26,19 +26,28 @@ def unbalanced_tags(tags: list[Tag], unfinished: Unfinished | None) -> list[TagP
             continue
         depth = next((i for i in range(len(open_tags) - 1, -1, -1) if open_tags[i].name == tag.name), None)
         if depth is None:
-            problems.append(TagProblem(tag.line, f"</{tag.name}> closes a tag that is not open: remove it "
-                                                 f"or add the opening <{tag.name}> before it"))
+            problems.append(
+                TagProblem(
+                    tag.line,
+                    f"</{tag.name}> closes a tag that is not open: remove it or add the opening <{tag.name}> before it",
+                )
+            )
             continue
-        problems += [_unclosed(t) for t in open_tags[depth + 1:]]
+        problems += [_unclosed(t) for t in open_tags[depth + 1 :]]
         del open_tags[depth:]
     problems += [_unclosed(t) for t in open_tags]
     if unfinished is not None:
-        problems.append(TagProblem(unfinished.line, f"the tag <{unfinished.closing * '/'}{unfinished.name} never "
-                                                    "ends: finish it with > or />"))
+        problems.append(
+            TagProblem(
+                unfinished.line,
+                f"the tag <{unfinished.closing * '/'}{unfinished.name} never ends: finish it with > or />",
+            )
+        )
     return sorted(problems, key=lambda p: p.line)
 
 
 def _unclosed(tag: Tag) -> TagProblem:
     name = tag.name
-    return TagProblem(tag.line, f"<{name}> is never closed: add </{name}> after its content, or end the tag with "
-                                "/> if it has none")
+    return TagProblem(
+        tag.line, f"<{name}> is never closed: add </{name}> after its content, or end the tag with /> if it has none"
+    )

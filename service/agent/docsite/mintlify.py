@@ -55,15 +55,26 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         config = _Config({}, [config_path])
     where = f"{root}/" if root else "the repository root"
     snippets = f"/{root}/snippets" if root else "/snippets"
-    hint = (f"Navigation lives in {_named(config.files)} (`navigation`, groups of `pages`): pages are listed by "
-            f"their path relative to {where} without the extension, e.g. \"guides/setup\". New pages must be added "
-            f"to a group there. Links are routes from the docs root: [Setup](/guides/setup).")
+    hint = (
+        f"Navigation lives in {_named(config.files)} (`navigation`, groups of `pages`): pages are listed by "
+        f'their path relative to {where} without the extension, e.g. "guides/setup". New pages must be added '
+        f"to a group there. Links are routes from the docs root: [Setup](/guides/setup)."
+    )
     if any(path.startswith(snippets[1:] + "/") for path in files):
         hint += f" Reusable snippets (not pages) live in {snippets[1:]}/."
     ignored = (snippets, *ignore_globs(read_text(workspace, child_path(root, ".mintignore")) or "", root))
-    return DocsSite("mintlify", config_path, root, nav_files=config.files, nav_hint=hint, page_suffixes=SUFFIXES,
-                    ignored=ignored, explicit_nav=True, languages=_languages(config.value, root),
-                    routing={"openapi": _has_openapi(config.value)})
+    return DocsSite(
+        "mintlify",
+        config_path,
+        root,
+        nav_files=config.files,
+        nav_hint=hint,
+        page_suffixes=SUFFIXES,
+        ignored=ignored,
+        explicit_nav=True,
+        languages=_languages(config.value, root),
+        routing={"openapi": _has_openapi(config.value)},
+    )
 
 
 def read_config(workspace, path: str) -> _Config:
@@ -81,8 +92,7 @@ def _load(workspace, path: str, config: _Config, depth: int):
     try:
         value = load_json(text)
     except JSONDecodeError as exc:
-        config.errors.append(NavError(path, exc.lineno, f"{path} is not valid JSON ({exc.msg} at column "
-                                                        f"{exc.colno})"))
+        config.errors.append(NavError(path, exc.lineno, f"{path} is not valid JSON ({exc.msg} at column {exc.colno})"))
         return None
     except Uncheckable as exc:
         exc.path = path
@@ -101,8 +111,10 @@ def _follow(workspace, value, path: str, config: _Config, depth: int):
     if isinstance(ref, str) and not is_external(ref):
         target = join(posixpath.dirname(path), ref)
         if target is None or depth >= 10 or target in config.files or len(config.files) >= MAX_REF_FILES:
-            raise Uncheckable(f"$ref {ref} refers outside the repository, back to a file already read, or past "
-                              f"{MAX_REF_FILES} files", path=path)
+            raise Uncheckable(
+                f"$ref {ref} refers outside the repository, back to a file already read, or past {MAX_REF_FILES} files",
+                path=path,
+            )
         config.files.append(target)
         loaded = _load(workspace, target, config, depth + 1)
         rest = {k: _follow(workspace, v, path, config, depth) for k, v in value.items() if k != "$ref"}
@@ -187,6 +199,7 @@ def _has_openapi(config) -> bool:
 def _string_lines(text: str) -> dict[str, int]:
     # One pass over the JSON's string literals: the line each value first appears on.
     import json
+
     lines: dict[str, int] = {}
     line, position = 1, 0
     for match in _JSON_STRING.finditer(text):
@@ -200,8 +213,12 @@ def _string_lines(text: str) -> dict[str, int]:
 
 
 def _named(files: list[str]) -> str:
-    return files[0] if len(files) == 1 else f"{files[0]} (and the files it references with $ref: " \
-                                             f"{', '.join(files[1:4])}{', …' if len(files) > 4 else ''})"
+    return (
+        files[0]
+        if len(files) == 1
+        else f"{files[0]} (and the files it references with $ref: "
+        f"{', '.join(files[1:4])}{', …' if len(files) > 4 else ''})"
+    )
 
 
 class MintlifyRouter(Router):
@@ -223,15 +240,18 @@ class MintlifyRouter(Router):
         route = path if path.startswith("/") else self._route_from(page, path)
         if route and self._redirected(route):
             return Outcome(Verdict.OK)
-        if self.site.routing.get("openapi") and path.startswith("/") and \
-                not self.tree.is_folder(join(root, path.split("/")[1])):
+        if (
+            self.site.routing.get("openapi")
+            and path.startswith("/")
+            and not self.tree.is_folder(join(root, path.split("/")[1]))
+        ):
             return SKIP  # a page generated from an OpenAPI spec has a route no file shows
         return outcome
 
     def _route_from(self, page: str, path: str) -> str | None:
         # A relative link as the browser resolves it against the page's route (the page path without extension).
         root = self.site.docs_root
-        relative = page[len(root) + 1:] if root else page
+        relative = page[len(root) + 1 :] if root else page
         joined = join(posixpath.dirname(posixpath.splitext(relative)[0]), path)
         return None if joined is None else "/" + joined
 
@@ -246,9 +266,14 @@ class MintlifyRouter(Router):
             except Uncheckable:
                 config = {}
             entries = config.get("redirects") if isinstance(config, dict) else None
-            self._redirects = (isinstance(entries, list), [
-                _redirect_pattern(e["source"]) for e in entries or []
-                if isinstance(e, dict) and isinstance(e.get("source"), str)])
+            self._redirects = (
+                isinstance(entries, list),
+                [
+                    _redirect_pattern(e["source"])
+                    for e in entries or []
+                    if isinstance(e, dict) and isinstance(e.get("source"), str)
+                ],
+            )
         return self._redirects
 
     def redirect_place(self) -> str | None:
@@ -256,7 +281,7 @@ class MintlifyRouter(Router):
 
     def page_address(self, page: str) -> str | None:
         root = self.site.docs_root
-        return "/" + posixpath.splitext(page[len(root) + 1:] if root else page)[0]
+        return "/" + posixpath.splitext(page[len(root) + 1 :] if root else page)[0]
 
     def redirected(self, address: str) -> bool:
         return self._redirected(address)
@@ -280,7 +305,7 @@ def router(site: DocsSite, tree: Tree) -> Router:
 
 def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the navigation."""
-    ref = posixpath.splitext(page[len(site.docs_root) + 1:] if site.docs_root else page)[0]
+    ref = posixpath.splitext(page[len(site.docs_root) + 1 :] if site.docs_root else page)[0]
     language = site.language_of(page)
     where = site.config_path
     if language is not None:

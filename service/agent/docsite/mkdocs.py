@@ -50,37 +50,62 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     nav_files = [config_path] if has_nav else []
     if literate_root in files:
         nav_files = [literate_root]
-        hint = (f"Navigation is the literate-nav file {literate_root} (a Markdown list of links, relative to "
-                f"it; a folder's own {literate} lists that folder). New pages must be added to it.")
+        hint = (
+            f"Navigation is the literate-nav file {literate_root} (a Markdown list of links, relative to "
+            f"it; a folder's own {literate} lists that folder). New pages must be added to it."
+        )
     elif has_nav:
-        hint = (f"Navigation is the `nav:` list in {config_path}: entries are page paths relative to {where} with "
-                f"the extension, e.g. `- Setup: guides/setup.md`. New pages must be added to `nav:`.")
+        hint = (
+            f"Navigation is the `nav:` list in {config_path}: entries are page paths relative to {where} with "
+            f"the extension, e.g. `- Setup: guides/setup.md`. New pages must be added to `nav:`."
+        )
         if literate:
             hint += f" A folder entry (`guides/`) uses that folder's {literate} as its list (literate-nav)."
     elif awesome:
-        hint = (f"Navigation follows the folders under {where}; a folder's `.pages` file (awesome-pages) orders "
-                "it, and a `nav:` there without `...` lists its pages explicitly.")
+        hint = (
+            f"Navigation follows the folders under {where}; a folder's `.pages` file (awesome-pages) orders "
+            "it, and a `nav:` there without `...` lists its pages explicitly."
+        )
     else:
-        hint = (f"{config_path} has no `nav:` list, so navigation follows the folders under {where} "
-                "(page titles come from each page's first heading).")
+        hint = (
+            f"{config_path} has no `nav:` list, so navigation follows the folders under {where} "
+            "(page titles come from each page's first heading)."
+        )
     hint += " Links are file paths relative to the page, with the extension: [Setup](../guides/setup.md#install)."
     i18n = mkdocs_i18n.read_i18n(plugins) if "i18n" in names else None
     plugin = next((name for name in mkdocs_blog.PLUGIN_NAMES if name in names), None)
     blog = mkdocs_blog.read_blog(lambda option: _plugin_value(plugins, plugin, option), root) if plugin else None
     if blog is not None:
-        hint += (f" Blog posts live in {blog.posts}/ with `date` (and `authors`, `categories`) front matter; the "
-                 "blog plugin lists them, so they need no `nav:` entry.")
+        hint += (
+            f" Blog posts live in {blog.posts}/ with `date` (and `authors`, `categories`) front matter; the "
+            "blog plugin lists them, so they need no `nav:` entry."
+        )
     builds = [] if i18n else mkdocs_i18n.language_builds(lambda p: read_text(workspace, p), config_path, root, files)
     use_directory_urls = _scalar(mapping_value(node, "use_directory_urls")) not in ("false", "False", "no")
-    return DocsSite("mkdocs", config_path, root, nav_files=nav_files, nav_hint=hint + mkdocs_i18n.hint(i18n),
-                    page_suffixes=SUFFIXES, ignored=_globs(root, mapping_value(node, "exclude_docs")),
-                    unlisted_ok=_globs(root, mapping_value(node, "not_in_nav")) + mkdocs_i18n.translation_globs(
-                        i18n, root) + tuple(f"/{lang.folder}/**" for lang in builds[1:])
-                    + ((f"/{blog.posts}/**",) if blog else ()),
-                    explicit_nav=explicit, languages=mkdocs_i18n.languages(i18n, root) or builds,
-                    routing={"literate": literate, "awesome": awesome, "use_directory_urls": use_directory_urls,
-                             "i18n": i18n, "builds": builds, "blog": blog,
-                             "redirects": _redirect_maps(plugins) if "redirects" in names else None})
+    return DocsSite(
+        "mkdocs",
+        config_path,
+        root,
+        nav_files=nav_files,
+        nav_hint=hint + mkdocs_i18n.hint(i18n),
+        page_suffixes=SUFFIXES,
+        ignored=_globs(root, mapping_value(node, "exclude_docs")),
+        unlisted_ok=_globs(root, mapping_value(node, "not_in_nav"))
+        + mkdocs_i18n.translation_globs(i18n, root)
+        + tuple(f"/{lang.folder}/**" for lang in builds[1:])
+        + ((f"/{blog.posts}/**",) if blog else ()),
+        explicit_nav=explicit,
+        languages=mkdocs_i18n.languages(i18n, root) or builds,
+        routing={
+            "literate": literate,
+            "awesome": awesome,
+            "use_directory_urls": use_directory_urls,
+            "i18n": i18n,
+            "builds": builds,
+            "blog": blog,
+            "redirects": _redirect_maps(plugins) if "redirects" in names else None,
+        },
+    )
 
 
 def navigation(tree: Tree, site: DocsSite) -> Navigation:
@@ -96,8 +121,10 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
         try:
             node = compose_yaml(read_text(workspace, path) or "")
         except YAMLError as exc:
-            return Navigation(complete=False, errors=[NavError(path, error_line(exc), f"{path} is not valid YAML "
-                                                                                      f"({error_text(exc)})")])
+            return Navigation(
+                complete=False,
+                errors=[NavError(path, error_line(exc), f"{path} is not valid YAML ({error_text(exc)})")],
+            )
         except Uncheckable as exc:
             exc.path = path
             raise
@@ -121,18 +148,41 @@ def _walk(workspace, node, site: DocsSite, files: set[str], result: Navigation, 
         for _title, value in node.value:
             _walk(workspace, value, site, files, result, literate)
     elif isinstance(node, yaml.ScalarNode) and node.tag == _STR and not node.value.startswith("!include"):
-        _entry(workspace, site, files, result, site.config_path or "", node.start_mark.line + 1, node.value.strip(),
-               site.docs_root, literate)
+        _entry(
+            workspace,
+            site,
+            files,
+            result,
+            site.config_path or "",
+            node.start_mark.line + 1,
+            node.value.strip(),
+            site.docs_root,
+            literate,
+        )
     elif isinstance(node, yaml.ScalarNode) and (node.tag.startswith("!") or node.value.startswith("!include")):
         # `!include` (mkdocs-monorepo) or another plugin's tag: what it lists is not read here.
         line = node.start_mark.line + 1
-        result.unreadable.append(NavError(site.config_path or "", line, f"the nav entry `{node.value}` on line "
-                                                                        f"{line} is a plugin's, so it could not be "
-                                                                        "read"))
+        result.unreadable.append(
+            NavError(
+                site.config_path or "",
+                line,
+                f"the nav entry `{node.value}` on line {line} is a plugin's, so it could not be read",
+            )
+        )
 
 
-def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file: str, line: int, ref: str,
-           folder: str, literate: str | None, seen: set | None = None) -> None:
+def _entry(
+    workspace,
+    site: DocsSite,
+    files: set[str],
+    result: Navigation,
+    file: str,
+    line: int,
+    ref: str,
+    folder: str,
+    literate: str | None,
+    seen: set | None = None,
+) -> None:
     if not ref or is_external(ref) or ref.startswith(("/", "#")):
         return  # an absolute path or URL is a link, not a page
     if "*" in ref or ref == "...":
@@ -146,7 +196,9 @@ def _entry(workspace, site: DocsSite, files: set[str], result: Navigation, file:
         else:
             result.patterns.append(f"/{section}/**")
         return
-    targets = mkdocs_i18n.localized_targets(site.routing.get("i18n"), site.docs_root, page_targets(folder, ref, (".md",)))
+    targets = mkdocs_i18n.localized_targets(
+        site.routing.get("i18n"), site.docs_root, page_targets(folder, ref, (".md",))
+    )
     result.entries.append(NavEntry(file, line, ref, targets, any(t in files for t in targets)))
 
 
@@ -162,8 +214,18 @@ def _literate(workspace, site: DocsSite, files: set[str], nav_file: str, result:
     for link in parsed.links:
         path = link.target.split("#", 1)[0]
         if path:
-            _entry(workspace, site, files, result, nav_file, link.line, path, posixpath.dirname(nav_file),
-                   site.routing.get("literate"), seen)
+            _entry(
+                workspace,
+                site,
+                files,
+                result,
+                nav_file,
+                link.line,
+                path,
+                posixpath.dirname(nav_file),
+                site.routing.get("literate"),
+                seen,
+            )
 
 
 def _awesome_pages(workspace, site: DocsSite, files: set[str], result: Navigation) -> None:
@@ -189,8 +251,9 @@ def _awesome_pages(workspace, site: DocsSite, files: set[str], result: Navigatio
         pending += _awesome_folder(workspace, site, files, folder, children.get(folder, set()), result)
 
 
-def _awesome_folder(workspace, site: DocsSite, files: set[str], folder: str, subfolders: set[str],
-                    result: Navigation) -> list[str]:
+def _awesome_folder(
+    workspace, site: DocsSite, files: set[str], folder: str, subfolders: set[str], result: Navigation
+) -> list[str]:
     """Add one folder's listing to `result`; return the sub-folders it shows."""
     pages_file = child_path(folder, ".pages")
     items = _pages_nav(workspace, pages_file) if pages_file in files else None
@@ -282,8 +345,7 @@ def _plugin_option(plugins, plugin: str, option: str) -> str | None:
     return None
 
 
-BLOG_PAGES = ("links to the pages the blog plugin generates (archive, categories, authors, posts' URLs) are not "
-              "checked")
+BLOG_PAGES = "links to the pages the blog plugin generates (archive, categories, authors, posts' URLs) are not checked"
 
 
 def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
@@ -305,8 +367,9 @@ def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]
     blog = site.routing.get("blog")
     if blog is None or not mkdocs_blog.is_post(blog, page):
         return []
-    return mkdocs_blog.post_problems(blog, tree.workspace, tree.text(page) or "",
-                                     tree.front_matter(page, site.page_mode(page)))
+    return mkdocs_blog.post_problems(
+        blog, tree.workspace, tree.text(page) or "", tree.front_matter(page, site.page_mode(page))
+    )
 
 
 class MkDocsRouter(Router):
@@ -337,8 +400,13 @@ class MkDocsRouter(Router):
         if outcome.verdict is Verdict.BROKEN and resolved is not None and self._redirect_source(resolved):
             return Outcome(Verdict.OK)  # the redirects plugin writes a page there that sends readers on
         blog = self.site.routing.get("blog")
-        if outcome.verdict is Verdict.BROKEN and resolved is not None and blog is not None and \
-                not resolved.lower().endswith(SUFFIXES) and mkdocs_blog.is_generated(blog, resolved):
+        if (
+            outcome.verdict is Verdict.BROKEN
+            and resolved is not None
+            and blog is not None
+            and not resolved.lower().endswith(SUFFIXES)
+            and mkdocs_blog.is_generated(blog, resolved)
+        ):
             return unknown(BLOG_PAGES)  # an archive, category, author or post URL the blog plugin generates
         return outcome
 
@@ -347,7 +415,7 @@ class MkDocsRouter(Router):
         if not sources:
             return False
         root = self.site.docs_root
-        relative = resolved[len(root) + 1:] if root and resolved.startswith(root + "/") else resolved
+        relative = resolved[len(root) + 1 :] if root and resolved.startswith(root + "/") else resolved
         relative = relative.strip("/")
         if relative.lower().endswith(SUFFIXES):
             return relative in sources
@@ -361,7 +429,7 @@ class MkDocsRouter(Router):
 
     def page_address(self, page: str) -> str | None:
         root = self.site.docs_root
-        return page[len(root) + 1:] if root and page.startswith(root + "/") else page
+        return page[len(root) + 1 :] if root and page.startswith(root + "/") else page
 
     def redirected(self, address: str) -> bool:
         return address in (self.site.routing.get("redirects") or ())
@@ -369,8 +437,9 @@ class MkDocsRouter(Router):
     def land(self, resolved: str) -> str | None:
         found = super().land(resolved)
         if found is None:  # the i18n plugin serves x.en.md for x.md, and the default's page for a missing translation
-            fallback = mkdocs_i18n.fallback_path(self.site.routing.get("i18n"), self.site.docs_root, resolved) or \
-                mkdocs_i18n.build_fallback(self.site.routing.get("builds"), resolved)
+            fallback = mkdocs_i18n.fallback_path(
+                self.site.routing.get("i18n"), self.site.docs_root, resolved
+            ) or mkdocs_i18n.build_fallback(self.site.routing.get("builds"), resolved)
             return super().land(fallback) if fallback else None
         return found
 
@@ -434,7 +503,7 @@ def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
         folder = posixpath.dirname(folder)
     if site.routing.get("awesome") and not site.nav_files:
         return _awesome_suggestion(site, page, files)
-    ref = page[len(site.docs_root) + 1:] if site.docs_root else page
+    ref = page[len(site.docs_root) + 1 :] if site.docs_root else page
     return f"add `- Title: {ref}` to `nav:` in {site.config_path}"
 
 
@@ -445,7 +514,7 @@ def _awesome_suggestion(site: DocsSite, page: str, files: set[str]) -> str:
     while child_path(folder, ".pages") not in files and folder != site.docs_root and in_folder(folder, site.docs_root):
         name, folder = posixpath.basename(folder), posixpath.dirname(folder)
     pages_file = child_path(folder, ".pages")
-    relative = folder[len(site.docs_root):].strip("/") if site.docs_root else folder
+    relative = folder[len(site.docs_root) :].strip("/") if site.docs_root else folder
     above = f", and each folder of `{relative}` in its parent's `.pages`" if relative else ""
     if pages_file not in files:
         return f"add a `.pages` file in {folder or 'the repository root'} whose `nav:` names `{name}` or `...`"

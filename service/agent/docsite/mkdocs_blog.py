@@ -20,8 +20,12 @@ from service.agent.docsite.yamltext import YAMLError, load_yaml
 
 PLUGIN_NAMES = ("blog", "material/blog")
 # The first part of the URL formats of generated pages, by default.
-GENERATED_FORMATS = {"archive_url_format": "archive/{date}", "categories_url_format": "category/{slug}",
-                     "pagination_url_format": "page/{page}", "authors_profiles_url_format": "author/{slug}"}
+GENERATED_FORMATS = {
+    "archive_url_format": "archive/{date}",
+    "categories_url_format": "category/{slug}",
+    "pagination_url_format": "page/{page}",
+    "authors_profiles_url_format": "author/{slug}",
+}
 _DATE_PART = re.compile(r"^\d{4}$")  # a post URL's year (`{date}/{slug}` with `yyyy/MM/dd`)
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
@@ -41,17 +45,26 @@ def read_blog(option, root: str) -> Blog | None:
     """The blog the plugin's settings describe (`option(name)` reads one setting, None when unset); None when
     `blog_dir` leaves the docs folder."""
     folder = normal_join(root, option("blog_dir") or "blog")
-    relative_folder = folder[len(root) + 1:] if root and folder.startswith(root + "/") else folder
+    relative_folder = folder[len(root) + 1 :] if root and folder.startswith(root + "/") else folder
     posts = normal_join(root, (option("post_dir") or "{blog}/posts").replace("{blog}", relative_folder))
     if folder.startswith("..") or posts.startswith(".."):
         return None
-    generated = tuple(sorted({(option(name) or default).strip("/").split("/", 1)[0]
-                              for name, default in GENERATED_FORMATS.items()} - {""}))
+    generated = tuple(
+        sorted(
+            {(option(name) or default).strip("/").split("/", 1)[0] for name, default in GENERATED_FORMATS.items()}
+            - {""}
+        )
+    )
     authors_on = (option("authors") or "true").lower() not in ("false", "no", "off")
     authors = normal_join(root, (option("authors_file") or "{blog}/.authors.yml").replace("{blog}", relative_folder))
     allowed = option("categories_allowed")
-    return Blog(folder, posts, generated, authors if authors_on else None,
-                tuple(allowed) if isinstance(allowed, (list, tuple)) else ())
+    return Blog(
+        folder,
+        posts,
+        generated,
+        authors if authors_on else None,
+        tuple(allowed) if isinstance(allowed, (list, tuple)) else (),
+    )
 
 
 def is_generated(blog: Blog, resolved: str) -> bool:
@@ -59,7 +72,7 @@ def is_generated(blog: Blog, resolved: str) -> bool:
     pagination or author page, or a post's URL."""
     if blog.folder and not resolved.startswith(blog.folder + "/"):
         return False
-    rest = resolved[len(blog.folder) + 1:] if blog.folder else resolved
+    rest = resolved[len(blog.folder) + 1 :] if blog.folder else resolved
     first = rest.split("/", 1)[0]
     return first in blog.generated or bool(_DATE_PART.match(first))
 
@@ -75,21 +88,35 @@ def post_problems(blog: Blog, workspace, text: str, front: dict) -> list[tuple[i
     date = front.get("date")
     created = date.get("created") if isinstance(date, dict) else date
     if not _is_date(created):
-        problems.append((_key_line(text, "date"), "blog post without a valid `date` in its front matter (the blog "
-                                                   "plugin stops the build): add e.g. `date: 2024-01-31`"))
+        problems.append(
+            (
+                _key_line(text, "date"),
+                "blog post without a valid `date` in its front matter (the blog "
+                "plugin stops the build): add e.g. `date: 2024-01-31`",
+            )
+        )
     authors = front.get("authors") or []
     known = _authors(workspace, blog) if authors else None
     if known is not None:
         for name in authors if isinstance(authors, list) else [authors]:
             if str(name) not in known:
-                problems.append((_key_line(text, "authors"), f"blog post author `{name}` is not defined in "
-                                                             f"{blog.authors_file} (the blog plugin stops the build)"))
+                problems.append(
+                    (
+                        _key_line(text, "authors"),
+                        f"blog post author `{name}` is not defined in "
+                        f"{blog.authors_file} (the blog plugin stops the build)",
+                    )
+                )
     categories = front.get("categories") or []
     if blog.categories_allowed:
         for name in categories if isinstance(categories, list) else [categories]:
             if str(name) not in blog.categories_allowed:
-                problems.append((_key_line(text, "categories"), f"blog post category `{name}` is not in the "
-                                                                "plugin's `categories_allowed`"))
+                problems.append(
+                    (
+                        _key_line(text, "categories"),
+                        f"blog post category `{name}` is not in the plugin's `categories_allowed`",
+                    )
+                )
     return problems
 
 

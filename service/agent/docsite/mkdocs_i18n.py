@@ -40,8 +40,13 @@ def read_i18n(plugins: yaml.Node | None) -> I18n | None:
         return None
     found = I18n(structure="folder" if _scalar(mapping_value(settings, "docs_structure")) == "folder" else "suffix")
     found.locales = _locales(settings)
-    found.fallback = _scalar(mapping_value(settings, "fallback_to_default")) not in ("false", "False", "FALSE", "no",
-                                                                                      "off")
+    found.fallback = _scalar(mapping_value(settings, "fallback_to_default")) not in (
+        "false",
+        "False",
+        "FALSE",
+        "no",
+        "off",
+    )
     return found if len(found.locales) > 1 else None
 
 
@@ -75,7 +80,7 @@ def localized_targets(i18n: I18n | None, root: str, targets: tuple[str, ...]) ->
         if root and not target.startswith(root + "/"):
             continue
         if i18n.structure == "folder":
-            extra.append(child_path(child_path(root, i18n.default), target[len(root) + 1:] if root else target))
+            extra.append(child_path(child_path(root, i18n.default), target[len(root) + 1 :] if root else target))
         else:
             extra.append(default_variant(i18n, target))
     return targets + tuple(extra)
@@ -101,7 +106,7 @@ def fallback_path(i18n: I18n | None, root: str, path: str) -> str | None:
         if locale[1:] in i18n.locales[1:] and i18n.fallback:
             return base + suffix
         return default_variant(i18n, path) if locale[1:] not in i18n.locales else None
-    relative = path[len(root) + 1:] if root else path
+    relative = path[len(root) + 1 :] if root else path
     first, _, rest = relative.partition("/")
     if first == i18n.default:
         return None
@@ -131,8 +136,12 @@ def language_builds(workspace_text, config_path: str, root: str, files: set[str]
     parent = posixpath.dirname(folder)
     found: list[Language] = []
     for path in sorted(files):
-        if posixpath.basename(path) not in CONFIG_NAMES or path == config_path or \
-                posixpath.dirname(posixpath.dirname(path)) != parent or len(found) >= MAX_LANGUAGES:
+        if (
+            posixpath.basename(path) not in CONFIG_NAMES
+            or path == config_path
+            or posixpath.dirname(posixpath.dirname(path)) != parent
+            or len(found) >= MAX_LANGUAGES
+        ):
             continue
         text = workspace_text(path) or ""
         if inherited_config(text, path, files) != config_path:
@@ -144,14 +153,24 @@ def language_builds(workspace_text, config_path: str, root: str, files: set[str]
     code = posixpath.basename(folder) if _LOCALE.fullmatch(posixpath.basename(folder)) else "default"
     if code != "default" and root.startswith(folder + "/"):
         # Builds whose mkdocs.yml a script writes at build time: sibling locale folders laid out like this one.
-        inside = root[len(folder) + 1:]
+        inside = root[len(folder) + 1 :]
         known = {lang.folder for lang in found}
-        siblings = sorted({path.split("/")[len(parent.split("/")) if parent else 0] for path in files
-                           if (not parent or path.startswith(parent + "/")) and path.endswith(".md")})
+        siblings = sorted(
+            {
+                path.split("/")[len(parent.split("/")) if parent else 0]
+                for path in files
+                if (not parent or path.startswith(parent + "/")) and path.endswith(".md")
+            }
+        )
         for sibling in siblings:
             own = f"{parent}/{sibling}/{inside}" if parent else f"{sibling}/{inside}"
-            if sibling != code and _LOCALE.fullmatch(sibling) and own not in known and len(found) < MAX_LANGUAGES \
-                    and any(path.startswith(own + "/") for path in files):
+            if (
+                sibling != code
+                and _LOCALE.fullmatch(sibling)
+                and own not in known
+                and len(found) < MAX_LANGUAGES
+                and any(path.startswith(own + "/") for path in files)
+            ):
                 found.append(Language(sibling, own))
     if not found:
         return []
@@ -166,7 +185,7 @@ def build_fallback(builds: list[Language] | None, path: str) -> str | None:
     default = builds[0].folder
     for language in builds[1:]:
         if path.startswith(language.folder + "/"):
-            rest = path[len(language.folder) + 1:]
+            rest = path[len(language.folder) + 1 :]
             return f"{default}/{rest}" if default else rest
     return None
 
@@ -182,10 +201,14 @@ def hint(i18n: I18n | None) -> str:
     if i18n is None:
         return ""
     if i18n.structure == "folder":
-        return (f" Languages (i18n plugin): each has a folder (`{i18n.default}/` holds the default); `nav:` names "
-                "pages without the language folder.")
-    return (f" Languages (i18n plugin): a translation sits beside its page as `page.<locale>.md`; `nav:` names the "
-            f"default ({i18n.default}) page.")
+        return (
+            f" Languages (i18n plugin): each has a folder (`{i18n.default}/` holds the default); `nav:` names "
+            "pages without the language folder."
+        )
+    return (
+        f" Languages (i18n plugin): a translation sits beside its page as `page.<locale>.md`; `nav:` names the "
+        f"default ({i18n.default}) page."
+    )
 
 
 def _settings(plugins: yaml.Node | None) -> yaml.MappingNode | None:

@@ -11,10 +11,13 @@ from service.agent.docsite.tree import Tree
 CONFIG_NAMES = tuple(f"next.config.{ext}" for ext in ("mjs", "js", "ts", "mts", "cjs"))
 CONFIG_TAILS: tuple[str, ...] = ()
 CONTENT_FOLDERS = ("content", "src/content", "pages", "src/pages", "app", "src/app")
-UNKNOWN_RELATIVE = ("relative links without a file extension that name no file are routes relative to the page's URL, "
-                    "which Nextra's routing decides: not checked")
-UNKNOWN_ROUTES = ("links of the form `/x` are not checked: Nextra's routing (`_meta` files, the app router) is "
-                  "not modelled")
+UNKNOWN_RELATIVE = (
+    "relative links without a file extension that name no file are routes relative to the page's URL, "
+    "which Nextra's routing decides: not checked"
+)
+UNKNOWN_ROUTES = (
+    "links of the form `/x` are not checked: Nextra's routing (`_meta` files, the app router) is not modelled"
+)
 
 
 def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
@@ -22,12 +25,20 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     if "nextra" not in (read_text(workspace, config_path) or ""):
         return None
     folder = posixpath.dirname(config_path)
-    root = next((path for path in (join(folder, name) for name in CONTENT_FOLDERS)
-                 if path and any(f.startswith(path + "/") and f.endswith((".md", ".mdx")) for f in files)), None)
+    root = next(
+        (
+            path
+            for path in (join(folder, name) for name in CONTENT_FOLDERS)
+            if path and any(f.startswith(path + "/") and f.endswith((".md", ".mdx")) for f in files)
+        ),
+        None,
+    )
     if root is None:
         return None
-    hint = (f"Pages are under {root}/; `_meta` files order and title them, and every page shows in the sidebar "
-            "unless hidden there. Link new pages with relative links to their files where neighbours do.")
+    hint = (
+        f"Pages are under {root}/; `_meta` files order and title them, and every page shows in the sidebar "
+        "unless hidden there. Link new pages with relative links to their files where neighbours do."
+    )
     return DocsSite("nextra", config_path, root, nav_hint=hint, detected_from=f"{config_path}, which uses nextra")
 
 

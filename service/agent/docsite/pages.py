@@ -89,11 +89,41 @@ _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.DOTALL)
 _DIRECTIVE_INFO = re.compile(r"^\{([\w:-]+)\}\s*(.*)$")
 _FILE_DIRECTIVES = ("include", "literalinclude", "image", "figure")
 # MyST directives whose body is not Markdown (code, math, diagrams, data).
-_LITERAL_MYST = frozenset({"code", "code-block", "code-cell", "sourcecode", "literalinclude", "include", "math",
-                           "mermaid", "graphviz", "raw", "csv-table", "jupyter-execute", "ipython", "doctest",
-                           "testcode", "testoutput", "plot", "autofunction", "autoclass", "automodule", "prompt",
-                           "plantuml", "bibliography", "autosummary", "automethod", "autodata", "autoattribute",
-                           "exec", "program-output", "command-output", "literal"})
+_LITERAL_MYST = frozenset(
+    {
+        "code",
+        "code-block",
+        "code-cell",
+        "sourcecode",
+        "literalinclude",
+        "include",
+        "math",
+        "mermaid",
+        "graphviz",
+        "raw",
+        "csv-table",
+        "jupyter-execute",
+        "ipython",
+        "doctest",
+        "testcode",
+        "testoutput",
+        "plot",
+        "autofunction",
+        "autoclass",
+        "automodule",
+        "prompt",
+        "plantuml",
+        "bibliography",
+        "autosummary",
+        "automethod",
+        "autodata",
+        "autoattribute",
+        "exec",
+        "program-output",
+        "command-output",
+        "literal",
+    }
+)
 
 
 def parse_page(text: str, mode: Mode) -> ParsedPage:
@@ -102,6 +132,7 @@ def parse_page(text: str, mode: Mode) -> ParsedPage:
         check_size(text, MAX_PAGE_BYTES)
         if mode is Mode.RST:
             from service.agent.docsite.rst import parse_rst  # docutils is imported only for Sphinx sites
+
             return parse_rst(text)
         return _parse_markdown(text, mode)
     except Uncheckable as exc:
@@ -149,8 +180,13 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
             _html(page, ids, scan_tags(token.content, token.map[0] + 1)[0])
         elif token.type == "heading_open":
             headings.append(split_explicit_id(_inline_text(tokens[index + 1])))
-        elif token.type == "paragraph_open" and mode is Mode.MDX and token.level == 0 and token.map \
-                and _ESM.match(tokens[index + 1].content):
+        elif (
+            token.type == "paragraph_open"
+            and mode is Mode.MDX
+            and token.level == 0
+            and token.map
+            and _ESM.match(tokens[index + 1].content)
+        ):
             code_lines.update(range(token.map[0], token.map[1]))
         if token.type == "inline":
             _inline(page, ids, labels, token, mode)
@@ -188,8 +224,11 @@ def _inline(page: ParsedPage, ids: set[str], labels: set[str], token, mode: Mode
 
 def _inline_text(token) -> str:
     # The text a heading renders: text (JSX tags in MDX text dropped) and code as written, not images or raw HTML.
-    return "".join(_TAG.sub("", c.content) if c.type == "text" else c.content
-                   for c in token.children or [] if c.type in ("text", "code_inline"))
+    return "".join(
+        _TAG.sub("", c.content) if c.type == "text" else c.content
+        for c in token.children or []
+        if c.type in ("text", "code_inline")
+    )
 
 
 def _html(page: ParsedPage, ids: set[str], tags: list[Tag]) -> None:
@@ -243,6 +282,7 @@ def _myst_directive(page: ParsedPage, token) -> set[str]:
         return set()
     if name == "eval-rst":
         from service.agent.docsite.rst import parse_rst
+
         inner = parse_rst(token.content)
     else:
         inner = _parse_markdown(_without_options(token.content), Mode.MYST)
@@ -258,7 +298,7 @@ def _without_options(body: str) -> str:
     if lines and lines[0].strip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
         if end is not None:
-            return "\n" * (end + 1) + "\n".join(lines[end + 1:])
+            return "\n" * (end + 1) + "\n".join(lines[end + 1 :])
     while index < len(lines) and re.match(r"^\s*:[\w-]+:", lines[index]):
         index += 1
     return "\n" * index + "\n".join(lines[index:])

@@ -12,9 +12,24 @@ from service.agent.docsite.pages import Link, LinkKind
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 INDEX_NAMES = ("index.md", "index.mdx", "README.md")
 # Files a theme or the build adds to the site: links to them are not broken although the repository lacks them.
-BUILD_FILES = frozenset({"favicon.ico", "favicon.png", "favicon.svg", "apple-touch-icon.png", "sitemap.xml",
-                         "sitemap.xml.gz", "404.html", "robots.txt", "search_index.json", "feed.xml", "rss.xml",
-                         "atom.xml", "llms.txt", "llms-full.txt"})
+BUILD_FILES = frozenset(
+    {
+        "favicon.ico",
+        "favicon.png",
+        "favicon.svg",
+        "apple-touch-icon.png",
+        "sitemap.xml",
+        "sitemap.xml.gz",
+        "404.html",
+        "robots.txt",
+        "search_index.json",
+        "feed.xml",
+        "rss.xml",
+        "atom.xml",
+        "llms.txt",
+        "llms-full.txt",
+    }
+)
 THEME_ASSETS = (".css", ".js", ".map", ".woff", ".woff2", ".ttf", ".eot", "file.png", "minus.png", "plus.png")
 BUILD_FOLDERS = frozenset({"assets", "css", "js", "fonts", "search", "_static", "_astro", "_next", "_images"})
 
@@ -40,8 +55,10 @@ class Outcome:
 
 SKIP = Outcome(Verdict.SKIP)
 UNKNOWN_ROOT_RELATIVE = "links of the form `/x` are not checked: the site's routing is unknown"
-OTHER_ROUTES = ("links of the form `/x` to routes outside the docs pages (the theme's, a blog's, other plugins' or "
-                "app pages) are not checked")
+OTHER_ROUTES = (
+    "links of the form `/x` to routes outside the docs pages (the theme's, a blog's, other plugins' or "
+    "app pages) are not checked"
+)
 
 
 def unknown(reason: str = UNKNOWN_ROOT_RELATIVE) -> Outcome:
@@ -131,14 +148,16 @@ class Router:
         if self.built(resolved):
             return SKIP
         if self.tree.is_folder(resolved):
-            return Outcome(Verdict.BROKEN, reason=f"the folder {resolved or '(repository root)'} has no "
-                                                  f"{', '.join(self.index_names)}")
+            return Outcome(
+                Verdict.BROKEN,
+                reason=f"the folder {resolved or '(repository root)'} has no {', '.join(self.index_names)}",
+            )
         return Outcome(Verdict.BROKEN, reason=f"no file {resolved}")
 
     def built(self, resolved: str) -> bool:
         """Whether a missing file is one a theme or the build provides (a favicon, `assets/`, a sitemap)."""
         root = self.site.docs_root
-        relative = resolved[len(root) + 1:] if root and resolved.startswith(root + "/") else resolved
+        relative = resolved[len(root) + 1 :] if root and resolved.startswith(root + "/") else resolved
         name = posixpath.basename(relative)
         if not posixpath.splitext(name)[1] or name.lower().endswith(self.page_suffixes):
             return False
@@ -181,8 +200,9 @@ class Router:
         folder, name = posixpath.split(path)
         stem = posixpath.splitext(name)[0]
         found = {stem.lower()}
-        if folder and (name in self.index_names or stem.lower() in ("index", "readme")
-                       or stem == posixpath.basename(folder)):
+        if folder and (
+            name in self.index_names or stem.lower() in ("index", "readme") or stem == posixpath.basename(folder)
+        ):
             found.add(posixpath.basename(folder).lower())
         return found
 

@@ -17,15 +17,75 @@ from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree
 
 ROLE_KINDS = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "numref": LinkKind.REF, "download": LinkKind.FILE}
 # Sphinx directives whose body is reStructuredText: parsed so the links inside them count.
-NESTED_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "versionremoved", "seealso", "only", "tab",
-                     "tabs", "tab-set", "tab-item", "card", "grid", "grid-item", "grid-item-card", "dropdown",
-                     "glossary", "hlist", "centered", "currentmodule", "module", "envvar",
-                     "describe", "object", "index", "highlight", "productionlist", "autosummary")
-LITERAL_DIRECTIVES = ("code-block", "sourcecode", "jupyter-execute", "ipython", "doctest", "testcode", "testoutput",
-                      "autofunction", "autoclass", "automodule", "automethod", "autodata", "autoattribute",
-                      "autoexception", "click", "tabularcolumns", "graphviz", "mermaid", "plot", "math", "prompt",
-                      "plantuml", "uml", "tikz", "code-tab", "bokeh-plot", "exec", "runblock", "program-output",
-                      "command-output", "jinja", "raw", "kroki", "blockdiag", "seqdiag", "ditaa", "d2", "code-cell")
+NESTED_DIRECTIVES = (
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+    "versionremoved",
+    "seealso",
+    "only",
+    "tab",
+    "tabs",
+    "tab-set",
+    "tab-item",
+    "card",
+    "grid",
+    "grid-item",
+    "grid-item-card",
+    "dropdown",
+    "glossary",
+    "hlist",
+    "centered",
+    "currentmodule",
+    "module",
+    "envvar",
+    "describe",
+    "object",
+    "index",
+    "highlight",
+    "productionlist",
+    "autosummary",
+)
+LITERAL_DIRECTIVES = (
+    "code-block",
+    "sourcecode",
+    "jupyter-execute",
+    "ipython",
+    "doctest",
+    "testcode",
+    "testoutput",
+    "autofunction",
+    "autoclass",
+    "automodule",
+    "automethod",
+    "autodata",
+    "autoattribute",
+    "autoexception",
+    "click",
+    "tabularcolumns",
+    "graphviz",
+    "mermaid",
+    "plot",
+    "math",
+    "prompt",
+    "plantuml",
+    "uml",
+    "tikz",
+    "code-tab",
+    "bokeh-plot",
+    "exec",
+    "runblock",
+    "program-output",
+    "command-output",
+    "jinja",
+    "raw",
+    "kroki",
+    "blockdiag",
+    "seqdiag",
+    "ditaa",
+    "d2",
+    "code-cell",
+)
 FILE_DIRECTIVES = ("include", "literalinclude")
 OPTION_DIRECTIVES = ("option", "cmdoption", "std:option", "std:cmdoption")
 OPTION_ROLES = ("option", "std:option")
@@ -94,8 +154,9 @@ class _File(_Nested):
 class _Toctree(_Nested):
     def run(self):
         node = nodes.container(classes=["copydesk-toctree"], glob="glob" in self.options)
-        node["entries"] = [(self.content_offset + 1 + index, line.strip()) for index, line in enumerate(self.content)
-                           if line.strip()]
+        node["entries"] = [
+            (self.content_offset + 1 + index, line.strip()) for index, line in enumerate(self.content) if line.strip()
+        ]
         return [node]
 
 
@@ -137,11 +198,16 @@ class _Option(_Nested):
 def _option_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     target = nodes.unescape(text)
     if target.endswith(">") and "<" in target:
-        target = target[target.rindex("<") + 1:-1]
+        target = target[target.rindex("<") + 1 : -1]
     if target.startswith("!"):
         return [], []  # written not to link
-    node = _Recorded(rawtext, text, kind=LinkKind.OPTION.value, target=target.strip().lstrip("~"),
-                     program=getattr(inliner.document, "copydesk_program", ""))
+    node = _Recorded(
+        rawtext,
+        text,
+        kind=LinkKind.OPTION.value,
+        target=target.strip().lstrip("~"),
+        program=getattr(inliner.document, "copydesk_program", ""),
+    )
     node.line = lineno
     return [node], []
 
@@ -149,7 +215,7 @@ def _option_role(name, rawtext, text, lineno, inliner, options=None, content=Non
 def _role(name, rawtext, text, lineno, inliner, options=None, content=None):
     target = nodes.unescape(text)
     if target.endswith(">") and "<" in target:
-        target = target[target.rindex("<") + 1:-1]
+        target = target[target.rindex("<") + 1 : -1]
     node = _Recorded(rawtext, text, kind=ROLE_KINDS[name.split(":")[-1]].value, target=target.strip().lstrip("~!"))
     node.line = lineno
     return [node], []
@@ -222,8 +288,9 @@ def parse_rst(text: str) -> ParsedPage:
     page.labels = frozenset(labels)
     page.options = frozenset(options)
     page.anchors = frozenset(anchors | labels)
-    if not any(link.kind is LinkKind.FILE and link.target.endswith((".rst", ".txt", ".inc", ".rest"))
-               for link in page.links):
+    if not any(
+        link.kind is LinkKind.FILE and link.target.endswith((".rst", ".txt", ".inc", ".rest")) for link in page.links
+    ):
         # `Title`_ resolves within the page; an included file could define the name, so pages with one are not judged.
         page.unknown_names = [(line, name) for line, name in named_references if name not in names]
     page.front_matter = _fields(document)
@@ -234,8 +301,11 @@ def _fields(document) -> dict:
     # Page-wide metadata (`:orphan:`, `:nosearch:`) is a field list at the top, which docutils makes a docinfo.
     found = {}
     for node in document.findall(nodes.field):
-        if node.parent is document or isinstance(node.parent, nodes.docinfo) or \
-                (isinstance(node.parent, nodes.field_list) and node.parent.parent is document):
+        if (
+            node.parent is document
+            or isinstance(node.parent, nodes.docinfo)
+            or (isinstance(node.parent, nodes.field_list) and node.parent.parent is document)
+        ):
             found[node[0].astext().strip().lower()] = node[1].astext().strip() or True
     return found
 

@@ -10,14 +10,37 @@ from service.agent.docsite.pages import Mode
 from service.workspace.entries import WorkspaceError
 from service.workspace.globs import compile_glob, matches
 
-FRAMEWORK_NAMES = {"mintlify": "Mintlify", "mkdocs": "MkDocs", "docusaurus": "Docusaurus", "sphinx": "Sphinx",
-                   "starlight": "Astro Starlight", "markdown": "plain Markdown (no docs framework detected)",
-                   "vitepress": "VitePress", "fumadocs": "Fumadocs", "hugo": "Hugo", "nextra": "Nextra",
-                   "gitbook": "GitBook"}
-MDX_FRAMEWORKS = ("docusaurus", "mintlify", "starlight", "fumadocs", "nextra")  # their .md pages go through the MDX compiler too
+FRAMEWORK_NAMES = {
+    "mintlify": "Mintlify",
+    "mkdocs": "MkDocs",
+    "docusaurus": "Docusaurus",
+    "sphinx": "Sphinx",
+    "starlight": "Astro Starlight",
+    "markdown": "plain Markdown (no docs framework detected)",
+    "vitepress": "VitePress",
+    "fumadocs": "Fumadocs",
+    "hugo": "Hugo",
+    "nextra": "Nextra",
+    "gitbook": "GitBook",
+}
+MDX_FRAMEWORKS = (
+    "docusaurus",
+    "mintlify",
+    "starlight",
+    "fumadocs",
+    "nextra",
+)  # their .md pages go through the MDX compiler too
 # Repository files that sit beside pages but are not pages of the site.
-NOT_PAGES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "CODE_OF_CONDUCT.md", "LICENSE.md", "SECURITY.md",
-             "AGENTS.md", "CLAUDE.md")
+NOT_PAGES = (
+    "README.md",
+    "CONTRIBUTING.md",
+    "CHANGELOG.md",
+    "CODE_OF_CONDUCT.md",
+    "LICENSE.md",
+    "SECURITY.md",
+    "AGENTS.md",
+    "CLAUDE.md",
+)
 SKIPPED_FOLDERS = ("node_modules", "vendor", "site-packages")
 
 
@@ -92,7 +115,7 @@ class DocsSite:
         root = self.root_of(path)
         if not path.lower().endswith(self.page_suffixes) or root is None:
             return False
-        relative = path[len(root) + 1:] if root else path
+        relative = path[len(root) + 1 :] if root else path
         parts = relative.split("/")
         if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in parts):
             return False
@@ -113,8 +136,11 @@ class DocsSite:
             return "Docs site: no known docs framework; guessed plain Markdown."
         evidence = self.detected_from or self.config_path
         how = "guessed" if self.guessed else "detected"
-        return f"Docs site: {FRAMEWORK_NAMES[self.framework]} ({how} from {evidence})." if evidence else \
-            f"Docs site: {FRAMEWORK_NAMES[self.framework]}."
+        return (
+            f"Docs site: {FRAMEWORK_NAMES[self.framework]} ({how} from {evidence})."
+            if evidence
+            else f"Docs site: {FRAMEWORK_NAMES[self.framework]}."
+        )
 
     def describe(self) -> str:
         """A short paragraph for the system prompt: framework, where pages and navigation live, conventions."""
@@ -128,8 +154,10 @@ class DocsSite:
             parts.append(self.nav_hint)
         if len(self.languages) > 1:
             others = ", ".join(f"{lang.code} ({lang.where})" for lang in self.languages[1:])
-            parts.append(f"Default language: {self.languages[0].code}; translations: {others}. Edit the default "
-                         "language unless asked otherwise.")
+            parts.append(
+                f"Default language: {self.languages[0].code}; translations: {others}. Edit the default "
+                "language unless asked otherwise."
+            )
         return " ".join(parts)
 
 
@@ -261,4 +289,5 @@ def page_targets(folder: str, ref: str, suffixes: tuple[str, ...]) -> tuple[str,
     if path.lower().endswith(suffixes):
         return (path,)
     return tuple(path + suffix for suffix in suffixes) + tuple(
-        posixpath.join(path, "index" + suffix) for suffix in suffixes)
+        posixpath.join(path, "index" + suffix) for suffix in suffixes
+    )

@@ -28,8 +28,9 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     text = read_text(workspace, config_path) or ""
     source = posixpath.dirname(config_path)
     prefix = f"{source}/" if source else ""
-    if not any(word in text for word in ("sphinx", "extensions", "html_theme")) \
-            and not any(f"{prefix}index{s}" in files for s in (".rst", ".md")):
+    if not any(word in text for word in ("sphinx", "extensions", "html_theme")) and not any(
+        f"{prefix}index{s}" in files for s in (".rst", ".md")
+    ):
         return None
     suffixes = (".rst", ".md") if "myst" in text else (".rst",)
     root_doc_match = _ROOT_DOC.search(text)
@@ -38,21 +39,39 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     excludes = _EXCLUDES.search(text)
     ignored = [f"/{prefix}{pattern}" for pattern in _STRING.findall(excludes.group(1))] if excludes else []
     start = f", starting at {root_page}" if root_page else ""
-    hint = (f"Navigation is the `toctree` directives in the pages{start}: entries are document names relative to "
-            "the page that holds the toctree, without the extension. New pages must be added to the toctree of "
-            "the page above them (or marked `:orphan:`).")
-    hint += (" Cross-reference documents with {doc}`path` (MyST) or :doc:`path` (reST), relative to the page, and "
-             "labels with {ref}`label` / :ref:`label`.")
+    hint = (
+        f"Navigation is the `toctree` directives in the pages{start}: entries are document names relative to "
+        "the page that holds the toctree, without the extension. New pages must be added to the toctree of "
+        "the page above them (or marked `:orphan:`)."
+    )
+    hint += (
+        " Cross-reference documents with {doc}`path` (MyST) or :doc:`path` (reST), relative to the page, and "
+        "labels with {ref}`label` / :ref:`label`."
+    )
     conf = read_conf(text)
-    routing = {"autosectionlabel": "autosectionlabel" in text,
-               "generated_options": any(name in text for name in OPTION_EXTENSIONS), "intersphinx": "intersphinx" in text,
-               "inventories": conf.inventories,
-               "redirects": conf.redirects if "reredirects" in text else None, "heading_anchors": conf.heading_anchors,
-               "default_role": conf.default_role, "shared_names": conf.shared_names}
-    return DocsSite("sphinx", config_path, source, nav_files=[root_page] if root_page else [], nav_hint=hint,
-                    page_suffixes=suffixes, ignored=(f"/{prefix}_build", *ignored),
-                    unlisted_ok=(f"/{prefix}{root_doc}.*",), explicit_nav=True, unlisted_keys=("orphan",),
-                    routing=routing)
+    routing = {
+        "autosectionlabel": "autosectionlabel" in text,
+        "generated_options": any(name in text for name in OPTION_EXTENSIONS),
+        "intersphinx": "intersphinx" in text,
+        "inventories": conf.inventories,
+        "redirects": conf.redirects if "reredirects" in text else None,
+        "heading_anchors": conf.heading_anchors,
+        "default_role": conf.default_role,
+        "shared_names": conf.shared_names,
+    }
+    return DocsSite(
+        "sphinx",
+        config_path,
+        source,
+        nav_files=[root_page] if root_page else [],
+        nav_hint=hint,
+        page_suffixes=suffixes,
+        ignored=(f"/{prefix}_build", *ignored),
+        unlisted_ok=(f"/{prefix}{root_doc}.*",),
+        explicit_nav=True,
+        unlisted_keys=("orphan",),
+        routing=routing,
+    )
 
 
 def navigation(tree: Tree, site: DocsSite) -> Navigation:
@@ -67,15 +86,15 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
             continue
         parsed = tree.page(page, mode)
         if parsed.uncheckable:
-            result.unreadable.append(NavError(page, 1, f"{page} is {parsed.uncheckable}, so its toctrees could not "
-                                                       "be read"))
+            result.unreadable.append(
+                NavError(page, 1, f"{page} is {parsed.uncheckable}, so its toctrees could not be read")
+            )
         for entry in parsed.toctrees:
             _add_entry(result, site, files, page, entry.line, entry.entry, entry.glob)
     return result
 
 
-def _add_entry(result: Navigation, site: DocsSite, files: set[str], page: str, line: int, raw: str,
-               glob: bool) -> None:
+def _add_entry(result: Navigation, site: DocsSite, files: set[str], page: str, line: int, raw: str, glob: bool) -> None:
     name, is_glob = _entry_name(site, page, raw, glob)
     if name is None:
         return
@@ -131,8 +150,9 @@ class _TocWalk:
         self.site = site
         self.steps = 0
         # By name, as Sphinx sorts a glob's matches; of two files with one name, the alphabetically first.
-        found = {posixpath.splitext(path)[0]: path for path in sorted(self.tree.files, reverse=True)
-                 if site.is_page(path)}
+        found = {
+            posixpath.splitext(path)[0]: path for path in sorted(self.tree.files, reverse=True) if site.is_page(path)
+        }
         self.stems = dict(sorted(found.items()))
 
     def children(self, page: str) -> list[str]:
@@ -169,8 +189,10 @@ def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
 
 BUILTIN_LABELS = frozenset({"genindex", "modindex", "py-modindex", "search"})
 # Extensions that make a MyST link target a file rather than a cross-reference name.
-FILE_EXTENSIONS = frozenset("md rst txt html htm ipynb png jpg jpeg gif svg webp ico pdf zip gz tar py json yaml yml "
-                            "toml csv mp4 webm css js xml ini cfg sh".split())
+FILE_EXTENSIONS = frozenset(
+    "md rst txt html htm ipynb png jpg jpeg gif svg webp ico pdf zip gz tar py json yaml yml "
+    "toml csv mp4 webm css js xml ini cfg sh".split()
+)
 
 
 class SphinxRouter(Router):
@@ -185,21 +207,28 @@ class SphinxRouter(Router):
         target = link.target.strip()
         if link.kind is LinkKind.URL and target.startswith("inv:"):
             # MyST's `inv:name:domain:role#target` (or `inv:name#target`) names an intersphinx inventory.
-            name = re.split(r"[:#]", target[len("inv:"):], maxsplit=1)[0]
+            name = re.split(r"[:#]", target[len("inv:") :], maxsplit=1)[0]
             return SKIP if name in ("", "*") else self._external(name)
         return super().resolve(page, link)
 
     def route(self, page: str, path: str) -> Outcome:
         if path.lower().endswith(".html"):
-            outcome = self._document(page, path[:-len(".html")])
-            if not outcome.ok and self._redirect_from(page, path[:-len(".html")]):
+            outcome = self._document(page, path[: -len(".html")])
+            if not outcome.ok and self._redirect_from(page, path[: -len(".html")]):
                 return Outcome(Verdict.OK)  # sphinx-reredirects writes an HTML page there
             return outcome
-        outcome = super().route(page, path) if not path.startswith("/") else \
-            self.landing(join(self.site.docs_root, path.lstrip("/")), path)
+        outcome = (
+            super().route(page, path)
+            if not path.startswith("/")
+            else self.landing(join(self.site.docs_root, path.lstrip("/")), path)
+        )
         extension = posixpath.splitext(path)[1][1:].lower()
-        if outcome.verdict is Verdict.BROKEN and page.lower().endswith(".md") and "/" not in path \
-                and extension not in FILE_EXTENSIONS:
+        if (
+            outcome.verdict is Verdict.BROKEN
+            and page.lower().endswith(".md")
+            and "/" not in path
+            and extension not in FILE_EXTENSIONS
+        ):
             # MyST reads `[text](name)` that is no file as a cross-reference: a label, or an object of a domain
             # (`attrs.frozen`), which only the build knows; names that can only be labels are judged.
             if path.lower() in BUILTIN_LABELS:
@@ -214,8 +243,12 @@ class SphinxRouter(Router):
 
     def reference(self, page: str, link: Link) -> Outcome:
         outcome = self._reference(page, link)
-        if outcome.verdict is Verdict.BROKEN and link.kind is LinkKind.REF and \
-                self.site.routing.get("default_role") == "any" and self._document(page, link.target).ok:
+        if (
+            outcome.verdict is Verdict.BROKEN
+            and link.kind is LinkKind.REF
+            and self.site.routing.get("default_role") == "any"
+            and self._document(page, link.target).ok
+        ):
             return self._document(page, link.target)  # `any` also finds documents
         return outcome
 
@@ -253,12 +286,19 @@ class SphinxRouter(Router):
         the option string and an option directive are parsed."""
         if not hasattr(self, "_option_pages"):
             self._option_pages: dict[tuple[str, str], str | None] = {}
-            self._option_holders = sorted(p for p in self.tree.files if self.site.is_page(p) and
-                                          "option::" in (self.tree.text(p) or ""))
+            self._option_holders = sorted(
+                p for p in self.tree.files if self.site.is_page(p) and "option::" in (self.tree.text(p) or "")
+            )
         key = (program, name)
         if key not in self._option_pages:
-            self._option_pages[key] = next((p for p in self._option_holders if name in (self.tree.text(p) or "")
-                                            and key in self.tree.page(p, self.site.page_mode(p)).options), None)
+            self._option_pages[key] = next(
+                (
+                    p
+                    for p in self._option_holders
+                    if name in (self.tree.text(p) or "") and key in self.tree.page(p, self.site.page_mode(p)).options
+                ),
+                None,
+            )
         return self._option_pages[key]
 
     def _inventory(self, target: str) -> str | None:
@@ -271,8 +311,10 @@ class SphinxRouter(Router):
         if known is None or inventory in known:
             return SKIP  # another project's, by intersphinx (or conf.py computes its inventories)
         names = ", ".join(sorted(known)) or "none"
-        return Outcome(Verdict.BROKEN, reason=f"`{inventory}` names no inventory in conf.py's `intersphinx_mapping` "
-                                              f"(it has: {names})")
+        return Outcome(
+            Verdict.BROKEN,
+            reason=f"`{inventory}` names no inventory in conf.py's `intersphinx_mapping` (it has: {names})",
+        )
 
     def _docname(self, page: str, name: str) -> str | None:
         folder = self.site.docs_root if name.startswith("/") else posixpath.dirname(page)
@@ -280,7 +322,7 @@ class SphinxRouter(Router):
         root = self.site.docs_root
         if resolved is None or (root and not resolved.startswith(root + "/")):
             return None
-        return resolved[len(root) + 1:] if root else resolved
+        return resolved[len(root) + 1 :] if root else resolved
 
     def _redirect_from(self, page: str, name: str) -> bool:
         docname = self._docname(page, name)
@@ -290,7 +332,7 @@ class SphinxRouter(Router):
         return None if self.site.routing.get("redirects") is None else f"`redirects` in {self.site.config_path}"
 
     def page_address(self, page: str) -> str | None:
-        return posixpath.splitext(page[len(self.site.docs_root) + 1:] if self.site.docs_root else page)[0]
+        return posixpath.splitext(page[len(self.site.docs_root) + 1 :] if self.site.docs_root else page)[0]
 
     def redirected(self, address: str) -> bool:
         return any(fnmatch.fnmatchcase(address, source) for source in self.site.routing.get("redirects") or ())
@@ -316,8 +358,14 @@ class SphinxRouter(Router):
             self._pages = sorted(p for p in self.tree.files if self.site.is_page(p))
         if label not in self._label_pages:
             words = _WORDS.findall(label)
-            self._label_pages[label] = next((path for path in self._pages if self._may_define(path, words) and
-                                             label in self.tree.page(path, self.site.page_mode(path)).labels), None)
+            self._label_pages[label] = next(
+                (
+                    path
+                    for path in self._pages
+                    if self._may_define(path, words) and label in self.tree.page(path, self.site.page_mode(path)).labels
+                ),
+                None,
+            )
         return self._label_pages[label]
 
     def _may_define(self, path: str, words: list[str]) -> bool:
@@ -327,8 +375,10 @@ class SphinxRouter(Router):
 
 
 _WORDS = re.compile(r"[^\W_]+")  # a label's words: escapes and punctuation in its definition do not hide them
-GENERATED_OPTIONS = ("`:option:` references to options that an extension generates (autoprogram, sphinx-click, "
-                     "sphinx-argparse) are not checked")
+GENERATED_OPTIONS = (
+    "`:option:` references to options that an extension generates (autoprogram, sphinx-click, "
+    "sphinx-argparse) are not checked"
+)
 OPTION_EXTENSIONS = ("autoprogram", "sphinx_click", "sphinxarg")
 
 

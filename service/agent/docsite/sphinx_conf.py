@@ -35,8 +35,7 @@ def read_conf(text: str) -> SphinxConf:
     anchors, role = 0, None
     shared: set[str] | None = set()
     assigned = False
-    if any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
-           for node in module.body):
+    if any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names) for node in module.body):
         inventories = shared = None  # `from shared_conf import *` may set any of it
     for node in module.body:
         target, value = _assignment(node)
@@ -63,9 +62,13 @@ def read_conf(text: str) -> SphinxConf:
             role = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
     if not assigned and "intersphinx" in text:
         inventories = None  # the extension is on, but its mapping is set somewhere this reading does not see
-    return SphinxConf(None if inventories is None else frozenset(inventories),
-                      None if redirects is None else tuple(redirects), anchors, role,
-                      None if shared is None else frozenset(shared))
+    return SphinxConf(
+        None if inventories is None else frozenset(inventories),
+        None if redirects is None else tuple(redirects),
+        anchors,
+        role,
+        None if shared is None else frozenset(shared),
+    )
 
 
 def _assignment(node) -> tuple[str | None, object]:
@@ -74,16 +77,25 @@ def _assignment(node) -> tuple[str | None, object]:
         target, value = node.targets[0], node.value
     elif isinstance(node, ast.AnnAssign) and node.value is not None:
         target, value = node.target, node.value
-    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args \
-            and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "update" \
-            and isinstance(node.value.func.value, ast.Name):
+    elif (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and node.value.args
+        and isinstance(node.value.func, ast.Attribute)
+        and node.value.func.attr == "update"
+        and isinstance(node.value.func.value, ast.Name)
+    ):
         return f"{node.value.func.value.id}.update", node.value.args[0]
     else:
         return None, None
     if isinstance(target, ast.Name):
         return target.id, value
-    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-            and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+    if (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, str)
+    ):
         return f"{target.value.id}[]", target.slice.value
     return None, None
 
@@ -91,11 +103,15 @@ def _assignment(node) -> tuple[str | None, object]:
 def _keys(value) -> set[str] | None:
     """The string keys of a dict display or `dict(a=...)` call; None when they cannot be known."""
     if isinstance(value, ast.Dict):
-        if any(key is None or not (isinstance(key, ast.Constant) and isinstance(key.value, str))
-               for key in value.keys):
+        if any(key is None or not (isinstance(key, ast.Constant) and isinstance(key.value, str)) for key in value.keys):
             return None  # `**other` or a computed key
         return {key.value for key in value.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)}
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
-            and not value.args and all(k.arg for k in value.keywords):
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "dict"
+        and not value.args
+        and all(k.arg for k in value.keywords)
+    ):
         return {k.arg for k in value.keywords if k.arg}
     return None

@@ -114,8 +114,11 @@ class Tree:
                 self._keys[path] = (blob, True)
             else:
                 text = self.text(path)
-                digest = None if text is None else \
-                    "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+                digest = (
+                    None
+                    if text is None
+                    else "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+                )
                 self._keys[path] = (digest, False)
         return self._keys[path]
 

@@ -21,8 +21,9 @@ from service.agent.docsite.site import DocsSite, Language, NavEntry, Navigation,
 from service.agent.docsite.tree import Tree
 
 CONFIG_NAMES: tuple[str, ...] = ()
-CONFIG_TAILS = tuple(f".vitepress/config{index}.{ext}" for index in ("", "/index")
-                     for ext in ("mts", "ts", "mjs", "js"))
+CONFIG_TAILS = tuple(
+    f".vitepress/config{index}.{ext}" for index in ("", "/index") for ext in ("mts", "ts", "mjs", "js")
+)
 SUFFIXES = (".md",)
 _CALLEES = ("defineConfig", "defineConfigWithTheme", "withMermaid", "withPwa", "withI18n")
 _PARAM = re.compile(r":(\w+)[*+?]?")  # path-to-regexp parameters: `:pkg`, `:rest*`
@@ -63,34 +64,58 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     explicit = bool(sidebars) and all(s is not OPAQUE for _, s in sidebars)
     languages = _languages(options, root)
     if explicit:
-        hint = (f"Navigation is `themeConfig.sidebar` in {config_path}: items are {{ text, link }} with links as "
-                "routes (\"/guide/setup\"); new pages must be added to it.")
+        hint = (
+            f"Navigation is `themeConfig.sidebar` in {config_path}: items are {{ text, link }} with links as "
+            'routes ("/guide/setup"); new pages must be added to it.'
+        )
     elif sidebars:
         hint = f"The sidebar is built by code in {config_path}; add new pages where it lists their neighbours."
     else:
         # It may still come from elsewhere (per-folder config files, the theme): not "there is no sidebar".
-        hint = (f"No sidebar is set in {config_path} (one may come from per-folder config files or the theme, "
-                "which the check does not read); link each new page from an existing page.")
+        hint = (
+            f"No sidebar is set in {config_path} (one may come from per-folder config files or the theme, "
+            "which the check does not read); link each new page from an existing page."
+        )
     clean = options.get("cleanUrls") is True
-    hint += (f" Pages are Markdown files under {root or 'the repository root'}/; links are routes without the "
-             "extension or relative file links: [Setup](/guide/setup) or [Setup](./setup.md)"
-             + ("" if clean else " (served as /guide/setup.html)") + ".")
-    translations = tuple(f"/{lang.folder}/**" for lang in languages[1:]
-                         if not any(join(root, where or ".") == lang.folder for where, s in sidebars
-                                    if s is not OPAQUE))
+    hint += (
+        f" Pages are Markdown files under {root or 'the repository root'}/; links are routes without the "
+        "extension or relative file links: [Setup](/guide/setup) or [Setup](./setup.md)"
+        + ("" if clean else " (served as /guide/setup.html)")
+        + "."
+    )
+    translations = tuple(
+        f"/{lang.folder}/**"
+        for lang in languages[1:]
+        if not any(join(root, where or ".") == lang.folder for where, s in sidebars if s is not OPAQUE)
+    )
     ignore = options.get("ignoreDeadLinks")
-    routing = {"base": "/" + (_value(options.get("base")) or "/").strip("/"), "rewrites": _rewrites(options),
-               # `true`, a list of patterns or anything computed: some dead links are let through, which ones is
-               # not known; 'localhostLinks' only lets localhost URLs through, which are external here anyway.
-               "ignore_dead": ignore not in (None, False) and _value(ignore) != "localhostLinks"}
+    routing = {
+        "base": "/" + (_value(options.get("base")) or "/").strip("/"),
+        "rewrites": _rewrites(options),
+        # `true`, a list of patterns or anything computed: some dead links are let through, which ones is
+        # not known; 'localhostLinks' only lets localhost URLs through, which are external here anyway.
+        "ignore_dead": ignore not in (None, False) and _value(ignore) != "localhostLinks",
+    }
     excluded = options.get("srcExclude")
     ignored = ("/" + (join(root, "public") or "public") + "/**",) + tuple(
         f"/{root}/{glob.value.lstrip('/')}" if root else f"/{glob.value.lstrip('/')}"
-        for glob in (excluded if isinstance(excluded, list) else []) if isinstance(glob, Str))
-    return DocsSite("vitepress", config_path, root, nav_files=[config_path] if explicit else [], nav_hint=hint,
-                    page_suffixes=SUFFIXES, ignored=ignored,
-                    explicit_nav=explicit, languages=languages, unlisted_ok=translations, routing=routing,
-                    detected_from=config_path)
+        for glob in (excluded if isinstance(excluded, list) else [])
+        if isinstance(glob, Str)
+    )
+    return DocsSite(
+        "vitepress",
+        config_path,
+        root,
+        nav_files=[config_path] if explicit else [],
+        nav_hint=hint,
+        page_suffixes=SUFFIXES,
+        ignored=ignored,
+        explicit_nav=explicit,
+        languages=languages,
+        unlisted_ok=translations,
+        routing=routing,
+        detected_from=config_path,
+    )
 
 
 def _sidebars(options: dict) -> list[tuple[str, object]]:
@@ -143,7 +168,7 @@ def page_routes(site: DocsSite, files) -> dict[str, str]:
     root = site.docs_root
     for path in sorted(files):
         if site.is_page(path):
-            relative = path[len(root) + 1:] if root else path
+            relative = path[len(root) + 1 :] if root else path
             routes.setdefault(route_key(_rewritten(site, relative)), path)
     return routes
 
@@ -153,9 +178,9 @@ def route_key(written: str) -> str:
     key = written.strip("/")
     for suffix in (".md", ".html"):
         if key.lower().endswith(suffix):
-            key = key[:-len(suffix)]
+            key = key[: -len(suffix)]
     if key == "index" or key.endswith("/index"):
-        key = key[:-len("index")].rstrip("/")
+        key = key[: -len("index")].rstrip("/")
     return key
 
 
@@ -198,8 +223,11 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
         _walk(nav, site, routes, theme["nav"], "")
         sections = {route.split("/", 1)[0] for route in routes}
         # A nav link whose first folder no page has goes to a custom page of the theme: not the check's to judge.
-        result.entries += [e for e in nav.entries if e.found or
-                           route_key(_strip_base(site, split_target(e.ref)[0])).split("/", 1)[0] in sections]
+        result.entries += [
+            e
+            for e in nav.entries
+            if e.found or route_key(_strip_base(site, split_target(e.ref)[0])).split("/", 1)[0] in sections
+        ]
     return result
 
 
@@ -246,7 +274,7 @@ def _add(result: Navigation, site: DocsSite, routes: dict[str, str], link: Str, 
 
 def _strip_base(site: DocsSite, path: str) -> str:
     base = site.routing.get("base", "/")
-    return path[len(base):] if base != "/" and (path == base or path.startswith(base + "/")) else path
+    return path[len(base) :] if base != "/" and (path == base or path.startswith(base + "/")) else path
 
 
 class VitePressRouter(RouteMapRouter):
@@ -271,14 +299,13 @@ class VitePressRouter(RouteMapRouter):
                 return Outcome(Verdict.OUTSIDE)
             found = self.land(resolved)
             if found is None and path.lower().endswith(".html"):
-                found = self.land(resolved[:-len(".html")])
+                found = self.land(resolved[: -len(".html")])
             if found is not None:
                 return Outcome(Verdict.OK, found)
             own = self._by_page.get(page)
-            folder = posixpath.dirname(own) if own is not None and posixpath.basename(page) != "index.md" \
-                else own
+            folder = posixpath.dirname(own) if own is not None and posixpath.basename(page) != "index.md" else own
             relative_to = join(folder or "", path) if own is not None else None
-            key = route_key(relative_to) if relative_to is not None else route_key(resolved[len(root):])
+            key = route_key(relative_to) if relative_to is not None else route_key(resolved[len(root) :])
         if key in routes:
             return Outcome(Verdict.OK, routes[key])
         if any(pattern.fullmatch(key) for pattern in self._dynamic()):
@@ -295,8 +322,11 @@ class VitePressRouter(RouteMapRouter):
 
     def _dynamic(self) -> list[re.Pattern]:
         if not hasattr(self, "_patterns"):
-            self._patterns = [re.compile(re.sub(r"\\\[[^/\]]+\\\]", "[^/]+", re.escape(route)))
-                              for route in self._routes() if "[" in route]
+            self._patterns = [
+                re.compile(re.sub(r"\\\[[^/\]]+\\\]", "[^/]+", re.escape(route)))
+                for route in self._routes()
+                if "[" in route
+            ]
         return self._patterns
 
 
@@ -307,6 +337,8 @@ def router(site: DocsSite, tree: Tree) -> Router:
 
 def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
     """How to list `page` in the sidebar."""
-    relative = page[len(site.docs_root) + 1:] if site.docs_root else page
-    return (f"add {{ text: '…', link: '/{route_key(_rewritten(site, relative))}' }} to `themeConfig.sidebar` in "
-            f"{site.config_path}")
+    relative = page[len(site.docs_root) + 1 :] if site.docs_root else page
+    return (
+        f"add {{ text: '…', link: '/{route_key(_rewritten(site, relative))}' }} to `themeConfig.sidebar` in "
+        f"{site.config_path}"
+    )

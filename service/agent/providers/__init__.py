@@ -7,8 +7,10 @@ from service.agent.model import ModelClient, ProviderBuilder
 from service.agent.providers.retry import RetryPolicy
 
 # Each vendor provider's adapter module; importing it imports the vendor's SDK.
-ADAPTER_MODULES = {"openai": "service.agent.providers.openai_chat",
-                   "anthropic": "service.agent.providers.anthropic_messages"}
+ADAPTER_MODULES = {
+    "openai": "service.agent.providers.openai_chat",
+    "anthropic": "service.agent.providers.anthropic_messages",
+}
 
 
 # Provider name -> an HTTP client for its SDK that every run of the process (and of its forks) shares; see preload.
@@ -26,15 +28,25 @@ def build_providers(settings, http_clients: HttpClients | None = None) -> dict[s
     def openai_builder(model: str, run_index: int, cache_key: str | None) -> ModelClient:
         from service.agent.providers.openai_chat import OpenAIChatModel
 
-        return OpenAIChatModel(model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                               retry=retry, cache_key=cache_key if settings.openai_prompt_cache_key else None,
-                               http_client=http.get("openai"))
+        return OpenAIChatModel(
+            model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            retry=retry,
+            cache_key=cache_key if settings.openai_prompt_cache_key else None,
+            http_client=http.get("openai"),
+        )
 
     def anthropic_builder(model: str, run_index: int, cache_key: str | None) -> ModelClient:
         from service.agent.providers.anthropic_messages import AnthropicModel
 
-        return AnthropicModel(model, api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url,
-                              retry=retry, http_client=http.get("anthropic"))
+        return AnthropicModel(
+            model,
+            api_key=settings.anthropic_api_key,
+            base_url=settings.anthropic_base_url,
+            retry=retry,
+            http_client=http.get("anthropic"),
+        )
 
     return {"openai": openai_builder, "anthropic": anthropic_builder}
 

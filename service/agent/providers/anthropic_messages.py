@@ -22,12 +22,16 @@ class AnthropicModel(SdkModel):
     def _new_client(self, **options):
         return anthropic.Anthropic(**options)
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
-                 max_output_tokens: int | None = None) -> ModelReply:
+    def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], *, max_output_tokens: int | None = None
+    ) -> ModelReply:
         """Send the conversation and tools as one Messages request; return the model's turn."""
         system, turns = to_anthropic_messages(messages)
-        request: dict[str, Any] = {"model": self.model, "max_tokens": self.output_limit(max_output_tokens),
-                                   "messages": turns}
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.output_limit(max_output_tokens),
+            "messages": turns,
+        }
         if system:
             request["system"] = [{"type": "text", "text": system}]
         if tools:
@@ -89,31 +93,54 @@ def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict]]
 
 def _blocks(message: ChatMessage) -> tuple[str, list[dict]]:
     if message.role == "tool":
-        return "user", [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content,
-                         "is_error": message.is_error}]
+        return "user", [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content,
+                "is_error": message.is_error,
+            }
+        ]
     # The API refuses empty or whitespace-only text blocks.
     blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content.strip() else []
     if message.role == "assistant":
         # Arguments refused as too deep are sent back as an empty object: the API wants one, and the paired
         # tool result already tells the model what was wrong.
-        blocks += [{"type": "tool_use", "id": call.id, "name": call.name,
-                    "input": call.arguments if isinstance(call.arguments, dict) else {}}
-                   for call in message.tool_calls]
+        blocks += [
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": call.arguments if isinstance(call.arguments, dict) else {},
+            }
+            for call in message.tool_calls
+        ]
     return message.role, blocks
 
 
 def to_reply(response) -> ModelReply:
     """A Messages API response as a neutral reply: its text blocks joined, its tool_use blocks as calls."""
     text = "".join(block.text for block in response.content if block.type == "text")
-    calls = [ToolCall(block.id, block.name, _arguments(block.input)) for block in response.content
-             if block.type == "tool_use"]
+    calls = [
+        ToolCall(block.id, block.name, _arguments(block.input))
+        for block in response.content
+        if block.type == "tool_use"
+    ]
     usage = response.usage
     # `input_tokens` is only the uncached part of the input here; the cached parts are billed at their own price.
     read = getattr(usage, "cache_read_input_tokens", None) or 0
     written = getattr(usage, "cache_creation_input_tokens", None) or 0
-    return ModelReply(text=text, tool_calls=calls,
-                      usage=Usage.billed((usage.input_tokens or 0) + read + written, usage.output_tokens or 0,
-                                         cache_read=read, cache_write=written, rates=billing.ANTHROPIC))
+    return ModelReply(
+        text=text,
+        tool_calls=calls,
+        usage=Usage.billed(
+            (usage.input_tokens or 0) + read + written,
+            usage.output_tokens or 0,
+            cache_read=read,
+            cache_write=written,
+            rates=billing.ANTHROPIC,
+        ),
+    )
 
 
 def _arguments(given):

@@ -11,8 +11,16 @@ from service.codes import RunFailure
 MESSAGE_MAX_CHARS = 500
 
 
-def status_failure(status: int, body: object, headers: Mapping[str, str], *, vendor: str, model: str,
-                   key_variable: str, api_key: str | None) -> Exception:
+def status_failure(
+    status: int,
+    body: object,
+    headers: Mapping[str, str],
+    *,
+    vendor: str,
+    model: str,
+    key_variable: str,
+    api_key: str | None,
+) -> Exception:
     """The exception for an HTTP error answer: Transient for 408/409/429/5xx, else a ModelError to raise at once.
 
     The vendor's message is included with the API key blanked out of it.
@@ -21,17 +29,22 @@ def status_failure(status: int, body: object, headers: Mapping[str, str], *, ven
     detail = f"HTTP {status}" + (f": {message}" if message else "")
     if status == 429 and _error_field(body, "code") == "insufficient_quota":
         # OpenAI's "out of credit" is a 429 too, but waiting does not refill the account.
-        return ModelError(f"{vendor} refused the request for {model!r}: {detail}; check the account's plan and "
-                          "billing", code=RunFailure.MODEL_ERROR)
+        return ModelError(
+            f"{vendor} refused the request for {model!r}: {detail}; check the account's plan and billing",
+            code=RunFailure.MODEL_ERROR,
+        )
     if status in (408, 409, 429) or status >= 500:
         return Transient(retry_after(headers), detail)
     if status == 401:
         # The vendor's 401 text may echo a masked form of the key; the status says enough.
-        return ModelError(f"{vendor} rejected the API key (HTTP 401); check {key_variable}",
-                          code=RunFailure.MODEL_AUTH_FAILED)
+        return ModelError(
+            f"{vendor} rejected the API key (HTTP 401); check {key_variable}", code=RunFailure.MODEL_AUTH_FAILED
+        )
     if status == 403:
-        return ModelError(f"{vendor} refused access with the API key ({detail}); check {key_variable} and what "
-                          f"the key may use", code=RunFailure.MODEL_AUTH_FAILED)
+        return ModelError(
+            f"{vendor} refused access with the API key ({detail}); check {key_variable} and what the key may use",
+            code=RunFailure.MODEL_AUTH_FAILED,
+        )
     hint = f"; the model name {model!r} may be wrong" if status == 404 else ""
     return ModelError(f"{vendor} refused the request for {model!r}: {detail}{hint}", code=RunFailure.MODEL_ERROR)
 
@@ -44,8 +57,15 @@ def sdk_call(sdk, send, *, vendor: str, model: str, key_variable: str, api_key: 
     try:
         return send()
     except sdk.APIStatusError as exc:
-        raise status_failure(exc.status_code, exc.body, exc.response.headers, vendor=vendor, model=model,
-                             key_variable=key_variable, api_key=api_key) from exc
+        raise status_failure(
+            exc.status_code,
+            exc.body,
+            exc.response.headers,
+            vendor=vendor,
+            model=model,
+            key_variable=key_variable,
+            api_key=api_key,
+        ) from exc
     except sdk.APITimeoutError as exc:
         raise Transient(None, f"no answer from {vendor} within {timeout:.0f} s") from exc
     except sdk.APIConnectionError as exc:
@@ -53,8 +73,9 @@ def sdk_call(sdk, send, *, vendor: str, model: str, key_variable: str, api_key: 
     except RecursionError:
         # The SDK decodes the whole reply (an Anthropic tool call's input included) recursively: a hostile or
         # broken server's deeply nested JSON must end the run as the model's fault, not an internal error.
-        raise ModelError(f"{vendor} sent a reply for {model!r} nested too deeply to read",
-                         code=RunFailure.MODEL_ERROR) from None
+        raise ModelError(
+            f"{vendor} sent a reply for {model!r} nested too deeply to read", code=RunFailure.MODEL_ERROR
+        ) from None
 
 
 def missing_key(vendor: str, key_variable: str) -> ModelError:

@@ -26,11 +26,15 @@ class OpenAIChatModel(SdkModel):
     def _new_client(self, **options):
         return openai.OpenAI(**options)
 
-    def complete(self, messages: list[ChatMessage], tools: list[ToolSpec], *,
-                 max_output_tokens: int | None = None) -> ModelReply:
+    def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], *, max_output_tokens: int | None = None
+    ) -> ModelReply:
         """Send the conversation and tools as one chat completion request; return the model's turn."""
-        request = {"model": self.model, "messages": to_openai_messages(messages),
-                   "max_completion_tokens": self.output_limit(max_output_tokens)}
+        request = {
+            "model": self.model,
+            "messages": to_openai_messages(messages),
+            "max_completion_tokens": self.output_limit(max_output_tokens),
+        }
         if tools:
             request["tools"] = [to_openai_tool(spec) for spec in tools]
             request["tool_choice"] = "auto"
@@ -53,8 +57,10 @@ def preloaded_http_client():
 
 def to_openai_tool(spec: ToolSpec) -> dict:
     """A tool spec as a Chat Completions function tool."""
-    return {"type": "function",
-            "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters}}
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+    }
 
 
 def to_openai_messages(messages: list[ChatMessage]) -> list[dict]:
@@ -65,9 +71,13 @@ def to_openai_messages(messages: list[ChatMessage]) -> list[dict]:
             item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
                 item["tool_calls"] = [
-                    {"id": call.id, "type": "function",
-                     "function": {"name": call.name, "arguments": _arguments_text(call.arguments)}}
-                    for call in message.tool_calls]
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": _arguments_text(call.arguments)},
+                    }
+                    for call in message.tool_calls
+                ]
             elif item["content"] is None:
                 item["content"] = ""
             out.append(item)
@@ -89,8 +99,7 @@ def to_reply(completion) -> ModelReply:
         if function is None:
             continue  # a custom (non-function) tool call; we offer none
         calls.append(ToolCall(call.id, function.name, _parse_arguments(function.arguments)))
-    return ModelReply(text=message.content or message.refusal or "", tool_calls=calls,
-                      usage=_usage(completion.usage))
+    return ModelReply(text=message.content or message.refusal or "", tool_calls=calls, usage=_usage(completion.usage))
 
 
 def _usage(usage) -> Usage:
@@ -99,8 +108,7 @@ def _usage(usage) -> Usage:
         return Usage()
     details = getattr(usage, "prompt_tokens_details", None)
     cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-    return Usage.billed(usage.prompt_tokens or 0, usage.completion_tokens or 0, cache_read=cached,
-                        rates=billing.OPENAI)
+    return Usage.billed(usage.prompt_tokens or 0, usage.completion_tokens or 0, cache_read=cached, rates=billing.OPENAI)
 
 
 def _parse_arguments(raw: str | None):
@@ -117,4 +125,3 @@ def _parse_arguments(raw: str | None):
 
 def _arguments_text(arguments) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
-

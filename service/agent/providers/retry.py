@@ -58,11 +58,19 @@ class RetryPolicy:
                     raise self._gave_up(what, attempt, failing_for, exc, "") from exc
                 if exc.retry_after is not None and exc.retry_after > left:
                     # Retrying before the server's time would be refused again; waiting it out would pass the budget.
-                    raise self._gave_up(what, attempt, failing_for, exc,
-                                        f"; it asked to wait {exc.retry_after:.0f} s more") from exc
+                    raise self._gave_up(
+                        what, attempt, failing_for, exc, f"; it asked to wait {exc.retry_after:.0f} s more"
+                    ) from exc
                 delay = min(self.delay(attempt, exc.retry_after), left)
-                log.warning("%s failed (%s); attempt %d, retrying in %.2f s (failing for %.0f s of at most %.0f s)",
-                            what, exc.detail, attempt, delay, failing_for, self.budget)
+                log.warning(
+                    "%s failed (%s); attempt %d, retrying in %.2f s (failing for %.0f s of at most %.0f s)",
+                    what,
+                    exc.detail,
+                    attempt,
+                    delay,
+                    failing_for,
+                    self.budget,
+                )
                 self.sleep(delay)
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
@@ -76,7 +84,9 @@ class RetryPolicy:
     def _gave_up(self, what: str, attempt: int, failing_for: float, exc: Transient, why: str) -> ModelError:
         return ModelError(
             f"{what} kept failing for {failing_for:.0f} s ({_times(attempt)}; the retry budget is "
-            f"{self.budget:.0f} s){why}; last error: {exc.detail}", code=RunFailure.MODEL_UNAVAILABLE)
+            f"{self.budget:.0f} s){why}; last error: {exc.detail}",
+            code=RunFailure.MODEL_UNAVAILABLE,
+        )
 
 
 def _times(n: int) -> str:

@@ -19,8 +19,17 @@ class SdkModel:
     KEY_VARIABLE: str  # where the key comes from, named in errors (never the key)
     SDK: ModuleType  # the SDK module, whose exceptions sdk_call translates
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None, retry: RetryPolicy,
-                 timeout: float = 120, max_tokens: int = 8192, http_client=None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        retry: RetryPolicy,
+        timeout: float = 120,
+        max_tokens: int = 8192,
+        http_client=None,
+    ) -> None:
         self.name = f"{self.PROVIDER}:{model}"
         self.vendor = f"the {self.VENDOR}-compatible server at {base_url}" if base_url else self.VENDOR
         if not api_key:
@@ -45,9 +54,17 @@ class SdkModel:
     def _call(self, send):
         """Run one SDK call under the retry policy, vendor failures translated to ModelError."""
         return self._retry.call(
-            lambda: sdk_call(self.SDK, send, vendor=self.vendor, model=self.model, key_variable=self.KEY_VARIABLE,
-                             api_key=self._api_key, timeout=self._timeout),
-            what=self.name)
+            lambda: sdk_call(
+                self.SDK,
+                send,
+                vendor=self.vendor,
+                model=self.model,
+                key_variable=self.KEY_VARIABLE,
+                api_key=self._api_key,
+                timeout=self._timeout,
+            ),
+            what=self.name,
+        )
 
 
 def nesting_depth(value) -> int:
