@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make demo` runs a whole job end to end (then serves the dashboard until
-# Ctrl-C), `make test` runs the tests. `make lint` runs ruff, mypy and hadolint; `make lock` recompiles the locks.
+# Ctrl-C), `make test` runs the tests. `make lint` runs ruff (lint and format check), mypy and hadolint; `make lock` recompiles the locks.
 VENV ?= .venv
 PYTHON ?= python3
 # The locks cover Python 3.11+ on every platform uv knows (universal mode), with the build backend: the image builds
@@ -36,6 +36,7 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/hadolint Dockerfile
 
