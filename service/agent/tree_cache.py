@@ -9,14 +9,12 @@ between the two trees, which costs what changed rather than what the tree holds.
 import functools
 import hashlib
 import logging
-import os
-import pickle
-import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from service.workspace import kept
 from service.workspace.mirror import TREE_CACHE_FOLDER
 from service.workspace.trees import TooManyChanges, TreeChange
 
@@ -52,15 +50,15 @@ def cached(workspace, name: str, compute: Callable[[], T], *, variant: str = "",
         return _remembered[entry]  # type: ignore[return-value]
     folder = Path(workspace.git_dir) / CACHE_FOLDER
     stored = folder / entry
-    value = _read(stored)
+    value = kept.read(stored)
     if value is _MISSING:
         latest = folder / f"{name}-{digest}-latest"
         if derive is not None:
             value = _derived(workspace, folder, f"{name}-{digest}", latest, derive)
         if value is _MISSING or value is None:
             value = compute()
-        _write(stored, value)
-        _write(latest, tree)
+        kept.write(stored, value)
+        kept.write(latest, tree)
     _remembered[entry] = value
     while len(_remembered) > _IN_MEMORY:
         _remembered.popitem(last=False)
@@ -79,10 +77,10 @@ def code_fingerprint() -> str:
 
 def _derived(workspace, folder: Path, prefix: str, latest: Path, derive: Derive) -> object:
     """The entry derived from the last stored tree's, or _MISSING / None when there is none or it cannot be."""
-    previous = _read(latest)
+    previous = kept.read(latest)
     if not isinstance(previous, str) or previous == workspace.tree_id():
         return _MISSING
-    earlier = _read(folder / f"{prefix}-{previous}")
+    earlier = kept.read(folder / f"{prefix}-{previous}")
     if earlier is _MISSING:
         return _MISSING  # pruned by upkeep
     try:
@@ -97,38 +95,15 @@ def forget() -> None:
     _remembered.clear()
 
 
-_MISSING = object()
+_MISSING = kept.MISSING
 
 
 def read_stored(stored: Path) -> object | None:
     """An entry kept by `write_stored` (None when it is absent or unreadable)."""
-    value = _read(stored)
+    value = kept.read(stored)
     return None if value is _MISSING else value
 
 
 def write_stored(stored: Path, value: object) -> None:
     """Keep `value` at `stored` (a file inside a repository's cache folder), whole or not at all."""
-    _write(stored, value)
-
-
-def _read(stored: Path) -> object:
-    try:
-        with open(stored, "rb") as source:
-            return pickle.load(source)
-    except FileNotFoundError:
-        return _MISSING
-    except Exception:  # a torn or outdated entry: worked out again and rewritten
-        log.warning("the tree cache entry %s is unreadable; working it out again", stored.name)
-        return _MISSING
-
-
-def _write(stored: Path, value: object) -> None:
-    # Written whole under a temporary name, then renamed: a concurrent run reads the old entry or the new one.
-    try:
-        stored.parent.mkdir(exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=stored.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as out:
-            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, stored)
-    except OSError:
-        log.warning("could not keep a tree cache entry beside %s", stored.parent.parent, exc_info=True)
+    kept.write(stored, value)

@@ -3,12 +3,10 @@ list a tree git has listed before; a new tree's is derived from the last one kep
 which costs what changed, not what the tree holds."""
 
 import logging
-import os
-import pickle
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from service.workspace import kept
 from service.workspace.trees import TooManyChanges, TreeChange
 
 log = logging.getLogger(__name__)
@@ -34,8 +32,8 @@ def load_listing(
     if result is None:
         listing = list_whole()
         result = (listing, sorted(listing))
-    _write(folder / f"{_FORMAT}-{tree}", result)
-    _write(folder / f"{_FORMAT}-latest", tree)
+    kept.write(folder / f"{_FORMAT}-{tree}", result)
+    kept.write(folder / f"{_FORMAT}-latest", tree)
     if isinstance(previous, str) and previous != tree:
         # A listing is large (a few MB at 50,000 files) and the next tree derives from this one: one is kept.
         (folder / f"{_FORMAT}-{previous}").unlink(missing_ok=True)
@@ -65,23 +63,5 @@ def _derived(folder: Path, tree: str, previous: str, changes_since) -> tuple[Lis
 
 
 def _read(stored: Path):
-    try:
-        with open(stored, "rb") as source:
-            return pickle.load(source)
-    except FileNotFoundError:
-        return None
-    except Exception:  # a torn entry: listed again and rewritten
-        log.warning("the listing %s is unreadable; listing the tree again", stored.name)
-        return None
-
-
-def _write(stored: Path, value: object) -> None:
-    # Written whole under a temporary name, then renamed: a concurrent run reads the old entry or the new one.
-    try:
-        stored.parent.mkdir(exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=stored.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as out:
-            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, stored)
-    except OSError:
-        log.warning("could not keep a listing beside %s", stored.parent.parent, exc_info=True)
+    value = kept.read(stored)
+    return None if value is kept.MISSING else value
