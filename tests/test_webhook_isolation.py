@@ -158,20 +158,18 @@ def test_one_accounts_dead_and_dripping_endpoints_and_resends_leave_another_acco
             headers, hooks = _noisy_account(stack, tarpit, dripper)
             for number in range(3):  # its jobs fail at once (no repository), each event a delivery per endpoint
                 stack.api.post(f"/v2/agent/{hooks[0][0]}/job", json={"prompt": f"noise {number}"}, headers=headers)
-            logs = wait_until(
-                lambda: [
-                    logged
+
+            # Wait for a delivery on every endpoint: they are logged one by one as the worker gets to them.
+            def every_log():
+                logs = [
+                    stack.api.get(f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries", headers=headers).json()[
+                        "deliveries"
+                    ]
                     for project_id, hook_id in hooks
-                    if (
-                        logged := stack.api.get(
-                            f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries", headers=headers
-                        ).json()["deliveries"]
-                    )
-                ],
-                30,
-                "the noisy account's deliveries",
-            )
-            assert len(logs) == len(hooks)
+                ]
+                return logs if all(logs) else None
+
+            logs = wait_until(every_log, 30, "a delivery logged on every one of the noisy account's endpoints")
             answers = [
                 stack.api.post(
                     f"/v2/agent/{project_id}/webhooks/{hook_id}/deliveries/{log[0]['id']}/resend", headers=headers
