@@ -21,7 +21,7 @@ from service.agent.docsite.blocks import open_containers
 from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
 from service.agent.docsite.jsx import Tag, scan_tags
 from service.agent.docsite.limits import MAX_PAGE_BYTES, Uncheckable, check_size
-from service.agent.docsite.mdx import TagProblem, unbalanced_tags
+from service.agent.docsite.mdx import TagProblem, blank_comments, esm_end, unbalanced_tags
 
 
 class Mode(str, enum.Enum):
@@ -82,7 +82,6 @@ ID_ATTRIBUTES = ("id", "name")
 TITLE_ATTRIBUTES = ("title", "name", "param", "path", "query", "body", "header", "field")
 _ATTR_LIST_ID = re.compile(r"\{:?[ \t]*(?:[^{}\n]*?[ \t])?#([^\s{}#]+)[^{}\n]*\}")
 _ESM = re.compile(r"^(?:import|export)\s")
-_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}|<!--.*?-->", re.DOTALL)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.DOTALL)
@@ -162,8 +161,9 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
     tokens = _parser(mode).parse(open_containers(text) if mode is Mode.MARKDOWN else text)
     if mode is Mode.MDX:
         # MDX reads the Markdown inside indented JSX components as if it were not indented.
+        # Comments are dropped first: links inside them are never built.
         code = _code_lines(tokens)
-        lines = text.split("\n")
+        lines = blank_comments(text, code).split("\n")
         tokens = _parser(mode).parse("\n".join(line if n in code else line.lstrip() for n, line in enumerate(lines)))
     headings: list[tuple[str, str | None]] = []
     ids: set[str] = set()
@@ -187,11 +187,11 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
             and token.map
             and _ESM.match(tokens[index + 1].content)
         ):
-            code_lines.update(range(token.map[0], token.map[1]))
+            code_lines.update(range(token.map[0], esm_end(lines, token.map[0], token.map[1])))
         if token.type == "inline":
             _inline(page, ids, labels, token, mode)
     if mode is Mode.MDX:
-        tags, unfinished = scan_tags(_prose(text, code_lines))
+        tags, unfinished = scan_tags(_prose(text, code_lines), expressions=True)
         _html(page, ids, tags)
         page.tag_problems = unbalanced_tags(tags, unfinished)
     page.anchors = anchor_set(headings, ids)
@@ -248,9 +248,8 @@ def _html(page: ParsedPage, ids: set[str], tags: list[Tag]) -> None:
 
 def _prose(text: str, code_lines: set[int]) -> str:
     # Code, front matter and ESM become blank lines, so tag lines still match the page's.
-    lines = text.split("\n")
-    kept = ["" if number in code_lines else _CODE_SPAN.sub("", line) for number, line in enumerate(lines)]
-    return _MDX_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), "\n".join(kept))
+    lines = blank_comments(text, code_lines).split("\n")
+    return "\n".join("" if number in code_lines else _CODE_SPAN.sub("", line) for number, line in enumerate(lines))
 
 
 def _myst_role(page: ParsedPage, name: str, content: str, line: int) -> None:
