@@ -25,6 +25,7 @@ from service.agent.docsite.detect import (
     make_router,
     page_problems,
 )
+from service.agent.docsite.mkdocs_anchors import hook_may_write
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -251,6 +252,7 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
         or target.includes
         or anchor.lower() in target.anchors
         or (state.site.framework == "sphinx" and anchor.lower() in target.labels)
+        or (state.site.routing.get("page_hooks") and hook_may_write(anchor))
     ):
         return None
     where = "this page" if landing == page else landing

@@ -4,7 +4,7 @@ import posixpath
 
 import yaml
 
-from service.agent.docsite import mkdocs_blog, mkdocs_i18n
+from service.agent.docsite import mkdocs_anchors, mkdocs_blog, mkdocs_i18n
 from service.agent.docsite.framework import listed_order
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Link, LinkKind, Mode, parse_page
@@ -104,6 +104,10 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             "builds": builds,
             "blog": blog,
             "redirects": _redirect_maps(plugins) if "redirects" in names else None,
+            "tabs": mkdocs_anchors.read_tab_ids(mapping_value(node, "markdown_extensions")),
+            "page_hooks": mkdocs_anchors.rewrites_pages(
+                lambda path: read_text(workspace, path), config_path, mapping_value(node, "hooks")
+            ),
         },
     )
 
@@ -358,8 +362,9 @@ def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
 
 
 def extra_anchors(site: DocsSite, text: str) -> set[str]:
-    """None beyond the page parser's: MkDocs adds no anchors of its own."""
-    return set()
+    """Content tabs' ids, when `pymdownx.tabbed` names them (`slugify`)."""
+    tabs = site.routing.get("tabs")
+    return mkdocs_anchors.tab_anchors(text, tabs) if tabs is not None and "===" in text else set()
 
 
 def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]]:

@@ -80,7 +80,7 @@ LINK_ATTRIBUTES = ("href", "src", "to")  # <a href>, <img src>, Docusaurus <Link
 ID_ATTRIBUTES = ("id", "name")
 # Components (Mintlify, Docusaurus, Starlight) that render their title or name as an anchor.
 TITLE_ATTRIBUTES = ("title", "name", "param", "path", "query", "body", "header", "field")
-_ATTR_LIST_ID = re.compile(r"\{:?[ \t]*(?:[^{}\n]*?[ \t])?#([^\s{}#]+)[^{}\n]*\}")
+_ATTR_LIST_ID = re.compile(r"""\{:?[ \t]*(?:[^{}\n]*?[ \t])?(?:#|id=["']?)([^\s{}#"']+)[^{}\n]*\}""")
 _ESM = re.compile(r"^(?:import|export)\s")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>")
@@ -172,6 +172,8 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
     for index, token in enumerate(tokens):
         if token.type in ("fence", "code_block", "colon_fence", "front_matter", "math_block") and token.map:
             code_lines.update(range(token.map[0], token.map[1]))
+            if token.type == "fence" and mode is Mode.MARKDOWN:  # superfences: ``` { .sh #id }
+                ids.update(m.group(1).lower() for m in _ATTR_LIST_ID.finditer(token.info))
             if token.type in ("fence", "colon_fence") and mode is Mode.MYST:
                 labels |= _myst_directive(page, token)
         elif token.type == "myst_target":
