@@ -300,8 +300,9 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
         names |= run.start.router.names(path)
     names.discard("")
     label_words = [_WORDS.findall(label) for label in lost_labels]
-    # An :option: reference names the option string (`-b`, which most texts hold) after the role's name.
-    option_words = [["option:", name.lower()] for name in lost_options]
+    # An :option: (or MyST {option}) reference names the option string (`-b`, which most texts hold) after the
+    # role's name.
+    option_words = [["option", name.lower()] for name in lost_options]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):

@@ -195,6 +195,8 @@ FILE_EXTENSIONS = frozenset(
     "toml csv mp4 webm css js xml ini cfg sh".split()
 )
 
+# `.. option::` or MyST's `{option}` (and `cmdoption`, `std:` forms).
+_OPTION_DIRECTIVE = re.compile(r"option::|option\}")
 # The images a `.. image:: name.*` may pick, in the HTML and LaTeX builders' order of preference.
 WILDCARD_IMAGES = ("svg", "png", "gif", "jpg", "jpeg", "webp", "pdf")
 
@@ -302,7 +304,7 @@ class SphinxRouter(Router):
         if not hasattr(self, "_option_pages"):
             self._option_pages: dict[tuple[str, str], str | None] = {}
             self._option_holders = sorted(
-                p for p in self.tree.files if self.site.is_page(p) and "option::" in (self.tree.text(p) or "")
+                p for p in self.tree.files if self.site.is_page(p) and _OPTION_DIRECTIVE.search(self.tree.text(p) or "")
             )
         key = (program, name)
         if key not in self._option_pages:
