@@ -2,6 +2,8 @@
 spelt differently from their key, Docusaurus i18n folders and mkdocs-static-i18n folders that fall back to the
 default language's pages (a link valid through the fallback is valid, and a move that breaks it is reported)."""
 
+import json
+
 from service.agent.docs_check import check_docs
 from service.agent.docsite.detect import detect_site
 
@@ -104,6 +106,58 @@ def test_docusaurus_a_move_reports_the_translations_links_that_fell_back_to_it(o
             "i18n/ko/docusaurus-plugin-content-docs/current/intro.md",
             "link to guides/setup.md, which this run moved or deleted",
         ),
+    ]
+
+
+# Docusaurus translations of a further docs instance and of an older version: each in its own i18n folder, falling
+# back to the pages of the docs it translates.
+DOCUSAURUS_INSTANCES = {
+    "docusaurus.config.js": "module.exports = {\n  title: 'Kit',\n  baseUrl: '/',\n"
+    "  i18n: {defaultLocale: 'en', locales: ['en', 'ja']},\n"
+    "  presets: [['classic', {docs: {sidebarPath: require.resolve('./sidebars.js')}}]],\n"
+    "  plugins: [['@docusaurus/plugin-content-docs', {id: 'community', path: 'community', "
+    "routeBasePath: 'community', sidebarPath: require.resolve('./sidebarsCommunity.js')}]],\n};\n",
+    "sidebars.js": "module.exports = {docs: ['intro', 'guides/setup']};\n",
+    "sidebarsCommunity.js": "module.exports = {community: ['support', 'team/contributing']};\n",
+    "versions.json": json.dumps(["1.0"]),
+    "docs/intro.md": "# Intro\n",
+    "docs/guides/setup.md": "# Setup\n",
+    "versioned_docs/version-1.0/intro.md": "# Intro 1.0\n",
+    "versioned_docs/version-1.0/guides/setup.md": "# Setup 1.0\n\n## Install\n",
+    "versioned_sidebars/version-1.0-sidebars.json": json.dumps({"docs": ["intro", "guides/setup"]}),
+    "community/support.md": "# Support\n",
+    "community/team/contributing.md": "# Contributing\n\n## Pull requests\n",
+    # Japanese translates one page of each; links to the others fall back.
+    "i18n/ja/docusaurus-plugin-content-docs-community/current/support.md": "# サポート\n\n"
+    "[貢献](team/contributing.md#pull-requests) [貢献 URL](team/contributing)\n",
+    "i18n/ja/docusaurus-plugin-content-docs/version-1.0/intro.md": "# はじめに\n\n"
+    "[セットアップ](guides/setup.md#install) [URL](guides/setup)\n",
+}
+
+
+def test_docusaurus_instance_and_version_translations_fall_back_to_their_own_docs(open_workspace):
+    workspace = open_workspace(DOCUSAURUS_INSTANCES)
+    support = "i18n/ja/docusaurus-plugin-content-docs-community/current/support.md"
+    intro = "i18n/ja/docusaurus-plugin-content-docs/version-1.0/intro.md"
+    workspace.write(support, (DOCUSAURUS_INSTANCES[support] + "[なし](team/nope.md)\n").encode())
+    workspace.write(intro, (DOCUSAURUS_INSTANCES[intro] + "\n改訂\n").encode())
+    assert messages(check_docs(workspace)) == [
+        (
+            support,
+            "broken link: team/nope.md (no file i18n/ja/docusaurus-plugin-content-docs-community/current/team/nope.md "
+            "or community/team/nope.md or team/nope.md)",
+        )
+    ]
+
+
+def test_docusaurus_a_move_in_an_instance_reports_its_translations_links(open_workspace):
+    workspace = open_workspace(DOCUSAURUS_INSTANCES)
+    workspace.move("community/team/contributing.md", "community/contributing.md")
+    translated = sorted((path, message) for path, message in messages(check_docs(workspace)) if "i18n/" in path)
+    support = "i18n/ja/docusaurus-plugin-content-docs-community/current/support.md"
+    assert translated == [
+        (support, "link to team/contributing, which this run moved or deleted"),
+        (support, "link to team/contributing.md#pull-requests, which this run moved or deleted"),
     ]
 
 

@@ -108,3 +108,42 @@ def test_a_posts_links_metadata_names_pages_from_the_docs_folder(open_workspace)
         p.path == "docs/blog/articles/new.md" and p.message.startswith("broken link: /nope.md")
         for p in check_docs(workspace, site).problems
     )
+
+
+# --- the meta plugin: `.meta.yml` defaults merged into a post's front matter -------------------------------------
+
+META_SITE = dict(
+    SITE,
+    **{
+        "mkdocs.yml": CONFIG.replace("  - search\n", "  - search\n  - meta\n"),
+        # A folder-wide date and author, as a series of posts by one writer would set them.
+        "docs/blog/articles/series/.meta.yml": "date: 2024-04-01\nauthors:\n  - ada\ncategories:\n  - Releases\n",
+        "docs/blog/.meta.yml": "hide:\n  - feedback\n",
+    },
+)
+
+
+def test_a_post_gets_date_authors_and_categories_from_meta_files(open_workspace):
+    workspace = open_workspace(META_SITE)
+    workspace.write("docs/blog/articles/series/part-1.md", b"---\ncategories: [General]\n---\n\n# Part 1\n")
+    assert check_docs(workspace).problems == []
+
+
+def test_meta_file_values_are_checked_as_the_posts_own(open_workspace):
+    files = dict(META_SITE)
+    files["docs/blog/articles/series/.meta.yml"] = "date: 2024-04-01\nauthors: [grace]\ncategories: [Gossip]\n"
+    workspace = open_workspace(files)
+    workspace.write("docs/blog/articles/series/part-2.md", b"---\nauthors: [ada]\n---\n\n# Part 2\n")
+    assert sorted(p.message for p in check_docs(workspace).problems) == [
+        "blog post author `grace` is not defined in docs/blog/.authors.yml (the blog plugin stops the build)",
+        "blog post category `Gossip` is not in the plugin's `categories_allowed`",
+    ]
+
+
+def test_meta_files_count_only_with_the_meta_plugin(open_workspace):
+    files = dict(META_SITE, **{"mkdocs.yml": CONFIG})
+    workspace = open_workspace(files)
+    workspace.write("docs/blog/articles/series/part-1.md", b"---\ncategories: [General]\n---\n\n# Part 1\n")
+    assert [p.message.split(" (")[0] for p in check_docs(workspace).problems] == [
+        "blog post without a valid `date` in its front matter"
+    ]

@@ -147,6 +147,53 @@ def test_unclosed_and_stray_tags_are_reported_with_lines():
     ]
 
 
+def test_jsx_inside_expressions_is_balanced_and_comparisons_are_not_tags():
+    # Cards rendered from a list, as Docusaurus pages do; `<` in the JavaScript around them compares or types.
+    page = """\
+export const Cards = ({entries}) => (
+  <div className="row">
+    {entries.map((entry) => (
+
+      <Card key={entry.slug} {...entry} />
+    ))}
+  </div>
+);
+
+{sections.filter((s, i) => i<limit).map((s: Section<string>) => <Card key={s.id} title={s.title} />)}
+
+<ul>
+{sections.map((s) => <li key={s.id}>{s.count < 3 ? 'few' : 'many'} <b>{s.name}</b></li>)}
+</ul>
+
+<Tabs render={() => <p>Don't switch yet</p>}>
+
+Body text.
+
+</Tabs>
+"""
+    assert tag_problems(page) == []
+    # A tag the expression really leaves open is still reported.
+    assert [p.line for p in tag_problems("{rows.map((r) => <Row key={r}>{r})}\n")] == [1]
+
+
+def test_links_in_html_comments_are_not_links_in_mdx():
+    page = """\
+# Setup
+
+<!--
+Old steps, kept for later:
+see [the old guide](./old-guide.md) and [the API](/docs/api/removed).
+-->
+
+Read [the guide](./guide.md) {/* not [this](./draft.md) */}.
+
+```md
+<!-- [kept](./in-code.md) -->
+```
+"""
+    assert [link.target for link in parse_page(page, Mode.MDX).links] == ["./guide.md"]
+
+
 # --- JavaScript sidebars -------------------------------------------------------------------------------
 
 

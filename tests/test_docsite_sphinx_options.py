@@ -101,3 +101,54 @@ def test_options_an_extension_generates_are_not_judged(open_workspace):
     report = check_docs(workspace)
     assert report.problems == []
     assert any("autoprogram" in note for note in report.notes)
+
+
+# --- MyST: the same std domain, written as `{program}`/`{option}` directives and the `{option}` role -----------
+
+MYST_SITE = {
+    "docs/conf.py": "project = 'tool'\nextensions = ['myst_parser']\n",
+    "docs/index.md": "# Tool\n\n```{toctree}\nusage\nman/tool\n```\n",
+    "docs/man/tool.md": (
+        "# tool\n\n```{program} tool\n```\n\n```{option} -b NAME, --builder NAME\n\nThe builder.\n```\n\n"
+        ":::{option} --color[=WHEN]\nColours; see also {option}`-b`.\n:::\n\n"
+        "```{option} -q\nQuiet.\n```\n"
+    ),
+    "docs/usage.md": (
+        "# Usage\n\nRun with {option}`tool -b` and quietly with {option}`tool -q`.\n\n"
+        "```{program} tool\n```\n\nHere {option}`--builder html <--builder>` and {option}`--color=always` need no "
+        "program.\n"
+    ),
+}
+
+
+def test_myst_option_directives_and_roles_keep_their_program():
+    from service.agent.docsite.pages import Mode, parse_page
+
+    page = parse_page(MYST_SITE["docs/man/tool.md"], Mode.MYST)
+    assert page.options == {("tool", "-b"), ("tool", "--builder"), ("tool", "--color"), ("tool", "-q")}
+    usage = parse_page(MYST_SITE["docs/usage.md"] + "Not linked: {option}`!--raw`.\n", Mode.MYST)
+    assert [(link.target, link.program) for link in usage.links if link.kind.value == "option"] == [
+        ("tool -b", ""),
+        ("tool -q", ""),
+        ("--builder", "tool"),
+        ("--color=always", "tool"),
+    ]
+
+
+def test_myst_option_references_are_checked(open_workspace):
+    workspace = open_workspace(MYST_SITE)
+    workspace.write(
+        "docs/usage.md", (MYST_SITE["docs/usage.md"] + "\nAlso {option}`--builder` and {option}`--nope`.\n").encode()
+    )
+    assert [p.message for p in check_docs(workspace).problems] == [
+        "unknown option: --nope (no `.. option::` defines `--nope`; the page's current program is `tool`)"
+    ]
+
+
+def test_removing_a_myst_option_breaks_references_elsewhere(open_workspace):
+    workspace = open_workspace(MYST_SITE)
+    text = MYST_SITE["docs/man/tool.md"].replace("```{option} -q\nQuiet.\n```\n", "")
+    workspace.write("docs/man/tool.md", text.encode())
+    assert [(p.path, p.message) for p in check_docs(workspace).problems] == [
+        ("docs/usage.md", "link to tool -q no longer resolves after this run (no `.. option::` defines `tool -q`)")
+    ]

@@ -202,3 +202,83 @@ def test_vitepress_nav_links_to_custom_pages_are_not_judged_but_broken_doc_links
     )
     found = messages(check_docs(workspace))
     assert [message.split(" (")[0] for path, message in found] == ["navigation entry `/guide/faq` points to no page"]
+
+
+# --- per-folder config files (VitePress 2's `defineAdditionalConfig`) ---------------------------------------------
+
+MAIN_CONFIG = """\
+import { defineConfig } from 'vitepress'
+
+export default defineConfig({
+  title: 'Widget',
+  cleanUrls: true,
+  locales: {
+    root: { label: 'English', lang: 'en-US' },
+    de: { label: 'Deutsch', lang: 'de-DE' },
+  },
+})
+"""
+
+FOLDER_CONFIG = """\
+import { defineAdditionalConfig } from 'vitepress'
+
+export default defineAdditionalConfig({
+  description: 'Widgets, built fast.',
+  themeConfig: {
+    nav: [{ text: 'Guide', link: '/guide/intro' }],
+    sidebar: {
+      '/guide/': {
+        base: '/guide/',
+        items: [{ text: 'Intro', link: 'intro' }, { text: 'Setup', link: 'setup' }],
+      },
+    },
+  },
+})
+"""
+
+PER_FOLDER = {
+    "docs/.vitepress/config.ts": MAIN_CONFIG,
+    "docs/config.ts": FOLDER_CONFIG,
+    "docs/de/config.ts": FOLDER_CONFIG.replace("'/guide/", "'/de/guide/").replace("/guide/intro'", "/de/guide/intro'"),
+    "docs/index.md": "# Widget\n",
+    "docs/guide/intro.md": "# Intro\n",
+    "docs/guide/setup.md": "# Setup\n",
+    "docs/de/guide/intro.md": "# Einführung\n",
+    "docs/de/guide/setup.md": "# Einrichtung\n",
+}
+
+
+def test_vitepress_folder_configs_hold_the_sidebar(open_workspace):
+    workspace = open_workspace(PER_FOLDER)
+    site = detect_site(workspace)
+    assert site.explicit_nav and site.nav_files == ["docs/config.ts", "docs/de/config.ts"]
+    assert "Navigation is `themeConfig.sidebar` in docs/config.ts and docs/de/config.ts" in site.describe()
+    workspace.write("docs/guide/faq.md", b"# FAQ\n")
+    workspace.write("docs/de/guide/faq.md", b"# FAQ\n")
+    workspace.delete("docs/de/guide/setup.md")
+    assert sorted(messages(check_docs(workspace))) == [
+        (
+            "docs/de/config.ts",
+            "navigation entry `setup` points to docs/de/guide/setup.md, which this run moved or deleted; update the "
+            "entry to the page's new path or remove it",
+        ),
+        (
+            "docs/de/guide/faq.md",
+            "new page is not in the navigation, so readers cannot find it: add "
+            "{ text: '…', link: '/de/guide/faq' } to `themeConfig.sidebar` in docs/de/config.ts",
+        ),
+        (
+            "docs/guide/faq.md",
+            "new page is not in the navigation, so readers cannot find it: add "
+            "{ text: '…', link: '/guide/faq' } to `themeConfig.sidebar` in docs/config.ts",
+        ),
+    ]
+
+
+def test_vitepress_computed_folder_sidebars_leave_new_pages_unjudged(open_workspace):
+    computed = FOLDER_CONFIG.replace(
+        "items: [{ text: 'Intro', link: 'intro' }, { text: 'Setup', link: 'setup' }]", "items: sidebarGuide()"
+    )
+    workspace = open_workspace({**PER_FOLDER, "docs/config.ts": computed})
+    workspace.write("docs/guide/faq.md", b"# FAQ\n")
+    assert messages(check_docs(workspace)) == []

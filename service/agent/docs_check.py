@@ -25,6 +25,7 @@ from service.agent.docsite.detect import (
     make_router,
     page_problems,
 )
+from service.agent.docsite.mkdocs_anchors import hook_may_write
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage
 from service.agent.docsite.routing import Outcome, Verdict, split_target
 from service.agent.docsite.site import SKIPPED_FOLDERS, DocsSite
@@ -251,6 +252,7 @@ def _anchor_problem(state: _State, page: str, link: Link, landing: str | None) -
         or target.includes
         or anchor.lower() in target.anchors
         or (state.site.framework == "sphinx" and anchor.lower() in target.labels)
+        or (state.site.routing.get("page_hooks") and hook_may_write(anchor))
     ):
         return None
     where = "this page" if landing == page else landing
@@ -298,8 +300,9 @@ def _links_broken_elsewhere(run: _Run) -> list[DocsProblem]:
         names |= run.start.router.names(path)
     names.discard("")
     label_words = [_WORDS.findall(label) for label in lost_labels]
-    # An :option: reference names the option string (`-b`, which most texts hold) after the role's name.
-    option_words = [["option:", name.lower()] for name in lost_options]
+    # An :option: (or MyST {option}) reference names the option string (`-b`, which most texts hold) after the
+    # role's name.
+    option_words = [["option", name.lower()] for name in lost_options]
     problems = []
     for other in sorted(run.now_tree.files):
         if other in run.changes or not _is_page(run.site, other):

@@ -6,7 +6,8 @@ import unicodedata
 from collections import Counter
 
 _BRACKET_ID = re.compile(r"\s*\[#([\w-]+)\]\s*$")
-_EXPLICIT_ID = re.compile(r"\s*\{:?\s*[^}]*?#([^\s}]+)[^}]*\}\s*$")
+# `{#id}`, attr_list's `{ #id .class }` and its key form `{ id=value }` / `{ id="value" }`.
+_EXPLICIT_ID = re.compile(r"""\s*\{:?\s*[^}]*?(?:#|(?<![\w-])id=["']?)([^\s}"']+)[^}]*\}\s*$""")
 # Content pulled in at build time (mkdocstrings, pymdownx.snippets, MDX imports, Jinja/Sphinx includes) brings
 # anchors the page's own text does not show.
 # `<include>` is Fumadocs' remark-include; `{{< readfile` / `{{% include` Hugo shortcodes.

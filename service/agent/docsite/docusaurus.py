@@ -66,6 +66,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite:
         "versions": versions,
         "instances": instances,
         "redirects": client_redirects(text, exported),
+        "translations": _translation_folders(config, site_dir, versions, instances),
     }
     all_versions = versions + [v for i in instances for v in i.versions]
     nav_files = (
@@ -114,7 +115,7 @@ def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
     i18n = config.i18n
     if i18n is None or len(i18n.locales) < 2:
         return []
-    plugin = "docusaurus-plugin-content-docs" + ("" if config.plugin_id == "default" else f"-{config.plugin_id}")
+    plugin = _plugin_folder(config.plugin_id)
     found = [Language(i18n.default, docs)]
     for locale in i18n.locales[1:]:
         folder = normal_join(
@@ -123,6 +124,35 @@ def _languages(config: DocsConfig, site_dir: str, docs: str) -> list[Language]:
         if folder and folder != ".." and not folder.startswith("../") and folder != docs:
             found.append(Language(locale, folder))  # a path that climbs out of the repository names no folder
     return found if len(found) > 1 else []
+
+
+def _plugin_folder(plugin_id: str) -> str:
+    return "docusaurus-plugin-content-docs" + ("" if plugin_id == "default" else f"-{plugin_id}")
+
+
+def _translation_folders(
+    config: DocsConfig, site_dir: str, versions: list[Version], instances: list[Instance]
+) -> tuple[tuple[str, str], ...]:
+    """(translation folder, the folder of the docs it translates) for every other locale's versions and further
+    docs instances (`i18n/<locale>/docusaurus-plugin-content-docs-<id>/current`, `…/version-<name>`); the default
+    instance's current docs are the site's languages."""
+    i18n = config.i18n
+    if i18n is None or len(i18n.locales) < 2:
+        return ()
+    sources = [(config.plugin_id, f"version-{v.name}", v.root) for v in versions]
+    for instance in instances:
+        sources.append((instance.plugin_id, "current", instance.root))
+        sources += [(instance.plugin_id, f"version-{v.name}", v.root) for v in instance.versions]
+    found = []
+    for locale in i18n.locales[1:]:
+        for plugin_id, part, source in sources:
+            folder = normal_join(
+                site_dir,
+                posixpath.join(i18n.path, i18n.locale_paths.get(locale, locale), _plugin_folder(plugin_id), part),
+            )
+            if folder and folder != ".." and not folder.startswith("../"):
+                found.append((folder, source))
+    return tuple(found)
 
 
 def _hint(docs: str, sidebar: str | None, explicit: bool, routing: dict) -> str:

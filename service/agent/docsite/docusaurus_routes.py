@@ -73,7 +73,11 @@ class DocusaurusRouter(Router):
         return Outcome(Verdict.BROKEN, reason="no file " + " or ".join(dict.fromkeys(tried)))
 
     def _content_root(self, page: str) -> str:
-        # Versioned docs resolve against their own version folder (also when versions.json does not list it).
+        # Versioned docs resolve against their own version folder (also when versions.json does not list it), a
+        # translation against the folder of the docs it translates.
+        source = self._source_of(page)
+        if source is not None:
+            page = source
         root = self.site.root_of(page)
         if root is not None and root != self.site.docs_root:
             return root
@@ -157,12 +161,17 @@ class DocusaurusRouter(Router):
         return self._by_page.get(page) or self._by_page.get(self._source_of(page) or "")
 
     def _source_of(self, page: str) -> str | None:
-        """The default locale's doc a translation in `i18n/<locale>/…/current/` stands for; None for other pages."""
+        """The default locale's doc a translation in `i18n/<locale>/…/current/` (or a version's or a further
+        docs instance's translation folder) stands for; None for other pages."""
         language = self.site.language_of(page)
-        if language is None or language.suffix or not language.folder:
-            return None
-        relative = page[len(language.folder) + 1 :]
-        return f"{self.site.docs_root}/{relative}" if self.site.docs_root else relative
+        if language is not None and not language.suffix and language.folder:
+            relative = page[len(language.folder) + 1 :]
+            return f"{self.site.docs_root}/{relative}" if self.site.docs_root else relative
+        for folder, source in self.site.routing.get("translations", ()):
+            if page.startswith(folder + "/"):
+                relative = page[len(folder) + 1 :]
+                return f"{source}/{relative}" if source else relative
+        return None
 
     def _routes(self) -> dict[str, str]:
         if hasattr(self, "_route_map"):

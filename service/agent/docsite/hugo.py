@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from service.agent.docsite.anchors import github_slug
 from service.agent.docsite.framework import listed_order
+from service.agent.docsite.hugo_permalinks import Permalinks, expand, read_permalinks
 from service.agent.docsite.jsontext import load_json
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, check_size
 from service.agent.docsite.markdown import front_matter_block
@@ -202,9 +203,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         "base_path": base_path,
         "ugly": config.get("uglyurls") is True,
         "lower": config.get("disablepathtolower") is not True,
-        "permalinks": tuple(
-            str(k).strip("/") for k in (config.get("permalinks") or {}) if isinstance(config.get("permalinks"), dict)
-        ),
+        "permalinks": read_permalinks(config.get("permalinks")),
         "static": join(project, "static") or "static",
         "term_ids": _setting(config, "markup", "goldmark", "parser", "autodefinitiontermid") is True,
         "link_hook": next(
@@ -245,11 +244,13 @@ def front_matter(tree, site: DocsSite, path: str) -> dict:
     return tree.front_matter(path, site.page_mode(path)) if front_matter_block(text) is not None else {}
 
 
-def page_routes(site: DocsSite, tree) -> tuple[dict[str, str], dict[str, str]]:
-    """(route key -> page, alias route key -> page) for every page in every language; keys have no slashes at
-    the ends and no `.html`."""
+def page_routes(site: DocsSite, tree) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """(route key -> page, alias route key -> page, sections whose `permalinks` routes cannot be known) for every
+    page in every language; keys have no slashes at the ends and no `.html`."""
     routes: dict[str, str] = {}
     aliases: dict[str, str] = {}
+    unresolved: set[str] = set()
+    permalinks: Permalinks = site.routing.get("permalinks") or Permalinks()
     lower = site.routing.get("lower", True)
     for path in sorted(tree.files):
         if not path.lower().endswith(SUFFIXES):
@@ -259,15 +260,38 @@ def page_routes(site: DocsSite, tree) -> tuple[dict[str, str], dict[str, str]]:
             continue
         root, relative = place
         meta = front_matter(tree, site, path)
-        route = _route(root, relative, meta)
-        routes.setdefault(route.lower() if lower else route, path)
+        route: str | None = _route(root, relative, meta)
+        permalink = _permalink(permalinks, tree, root, relative, meta)
+        if permalink is not None:
+            route = permalink[1]
+            if route is None:
+                unresolved.add(permalink[0])
+        if route is not None:
+            routes.setdefault(route.lower() if lower else route, path)
         found = meta.get("aliases")
         for alias in found if isinstance(found, list) else [found] if isinstance(found, str) else []:
-            if isinstance(alias, str):
-                folder = posixpath.dirname(route)
+            if isinstance(alias, str) and (route is not None or alias.startswith("/")):
+                folder = posixpath.dirname(route or "")
                 key = route_key(alias if alias.startswith("/") else f"{folder}/{alias}")
                 aliases.setdefault(key.lower() if lower else key, path)
-    return routes, aliases
+    return routes, aliases, unresolved
+
+
+def _permalink(
+    permalinks: Permalinks, tree, root: ContentRoot, relative: str, meta: dict
+) -> tuple[str, str | None] | None:
+    """(section, route) for a regular page whose section has a `permalinks` pattern (the route None when it
+    cannot be known); None when no pattern applies (section pages, `url` set, sections without one)."""
+    section = relative.split("/", 1)[0] if "/" in relative else ""
+    pattern = permalinks.patterns.get(section)
+    name = posixpath.basename(relative).split(".")[0]
+    if pattern is None or name == "_index" or isinstance(meta.get("url"), str):
+        return None
+    plain = relative if not root.suffix else posixpath.splitext(posixpath.splitext(relative)[0])[0] + ".md"
+    expanded = expand(
+        pattern, plain, meta, lambda folder: tree.is_file(posixpath.join(root.folder, folder, "_index.md"))
+    )
+    return section, None if expanded is None else route_key(root.prefix + expanded.lstrip("/"))
 
 
 def _place(site: DocsSite, path: str) -> tuple[ContentRoot, str] | None:
@@ -420,7 +444,7 @@ class HugoRouter(Router):
         if (
             posixpath.splitext(key)[1]
             or first not in sections
-            or any(key == p or key.startswith(p + "/") for p in self.site.routing.get("permalinks", ()))
+            or any(key == p or key.startswith(p + "/") for p in self._unknown_sections())
         ):
             return unknown(UNKNOWN_ROUTES)
         hook = self.site.routing.get("link_hook")
@@ -460,10 +484,16 @@ class HugoRouter(Router):
 
     def _routes(self) -> dict[str, str]:
         if not hasattr(self, "_route_map"):
-            routes, aliases = page_routes(self.site, self.tree)
+            routes, aliases, self._unresolved = page_routes(self.site, self.tree)
             self._pages = {page: route for route, page in reversed(routes.items())}
             self._route_map = {**aliases, **routes}
         return self._route_map
+
+    def _unknown_sections(self) -> set[str]:
+        # Sections whose `permalinks` patterns the check cannot expand (for a page, or at all).
+        self._routes()
+        permalinks: Permalinks = self.site.routing.get("permalinks") or Permalinks()
+        return self._unresolved | set(permalinks.unknown)
 
     def _by_page(self) -> dict[str, str]:
         self._routes()

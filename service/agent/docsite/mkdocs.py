@@ -4,7 +4,7 @@ import posixpath
 
 import yaml
 
-from service.agent.docsite import mkdocs_blog, mkdocs_i18n
+from service.agent.docsite import mkdocs_anchors, mkdocs_blog, mkdocs_i18n
 from service.agent.docsite.framework import listed_order
 from service.agent.docsite.limits import Uncheckable
 from service.agent.docsite.pages import Link, LinkKind, Mode, parse_page
@@ -80,6 +80,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             f" Blog posts live in {blog.posts}/ with `date` (and `authors`, `categories`) front matter; the "
             "blog plugin lists them, so they need no `nav:` entry."
         )
+    meta_file = next((_plugin_option(plugins, n, "meta_file") or ".meta.yml" for n in META_NAMES if n in names), None)
     builds = [] if i18n else mkdocs_i18n.language_builds(lambda p: read_text(workspace, p), config_path, root, files)
     use_directory_urls = _scalar(mapping_value(node, "use_directory_urls")) not in ("false", "False", "no")
     return DocsSite(
@@ -104,6 +105,11 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
             "builds": builds,
             "blog": blog,
             "redirects": _redirect_maps(plugins) if "redirects" in names else None,
+            "meta_file": meta_file,
+            "tabs": mkdocs_anchors.read_tab_ids(mapping_value(node, "markdown_extensions")),
+            "page_hooks": mkdocs_anchors.rewrites_pages(
+                lambda path: read_text(workspace, path), config_path, mapping_value(node, "hooks")
+            ),
         },
     )
 
@@ -345,6 +351,7 @@ def _plugin_option(plugins, plugin: str, option: str) -> str | None:
     return None
 
 
+META_NAMES = ("meta", "material/meta")  # Material's meta plugin: `.meta.yml` front matter defaults
 BLOG_PAGES = "links to the pages the blog plugin generates (archive, categories, authors, posts' URLs) are not checked"
 
 
@@ -358,8 +365,9 @@ def extra_links(site: DocsSite, page: str, text: str) -> list[Link]:
 
 
 def extra_anchors(site: DocsSite, text: str) -> set[str]:
-    """None beyond the page parser's: MkDocs adds no anchors of its own."""
-    return set()
+    """Content tabs' ids, when `pymdownx.tabbed` names them (`slugify`)."""
+    tabs = site.routing.get("tabs")
+    return mkdocs_anchors.tab_anchors(text, tabs) if tabs is not None and "===" in text else set()
 
 
 def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]]:
@@ -367,9 +375,11 @@ def page_problems(tree: Tree, site: DocsSite, page: str) -> list[tuple[int, str]
     blog = site.routing.get("blog")
     if blog is None or not mkdocs_blog.is_post(blog, page):
         return []
-    return mkdocs_blog.post_problems(
-        blog, tree.workspace, tree.text(page) or "", tree.front_matter(page, site.page_mode(page))
-    )
+    front = tree.front_matter(page, site.page_mode(page))
+    meta_file = site.routing.get("meta_file")
+    if meta_file:
+        front = mkdocs_blog.with_meta_files(tree.files, tree.text, site.docs_root, meta_file, page, front)
+    return mkdocs_blog.post_problems(blog, tree.workspace, tree.text(page) or "", front)
 
 
 class MkDocsRouter(Router):

@@ -5,10 +5,12 @@ blog's index. It generates the index's archive, category, pagination and author 
 settings, and each post's own URL from its date and slug, none of them files in the repository. A post's `links`
 name pages from the docs folder. A post without a
 `date`, with an author `.authors.yml` does not define, or with a category outside `categories_allowed` stops the
-build.
+build. With the meta plugin, a post's front matter is merged onto the `.meta.yml` files of its folder and those
+above it first (lists added up, mappings merged, the post's own values kept), so those count as its own.
 """
 
 import datetime
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -118,6 +120,41 @@ def post_problems(blog: Blog, workspace, text: str, front: dict) -> list[tuple[i
                     )
                 )
     return problems
+
+
+def with_meta_files(files: set[str], read_text, root: str, meta_file: str, page: str, front: dict) -> dict:
+    """The post's front matter as the meta plugin hands it to the blog plugin: every `meta_file` whose folder
+    (from the docs folder) starts the page's path, in level order, then the page's own; `read_text(path)` reads a
+    repository file. A meta file that does not parse is skipped (the build would stop, and says why)."""
+    relative = page[len(root) + 1 :] if root else page
+    found = []
+    for path in files:
+        source = path[len(root) + 1 :] if root and path.startswith(root + "/") else None if root else path
+        if source is None or posixpath.basename(source) != meta_file:
+            continue
+        if relative.startswith(posixpath.dirname(source)):  # the plugin's own test, a plain prefix
+            found.append((source.count("/"), source, path))
+    merged: dict = {}
+    for _, _, path in sorted(found):
+        try:
+            defaults = load_yaml(read_text(path) or "")
+        except (YAMLError, Uncheckable):
+            continue
+        if isinstance(defaults, dict):
+            merged = _merged(merged, defaults)
+    return _merged(merged, front) if merged else front
+
+
+def _merged(base, extra):
+    # mergedeep's additive strategy, as the meta plugin uses it: mappings merged, lists added up, else `extra`.
+    if isinstance(base, dict) and isinstance(extra, dict):
+        out = dict(base)
+        for key, value in extra.items():
+            out[key] = _merged(out[key], value) if key in out else value
+        return out
+    if isinstance(base, list) and isinstance(extra, list):
+        return base + extra
+    return extra
 
 
 def post_links(text: str) -> list[tuple[int, str]]:

@@ -21,7 +21,7 @@ from service.agent.docsite.blocks import open_containers
 from service.agent.docsite.frontmatter import FrontMatterError, parse_front_matter
 from service.agent.docsite.jsx import Tag, scan_tags
 from service.agent.docsite.limits import MAX_PAGE_BYTES, Uncheckable, check_size
-from service.agent.docsite.mdx import TagProblem, unbalanced_tags
+from service.agent.docsite.mdx import TagProblem, blank_comments, esm_end, unbalanced_tags
 
 
 class Mode(str, enum.Enum):
@@ -80,14 +80,15 @@ LINK_ATTRIBUTES = ("href", "src", "to")  # <a href>, <img src>, Docusaurus <Link
 ID_ATTRIBUTES = ("id", "name")
 # Components (Mintlify, Docusaurus, Starlight) that render their title or name as an anchor.
 TITLE_ATTRIBUTES = ("title", "name", "param", "path", "query", "body", "header", "field")
-_ATTR_LIST_ID = re.compile(r"\{:?[ \t]*(?:[^{}\n]*?[ \t])?#([^\s{}#]+)[^{}\n]*\}")
+_ATTR_LIST_ID = re.compile(r"""\{:?[ \t]*(?:[^{}\n]*?[ \t])?(?:#|id=["']?)([^\s{}#"']+)[^{}\n]*\}""")
 _ESM = re.compile(r"^(?:import|export)\s")
-_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}|<!--.*?-->", re.DOTALL)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.DOTALL)
 _DIRECTIVE_INFO = re.compile(r"^\{([\w:-]+)\}\s*(.*)$")
 _FILE_DIRECTIVES = ("include", "literalinclude", "image", "figure")
+# Sphinx's Cmdoption: an option string, then its arguments (`-o FILE`, `--level=N`, `--color[=WHEN]`).
+_OPTION_DESC = re.compile(r"((?:/|--|-|\+)?[^\s=]+)(=?\s*.*)")
 # MyST directives whose body is not Markdown (code, math, diagrams, data).
 _LITERAL_MYST = frozenset(
     {
@@ -153,8 +154,16 @@ def _parser(mode: Mode) -> MarkdownIt:
     return md
 
 
-def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
+@dataclass
+class _Context:
+    """What earlier text of a MyST page sets for later text: the program `{program}` names."""
+
+    program: str = ""
+
+
+def _parse_markdown(text: str, mode: Mode, context: _Context | None = None) -> ParsedPage:
     page = ParsedPage(includes=includes_other_content(text))
+    context = context or _Context()
     try:
         page.front_matter = parse_front_matter(text)
     except FrontMatterError as exc:
@@ -162,8 +171,9 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
     tokens = _parser(mode).parse(open_containers(text) if mode is Mode.MARKDOWN else text)
     if mode is Mode.MDX:
         # MDX reads the Markdown inside indented JSX components as if it were not indented.
+        # Comments are dropped first: links inside them are never built.
         code = _code_lines(tokens)
-        lines = text.split("\n")
+        lines = blank_comments(text, code).split("\n")
         tokens = _parser(mode).parse("\n".join(line if n in code else line.lstrip() for n, line in enumerate(lines)))
     headings: list[tuple[str, str | None]] = []
     ids: set[str] = set()
@@ -172,8 +182,10 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
     for index, token in enumerate(tokens):
         if token.type in ("fence", "code_block", "colon_fence", "front_matter", "math_block") and token.map:
             code_lines.update(range(token.map[0], token.map[1]))
+            if token.type == "fence" and mode is Mode.MARKDOWN:  # superfences: ``` { .sh #id }
+                ids.update(m.group(1).lower() for m in _ATTR_LIST_ID.finditer(token.info))
             if token.type in ("fence", "colon_fence") and mode is Mode.MYST:
-                labels |= _myst_directive(page, token)
+                labels |= _myst_directive(page, token, context)
         elif token.type == "myst_target":
             labels.add(token.content.strip().lower())
         elif token.type == "html_block" and token.map:
@@ -187,11 +199,11 @@ def _parse_markdown(text: str, mode: Mode) -> ParsedPage:
             and token.map
             and _ESM.match(tokens[index + 1].content)
         ):
-            code_lines.update(range(token.map[0], token.map[1]))
+            code_lines.update(range(token.map[0], esm_end(lines, token.map[0], token.map[1])))
         if token.type == "inline":
-            _inline(page, ids, labels, token, mode)
+            _inline(page, ids, labels, token, context)
     if mode is Mode.MDX:
-        tags, unfinished = scan_tags(_prose(text, code_lines))
+        tags, unfinished = scan_tags(_prose(text, code_lines), expressions=True)
         _html(page, ids, tags)
         page.tag_problems = unbalanced_tags(tags, unfinished)
     page.anchors = anchor_set(headings, ids)
@@ -203,7 +215,7 @@ def _code_lines(tokens) -> set[int]:
     return {n for t in tokens if t.type in ("fence", "front_matter") and t.map for n in range(*t.map)}
 
 
-def _inline(page: ParsedPage, ids: set[str], labels: set[str], token, mode: Mode) -> None:
+def _inline(page: ParsedPage, ids: set[str], labels: set[str], token, context: _Context) -> None:
     line = token.map[0] + 1 if token.map else 1
     for child in token.children or []:
         if child.type in ("softbreak", "hardbreak"):
@@ -219,7 +231,7 @@ def _inline(page: ParsedPage, ids: set[str], labels: set[str], token, mode: Mode
             ids.update(m.group(1).lower() for m in _ATTR_LIST_ID.finditer(child.content))
             line += child.content.count("\n")
         elif child.type == "myst_role":
-            _myst_role(page, child.meta.get("name", ""), child.content, line)
+            _myst_role(page, child.meta.get("name", ""), child.content, line, context.program)
 
 
 def _inline_text(token) -> str:
@@ -248,24 +260,26 @@ def _html(page: ParsedPage, ids: set[str], tags: list[Tag]) -> None:
 
 def _prose(text: str, code_lines: set[int]) -> str:
     # Code, front matter and ESM become blank lines, so tag lines still match the page's.
-    lines = text.split("\n")
-    kept = ["" if number in code_lines else _CODE_SPAN.sub("", line) for number, line in enumerate(lines)]
-    return _MDX_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), "\n".join(kept))
+    lines = blank_comments(text, code_lines).split("\n")
+    return "\n".join("" if number in code_lines else _CODE_SPAN.sub("", line) for number, line in enumerate(lines))
 
 
-def _myst_role(page: ParsedPage, name: str, content: str, line: int) -> None:
+def _myst_role(page: ParsedPage, name: str, content: str, line: int, program: str) -> None:
     name = name.split(":")[-1] if name.startswith("std:") else name
     titled = _TITLED.match(content)
-    target = (titled.group(2) if titled else content).strip().lstrip("~!")
+    written = (titled.group(2) if titled else content).strip()
+    target = written.lstrip("~!")
     if name == "doc":
         page.links.append(Link(line, target, LinkKind.DOC))
     elif name in ("ref", "numref"):
         page.links.append(Link(line, target, LinkKind.REF))
     elif name == "download":
         page.links.append(Link(line, target, LinkKind.FILE))
+    elif name in ("option", "cmdoption") and not written.startswith("!"):  # `!` writes it without a link
+        page.links.append(Link(line, target, LinkKind.OPTION, program))
 
 
-def _myst_directive(page: ParsedPage, token) -> set[str]:
+def _myst_directive(page: ParsedPage, token, context: _Context) -> set[str]:
     """Record what a MyST directive links to; its body, when it is Markdown (`{note}`, `{glossary}`, tabs,
     dropdowns, …), is parsed like the page. Returns the labels the body defines."""
     match = _DIRECTIVE_INFO.match(token.info.strip())
@@ -278,6 +292,11 @@ def _myst_directive(page: ParsedPage, token) -> set[str]:
     if name == "toctree":
         page.toctrees += myst_toctree(token.content, first + 1)
         return set()
+    if name.removeprefix("std:") == "program":  # as `.. program::`: the program of the options after it
+        context.program = "" if argument == "None" else re.sub(r"\s+", "-", argument)
+        return set()
+    if name.removeprefix("std:") in ("option", "cmdoption"):
+        page.options |= {(context.program, option) for option in option_names(argument)}
     if name in _LITERAL_MYST or name.split(":")[-1] in _LITERAL_MYST:
         return set()
     if name == "eval-rst":
@@ -285,10 +304,24 @@ def _myst_directive(page: ParsedPage, token) -> set[str]:
 
         inner = parse_rst(token.content)
     else:
-        inner = _parse_markdown(_without_options(token.content), Mode.MYST)
-    page.links += [Link(link.line + first, link.target, link.kind) for link in inner.links]
+        inner = _parse_markdown(_without_options(token.content), Mode.MYST, context)
+        page.options |= inner.options
+    page.links += [Link(link.line + first, link.target, link.kind, link.program) for link in inner.links]
     page.toctrees += [Toctree(entry.line + first, entry.entry, entry.glob) for entry in inner.toctrees]
     return set(inner.labels)
+
+
+def option_names(signatures: str) -> list[str]:
+    """The option strings `.. option::` (or MyST's `{option}`) defines: one signature a line, each a list of
+    `-o FILE, --output FILE`; `--color[=WHEN]` defines `--color`, as Sphinx's std domain records them."""
+    names = []
+    for signature in signatures.split("\n"):
+        for written in signature.split(", "):
+            match = _OPTION_DESC.match(written.strip())
+            if match:
+                name, rest = match.groups()
+                names.append(name[:-1] if name.endswith("[") and rest.endswith("]") else name)
+    return names
 
 
 def _without_options(body: str) -> str:

@@ -13,7 +13,7 @@ from docutils.parsers.rst import Directive, Parser, directives, roles
 from docutils.parsers.rst.languages import en as english
 from docutils.utils import new_document
 
-from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree
+from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree, option_names
 
 ROLE_KINDS = {"doc": LinkKind.DOC, "ref": LinkKind.REF, "numref": LinkKind.REF, "download": LinkKind.FILE}
 # Sphinx directives whose body is reStructuredText: parsed so the links inside them count.
@@ -89,8 +89,6 @@ LITERAL_DIRECTIVES = (
 FILE_DIRECTIVES = ("include", "literalinclude")
 OPTION_DIRECTIVES = ("option", "cmdoption", "std:option", "std:cmdoption")
 OPTION_ROLES = ("option", "std:option")
-# Sphinx's Cmdoption: an option string, then its arguments (`-o FILE`, `--level=N`, `--color[=WHEN]`).
-_OPTION_DESC = re.compile(r"((?:/|--|-|\+)?[^\s=]+)(=?\s*.*)")
 _SPACES = re.compile(r"\s+")
 
 
@@ -181,13 +179,7 @@ class _Option(_Nested):
     current program, as Sphinx's std domain records it."""
 
     def run(self):
-        names = []
-        for signature in "\n".join(self.arguments).split("\n"):
-            for written in signature.split(", "):
-                match = _OPTION_DESC.match(written.strip())
-                if match:
-                    name, rest = match.groups()
-                    names.append(name[:-1] if name.endswith("[") and rest.endswith("]") else name)
+        names = option_names("\n".join(self.arguments))
         target = _OptionTarget(program=getattr(self.state.document, "copydesk_program", ""), names=names)
         target.line = self.lineno
         node = nodes.container()

@@ -58,6 +58,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         "heading_anchors": conf.heading_anchors,
         "default_role": conf.default_role,
         "shared_names": conf.shared_names,
+        "additional_pages": conf.additional_pages,
     }
     return DocsSite(
         "sphinx",
@@ -194,6 +195,11 @@ FILE_EXTENSIONS = frozenset(
     "toml csv mp4 webm css js xml ini cfg sh".split()
 )
 
+# `.. option::` or MyST's `{option}` (and `cmdoption`, `std:` forms).
+_OPTION_DIRECTIVE = re.compile(r"option::|option\}")
+# The images a `.. image:: name.*` may pick, in the HTML and LaTeX builders' order of preference.
+WILDCARD_IMAGES = ("svg", "png", "gif", "jpg", "jpeg", "webp", "pdf")
+
 
 class SphinxRouter(Router):
     """Sphinx: documents by name relative to the page (or to the source folder with a leading /), labels from
@@ -211,11 +217,22 @@ class SphinxRouter(Router):
             return SKIP if name in ("", "*") else self._external(name)
         return super().resolve(page, link)
 
+    def file(self, page: str, path: str) -> Outcome:
+        if path.endswith(".*"):
+            # Sphinx's image wildcard: `name.*` is whichever `name.<ext>` the builder can show.
+            for extension in WILDCARD_IMAGES:
+                outcome = super().file(page, f"{path[:-2]}.{extension}")
+                if outcome.ok or outcome.verdict is Verdict.OUTSIDE:
+                    return outcome
+        return super().file(page, path)
+
     def route(self, page: str, path: str) -> Outcome:
         if path.lower().endswith(".html"):
             outcome = self._document(page, path[: -len(".html")])
             if not outcome.ok and self._redirect_from(page, path[: -len(".html")]):
                 return Outcome(Verdict.OK)  # sphinx-reredirects writes an HTML page there
+            if not outcome.ok and self._additional_page(page, path[: -len(".html")]):
+                return Outcome(Verdict.OK)
             return outcome
         outcome = (
             super().route(page, path)
@@ -287,7 +304,7 @@ class SphinxRouter(Router):
         if not hasattr(self, "_option_pages"):
             self._option_pages: dict[tuple[str, str], str | None] = {}
             self._option_holders = sorted(
-                p for p in self.tree.files if self.site.is_page(p) and "option::" in (self.tree.text(p) or "")
+                p for p in self.tree.files if self.site.is_page(p) and _OPTION_DIRECTIVE.search(self.tree.text(p) or "")
             )
         key = (program, name)
         if key not in self._option_pages:
@@ -323,6 +340,11 @@ class SphinxRouter(Router):
         if resolved is None or (root and not resolved.startswith(root + "/")):
             return None
         return resolved[len(root) + 1 :] if root else resolved
+
+    def _additional_page(self, page: str, name: str) -> bool:
+        # A page `html_additional_pages` renders from a template; any may be when conf.py computes them.
+        pages = self.site.routing.get("additional_pages", frozenset())
+        return pages is None or self._docname(page, name) in pages
 
     def _redirect_from(self, page: str, name: str) -> bool:
         docname = self._docname(page, name)

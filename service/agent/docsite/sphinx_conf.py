@@ -1,5 +1,5 @@
 """What a Sphinx `conf.py` sets, read as Python literals through `ast` (the file is never run): intersphinx
-inventory names, `sphinx-reredirects` redirects, MyST heading anchors and the default role."""
+inventory names, `sphinx-reredirects` redirects, MyST heading anchors, the default role and extra HTML pages."""
 
 import ast
 import re
@@ -20,6 +20,8 @@ class SphinxConf:
     default_role: str | None = None
     # Names `rst_prolog`/`rst_epilog` define for every page (`.. _name: url`); None when they are computed.
     shared_names: frozenset[str] | None = frozenset()
+    # `html_additional_pages` keys: pages the HTML build writes from templates (`contents` -> contents.html).
+    additional_pages: frozenset[str] | None = frozenset()
 
 
 def read_conf(text: str) -> SphinxConf:
@@ -34,6 +36,7 @@ def read_conf(text: str) -> SphinxConf:
     redirects: list[str] | None = None
     anchors, role = 0, None
     shared: set[str] | None = set()
+    additional: set[str] | None = set()
     assigned = False
     if any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names) for node in module.body):
         inventories = shared = None  # `from shared_conf import *` may set any of it
@@ -58,6 +61,8 @@ def read_conf(text: str) -> SphinxConf:
                 shared |= {" ".join(name.lower().split()) for name in _TARGET_NAME.findall(value.value)}
             else:
                 shared = None
+        elif target == "html_additional_pages":
+            additional = _keys(value)
         elif target == "default_role":
             role = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
     if not assigned and "intersphinx" in text:
@@ -68,6 +73,7 @@ def read_conf(text: str) -> SphinxConf:
         anchors,
         role,
         None if shared is None else frozenset(shared),
+        None if additional is None else frozenset(additional),
     )
 
 

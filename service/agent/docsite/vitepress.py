@@ -1,5 +1,6 @@
 """VitePress sites: `.vitepress/config.*` read as literals (never run) for `srcDir`, `base`, `cleanUrls`,
-`rewrites`, `ignoreDeadLinks`, the sidebar and nav, and `locales`; routes are page paths without `.md`."""
+`rewrites`, `ignoreDeadLinks`, the sidebar and nav, and `locales`, and the per-folder `config.*` files
+(`defineAdditionalConfig`) for their folder's sidebar and nav; routes are page paths without `.md`."""
 
 import posixpath
 import re
@@ -25,7 +26,9 @@ CONFIG_TAILS = tuple(
     f".vitepress/config{index}.{ext}" for index in ("", "/index") for ext in ("mts", "ts", "mjs", "js")
 )
 SUFFIXES = (".md",)
-_CALLEES = ("defineConfig", "defineConfigWithTheme", "withMermaid", "withPwa", "withI18n")
+_CALLEES = ("defineConfig", "defineConfigWithTheme", "withMermaid", "withPwa", "withI18n", "defineAdditionalConfig")
+# A folder's own config under srcDir (VitePress 2): `<folder>/config.[m]ts` or `.[m]js` with `defineAdditionalConfig`.
+_FOLDER_CONFIG = re.compile(r"(?:^|/)config\.m?[jt]s$")
 _PARAM = re.compile(r":(\w+)[*+?]?")  # path-to-regexp parameters: `:pkg`, `:rest*`
 _ESCAPED_PARAM = re.compile(r":(\w+)(\\[*+?])?")
 IGNORED_DEAD = "links VitePress is told not to check (`ignoreDeadLinks`) are not checked when no page serves them"
@@ -60,16 +63,27 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
     root = join(project, src.strip("/") or ".")
     if root is None:
         return None
-    sidebars = _sidebars(options)
+    folder_configs = _folder_configs(workspace, root, files)
+    main = _sidebars(options)
+    sidebars, holders = list(main), [config_path] if main else []
+    for path, folder in folder_configs:
+        found = _folder_sidebars(workspace, path, folder)
+        sidebars += found
+        holders += [path] if found else []
     explicit = bool(sidebars) and all(s is not OPAQUE for _, s in sidebars)
     languages = _languages(options, root)
-    if explicit:
+    holders = holders or [config_path]
+    where = " and ".join(holders) if len(holders) < 4 else f"{holders[0]} and the other folders' config files"
+    if explicit and not any(_computed(sidebar) for _, sidebar in sidebars):
         hint = (
-            f"Navigation is `themeConfig.sidebar` in {config_path}: items are {{ text, link }} with links as "
+            f"Navigation is `themeConfig.sidebar` in {where}: items are {{ text, link }} with links as "
             'routes ("/guide/setup"); new pages must be added to it.'
         )
     elif sidebars:
-        hint = f"The sidebar is built by code in {config_path}; add new pages where it lists their neighbours."
+        hint = (
+            f"The sidebar (`themeConfig.sidebar`) is built by code in {where}; add new pages where it lists their "
+            "neighbours."
+        )
     else:
         # It may still come from elsewhere (per-folder config files, the theme): not "there is no sidebar".
         hint = (
@@ -95,6 +109,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         # `true`, a list of patterns or anything computed: some dead links are let through, which ones is
         # not known; 'localhostLinks' only lets localhost URLs through, which are external here anyway.
         "ignore_dead": ignore not in (None, False) and _value(ignore) != "localhostLinks",
+        "folder_configs": tuple(folder_configs),
     }
     excluded = options.get("srcExclude")
     ignored = ("/" + (join(root, "public") or "public") + "/**",) + tuple(
@@ -106,7 +121,7 @@ def detect(workspace, config_path: str, files: set[str]) -> DocsSite | None:
         "vitepress",
         config_path,
         root,
-        nav_files=[config_path] if explicit else [],
+        nav_files=holders if explicit else [],
         nav_hint=hint,
         page_suffixes=SUFFIXES,
         ignored=ignored,
@@ -135,6 +150,47 @@ def _sidebars(options: dict) -> list[tuple[str, object]]:
             elif theme is OPAQUE:
                 found.append(("" if key == "root" else key, OPAQUE))
     return found
+
+
+def _computed(value) -> bool:
+    """Whether a sidebar has parts the check cannot read (function calls, spreads of computed values)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is OPAQUE:
+            return True
+        if isinstance(item, dict):
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return False
+
+
+def _folder_configs(workspace, root: str, files: set[str]) -> list[tuple[str, str]]:
+    """(path, folder relative to the docs root) of each per-folder config under `root`."""
+    found = []
+    for path in sorted(files):
+        if root and not path.startswith(root + "/") or "/.vitepress/" in f"/{path}" or not _FOLDER_CONFIG.search(path):
+            continue
+        if "defineAdditionalConfig" in (read_text(workspace, path) or ""):
+            relative = posixpath.dirname(path[len(root) + 1 :] if root else path)
+            found.append((path, relative))
+    return found
+
+
+def _folder_sidebars(workspace, path: str, folder: str) -> list[tuple[str, object]]:
+    try:
+        return _theme_sidebar(read_config(workspace, path), folder)
+    except Uncheckable:
+        return [(folder, OPAQUE)]
+
+
+def _theme_sidebar(options: dict, folder: str) -> list[tuple[str, object]]:
+    # A folder's config holds the sidebar of its pages (its links are routes from the site's root, as above).
+    theme = options.get("themeConfig")
+    if isinstance(theme, dict) and "sidebar" in theme:
+        return [(folder, theme["sidebar"])]
+    return [(folder, OPAQUE)] if theme is OPAQUE else []
 
 
 def _languages(options: dict, root: str) -> list[Language]:
@@ -216,11 +272,25 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
     routes = page_routes(site, files)
     result = Navigation()
     for _, sidebar in _sidebars(options):
-        _walk(result, site, routes, sidebar, "")
+        _walk(result, site, routes, sidebar, "", site.config_path or "")
+    navs = []
     theme = options.get("themeConfig")
     if isinstance(theme, dict) and isinstance(theme.get("nav"), list):
+        navs.append((site.config_path or "", theme["nav"]))
+    for path, folder in site.routing.get("folder_configs", ()):
+        try:
+            folder_options = read_config(workspace, path)
+        except Uncheckable:
+            result.complete = False  # part of the navigation cannot be read: any page may be listed there
+            continue
+        for _, sidebar in _theme_sidebar(folder_options, folder):
+            _walk(result, site, routes, sidebar, "", path)
+        folder_theme = folder_options.get("themeConfig")
+        if isinstance(folder_theme, dict) and isinstance(folder_theme.get("nav"), list):
+            navs.append((path, folder_theme["nav"]))
+    for path, items in navs:
         nav = Navigation()  # the top nav lists pages too; what it cannot read does not hide the sidebar's gaps
-        _walk(nav, site, routes, theme["nav"], "")
+        _walk(nav, site, routes, items, "", path)
         sections = {route.split("/", 1)[0] for route in routes}
         # A nav link whose first folder no page has goes to a custom page of the theme: not the check's to judge.
         result.entries += [
@@ -234,7 +304,7 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
 navigation_order = listed_order(navigation)
 
 
-def _walk(result: Navigation, site: DocsSite, routes: dict[str, str], node, base: str) -> None:
+def _walk(result: Navigation, site: DocsSite, routes: dict[str, str], node, base: str, file: str) -> None:
     stack = [(node, base)]
     while stack:
         item, prefix = stack.pop()
@@ -242,7 +312,7 @@ def _walk(result: Navigation, site: DocsSite, routes: dict[str, str], node, base
             group_base = _value(item.get("base")) or prefix
             link = item.get("link")
             if isinstance(link, Str):
-                _add(result, site, routes, link, group_base)
+                _add(result, site, routes, link, group_base, file)
             elif link is not None:
                 result.complete = False
             children = item.get("items")
@@ -258,7 +328,7 @@ def _walk(result: Navigation, site: DocsSite, routes: dict[str, str], node, base
             result.complete = False
 
 
-def _add(result: Navigation, site: DocsSite, routes: dict[str, str], link: Str, base: str) -> None:
+def _add(result: Navigation, site: DocsSite, routes: dict[str, str], link: Str, base: str, file: str) -> None:
     written = link.value
     if is_external(written) or not written.strip():
         return
@@ -268,8 +338,7 @@ def _add(result: Navigation, site: DocsSite, routes: dict[str, str], link: Str, 
     page = routes.get(route_key(_strip_base(site, path)))
     target = join(site.docs_root, route_key(path) or "index")
     targets = (page,) if page else (target + ".md", join(target, "index.md") or "index.md") if target else ()
-    assert site.config_path is not None
-    result.entries.append(NavEntry(site.config_path, link.line, written, targets, page is not None))
+    result.entries.append(NavEntry(file, link.line, written, targets, page is not None))
 
 
 def _strip_base(site: DocsSite, path: str) -> str:
@@ -336,9 +405,12 @@ def router(site: DocsSite, tree: Tree) -> Router:
 
 
 def suggest_entry(tree: Tree, site: DocsSite, page: str) -> str:
-    """How to list `page` in the sidebar."""
+    """How to list `page` in the sidebar: in the config of the deepest folder that holds it and has one."""
     relative = page[len(site.docs_root) + 1 :] if site.docs_root else page
-    return (
-        f"add {{ text: '…', link: '/{route_key(_rewritten(site, relative))}' }} to `themeConfig.sidebar` in "
-        f"{site.config_path}"
-    )
+    holders = [
+        (folder.count("/") + bool(folder), path)
+        for path, folder in site.routing.get("folder_configs", ())
+        if (not folder or relative.startswith(folder + "/")) and _folder_sidebars(tree.workspace, path, folder)
+    ]
+    holder = max(holders)[1] if holders else site.config_path
+    return f"add {{ text: '…', link: '/{route_key(_rewritten(site, relative))}' }} to `themeConfig.sidebar` in {holder}"
