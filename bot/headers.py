@@ -15,19 +15,30 @@ def content_security_policy(form_targets: tuple[str, ...] = (), *, inline_styles
     )
 
 
+# Links may carry one-time tokens (registration, sign-in): never pass them on to another site. Job records, keys
+# shown once and one-time pages must not stay in a browser's or a proxy's cache.
+_EVERY_RESPONSE = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cache-Control", "no-store"),
+)
+
+
 def install(app: Flask, *, form_targets: tuple[str, ...] = ()) -> None:
     """Add the headers to every response of `app`; a view that sets one of them keeps its own value."""
-    policy = content_security_policy(form_targets)
+    page_headers = (("Content-Security-Policy", content_security_policy(form_targets)), ("X-Frame-Options", "DENY"))
 
     @app.after_request
     def secure(response: Response) -> Response:
-        headers = response.headers
-        headers.setdefault("X-Content-Type-Options", "nosniff")
-        # Links may carry one-time tokens (registration, sign-in): never pass them on to another site.
-        headers.setdefault("Referrer-Policy", "no-referrer")
-        # Job records, keys shown once and one-time pages must not stay in a browser's or a proxy's cache.
-        headers.setdefault("Cache-Control", "no-store")
-        if response.mimetype == "text/html":
-            headers.setdefault("Content-Security-Policy", policy)
-            headers.setdefault("X-Frame-Options", "DENY")
+        wanted = _EVERY_RESPONSE + page_headers if response.mimetype == "text/html" else _EVERY_RESPONSE
+        _add_missing(response, wanted)
         return response
+
+
+def _add_missing(response: Response, wanted: tuple[tuple[str, str], ...]) -> None:
+    # One pass over the response's few headers: werkzeug's setdefault looks each name up by raising and catching a
+    # KeyError, which cost this hook, run on every response, most of its time.
+    present = {name.lower() for name, _ in response.headers.items()}
+    for name, value in wanted:
+        if name.lower() not in present:
+            response.headers.add(name, value)

@@ -12,7 +12,8 @@ def now() -> datetime:
 
 def iso(moment: datetime) -> str:
     """Format a datetime as the API's timestamp string."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat is C and half strftime's cost (every API request stamps a key's use); "+00:00" becomes "Z".
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def now_iso() -> str:

@@ -53,8 +53,19 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict):
-        known = {f.name for f in fields(cls)}
+        known = _field_names(cls)
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    # Worked out once per class: every API request loads a key, a project and often a job.
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return names
 
 
 @dataclass
