@@ -32,7 +32,7 @@ demo: install
 	$(VENV)/bin/copydesk demo --serve
 
 test: install
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: install
 	$(VENV)/bin/ruff check .

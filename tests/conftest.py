@@ -23,6 +23,7 @@ pytest_plugins = [
     "tests.worker_fixtures",
     "tests.hostile_fixtures",
     "tests.process_guard",
+    "tests.scheduling",
 ]
 
 
