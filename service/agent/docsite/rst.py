@@ -5,11 +5,13 @@ No `conf.py` is executed and no file is read: includes are recorded as links, no
 
 import io
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 from docutils import nodes
 from docutils.frontend import get_default_settings
-from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.parsers.rst import Directive, Parser, directives, roles, states
 from docutils.parsers.rst.languages import en as english
 from docutils.utils import new_document
 
@@ -119,6 +121,43 @@ class _AnyOptions(dict):
 
     def get(self, key, default=None):
         return directives.unchanged
+
+
+class _LazyStates(dict):
+    """A docutils state machine's states, each made when first used. docutils makes all sixteen for every nested
+    parse (each list, list item and directive body), a third of a page's parse, where one parse uses a few; a
+    state is the same object whenever it is made, so the parse is unchanged."""
+
+    def __init__(self, machine, state_classes) -> None:
+        super().__init__()
+        self.machine = machine
+        self.classes = {state_class.__name__: state_class for state_class in state_classes}
+
+    def __contains__(self, name) -> bool:
+        return name in self.classes
+
+    def __missing__(self, name):
+        state = self[name] = self.classes[name](self.machine, self.machine.debug)
+        if getattr(self.machine, "memo", None) is not None:
+            state.runtime_init()  # made during a run: set up as the run's start set up the others
+        return state
+
+
+def _add_states_lazily(machine, state_classes) -> None:
+    machine.states = _LazyStates(machine, state_classes)
+
+
+@contextmanager
+def plain_docutils() -> Iterator[None]:
+    """docutils as released, every state made up front (the parity test and bench compare the two)."""
+    _setup()
+    states.RSTState.nested_sm_cache.clear()  # pooled nested machines hold lazy states
+    del states.RSTStateMachine.add_states
+    try:
+        yield
+    finally:
+        states.RSTState.nested_sm_cache.clear()
+        states.RSTStateMachine.add_states = _add_states_lazily  # type: ignore[method-assign,assignment]
 
 
 class _Recorded(nodes.Inline, nodes.TextElement):
@@ -243,6 +282,8 @@ def _setup():
     if isinstance(table, dict) and not isinstance(table, _LenientDirectives):
         # docutils looks its table up by module global; there is no public hook for unknown directives.
         directives._directives = _LenientDirectives(table)
+    # No public hook either for how a state machine makes its states; only this module parses reST in the service.
+    states.RSTStateMachine.add_states = _add_states_lazily
     settings = get_default_settings(Parser)
     settings.report_level = 5
     settings.halt_level = 5
