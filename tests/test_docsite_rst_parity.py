@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from service.agent.docsite.rst import parse_rst, plain_docutils
+from service.agent.docsite.rst import may_define, names_text, parse_rst, plain_docutils
 
 # Test modules whose site fixtures hold reST pages.
 FIXTURE_MODULES = (
@@ -227,3 +227,56 @@ def test_constructs_page_is_read_fully():
     assert {"top-label", "setup-label", "inline target"} <= page.labels
     assert ("tool", "--output") in page.options
     assert [entry.entry for entry in page.toctrees] == ["intro", "Guide <guide/index>", "reference/*"]
+
+
+TRICKY_TARGETS = """\
+.. _plain-label:
+.. _`Quoted Label`:
+.. _escaped\\_label:
+.. _spaced\\ label:
+.. _wrapped
+   label:
+.. _indirect-label: plain-label_
+.. _ext-label: https://example.com/not-a-label
+
+Text with _`inline  target`, an `alias text <plain-label_>`_, an `<aliased-name_>`_ and
+_`split
+inline target`. Greek _`ΟΔΟΣ` and tabbed\t_`tab target`.
+
+.. |sub| replace:: _`substituted target`
+
+.. note::
+
+   .. _nested-label:
+
+   Nested.
+"""
+
+
+def test_every_label_a_page_defines_passes_the_text_test():
+    page = parse_rst(TRICKY_TARGETS)
+    assert {
+        "plain-label",
+        "quoted label",
+        "escaped_label",
+        "spacedlabel",
+        "wrapped label",
+        "indirect-label",
+        "inline target",
+        "alias text",
+        "aliased-name",
+        "split inline target",
+        "οδος",
+        "tab target",
+        "nested-label",
+    } <= page.labels
+    assert "ext-label" not in page.labels
+    for text in [TRICKY_TARGETS, CONSTRUCTS, *BROKEN, *_fixture_pages()]:
+        names = names_text(text)
+        assert all(may_define(names, label) for label in parse_rst(text).labels), text
+
+
+def test_a_page_that_only_mentions_a_label_need_not_be_parsed():
+    names = names_text("Setup\n=====\n\nSee :ref:`plain-label` and the plain label, `plain-label`.\n")
+    assert not may_define(names, "plain-label")
+    assert may_define(names_text(".. _Plain-Label:\n\nText.\n"), "plain-label")

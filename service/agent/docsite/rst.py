@@ -13,6 +13,7 @@ from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Directive, Parser, directives, roles, states
 from docutils.parsers.rst.languages import en as english
+from docutils.statemachine import string2lines
 from docutils.utils import new_document
 
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree
@@ -94,6 +95,7 @@ OPTION_ROLES = ("option", "std:option")
 # Sphinx's Cmdoption: an option string, then its arguments (`-o FILE`, `--level=N`, `--color[=WHEN]`).
 _OPTION_DESC = re.compile(r"((?:/|--|-|\+)?[^\s=]+)(=?\s*.*)")
 _SPACES = re.compile(r"\s+")
+_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
 
 
 class _LenientDirectives(dict):
@@ -336,6 +338,31 @@ def parse_rst(text: str) -> ParsedPage:
         page.unknown_names = [(line, name) for line, name in named_references if name not in names]
     page.front_matter = _fields(document)
     return page
+
+
+def names_text(text: str) -> str:
+    """The page's text as docutils reads target names: its lines as docutils splits them (tabs expanded),
+    backslash escapes undone (an escaped space or line end dropped), in `name_form`; see `may_define`."""
+    lines = string2lines(text, tab_width=_setup().tab_width, convert_whitespace=True)
+    return name_form(_ESCAPE.sub(_unescaped, "\n".join(lines)))
+
+
+def may_define(names: str, label: str) -> bool:
+    """Whether a page whose `names_text` is `names` may define `label` (lowercase), so that it is worth parsing.
+    A label is the name of a target without a URI, and docutils makes those of `.. _name:` and `.. _`name`:`,
+    inline `_`name``, and `` `name <alias_>`_ `` or `` `<name_>`_ ``; a reference (`:ref:`name``) is none."""
+    form = name_form(label)
+    return any(written in names for written in (f"_{form}", f"_`{form}", f"`{form} <", f"<{form}", f"< {form}"))
+
+
+def name_form(name: str) -> str:
+    """A name lowercased with whitespace runs made one space, as docutils names targets; final sigma made plain,
+    the one letter whose lowercase depends on the letters around it."""
+    return " ".join(name.lower().replace("ς", "σ").split())
+
+
+def _unescaped(match: re.Match) -> str:
+    return "" if match.group(1) in (" ", "\n") else match.group(1)
 
 
 def _fields(document) -> dict:
