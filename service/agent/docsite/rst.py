@@ -5,6 +5,7 @@ No `conf.py` is executed and no file is read: includes are recorded as links, no
 
 import io
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -145,19 +146,39 @@ class _LazyStates(dict):
         return state
 
 
+_plain = False  # within plain_docutils()
+_inliners = threading.local()  # an inliner holds the document it is parsing: one per thread
+
+
+def _inliner() -> states.Inliner:
+    """This thread's docutils inline parser, with its patterns built once: docutils builds them again for every
+    document (half a millisecond) from the settings, which never change here."""
+    if not hasattr(_inliners, "inliner"):
+        inliner = states.Inliner()
+        inliner.init_customizations(_setup())
+        # Not a subclass: docutils builds the patterns from the attributes of the inliner's exact class.
+        inliner.init_customizations = lambda settings: None  # type: ignore[method-assign]
+        _inliners.inliner = inliner
+    return _inliners.inliner
+
+
 def _add_states_lazily(machine, state_classes) -> None:
     machine.states = _LazyStates(machine, state_classes)
 
 
 @contextmanager
 def plain_docutils() -> Iterator[None]:
-    """docutils as released, every state made up front (the parity test and bench compare the two)."""
+    """docutils as released: every state made up front, inline patterns built for each document (the parity test
+    and bench compare the two)."""
+    global _plain
     _setup()
     states.RSTState.nested_sm_cache.clear()  # pooled nested machines hold lazy states
     del states.RSTStateMachine.add_states
+    _plain = True
     try:
         yield
     finally:
+        _plain = False
         states.RSTState.nested_sm_cache.clear()
         states.RSTStateMachine.add_states = _add_states_lazily  # type: ignore[method-assign,assignment]
 
@@ -301,7 +322,7 @@ def parse_rst(text: str) -> ParsedPage:
     settings = _setup()
     settings.warning_stream = io.StringIO()
     document = new_document("<page>", settings)
-    Parser().parse(text, document)
+    Parser(inliner=None if _plain else _inliner()).parse(text, document)
     page = ParsedPage()
     labels: set[str] = set()
     anchors: set[str] = set()
