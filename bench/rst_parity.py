@@ -1,7 +1,8 @@
 """Parses every reST file of real repositories with the docs check's reST parse and with docutils as released, and
 prints mismatches (goal 0) and pages per second of each; and checks the text tests that spare parses (a page is
-parsed for a label only if `may_define` says so, for its toctrees only if the directive is written): every
-label and toctree a parse finds must pass them (misses, goal 0).
+parsed for a label only if `may_define` says so, for its toctrees only if the directive is written, for an option
+only if its option signatures hold it): every label, toctree and option a parse finds must pass them (misses,
+goal 0).
 
 Run by hand: `.venv/bin/python bench/rst_parity.py [owner/name or bare repo ...]` (none: sphinx-doc/sphinx,
 pallets/flask, python-attrs/attrs). Bring the repositories with the `fetch` tool. Times are CPU seconds of this
@@ -18,7 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import docs_repos  # noqa: E402
-from service.agent.docsite.rst import may_define, names_text, parse_rst, plain_docutils  # noqa: E402
+from service.agent.docsite.rst import (  # noqa: E402
+    may_define,
+    names_text,
+    option_signatures,
+    parse_rst,
+    plain_docutils,
+)
 from service.agent.docsite.sphinx import _TOCTREE_DIRECTIVE  # noqa: E402
 
 DEFAULT = ("sphinx-doc/sphinx", "pallets/flask", "python-attrs/attrs")
@@ -73,6 +80,8 @@ def filter_misses(texts: dict[str, str], parsed: dict) -> list[str]:
         misses += [f"{path}: label {label!r}" for label in sorted(page.labels) if not may_define(names, label)]
         if page.toctrees and "toctree" in text and not _TOCTREE_DIRECTIVE.search(text):
             misses.append(f"{path}: toctree")
+        signatures = option_signatures(text)
+        misses += [f"{path}: option {name!r}" for _, name in sorted(page.options) if name not in signatures]
     return misses
 
 

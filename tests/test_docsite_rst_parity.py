@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from service.agent.docsite.rst import may_define, names_text, parse_rst, plain_docutils
+from service.agent.docsite.rst import may_define, names_text, option_signatures, parse_rst, plain_docutils
 
 # Test modules whose site fixtures hold reST pages.
 FIXTURE_MODULES = (
@@ -280,3 +280,31 @@ def test_a_page_that_only_mentions_a_label_need_not_be_parsed():
     names = names_text("Setup\n=====\n\nSee :ref:`plain-label` and the plain label, `plain-label`.\n")
     assert not may_define(names, "plain-label")
     assert may_define(names_text(".. _Plain-Label:\n\nText.\n"), "plain-label")
+
+
+OPTIONS = """\
+.. program:: tool
+
+.. option:: -b name, --builder name
+            --long-form=VALUE
+
+   The builder; :option:`-q` is elsewhere.
+
+.. CMDOPTION:: --upper
+
+.. note::
+
+   .. std:option:: --nested
+
+Prose naming --prose and -q.
+"""
+
+
+def test_every_option_a_page_defines_is_in_its_option_signatures():
+    page = parse_rst(OPTIONS)
+    assert {name for _, name in page.options} == {"-b", "--builder", "--long-form", "--upper", "--nested"}
+    for text in [OPTIONS, CONSTRUCTS, *BROKEN, *_fixture_pages()]:
+        signatures = option_signatures(text)
+        assert all(name in signatures for _, name in parse_rst(text).options), text
+    assert "--prose" not in option_signatures(OPTIONS)
+    assert "-q" not in option_signatures(OPTIONS)  # referenced in a body, defined nowhere

@@ -1,6 +1,6 @@
 """A cold check of a Sphinx site parses only the reST pages that can matter: for the navigation, those that write
 a `toctree` directive (not those that only mention one); for a label, those whose text could define it (not those
-that only reference it). What they find is what parsing every page finds. A small site modelled on Sphinx's docs,
+that only reference it); for an option, those whose `.. option::` signatures name it. What they find is what parsing every page finds. A small site modelled on Sphinx's docs,
 which describe their own directives."""
 
 from service.agent.docs_check import check_docs
@@ -18,6 +18,9 @@ SITE = {
     # The directive name in capitals, and the word in lowercase: a toctree all the same.
     "docs/upper.rst": "Upper\n=====\n\n.. a toctree follows\n\n.. TOCTREE::\n\n   api\n",
     "docs/api.rst": "API\n===\n\nSee :ref:`aliased`, :ref:`inline notes` and :ref:`setup`.\n",
+    # Names --verbose in prose before the `.. option::` directive that defines another option.
+    "docs/cli.rst": "CLI\n===\n\nUse --verbose.\n\n.. option:: --quiet\n\n   Quiet.\n",
+    "docs/man.rst": "Man\n===\n\n.. program:: tool\n\n.. option:: -v, --verbose\n\n   Verbose; not :option:`--quiet`.\n",
 }
 
 
@@ -52,6 +55,16 @@ def test_labels_are_found_where_defined_without_parsing_pages_that_reference_the
     # about.rst references `setup` and precedes guide.rst; api.rst names every label: neither was parsed.
     assert not tree.parsed("docs/about.rst", Mode.RST)
     assert not tree.parsed("docs/api.rst", Mode.RST)
+
+
+def test_options_are_found_where_defined_without_parsing_pages_that_mention_them(open_workspace):
+    workspace = open_workspace(SITE)
+    site = detect_site(workspace)
+    tree = _tree(workspace)
+    links = router(site, tree)
+    assert links._option_page("tool", "--verbose") == "docs/man.rst"
+    assert not tree.parsed("docs/cli.rst", Mode.RST)  # it names --verbose in prose only
+    assert links._option_page("", "--quiet") == "docs/cli.rst"
 
 
 def test_the_check_finds_the_same_labels_and_navigation(open_workspace):

@@ -97,6 +97,8 @@ OPTION_ROLES = ("option", "std:option")
 _OPTION_DESC = re.compile(r"((?:/|--|-|\+)?[^\s=]+)(=?\s*.*)")
 _SPACES = re.compile(r"\s+")
 _ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
+# An option directive as docutils reads one (name in any case; tabs and form feeds are spaces to it).
+_OPTION_DIRECTIVE = re.compile(r"\.\.[ \t\v\f]+(?:std:)?(?:cmd)?option[ \t\v\f]*::(.*)", re.IGNORECASE)
 
 
 class _LenientDirectives(dict):
@@ -374,6 +376,23 @@ def may_define(names: str, label: str) -> bool:
     inline `_`name``, and `` `name <alias_>`_ `` or `` `<name_>`_ ``; a reference (`:ref:`name``) is none."""
     form = name_form(label)
     return any(written in names for written in (f"_{form}", f"_`{form}", f"`{form} <", f"<{form}", f"< {form}"))
+
+
+def option_signatures(text: str) -> str:
+    """The signatures of the page's option directives: the rest of each `.. option::` line and the lines after it
+    up to a blank line, where docutils takes a directive's arguments from. Every option string the page defines is
+    written there, so a page where the option is not need not be parsed for it."""
+    found = []
+    lines = text.splitlines()  # the lines as docutils splits them
+    for index, line in enumerate(lines):
+        match = _OPTION_DIRECTIVE.search(line)
+        if match:
+            found.append(match.group(1))
+            for following in lines[index + 1 :]:
+                if not following.strip():
+                    break
+                found.append(following)
+    return "\n".join(found)
 
 
 def name_form(name: str) -> str:

@@ -293,23 +293,36 @@ class SphinxRouter(Router):
 
     def _option_page(self, program: str, name: str) -> str | None:
         """The first page (in path order) with `.. option::` for `name` of `program`; only pages whose text holds
-        the option string and an option directive are parsed."""
+        the option string and an option directive are parsed, and of reST pages only those whose option
+        signatures hold it."""
         if not hasattr(self, "_option_pages"):
             self._option_pages: dict[tuple[str, str], str | None] = {}
             self._option_holders = sorted(
                 p for p in self.tree.files if self.site.is_page(p) and "option::" in (self.tree.text(p) or "")
             )
+            self._signatures: dict[str, str] = {}
         key = (program, name)
         if key not in self._option_pages:
             self._option_pages[key] = next(
                 (
                     p
                     for p in self._option_holders
-                    if name in (self.tree.text(p) or "") and key in self.tree.page(p, self.site.page_mode(p)).options
+                    if self._may_define_option(p, name) and key in self.tree.page(p, self.site.page_mode(p)).options
                 ),
                 None,
             )
         return self._option_pages[key]
+
+    def _may_define_option(self, path: str, name: str) -> bool:
+        if name not in (self.tree.text(path) or ""):
+            return False
+        if self.site.page_mode(path) is not Mode.RST or self.tree.parsed(path, Mode.RST):
+            return True
+        from service.agent.docsite.rst import option_signatures  # docutils only where reST is read
+
+        if path not in self._signatures:
+            self._signatures[path] = option_signatures(self.tree.text(path) or "")
+        return name in self._signatures[path]
 
     def _inventory(self, target: str) -> str | None:
         """The `name` of a target written `name:rest`, the way intersphinx names another project."""
