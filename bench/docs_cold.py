@@ -2,10 +2,12 @@
 process (as a run is), on a copy of the repository with nothing kept beside it (no stored page parses, listings
 or tree caches) and nothing in memory, the way a new worker meets a repository.
 
-Run by hand: `.venv/bin/python bench/docs_cold.py [owner/name or bare repo ...] [--edits 5]` (none: the default
-set in bench/docs_repos.py). Bring the repositories with the `fetch` tool; the mirrors are only read (the checks
-run on a local copy made with `git clone --bare`). Per repository: the pages edited (spread over the site's pages
-in path order), and per check the seconds (wall and CPU of the checking process) and the pages it parsed.
+Run by hand: `.venv/bin/python bench/docs_cold.py [owner/name or bare repo ...] [--edits 5] [--pages 1000]`
+(none: the default set in bench/docs_repos.py). Bring the repositories with the `fetch` tool; the mirrors are only
+read (the checks run on a local copy made with `git clone --bare`). Per repository: the pages edited (spread over
+the site's pages in path order), and per check the seconds (wall and CPU of the checking process) and the pages
+it parsed. `--pages N` grows a smaller site to about N real pages first: copies of its docs folder (without its
+config) inside it, `copy-1/`, `copy-2/`..., so a large site of the same pages, toctrees and labels.
 """
 
 import argparse
@@ -28,6 +30,35 @@ from service.agent.docsite.tree import PAGE_CACHE  # noqa: E402
 from service.agent.tree_cache import CACHE_FOLDER  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
+
+
+def grow(bare: Path, pages: int) -> None:
+    """Commit, as HEAD of `bare`, its docs folder with copies of itself inside up to about `pages` pages. Each
+    copied page ends with a comment naming its copy, so no two pages share content (a parse is kept by content)."""
+    git = Git()
+    with Workspace(git, bare, git.out("rev-parse", "HEAD", git_dir=bare)) as workspace:
+        site = detect_site(workspace)
+        count = sum(1 for p in workspace.list_files() if site.is_page(p))
+        prefix = f"{site.docs_root}/" if site.docs_root else ""
+        listed = git.out("ls-tree", "-r", "HEAD", "--", prefix or ".", git_dir=bare).splitlines()
+        files = [(line.split()[0], line.split()[2], line.split("\t", 1)[1]) for line in listed]
+        texts = {path: workspace.read(path) for _, _, path in files if site.is_page(path)}
+    commands = [b"commit refs/heads/bench-grown\ncommitter Bench <bench@example.com> 1700000000 +0000\ndata 5\nGrown"]
+    commands.append(b"from " + git.out("rev-parse", "HEAD", git_dir=bare).strip().encode())
+    for copy in range(1, -(-pages // count)):
+        for mode, blob, path in files:
+            if path == site.config_path or mode == "160000":
+                continue
+            target = f"{prefix}copy-{copy}/{path[len(prefix) :]}".encode()
+            if path in texts:
+                data = texts[path] + f"\n\n.. copy {copy}\n".encode()
+                commands.append(b"M %s inline %s\ndata %d\n%s" % (mode.encode(), target, len(data), data))
+            else:
+                commands.append(b"M %s %s %s" % (mode.encode(), blob.encode(), target))
+    subprocess.run(
+        ["git", "--git-dir", str(bare), "fast-import", "--quiet"], input=b"\n".join(commands) + b"\ndone\n", check=True
+    )
+    git.run("update-ref", "HEAD", git.out("rev-parse", "refs/heads/bench-grown", git_dir=bare).strip(), git_dir=bare)
 
 
 def pages_to_edit(bare: Path, edits: int) -> tuple[str, int, list[str]]:
@@ -71,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     docs_repos.add_arguments(parser)
     parser.add_argument("--edits", type=int, default=5, help="pages edited (one cold check each) per repository")
+    parser.add_argument("--pages", type=int, default=0, help="grow each site to about this many pages (0: as is)")
     parser.add_argument("--cold-run", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_run:
@@ -83,6 +115,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="copydesk-cold-") as tmp:
             bare = Path(tmp) / "repo.git"
             subprocess.run(["git", "clone", "-q", "--bare", str(mirror), str(bare)], check=True)
+            if args.pages:
+                grow(bare, args.pages)
             framework, count, pages = pages_to_edit(bare, args.edits)
             runs = []
             for page in pages:
