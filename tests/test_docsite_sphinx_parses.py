@@ -43,6 +43,16 @@ def test_navigation_parses_pages_that_write_the_directive(open_workspace):
     assert not tree.parsed("docs/about.rst", Mode.RST)  # it mentions the directive, and is not parsed
 
 
+def test_a_page_too_large_to_parse_is_still_reported_unreadable(open_workspace):
+    # It may hold a toctree: as before the text tests, the navigation says it could not read it.
+    large = "Big\n===\n\nThe toctree directive.\n\n" + "x " * 1_100_000
+    workspace = open_workspace({**SITE, "docs/big.rst": large})
+    found = navigation(_tree(workspace), detect_site(workspace))
+    assert [(error.file, error.message.split(",")[0]) for error in found.unreadable] == [
+        ("docs/big.rst", "docs/big.rst is too large to check (2")
+    ]
+
+
 def test_labels_are_found_where_defined_without_parsing_pages_that_reference_them(open_workspace):
     workspace = open_workspace(SITE)
     site = detect_site(workspace)

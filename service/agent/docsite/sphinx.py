@@ -4,6 +4,7 @@ import fnmatch
 import posixpath
 import re
 
+from service.agent.docsite.limits import MAX_PAGE_BYTES
 from service.agent.docsite.pages import Link, LinkKind, Mode
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
@@ -97,11 +98,14 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
 
 def _may_hold_toctree(tree: Tree, page: str, mode: Mode) -> bool:
     """Whether the page's parse may hold toctree entries: it is parsed already, or its text names a toctree and,
-    for reST, writes the directive (a page that only mentions toctrees, as Sphinx's own docs do, is not parsed)."""
+    for reST, writes the directive (a page that only mentions toctrees, as Sphinx's own docs do, is not parsed)
+    or is too large to parse (reported as unreadable, as it always was)."""
     if tree.parsed(page, mode):
         return True
     text = tree.text(page) or ""
-    return "toctree" in text and (mode is not Mode.RST or _TOCTREE_DIRECTIVE.search(text) is not None)
+    return "toctree" in text and (
+        mode is not Mode.RST or len(text) > MAX_PAGE_BYTES or _TOCTREE_DIRECTIVE.search(text) is not None
+    )
 
 
 def _add_entry(result: Navigation, site: DocsSite, files: set[str], page: str, line: int, raw: str, glob: bool) -> None:
