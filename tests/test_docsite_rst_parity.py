@@ -277,7 +277,10 @@ def test_every_label_a_page_defines_passes_the_text_test():
 
 
 def test_a_page_that_only_mentions_a_label_need_not_be_parsed():
-    names = names_text("Setup\n=====\n\nSee :ref:`plain-label` and the plain label, `plain-label`.\n")
+    names = names_text(
+        "Setup\n=====\n\nSee :ref:`plain-label`, :ref:`the label <plain-label>`, the plain label, "
+        "`plain-label`, ``x_plain-label`` and `text <https://example.com/plain-label>`_.\n"
+    )
     assert not may_define(names, "plain-label")
     assert may_define(names_text(".. _Plain-Label:\n\nText.\n"), "plain-label")
 

@@ -373,9 +373,10 @@ def names_text(text: str) -> str:
 def may_define(names: str, label: str) -> bool:
     """Whether a page whose `names_text` is `names` may define `label` (lowercase), so that it is worth parsing.
     A label is the name of a target without a URI, and docutils makes those of `.. _name:` and `.. _`name`:`,
-    inline `_`name``, and `` `name <alias_>`_ `` or `` `<name_>`_ ``; a reference (`:ref:`name``) is none."""
+    inline `_`name``, and `` `name <alias_>`_ `` or `` `<name_>`_ ``; a reference (`:ref:`name``, `pytest_name`)
+    is none."""
     form = name_form(label)
-    return any(written in names for written in (f"_{form}", f"_`{form}", f"`{form} <", f"<{form}", f"< {form}"))
+    return any(written in names for written in (f".. _{form}", f"_`{form}", f"`{form} <", f"`<{form}"))
 
 
 def option_signatures(text: str) -> str:
