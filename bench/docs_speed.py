@@ -4,12 +4,17 @@ Run by hand: `.venv/bin/python bench/docs_speed.py [--pages 1000] [--repeat 5]`.
 made with fast-import: Markdown (MkDocs with a `nav:` of every page), MDX (Docusaurus) and reStructuredText
 (Sphinx, measured separately as the issue asks). Two runs per site: a one-word edit of one page, and a move of a
 page that many pages link to (every page links it twice, so at 1,000 pages the move breaks
-2,000 links and the check reads every page's links). Cold = empty parse cache; warm = a new
-workspace on the same commit with the cache kept, as the next run on that repository state sees it.
+2,000 links and the check reads every page's links). Cold = a fresh process (as a run is) on the repository with
+nothing kept beside it (no stored page parses, listings or tree caches: the folder is deleted) and nothing in
+memory; warm = a new workspace on the same commit in this process with the caches kept, as the next run on that
+repository state sees it. `--site rst` (or markdown, mdx) runs one site only.
 """
 
 import argparse
+import json
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,9 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.first_request import generate  # noqa: E402
 from bench.workspace import PARAGRAPH, plain_env  # noqa: E402
 from service.agent.docs_check import check_docs  # noqa: E402
-from service.agent.docsite import page_store  # noqa: E402
 from service.agent.docsite.detect import detect_site  # noqa: E402
-from service.agent.docsite.tree import PAGE_CACHE  # noqa: E402
+from service.agent.tree_cache import CACHE_FOLDER  # noqa: E402
 from service.workspace.git import Git  # noqa: E402
 from service.workspace.overlay import Workspace  # noqa: E402
 
@@ -72,10 +76,11 @@ def rst_site(pages: int):
 
 
 SITES = {
-    "markdown (MkDocs)": (markdown_site, "docs/s5/page-5.md", "docs/s0/page-0.md"),
-    "MDX (Docusaurus)": (mdx_site, "docs/s5/page-5.mdx", "docs/s0/page-0.mdx"),
-    "reStructuredText (Sphinx)": (rst_site, "docs/s5/page-5.rst", "docs/s0/page-0.rst"),
+    "markdown": ("markdown (MkDocs)", markdown_site, "docs/s5/page-5.md", "docs/s0/page-0.md"),
+    "mdx": ("MDX (Docusaurus)", mdx_site, "docs/s5/page-5.mdx", "docs/s0/page-0.mdx"),
+    "rst": ("reStructuredText (Sphinx)", rst_site, "docs/s5/page-5.rst", "docs/s0/page-0.rst"),
 }
+CHANGES = ("one-word edit", "move of the most-linked page")
 
 
 def timed(bare: Path, commit: str, change) -> tuple[float, int]:
@@ -88,32 +93,63 @@ def timed(bare: Path, commit: str, change) -> tuple[float, int]:
         return time.perf_counter() - started, len(report.problems)
 
 
+def change_of(label: str, edited: str, hub: str):
+    """The change `label` names, as a function of a workspace."""
+
+    def edit(workspace):
+        workspace.write(edited, workspace.read(edited).replace(b"filler text.", b"filler text indeed.", 1))
+
+    def move(workspace):
+        workspace.move(hub, hub.replace("/s0/", "/moved/"))
+
+    return edit if label == CHANGES[0] else move
+
+
+def cold(bare: Path, commit: str, site: str, label: str) -> tuple[float, int]:
+    """The change and check timed in a fresh process, on the repository with nothing kept beside it."""
+    shutil.rmtree(bare / CACHE_FOLDER, ignore_errors=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--cold-run", str(bare), commit, site, label],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(child.stdout.strip().splitlines()[-1])
+    return found["seconds"], found["problems"]
+
+
+def cold_run(bare: str, commit: str, site: str, label: str) -> None:
+    """The child of `cold`: one timed check, its figures printed as JSON."""
+    _, _, edited, hub = SITES[site]
+    seconds, problems = timed(Path(bare), commit, change_of(label, edited, hub))
+    print(json.dumps({"seconds": seconds, "problems": problems}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--site", choices=sorted(SITES), action="append", help="run this site only (repeatable)")
+    parser.add_argument("--cold-run", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_run:
+        cold_run(*args.cold_run)
+        return
     print(f"| site ({args.pages} pages) | run | cold s | warm s (median of {args.repeat}) | problems |")
     print("|---|---|---|---|---|")
-    for name, (make, edited, hub) in SITES.items():
+    for key in args.site or SITES:
+        name, make, edited, hub = SITES[key]
         with tempfile.TemporaryDirectory(prefix="copydesk-speed-") as tmp_s:
             tmp = Path(tmp_s)
             bare = tmp / "site.git"
             generate(bare, make(args.pages), plain_env(tmp))
             commit = Git().out("rev-parse", "refs/heads/main", git_dir=bare)
-
-            def edit(workspace, edited=edited):
-                workspace.write(edited, workspace.read(edited).replace(b"filler text.", b"filler text indeed.", 1))
-
-            def move(workspace, hub=hub):
-                workspace.move(hub, hub.replace("/s0/", "/moved/"))
-
-            for label, change in (("one-word edit", edit), ("move of the most-linked page", move)):
-                PAGE_CACHE._entries.clear()
-                page_store.forget_all(bare)  # cold: no parse kept in memory or on disk
-                cold, problems = timed(bare, commit, change)
+            for label in CHANGES:
+                cold_s, problems = cold(bare, commit, key, label)
+                change = change_of(label, edited, hub)
+                timed(bare, commit, change)  # this process's caches filled: the runs after it are warm
                 warm = statistics.median(timed(bare, commit, change)[0] for _ in range(args.repeat))
-                print(f"| {name} | {label} | {cold:.3f} | {warm:.3f} | {problems} |")
+                print(f"| {name} | {label} | {cold_s:.3f} | {warm:.3f} | {problems} |")
 
 
 if __name__ == "__main__":

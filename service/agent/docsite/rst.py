@@ -5,12 +5,16 @@ No `conf.py` is executed and no file is read: includes are recorded as links, no
 
 import io
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 from docutils import nodes
 from docutils.frontend import get_default_settings
-from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.parsers.rst import Directive, Parser, directives, roles, states
 from docutils.parsers.rst.languages import en as english
+from docutils.statemachine import string2lines
 from docutils.utils import new_document
 
 from service.agent.docsite.pages import Link, LinkKind, ParsedPage, Toctree, option_names
@@ -90,6 +94,9 @@ FILE_DIRECTIVES = ("include", "literalinclude")
 OPTION_DIRECTIVES = ("option", "cmdoption", "std:option", "std:cmdoption")
 OPTION_ROLES = ("option", "std:option")
 _SPACES = re.compile(r"\s+")
+_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
+# An option directive as docutils reads one (name in any case; tabs and form feeds are spaces to it).
+_OPTION_DIRECTIVE = re.compile(r"\.\.[ \t\v\f]+(?:std:)?(?:cmd)?option[ \t\v\f]*::(.*)", re.IGNORECASE)
 
 
 class _LenientDirectives(dict):
@@ -117,6 +124,63 @@ class _AnyOptions(dict):
 
     def get(self, key, default=None):
         return directives.unchanged
+
+
+class _LazyStates(dict):
+    """A docutils state machine's states, each made when first used. docutils makes all sixteen for every nested
+    parse (each list, list item and directive body), a third of a page's parse, where one parse uses a few; a
+    state is the same object whenever it is made, so the parse is unchanged."""
+
+    def __init__(self, machine, state_classes) -> None:
+        super().__init__()
+        self.machine = machine
+        self.classes = {state_class.__name__: state_class for state_class in state_classes}
+
+    def __contains__(self, name) -> bool:
+        return name in self.classes
+
+    def __missing__(self, name):
+        state = self[name] = self.classes[name](self.machine, self.machine.debug)
+        if getattr(self.machine, "memo", None) is not None:
+            state.runtime_init()  # made during a run: set up as the run's start set up the others
+        return state
+
+
+_plain = False  # within plain_docutils()
+_inliners = threading.local()  # an inliner holds the document it is parsing: one per thread
+
+
+def _inliner() -> states.Inliner:
+    """This thread's docutils inline parser, with its patterns built once: docutils builds them again for every
+    document (half a millisecond) from the settings, which never change here."""
+    if not hasattr(_inliners, "inliner"):
+        inliner = states.Inliner()
+        inliner.init_customizations(_setup())
+        # Not a subclass: docutils builds the patterns from the attributes of the inliner's exact class.
+        inliner.init_customizations = lambda settings: None  # type: ignore[method-assign]
+        _inliners.inliner = inliner
+    return _inliners.inliner
+
+
+def _add_states_lazily(machine, state_classes) -> None:
+    machine.states = _LazyStates(machine, state_classes)
+
+
+@contextmanager
+def plain_docutils() -> Iterator[None]:
+    """docutils as released: every state made up front, inline patterns built for each document (the parity test
+    and bench compare the two)."""
+    global _plain
+    _setup()
+    states.RSTState.nested_sm_cache.clear()  # pooled nested machines hold lazy states
+    del states.RSTStateMachine.add_states
+    _plain = True
+    try:
+        yield
+    finally:
+        _plain = False
+        states.RSTState.nested_sm_cache.clear()
+        states.RSTStateMachine.add_states = _add_states_lazily  # type: ignore[method-assign,assignment]
 
 
 class _Recorded(nodes.Inline, nodes.TextElement):
@@ -235,6 +299,8 @@ def _setup():
     if isinstance(table, dict) and not isinstance(table, _LenientDirectives):
         # docutils looks its table up by module global; there is no public hook for unknown directives.
         directives._directives = _LenientDirectives(table)
+    # No public hook either for how a state machine makes its states; only this module parses reST in the service.
+    states.RSTStateMachine.add_states = _add_states_lazily
     settings = get_default_settings(Parser)
     settings.report_level = 5
     settings.halt_level = 5
@@ -250,7 +316,7 @@ def parse_rst(text: str) -> ParsedPage:
     settings = _setup()
     settings.warning_stream = io.StringIO()
     document = new_document("<page>", settings)
-    Parser().parse(text, document)
+    Parser(inliner=None if _plain else _inliner()).parse(text, document)
     page = ParsedPage()
     labels: set[str] = set()
     anchors: set[str] = set()
@@ -287,6 +353,49 @@ def parse_rst(text: str) -> ParsedPage:
         page.unknown_names = [(line, name) for line, name in named_references if name not in names]
     page.front_matter = _fields(document)
     return page
+
+
+def names_text(text: str) -> str:
+    """The page's text as docutils reads target names: its lines as docutils splits them (tabs expanded),
+    backslash escapes undone (an escaped space or line end dropped), in `name_form`; see `may_define`."""
+    lines = string2lines(text, tab_width=_setup().tab_width, convert_whitespace=True)
+    return name_form(_ESCAPE.sub(_unescaped, "\n".join(lines)))
+
+
+def may_define(names: str, label: str) -> bool:
+    """Whether a page whose `names_text` is `names` may define `label` (lowercase), so that it is worth parsing.
+    A label is the name of a target without a URI, and docutils makes those of `.. _name:` and `.. _`name`:`,
+    inline `_`name``, and `` `name <alias_>`_ `` or `` `<name_>`_ ``; a reference (`:ref:`name``, `pytest_name`)
+    is none."""
+    form = name_form(label)
+    return any(written in names for written in (f".. _{form}", f"_`{form}", f"`{form} <", f"`<{form}"))
+
+
+def option_signatures(text: str) -> str:
+    """The signatures of the page's option directives: the rest of each `.. option::` line and the lines after it
+    up to a blank line, where docutils takes a directive's arguments from. Every option string the page defines is
+    written there, so a page where the option is not need not be parsed for it."""
+    found = []
+    lines = text.splitlines()  # the lines as docutils splits them
+    for index, line in enumerate(lines):
+        match = _OPTION_DIRECTIVE.search(line)
+        if match:
+            found.append(match.group(1))
+            for following in lines[index + 1 :]:
+                if not following.strip():
+                    break
+                found.append(following)
+    return "\n".join(found)
+
+
+def name_form(name: str) -> str:
+    """A name lowercased with whitespace runs made one space, as docutils names targets; final sigma made plain,
+    the one letter whose lowercase depends on the letters around it."""
+    return " ".join(name.lower().replace("ς", "σ").split())
+
+
+def _unescaped(match: re.Match) -> str:
+    return "" if match.group(1) in (" ", "\n") else match.group(1)
 
 
 def _fields(document) -> dict:

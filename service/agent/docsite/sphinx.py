@@ -4,7 +4,8 @@ import fnmatch
 import posixpath
 import re
 
-from service.agent.docsite.pages import Link, LinkKind
+from service.agent.docsite.limits import MAX_PAGE_BYTES
+from service.agent.docsite.pages import Link, LinkKind, Mode
 from service.agent.docsite.routing import SKIP, Outcome, Router, Verdict, is_external, join, unknown
 from service.agent.docsite.site import DocsSite, NavEntry, NavError, Navigation, read_text
 from service.agent.docsite.sphinx_conf import read_conf
@@ -19,6 +20,8 @@ _ROOT_DOC = re.compile(r"^(?:root_doc|master_doc)\s*=\s*['\"]([^'\"]+)['\"]", re
 _EXCLUDES = re.compile(r"^exclude_patterns\s*=\s*\[(.*?)\]", re.MULTILINE | re.DOTALL)
 _STRING = re.compile(r"['\"]([^'\"]+)['\"]")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$")
+# `.. toctree::` as docutils reads a directive (name in any case; tabs and form feeds are spaces to it).
+_TOCTREE_DIRECTIVE = re.compile(r"\.\.[ \t\v\f]+toctree[ \t\v\f]*::", re.IGNORECASE)
 MAX_ORDERED = 2_000  # documents put in toctree order for the overview, which shows far fewer
 MAX_ORDER_STEPS = 500_000  # glob matches tried and entries followed while ordering them
 
@@ -82,8 +85,7 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
     result = Navigation()
     for page in sorted(p for p in files if site.is_page(p)):
         mode = site.page_mode(page)
-        # A page not parsed yet is parsed only when its text names a toctree (most pages do not).
-        if not tree.parsed(page, mode) and "toctree" not in (tree.text(page) or ""):
+        if not _may_hold_toctree(tree, page, mode):
             continue
         parsed = tree.page(page, mode)
         if parsed.uncheckable:
@@ -93,6 +95,18 @@ def navigation(tree: Tree, site: DocsSite) -> Navigation:
         for entry in parsed.toctrees:
             _add_entry(result, site, files, page, entry.line, entry.entry, entry.glob)
     return result
+
+
+def _may_hold_toctree(tree: Tree, page: str, mode: Mode) -> bool:
+    """Whether the page's parse may hold toctree entries: it is parsed already, or its text names a toctree and,
+    for reST, writes the directive (a page that only mentions toctrees, as Sphinx's own docs do, is not parsed)
+    or is too large to parse (reported as unreadable, as it always was)."""
+    if tree.parsed(page, mode):
+        return True
+    text = tree.text(page) or ""
+    return "toctree" in text and (
+        mode is not Mode.RST or len(text) > MAX_PAGE_BYTES or _TOCTREE_DIRECTIVE.search(text) is not None
+    )
 
 
 def _add_entry(result: Navigation, site: DocsSite, files: set[str], page: str, line: int, raw: str, glob: bool) -> None:
@@ -159,7 +173,7 @@ class _TocWalk:
     def children(self, page: str) -> list[str]:
         """The pages the toctrees of `page` list, in order."""
         mode = self.site.page_mode(page)
-        if not self.tree.parsed(page, mode) and "toctree" not in (self.tree.text(page) or ""):
+        if not _may_hold_toctree(self.tree, page, mode):
             return []  # most pages hold none: no parse needed
         children = []
         for entry in self.tree.page(page, mode).toctrees:
@@ -300,23 +314,36 @@ class SphinxRouter(Router):
 
     def _option_page(self, program: str, name: str) -> str | None:
         """The first page (in path order) with `.. option::` for `name` of `program`; only pages whose text holds
-        the option string and an option directive are parsed."""
+        the option string and an option directive are parsed, and of reST pages only those whose option
+        signatures hold it."""
         if not hasattr(self, "_option_pages"):
             self._option_pages: dict[tuple[str, str], str | None] = {}
             self._option_holders = sorted(
                 p for p in self.tree.files if self.site.is_page(p) and _OPTION_DIRECTIVE.search(self.tree.text(p) or "")
             )
+            self._signatures: dict[str, str] = {}
         key = (program, name)
         if key not in self._option_pages:
             self._option_pages[key] = next(
                 (
                     p
                     for p in self._option_holders
-                    if name in (self.tree.text(p) or "") and key in self.tree.page(p, self.site.page_mode(p)).options
+                    if self._may_define_option(p, name) and key in self.tree.page(p, self.site.page_mode(p)).options
                 ),
                 None,
             )
         return self._option_pages[key]
+
+    def _may_define_option(self, path: str, name: str) -> bool:
+        if name not in (self.tree.text(path) or ""):
+            return False
+        if self.site.page_mode(path) is not Mode.RST or self.tree.parsed(path, Mode.RST):
+            return True
+        from service.agent.docsite.rst import option_signatures  # docutils only where reST is read
+
+        if path not in self._signatures:
+            self._signatures[path] = option_signatures(self.tree.text(path) or "")
+        return name in self._signatures[path]
 
     def _inventory(self, target: str) -> str | None:
         """The `name` of a target written `name:rest`, the way intersphinx names another project."""
@@ -373,10 +400,12 @@ class SphinxRouter(Router):
 
     def _label_page(self, label: str) -> str | None:
         """The first page (in path order) that defines `label`. Only pages whose text holds every word of the label
-        are parsed for it: a cold check of one :ref: on a large site must not parse every page."""
+        are parsed for it, and of reST pages only those whose target names could spell it: a cold check of one
+        :ref: on a large site must not parse every page."""
         if not hasattr(self, "_label_pages"):
             self._label_pages: dict[str, str | None] = {}
             self._lowered: dict[str, str] = {}
+            self._names_texts: dict[str, str] = {}
             self._pages = sorted(p for p in self.tree.files if self.site.is_page(p))
         if label not in self._label_pages:
             words = _WORDS.findall(label)
@@ -384,16 +413,25 @@ class SphinxRouter(Router):
                 (
                     path
                     for path in self._pages
-                    if self._may_define(path, words) and label in self.tree.page(path, self.site.page_mode(path)).labels
+                    if self._may_define(path, label, words)
+                    and label in self.tree.page(path, self.site.page_mode(path)).labels
                 ),
                 None,
             )
         return self._label_pages[label]
 
-    def _may_define(self, path: str, words: list[str]) -> bool:
+    def _may_define(self, path: str, label: str, words: list[str]) -> bool:
         if path not in self._lowered:
             self._lowered[path] = (self.tree.text(path) or "").lower()
-        return all(word in self._lowered[path] for word in words)
+        if not all(word in self._lowered[path] for word in words):
+            return False
+        if self.site.page_mode(path) is not Mode.RST or self.tree.parsed(path, Mode.RST):
+            return True
+        from service.agent.docsite.rst import may_define, names_text  # docutils only where reST is read
+
+        if path not in self._names_texts:
+            self._names_texts[path] = names_text(self.tree.text(path) or "")
+        return may_define(self._names_texts[path], label)
 
 
 _WORDS = re.compile(r"[^\W_]+")  # a label's words: escapes and punctuation in its definition do not hide them
