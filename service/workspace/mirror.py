@@ -49,6 +49,8 @@ class MirrorStore:
             with mirror.lock():
                 if not (mirror.path / "HEAD").exists():
                     _create(self.git, mirror.path)
+        if remote.trusted and Path(remote.url).is_absolute() and (Path(remote.url) / "objects").is_dir():
+            _borrow(mirror.path, Path(remote.url) / "objects")
         return mirror
 
     def existing(self) -> list["Mirror"]:
@@ -72,6 +74,24 @@ def _create(git: Git, path: Path) -> None:
     os.rename(tmp, path)
 
 
+def _borrow(path: Path, objects: Path) -> None:
+    """Let the mirror read a trusted repository's objects in place (`objects/info/alternates`): a local project's
+    mirror then holds every commit the repository has, so a run's fetch is a ref update, and git never walks the
+    repository's trees to check what a fetch brought (that check grows with the repository)."""
+    alternates = path / "objects" / "info" / "alternates"
+    line = f"{objects}\n"
+    try:
+        if alternates.read_text() == line:
+            return
+    except FileNotFoundError:
+        pass
+    alternates.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole under a temporary name, then renamed: a concurrent run reads no file or the whole line.
+    tmp = alternates.with_name(f".alternates.{secrets.token_hex(4)}.tmp")
+    tmp.write_text(line)
+    os.replace(tmp, alternates)
+
+
 class Mirror:
     """A bare mirror; fetches and ref deletions hold its lock, reads and pushes need none."""
 
@@ -80,6 +100,9 @@ class Mirror:
         self.git = git
         self.max_file_bytes = max_file_bytes
         self._lock_path = self.path.with_suffix(".lock")
+        # commit id -> checksum of the pack `build_commit` stored it in (this object's own commits), so a publish to
+        # a repository on this machine copies that pack instead of pushing (service.workspace.inplace).
+        self.packs: dict[str, str] = {}
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -166,6 +189,10 @@ class Mirror:
         if commit not in self._present({commit}):
             self._delete([ref])
             raise MissingCommit(f"{commit} is not a commit")
+
+    def borrows_objects(self) -> bool:
+        """Whether the mirror reads its repository's objects in place (a local project; see `_borrow`)."""
+        return (self.path / "objects" / "info" / "alternates").exists()
 
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""
@@ -256,12 +283,15 @@ class Mirror:
             present = self._present({advertised[src] for src, _ in wanted})
             refspecs: list[str] = []
             updates: list[tuple[str, str]] = []
+            # A mirror that borrows its repository's objects has every tip already: it keeps none to negotiate from,
+            # since a kept tip the repository later drops and prunes would leave the mirror with a broken ref.
+            keeps_tips = not self.borrows_objects()
             for src, dst in wanted:
                 sha, cache = advertised[src], CACHE_PREFIX + src[len("refs/") :]
                 if sha in present:
-                    updates += [(cache, sha), (dst, sha)]
+                    updates += [(cache, sha), (dst, sha)] if keeps_tips else [(dst, sha)]
                 else:
-                    refspecs += [f"+{src}:{cache}", f"+{src}:{dst}"]
+                    refspecs += [f"+{src}:{cache}", f"+{src}:{dst}"] if keeps_tips else [f"+{src}:{dst}"]
             if updates:
                 script = "".join(f"update {ref} {sha}\n" for ref, sha in dict(updates).items())
                 self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())
