@@ -118,8 +118,9 @@ def test_a_local_projects_mirror_borrows_the_repositorys_objects_and_never_fetch
     with mirror.run_refs(remote, {"base": "refs/heads/main"}):
         pass
     second = commit_files(git, bare, {"b.md": "b\n"})
-    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
-        assert heads["base"] == second
+    with mirror.run_refs(remote, {"base": "refs/heads/main", "none": "refs/heads/no"}) as heads:
+        assert heads == {"base": second, "none": None}
+        assert refs(git, mirror) == {}  # the commits are the repository's: no ref of the mirror could keep them
         mirror.maintenance(loose_objects=1, pack_limit=1)  # git gc in a mirror that borrows: it keeps working
         with mirror.open(second) as ws:
             assert ws.read("b.md") == b"b\n"

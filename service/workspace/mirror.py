@@ -126,11 +126,17 @@ class Mirror:
         """Fetch `refs` (name -> remote ref, e.g. `{"base": "refs/heads/main"}`) into a fresh run namespace.
 
         Yields name -> sha (None when the remote ref does not exist); the run's refs keep those commits
-        alive in the mirror until the block exits, when they are deleted.
+        alive in the mirror until the block exits, when they are deleted. A mirror that borrows the repository's
+        objects writes no refs: it holds none of those objects for its own gc to drop (and the repository's gc does
+        not see the mirror's refs).
         """
         for name in refs:
             if not _RUN_NAME.fullmatch(name):
                 raise ValueError(f"bad run ref name {name!r}")
+        if self._borrowed(remote):
+            heads = self._ls_remote(remote, sorted(set(refs.values())))
+            yield {name: heads.get(src) for name, src in refs.items()}
+            return
         namespace = f"{RUNS_PREFIX}{int(time.time())}-{secrets.token_hex(6)}/"
         local = {name: namespace + name for name in refs}
         try:
@@ -258,8 +264,32 @@ class Mirror:
                     raise
         raise AssertionError("unreachable")
 
+    def _borrowed(self, remote: Remote) -> bool:
+        """Whether `remote` is the trusted repository on this machine whose objects the mirror reads in place."""
+        return remote.trusted and self.borrows_objects()
+
     def _ls_remote(self, remote: Remote, srcs: list[str]) -> dict[str, str]:
-        out = self.git.out(
+        if self._borrowed(remote) and all(src.startswith("refs/") for src in srcs):
+            # Read in the repository itself: one process, where ls-remote starts a shell and upload-pack too.
+            out = self.git.out(
+                "-c",
+                f"safe.directory={remote.url}",
+                "for-each-ref",
+                "--format=%(objectname)%09%(refname)",
+                *srcs,
+                git_dir=remote.url,
+            )
+        else:
+            out = self._ask_remote(remote, srcs)
+        found = {}
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            if name in srcs:  # ls-remote and for-each-ref patterns also match longer ref names
+                found[name] = sha
+        return found
+
+    def _ask_remote(self, remote: Remote, srcs: list[str]) -> str:
+        return self.git.out(
             "ls-remote",
             *self.git.pack_program(remote, "upload-pack"),
             "--",
@@ -268,12 +298,6 @@ class Mirror:
             git_dir=self.path,
             remote=remote,
         )
-        found = {}
-        for line in out.splitlines():
-            sha, _, name = line.partition("\t")
-            if name in srcs:  # ls-remote patterns also match ref-name tails
-                found[name] = sha
-        return found
 
     def _fetch_advertised(
         self, remote: Remote, pairs: list[tuple[str, str]], advertised: dict[str, str]
