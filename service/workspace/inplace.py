@@ -1,11 +1,13 @@
 """Publishes a run's commit to a trusted repository on this machine (a local project) without the pack protocol:
 the pack `build_commit` wrote and checked is copied into the repository, then the branch moves by compare and swap.
 
-A push would do the same work and more: it sends the same objects, and the receiving side walks the whole tree of
-every branch head to check that they connect, which grows with the repository. Here the checks are cheaper and as
-strict: the branch moves only from the head the commit was built on (or is created only where none exists and the
-parent commit is in the repository), in one `update-ref` transaction, so a concurrent push or merge makes it fail
-as a push would. Hooks never run (Copydesk's git runs with none), as none ran for the local host's pushes.
+A push sends the same objects, and its receiving side then walks the whole tree of every branch head to check that
+they connect, which grows with the repository. Here that check is not needed: the pack passed `index-pack --strict`
+against the mirror, which reads this repository's objects (service.workspace.mirror), and the branch moves only from
+the commit's parent (or is created only where none exists and the parent is in the repository, whose gc keeps what a
+kept commit needs), in one `update-ref` transaction, so a concurrent push or merge makes it fail as a push would.
+No hook runs: Copydesk's git runs with none (a push ran the repository's own receive hooks, since git starts the
+receiving side of a local push without the pusher's config).
 """
 
 import os
