@@ -49,8 +49,10 @@ class MirrorStore:
             with mirror.lock():
                 if not (mirror.path / "HEAD").exists():
                     _create(self.git, mirror.path)
-        if remote.trusted and Path(remote.url).is_absolute() and (Path(remote.url) / "objects").is_dir():
-            _borrow(mirror.path, Path(remote.url) / "objects")
+        objects = Path(remote.url) / "objects"
+        # An alternates file is one path a line, quoted when it starts with a quote: such paths are fetched from.
+        if remote.trusted and objects.is_absolute() and objects.is_dir() and not any(c in remote.url for c in '\n"'):
+            _borrow(mirror.path, objects)
         return mirror
 
     def existing(self) -> list["Mirror"]:
