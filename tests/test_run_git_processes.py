@@ -7,7 +7,8 @@ import pytest
 from service.workspace.git import Git
 from tests.flow_scripts import FAQ, finish
 
-MAX_GIT_PROCESSES_PER_RUN = 16  # 21 before the listing was shared and merge-base folded into the diff
+MAX_GIT_PROCESSES_PER_RUN = 8  # 7: a local project's mirror reads the repository's refs and objects in place
+# and publishes without the pack protocol (16 before that, 21 before the listing was shared)
 
 
 @pytest.fixture

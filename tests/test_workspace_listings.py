@@ -2,6 +2,9 @@
 
 import random
 
+import pytest
+
+from service.workspace import listings
 from service.workspace.git import Remote
 from service.workspace.listings import FOLDER
 from service.workspace.overlay import Workspace
@@ -19,7 +22,9 @@ def _git_listing(git, git_dir, commit) -> dict[str, tuple[int, str]]:
     return listing
 
 
-def test_listings_derived_across_moved_trees_match_git(git, tmp_path, monkeypatch):
+@pytest.mark.parametrize("max_delta", [2000, 1], ids=["deltas", "whole"])
+def test_listings_derived_across_moved_trees_match_git(git, tmp_path, monkeypatch, max_delta):
+    monkeypatch.setattr(listings, "MAX_DELTA", max_delta)
     files = {f"docs/{a}/{b}.md": f"{a}{b}\n" for a in "abc" for b in range(4)}
     repository = make_repository(git, tmp_path / "repo", files)
     remote = Remote(str(repository.bare))
@@ -50,5 +55,24 @@ def test_listings_derived_across_moved_trees_match_git(git, tmp_path, monkeypatc
             expected = _git_listing(git, repository.mirror.path, commit)
             assert workspace.start_files() == sorted(expected)
             assert {p: workspace._tree_listing()[p] for p in expected} == expected
-    kept = [entry.name for entry in (repository.mirror.path / FOLDER).iterdir() if entry.name.startswith("listing")]
-    assert len(kept) == 2  # the last listing and the pointer to it
+    kept = {entry.name for entry in (repository.mirror.path / FOLDER).iterdir() if entry.name.startswith("listing")}
+    trees = [git.out("rev-parse", f"{c}^{{tree}}", git_dir=repository.mirror.path) for c in (repository.sha, commit)]
+    if max_delta > 1:  # the first tree's whole listing and the last one's delta on it: no run rewrote a whole one
+        assert kept == {"listing-v2-latest", f"listing-v2-{trees[0]}", f"listing-v2-{trees[1]}"}
+    else:  # each delta outgrew the limit: the last tree's whole listing only
+        assert kept == {"listing-v2-latest", f"listing-v2-{trees[1]}"}
+
+
+def test_a_delta_whose_whole_listing_is_gone_is_listed_again(git, tmp_path):
+    repository = make_repository(git, tmp_path / "repo", {"a.md": "a\n"})
+    with repository.open() as first:
+        first.start_files()
+    commit = commit_files(git, repository.bare, {"b.md": "b\n"})
+    sha = repository.mirror.fetch(Remote(str(repository.bare)), {"refs/heads/main": "refs/test/b"})["refs/test/b"]
+    assert sha == commit
+    with repository.mirror.open(commit) as second:
+        assert second.start_files() == ["a.md", "b.md"]
+    base = git.out("rev-parse", f"{repository.sha}^{{tree}}", git_dir=repository.mirror.path)
+    (repository.mirror.path / FOLDER / f"listing-v2-{base}").unlink()  # upkeep dropped it
+    with repository.mirror.open(commit) as third:
+        assert third.start_files() == ["a.md", "b.md"]

@@ -72,13 +72,14 @@ def test_incremental_fetch_sees_new_commits(git, store, make_repo):
         assert third["base"] == second_sha
 
 
-def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
+@pytest.mark.parametrize("trusted", [False, True], ids=["fetched", "borrowed"])
+def test_concurrent_fetches_into_one_mirror(git, store, make_repo, trusted):
     bare = make_repo({"a.md": "a\n"})
     expected = {
         f"refs/heads/b{i}": commit_files(git, bare, {f"b{i}.md": f"{i}\n"}, branch=f"b{i}", parent=None)
         for i in range(4)
     }
-    remote = Remote(str(bare))
+    remote = Remote(str(bare), trusted=trusted)
     upstream = threading.Lock()
 
     def run(ref: str) -> list[str | None]:
@@ -101,7 +102,31 @@ def test_concurrent_fetches_into_one_mirror(git, store, make_repo):
     mirror = store.mirror(remote)
     assert not any(r.startswith(RUNS_PREFIX) for r in refs(git, mirror))
     expected["refs/heads/main"] = git.out("rev-parse", "refs/heads/main", git_dir=bare)
-    assert refs(git, mirror) == {CACHE_PREFIX + ref[len("refs/") :]: sha for ref, sha in expected.items()}
+    cached = {CACHE_PREFIX + ref[len("refs/") :]: sha for ref, sha in expected.items()}
+    assert refs(git, mirror) == ({} if trusted else cached)
+
+
+def test_a_local_projects_mirror_borrows_the_repositorys_objects_and_never_fetches(git, store, make_repo):
+    bare = make_repo({"a.md": "a\n"})
+    remote = Remote(str(bare), trusted=True)
+    mirror = store.mirror(remote)
+    assert (mirror.path / "objects" / "info" / "alternates").read_text() == f"{bare / 'objects'}\n"
+    assert (
+        mirror.borrows_objects()
+        and not store.mirror(Remote(str(make_repo({"b": "b"}, name="other")))).borrows_objects()
+    )
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}):
+        pass
+    second = commit_files(git, bare, {"b.md": "b\n"})
+    with mirror.run_refs(remote, {"base": "refs/heads/main", "none": "refs/heads/no"}) as heads:
+        assert heads == {"base": second, "none": None}
+        assert refs(git, mirror) == {}  # the commits are the repository's: no ref of the mirror could keep them
+        mirror.maintenance(loose_objects=1, pack_limit=1)  # git gc in a mirror that borrows: it keeps working
+        with mirror.open(second) as ws:
+            assert ws.read("b.md") == b"b\n"
+    counts = dict(line.split(": ") for line in git.out("count-objects", "-v", git_dir=mirror.path).splitlines())
+    assert counts["count"] == counts["in-pack"] == "0"  # nothing was copied: no fetch ran
+    assert refs(git, mirror) == {}  # and no tips kept to negotiate from (the repository may drop and prune them)
 
 
 def test_secret_config_never_reaches_the_mirror_on_disk(git, store, make_repo, tmp_path):

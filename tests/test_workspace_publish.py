@@ -16,10 +16,12 @@ PERSON = Identity("Ada Writer", "ada@example.com")
 BRANCH = "copydesk/job_1"
 
 
-@pytest.fixture
-def setup(git, make_repo, tmp_path):
+@pytest.fixture(params=[False, True], ids=["push", "in_place"])
+def setup(request, git, make_repo, tmp_path):
+    """A repository, its remote and mirror: reached by the pack protocol, or trusted as a local project's (its mirror
+    borrows the objects and a publish copies the run's pack in: service.workspace.inplace)."""
     bare = make_repo({"README.md": "# Docs\n", "docs/intro.md": "Intro\n", "docs/guide/setup.md": "Setup\n"})
-    remote = Remote(str(bare))
+    remote = Remote(str(bare), trusted=request.param)
     return bare, remote, MirrorStore(tmp_path / "mirrors", git).mirror(remote)
 
 
@@ -308,8 +310,10 @@ def test_branch_moved_in_the_same_file_is_a_conflict(git, setup):
     assert remote_head(git, bare) == person
 
 
-def test_a_push_refused_for_another_reason_raises_git_error(git, setup):
-    bare, remote, mirror = setup
+def test_a_push_refused_for_another_reason_raises_git_error(git, make_repo, tmp_path):
+    bare = make_repo({"README.md": "# Docs\n"})
+    remote = Remote(str(bare))
+    mirror = MirrorStore(tmp_path / "mirrors", git).mirror(remote)
     hook = bare / "hooks" / "pre-receive"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\necho protected >&2\nexit 1\n")
@@ -428,3 +432,50 @@ def test_branch_names_are_judged_as_git_check_ref_format_judges_them(git, branch
 
     ref = f"refs/heads/{branch}"
     assert valid_branch_ref(ref) == (git.run("check-ref-format", ref, check=False).returncode == 0)
+
+
+def test_a_branch_another_process_is_updating_is_refused_as_moved_and_nothing_lands(git, setup):
+    bare, remote, mirror = setup
+    lock = bare / "refs" / "heads" / "copydesk" / "job_1.lock"  # what a concurrent push or merge holds
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    with pytest.raises(BranchConflict):
+        run(git, mirror, remote, lambda ws: ws.write("README.md", b"x\n"))
+    lock.unlink()
+    assert remote_head(git, bare) is None
+    assert run(git, mirror, remote, lambda ws: ws.write("README.md", b"x\n")).rebuilt is False
+
+
+def test_in_place_runs_no_hook_of_the_repository_and_copies_only_the_runs_pack(git, make_repo, tmp_path):
+    bare = make_repo({"README.md": "# Docs\n"})
+    ran = tmp_path / "hook-ran"
+    for name in ("pre-receive", "update", "post-receive", "reference-transaction"):
+        hook = bare / "hooks" / name
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+        hook.chmod(0o755)
+    remote = Remote(str(bare), trusted=True)
+    mirror = MirrorStore(tmp_path / "mirrors", git).mirror(remote)
+    packs_before = set((bare / "objects" / "pack").iterdir())
+    result = run(git, mirror, remote, lambda ws: ws.write("docs/new.md", b"New\n"))
+    assert remote_head(git, bare) == result.commit and not ran.exists()
+    added = {p.name for p in set((bare / "objects" / "pack").iterdir()) - packs_before}
+    assert added == {f"pack-{mirror.packs[result.commit]}.pack", f"pack-{mirror.packs[result.commit]}.idx"}
+
+
+def test_in_place_pushes_a_commit_whose_pack_it_does_not_have(git, make_repo, tmp_path):
+    # Another mirror object (a retried run) or upkeep that repacked meanwhile: the pack protocol publishes it.
+    bare = make_repo({"README.md": "# Docs\n"})
+    remote = Remote(str(bare), trusted=True)
+    store = MirrorStore(tmp_path / "mirrors", git)
+    mirror = store.mirror(remote)
+    with mirror.run_refs(remote, {"base": "refs/heads/main"}) as heads:
+        commit = build_commit(mirror, heads["base"], {"a.md": b"a\n"}, "Add a", PERSON, BOT)
+        other = build_commit(mirror, heads["base"], {"b.md": b"b\n"}, "Add b", PERSON, BOT)
+        assert commit is not None and other is not None
+        mirror.maintenance(pack_limit=1)  # repacks: the run's packs are gone
+        assert not (mirror.path / "objects" / "pack" / f"pack-{mirror.packs[commit]}.pack").exists()
+        for target, pushed, branch in ((mirror, commit, "copydesk/a"), (store.mirror(remote), other, "copydesk/b")):
+            push = PushRequest(pushed, branch, heads["base"], {}, "Add", PERSON, BOT)
+            assert push_commit(target, remote, push).commit == pushed
+            assert remote_head(git, bare, branch) == pushed

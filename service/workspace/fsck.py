@@ -25,13 +25,14 @@ class UnsafeCommit(RunFailed):
 
 def store_checked(
     git: Git, git_dir: Path | str, objects: Mapping[str, tuple[str, bytes]], object_format: str = "sha1"
-) -> None:
+) -> str:
     """Add `objects` (id -> (kind, content): every object a new commit adds) to the repository as one pack, or
     raise UnsafeCommit, storing nothing, unless they all pass git's strict checks.
 
     The pack is indexed with `index-pack --strict` against the repository's objects (every link must resolve),
     which is what a host with `receive.fsckObjects` runs on a push of these objects; objects the parents
-    already held are not judged. The pack is moved in only after that, index last, as git itself does.
+    already held are not judged. The pack is moved in only after that, index last, as git itself does. Returns the
+    pack's checksum (it is `objects/pack/pack-<checksum>.pack`).
     """
     pack_dir = Path(git_dir) / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
@@ -52,3 +53,4 @@ def store_checked(
             os.chmod(path, 0o444)
         os.replace(pack, pack_dir / f"pack-{checksum}.pack")
         os.replace(index, pack_dir / f"pack-{checksum}.idx")
+    return checksum

@@ -49,6 +49,10 @@ class MirrorStore:
             with mirror.lock():
                 if not (mirror.path / "HEAD").exists():
                     _create(self.git, mirror.path)
+        objects = Path(remote.url) / "objects"
+        # An alternates file is one path a line, quoted when it starts with a quote: such paths are fetched from.
+        if remote.trusted and objects.is_absolute() and objects.is_dir() and not any(c in remote.url for c in '\n"'):
+            _borrow(mirror.path, objects)
         return mirror
 
     def existing(self) -> list["Mirror"]:
@@ -72,6 +76,24 @@ def _create(git: Git, path: Path) -> None:
     os.rename(tmp, path)
 
 
+def _borrow(path: Path, objects: Path) -> None:
+    """Let the mirror read a trusted repository's objects in place (`objects/info/alternates`): a local project's
+    mirror then holds every commit the repository has, so a run's fetch is a ref update, and git never walks the
+    repository's trees to check what a fetch brought (that check grows with the repository)."""
+    alternates = path / "objects" / "info" / "alternates"
+    line = f"{objects}\n"
+    try:
+        if alternates.read_text() == line:
+            return
+    except FileNotFoundError:
+        pass
+    alternates.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole under a temporary name, then renamed: a concurrent run reads no file or the whole line.
+    tmp = alternates.with_name(f".alternates.{secrets.token_hex(4)}.tmp")
+    tmp.write_text(line)
+    os.replace(tmp, alternates)
+
+
 class Mirror:
     """A bare mirror; fetches and ref deletions hold its lock, reads and pushes need none."""
 
@@ -80,6 +102,9 @@ class Mirror:
         self.git = git
         self.max_file_bytes = max_file_bytes
         self._lock_path = self.path.with_suffix(".lock")
+        # commit id -> checksum of the pack `build_commit` stored it in (this object's own commits), so a publish to
+        # a repository on this machine copies that pack instead of pushing (service.workspace.inplace).
+        self.packs: dict[str, str] = {}
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -103,11 +128,17 @@ class Mirror:
         """Fetch `refs` (name -> remote ref, e.g. `{"base": "refs/heads/main"}`) into a fresh run namespace.
 
         Yields name -> sha (None when the remote ref does not exist); the run's refs keep those commits
-        alive in the mirror until the block exits, when they are deleted.
+        alive in the mirror until the block exits, when they are deleted. A mirror that borrows the repository's
+        objects writes no refs: it holds none of those objects for its own gc to drop (and the repository's gc does
+        not see the mirror's refs).
         """
         for name in refs:
             if not _RUN_NAME.fullmatch(name):
                 raise ValueError(f"bad run ref name {name!r}")
+        if self._borrowed(remote):
+            heads = self._ls_remote(remote, sorted(set(refs.values())))
+            yield {name: heads.get(src) for name, src in refs.items()}
+            return
         namespace = f"{RUNS_PREFIX}{int(time.time())}-{secrets.token_hex(6)}/"
         local = {name: namespace + name for name in refs}
         try:
@@ -166,6 +197,10 @@ class Mirror:
         if commit not in self._present({commit}):
             self._delete([ref])
             raise MissingCommit(f"{commit} is not a commit")
+
+    def borrows_objects(self) -> bool:
+        """Whether the mirror reads its repository's objects in place (a local project; see `_borrow`)."""
+        return (self.path / "objects" / "info" / "alternates").exists()
 
     def open(self, commit: str) -> Workspace:
         """A workspace over `commit`'s tree (the commit must be in the mirror)."""
@@ -231,8 +266,32 @@ class Mirror:
                     raise
         raise AssertionError("unreachable")
 
+    def _borrowed(self, remote: Remote) -> bool:
+        """Whether `remote` is the trusted repository on this machine whose objects the mirror reads in place."""
+        return remote.trusted and self.borrows_objects()
+
     def _ls_remote(self, remote: Remote, srcs: list[str]) -> dict[str, str]:
-        out = self.git.out(
+        if self._borrowed(remote) and all(src.startswith("refs/") for src in srcs):
+            # Read in the repository itself: one process, where ls-remote starts a shell and upload-pack too.
+            out = self.git.out(
+                "-c",
+                f"safe.directory={remote.url}",
+                "for-each-ref",
+                "--format=%(objectname)%09%(refname)",
+                *srcs,
+                git_dir=remote.url,
+            )
+        else:
+            out = self._ask_remote(remote, srcs)
+        found = {}
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            if name in srcs:  # ls-remote and for-each-ref patterns also match longer ref names
+                found[name] = sha
+        return found
+
+    def _ask_remote(self, remote: Remote, srcs: list[str]) -> str:
+        return self.git.out(
             "ls-remote",
             *self.git.pack_program(remote, "upload-pack"),
             "--",
@@ -241,12 +300,6 @@ class Mirror:
             git_dir=self.path,
             remote=remote,
         )
-        found = {}
-        for line in out.splitlines():
-            sha, _, name = line.partition("\t")
-            if name in srcs:  # ls-remote patterns also match ref-name tails
-                found[name] = sha
-        return found
 
     def _fetch_advertised(
         self, remote: Remote, pairs: list[tuple[str, str]], advertised: dict[str, str]
@@ -256,12 +309,15 @@ class Mirror:
             present = self._present({advertised[src] for src, _ in wanted})
             refspecs: list[str] = []
             updates: list[tuple[str, str]] = []
+            # A mirror that borrows its repository's objects has every tip already: it keeps none to negotiate from,
+            # since a kept tip the repository later drops and prunes would leave the mirror with a broken ref.
+            keeps_tips = not self.borrows_objects()
             for src, dst in wanted:
                 sha, cache = advertised[src], CACHE_PREFIX + src[len("refs/") :]
                 if sha in present:
-                    updates += [(cache, sha), (dst, sha)]
+                    updates += [(cache, sha), (dst, sha)] if keeps_tips else [(dst, sha)]
                 else:
-                    refspecs += [f"+{src}:{cache}", f"+{src}:{dst}"]
+                    refspecs += [f"+{src}:{cache}", f"+{src}:{dst}"] if keeps_tips else [f"+{src}:{dst}"]
             if updates:
                 script = "".join(f"update {ref} {sha}\n" for ref, sha in dict(updates).items())
                 self.git.run("update-ref", "--stdin", git_dir=self.path, input=script.encode())

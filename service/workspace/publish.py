@@ -10,6 +10,7 @@ from service.workspace.fsck import store_checked
 from service.workspace.git import GitError, Remote
 from service.workspace.gitnames import valid_branch_ref
 from service.workspace.history import BranchHistory
+from service.workspace.inplace import Published, publish_in_place
 from service.workspace.mirror import Mirror
 from service.workspace.trees import object_id, plan_tree
 
@@ -59,7 +60,7 @@ def build_commit(
     fmt = "sha256" if len(parent) == 64 else "sha1"
     raw = commit_object(tree, [parent], message, author, committer)
     commit = object_id("commit", raw, fmt)
-    store_checked(mirror.git, mirror.path, {**objects, commit: ("commit", raw)}, fmt)
+    mirror.packs[commit] = store_checked(mirror.git, mirror.path, {**objects, commit: ("commit", raw)}, fmt)
     return commit
 
 
@@ -100,7 +101,7 @@ def push_commit(
     # The run checked the branch for `trailer` at `start_commit`; a push onto that same head is a compare and
     # swap, so a commit of this message pushed meanwhile makes it fail and the loop below finds that commit.
     guard()
-    if _push(mirror, remote, commit, branch):
+    if _push(mirror, remote, commit, push.start_commit, branch):
         return PushResult(commit, rebuilt=False)
     original, base = commit, push.start_commit
     history = BranchHistory(mirror, push.base_head)
@@ -123,7 +124,7 @@ def push_commit(
                     return PushResult(head, rebuilt=True)  # the branch already holds exactly these changes
                 commit, base = rebuilt, head
             guard()
-            if _push(mirror, remote, commit, branch):
+            if _push(mirror, remote, commit, base, branch):
                 return PushResult(commit, rebuilt=commit != original)
     raise BranchKeptMoving(branch, max_rebuilds)
 
@@ -139,9 +140,13 @@ def _clashes(moved: list[str], changes: Mapping[str, bytes | None]) -> list[str]
     )
 
 
-def _push(mirror: Mirror, remote: Remote, commit: str, branch: str) -> bool:
-    """Push by object id; True on success, False if refused because the branch moved, GitError otherwise."""
+def _push(mirror: Mirror, remote: Remote, commit: str, parent: str, branch: str) -> bool:
+    """Push by object id (or publish in place to a local project's repository); True on success, False if refused
+    because the branch moved, GitError otherwise."""
     ref = f"refs/heads/{branch}"
+    published = publish_in_place(mirror, remote, commit, parent, ref)
+    if published is not Published.PUSH:
+        return published is Published.DONE
     proc = mirror.git.run(
         "push",
         "--porcelain",
