@@ -165,3 +165,26 @@ def test_odd_versions_files_are_tolerated(open_workspace):
         assert [v.name for v in site.routing["versions"]] in ([], ["2.0"])
         workspace.write("docs/intro.md", b"# Intro (next)\n\n[api](/docs/next/api) again\n")
         assert check_docs(workspace).problems == []
+
+
+def test_routes_into_a_folder_a_build_step_fills_are_not_judged(open_workspace):
+    # The shape of a site whose rule pages a prebuild script writes from the packages' READMEs: the folder is kept
+    # in git by a `.gitkeep` alone.
+    workspace = open_workspace(
+        {
+            "docusaurus.config.js": "module.exports = {presets: [['classic', {docs: {}}]]};\n",
+            "docs/intro.md": "# Intro\n",
+            "docs/rules/.gitkeep": "",
+        }
+    )
+    workspace.write(
+        "docs/guide.md",
+        b"# Guide\n\n[rule](/docs/rules/no-empty#options), [all rules](/docs/rules), [file](rules/no-empty.md), "
+        b"[gone](/docs/gone), [gone file](gone.md)\n",
+    )
+    report = check_docs(workspace)
+    assert [p.message for p in report.problems if p.path == "docs/guide.md"] == [
+        "broken link: /docs/gone (no doc has the route /docs/gone)",
+        "broken link: gone.md (no file docs/gone.md or gone.md)",
+    ]
+    assert "links into folders a build step fills" in report.to_text(20_000)

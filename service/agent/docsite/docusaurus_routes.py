@@ -4,7 +4,16 @@ category index pages, versions from `versions.json`) and static files."""
 import posixpath
 import re
 
-from service.agent.docsite.routing import OTHER_ROUTES, SKIP, Outcome, Router, Verdict, join, unknown
+from service.agent.docsite.routing import (
+    GENERATED_ROUTES,
+    OTHER_ROUTES,
+    SKIP,
+    Outcome,
+    Router,
+    Verdict,
+    join,
+    unknown,
+)
 
 SUFFIXES = (".md", ".mdx")
 # Docusaurus drops "01-", "2_", "3. " number prefixes from ids by default.
@@ -70,6 +79,10 @@ class DocusaurusRouter(Router):
                 tried.append(resolved)
         if not tried:
             return Outcome(Verdict.OUTSIDE)
+        root = self.site.docs_root
+        prefix = f"{root}/" if root else ""
+        if any(r.startswith(prefix) and self.in_generated_folder(root, r[len(prefix) :]) for r in tried):
+            return unknown(GENERATED_ROUTES)
         return Outcome(Verdict.BROKEN, reason="no file " + " or ".join(dict.fromkeys(tried)))
 
     def _content_root(self, page: str) -> str:
@@ -113,7 +126,15 @@ class DocusaurusRouter(Router):
             return unknown(OTHER_ROUTES)
         if path.startswith(route_base.rstrip("/") + "/category/"):
             return SKIP  # a generated index page of a sidebar category (`_category_.json`, `link: generated-index`)
+        if self.in_generated_folder(self._instance_root(route_base), path[len(route_base) :]):
+            return unknown(GENERATED_ROUTES)
         return Outcome(Verdict.BROKEN, reason=f"no doc has the route {path}")
+
+    def _instance_root(self, route_base: str) -> str:
+        for instance in self.site.routing.get("instances", []):
+            if instance.route_base == route_base:
+                return instance.root
+        return self.site.docs_root
 
     def _doc_route(self, route: str) -> str | None:
         routes = self._routes()

@@ -61,6 +61,12 @@ OTHER_ROUTES = (
 )
 
 
+# Files that keep an otherwise empty folder in git; a docs folder holding one is filled by a build step (a script
+# that writes pages from the code's own docs, say), so a route into it cannot be judged from the repository.
+PLACEHOLDERS = (".gitkeep", ".keep")
+GENERATED_ROUTES = "links into folders a build step fills (kept in git by a `.gitkeep`) are not checked"
+
+
 def unknown(reason: str = UNKNOWN_ROOT_RELATIVE) -> Outcome:
     """The outcome of a link whose landing the site's routing decides and the check cannot know; `reason` is
     said once in the report, for every such link."""
@@ -98,6 +104,16 @@ class Router:
     def __init__(self, site, tree) -> None:
         self.site = site
         self.tree = tree
+
+    def in_generated_folder(self, folder: str, rest: str) -> bool:
+        """Whether `rest`, a route or path under `folder`, lies in (or is) a folder kept in git by a placeholder
+        file for a build step to fill."""
+        parts = [part for part in rest.strip("/").split("/") if part]
+        return any(
+            self.tree.is_file(posixpath.join(folder, *parts[:depth], name))
+            for depth in range(1, len(parts) + 1)
+            for name in PLACEHOLDERS
+        )
 
     def resolve(self, page: str, link: Link) -> Outcome:
         """Where `link` on `page` lands, by the framework's rules."""
