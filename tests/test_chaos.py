@@ -39,7 +39,8 @@ def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_pat
 
 
 def test_a_redis_restart_mid_run_is_ridden_out_by_the_worker_and_retried_not_failed(tmp_path):
-    plan = ChaosPlan(workers=1, jobs=1, model_delay=2.0)
+    # Only the first model call is slow: the one the outage catches; the run retried after it need not be.
+    plan = ChaosPlan(workers=1, jobs=1, model_delay=2.0, slow_calls=1)
     with ChaosRig(tmp_path, plan) as rig:
         job_id = rig.create(0)
         wait_until(lambda: rig.model.requests, 30, "the run to call the model")  # the run waits on its model call...
