@@ -42,6 +42,7 @@ class ChaosPlan:
     redis_outage_at: float | None = 12  # seconds into the chaos: Redis is SIGKILLed and restarted 2 s later
     web_outage_at: float | None = 25
     model_delay: float = 0.6  # seconds per model call: runs last long enough to be killed mid-way
+    slow_calls: int | None = None  # only the first this many model calls take model_delay (None: every call)
     settle_seconds: float = 60  # after the chaos, how long every message has to end
     max_attempts: int = 3
     lease_ttl: int = 2  # COPYDESK_LEASE_TTL and COPYDESK_SWEEP_INTERVAL of every process
@@ -157,6 +158,7 @@ class ChaosRig:
         self._lock = threading.Lock()
         self._recovery_threads: list[tuple[threading.Thread, float]] = []  # each watcher and its kill's time
         self._settled = threading.Event()  # every message has ended: no run can go again
+        self._model_calls = 0
 
     # -- the parts ----------------------------------------------------------------------------
 
@@ -264,7 +266,10 @@ class ChaosRig:
             reply = Reply(tool_calls=[ToolUse("finish", {"title": f"Page {tag}", "summary": f"Wrote {tag}."})])
         else:
             reply = Reply(tool_calls=[ToolUse("write_file", {"path": f"docs/chaos/{tag}.md", "content": f"# {tag}\n"})])
-        return self.plan.model_delay * (0.5 + self.random.random()), reply
+        with self._lock:
+            self._model_calls += 1
+            slow = self.plan.slow_calls is None or self._model_calls <= self.plan.slow_calls
+        return (self.plan.model_delay * (0.5 + self.random.random()) if slow else 0.0), reply
 
     # -- the API, as a client that retries what never reached the store -----------------------
 

@@ -18,7 +18,7 @@ from service.settings import Settings
 from service.workspace.git import Git
 from tests.conftest import DOCS, commit_files, free_port
 from tests.model_standin import ModelStandIn, Reply, ToolUse
-from tests.redis_servers import SERVICE, SentinelGroup
+from tests.redis_servers import SERVICE, SentinelGroup, ha_node
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
 
@@ -81,9 +81,14 @@ class FailoverRig:
         clients: int = 2,
         model_delay: float = 0.4,
         replicas: int = 1,
+        sync_delay: int | None = None,
     ) -> None:
         self.dir = workdir
-        self.group = SentinelGroup(workdir / "redis", replicas=replicas)
+        # `sync_delay` sets the data nodes' repl-diskless-sync-delay (Redis's default, 5 s, when None): how long a
+        # primary waits before the full resync of a replica, e.g. the demoted primary rejoining after a failover.
+        # Writes are refused (NOREPLICAS) until that resync is done either way; the wait only lengthens the window.
+        delay = () if sync_delay is None else ("--repl-diskless-sync-delay", str(sync_delay))
+        self.group = SentinelGroup(workdir / "redis", replicas=replicas, node_args=(*ha_node(replicas), *delay))
         self.model = ModelStandIn().respond(self._model_turn)
         self.min_replicas = min_replicas
         self.model_delay = model_delay
@@ -136,11 +141,12 @@ class FailoverRig:
         _key, key = ctx.services.keys.create(account="local", name="failover")
         ctx.services.durability.confirm()
         ctx.services.redis.close()
+        # The workers first: they start up while the web is started and waited for.
+        for n in range(self.worker_count):
+            self.workers.append(WorkerProcess(self.env, self.dir / f"worker{n}.log", "--name", f"w{n}"))
         self.web = WebServer(self.env, port, self.dir / "web.log", workers=1).__enter__()
         self.api = f"{self.web.url}/v2/agent/{self.project_id}"
         self.headers = {"Authorization": f"Bearer {key}"}
-        for n in range(self.worker_count):
-            self.workers.append(WorkerProcess(self.env, self.dir / f"worker{n}.log", "--name", f"w{n}"))
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

@@ -121,11 +121,20 @@ class Stack:
         return self.settings.to_env()
 
 
+class _BurstWorker(rq.SimpleWorker):
+    """An in-process RQ worker without RQ's command channel (nothing sends it commands: Copydesk uses none). RQ's
+    channel thread reads with a 60 s time-out; when the worker ends, the reply to its UNSUBSCRIBE often wakes the
+    thread before RQ sets the thread's stop flag, and RQ's 1 s join then waits in vain: up to a second a drain."""
+
+    def subscribe(self) -> None:
+        pass
+
+
 def drain_queues(redis_client, queue_name: str) -> None:
     """Run a worker in this process on the GitHub events, webhook attempts and runs queues of `queue_name`, in
     the order `copydesk worker` serves them, until they are empty."""
     queues = [rq.Queue(name, connection=redis_client) for name in worker_queues(queue_name)]
-    rq.SimpleWorker(queues, connection=redis_client).work(burst=True, logging_level="WARNING")
+    _BurstWorker(queues, connection=redis_client).work(burst=True, logging_level="WARNING")
 
 
 def deliver_webhooks(ctx, timeout: float = 30) -> None:

@@ -2,6 +2,7 @@
 
 from cryptography.hazmat.primitives import serialization
 
+from bot.github import privatekey
 from service.sealing import Sealer
 
 INFO = b"copydesk token cache"
@@ -12,7 +13,7 @@ class SecretBox(Sealer):
 
     def __init__(self, private_key_pem: str, info: bytes = INFO) -> None:
         """`info` separates the keys of different uses (token cache, dashboard sessions)."""
-        key = serialization.load_pem_private_key(private_key_pem.encode("ascii"), password=None)
+        key = privatekey.load(private_key_pem.encode("ascii"))
         # The canonical DER encoding, so a key read from a file and the same key from an env var agree.
         material = key.private_bytes(
             serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()

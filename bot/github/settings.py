@@ -8,8 +8,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from bot.github import privatekey
 from service.settings import SettingsError
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -116,7 +116,7 @@ def _private_key(env: Mapping[str, str]) -> str | None:
 def _checked_key(pem: str, name: str) -> str:
     # The parser's message is left out on purpose: it may quote part of the key.
     try:
-        key = load_pem_private_key(pem.encode("ascii"), password=None)
+        key = privatekey.load(pem.encode("ascii"))
     except (ValueError, TypeError, UnicodeEncodeError):
         raise SettingsError(
             f"{name} is not an unencrypted PEM private key (download a new one from the App's settings page)"
