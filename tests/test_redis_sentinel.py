@@ -16,7 +16,7 @@ from service.redisconn import RedisUrlError, parse_sentinel_url
 from service.replication import Durability, NotWritable
 from service.settings import Settings
 from tests.harness import wait_until
-from tests.redis_servers import SERVICE, SentinelGroup
+from tests.redis_servers import QUICK_PERIODS, SERVICE, SentinelGroup
 
 
 def test_a_sentinel_url_names_its_sentinels_service_database_credentials_and_tls():
@@ -83,7 +83,7 @@ def test_the_cli_refuses_a_bad_url_in_one_line(monkeypatch, capsys, own_logging)
 
 @pytest.fixture
 def group(tmp_path):
-    with SentinelGroup(tmp_path / "redis") as running:
+    with SentinelGroup(tmp_path / "redis", periods=QUICK_PERIODS) as running:
         yield running
 
 
