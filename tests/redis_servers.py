@@ -175,9 +175,6 @@ class SentinelGroup:
         periods: dict[str, int] | None = None,
     ) -> None:
         node_args = ha_node(replicas) if node_args is None else node_args
-        # A primary waits 5 s (repl-diskless-sync-delay) for more replicas before a full sync: every group start and
-        # every demoted primary's resync paid it. No test here is about batching replicas' syncs.
-        node_args = (*node_args, "--repl-diskless-sync-delay", "0")
         self.primary = RedisNode(workdir / "node0", *node_args)
         self.replicas = [
             RedisNode(workdir / f"node{n + 1}", *node_args, "--replicaof", "127.0.0.1", str(self.primary.port))

@@ -16,7 +16,7 @@ from service.redisconn import RedisUrlError, parse_sentinel_url
 from service.replication import Durability, NotWritable
 from service.settings import Settings
 from tests.harness import wait_until
-from tests.redis_servers import QUICK_PERIODS, SERVICE, SentinelGroup
+from tests.redis_servers import QUICK_PERIODS, SERVICE, SentinelGroup, ha_node
 
 
 def test_a_sentinel_url_names_its_sentinels_service_database_credentials_and_tls():
@@ -83,7 +83,11 @@ def test_the_cli_refuses_a_bad_url_in_one_line(monkeypatch, capsys, own_logging)
 
 @pytest.fixture
 def group(tmp_path):
-    with SentinelGroup(tmp_path / "redis", periods=QUICK_PERIODS) as running:
+    # repl-diskless-sync-delay 0: a primary syncs a replica at once instead of waiting Redis's default 5 s for more
+    # replicas to sync with, at every group start and every demoted primary's resync; no test here is about it.
+    # QUICK_PERIODS: the sentinels see these changes within a second instead of 10.
+    node_args = (*ha_node(1), "--repl-diskless-sync-delay", "0")
+    with SentinelGroup(tmp_path / "redis", node_args=node_args, periods=QUICK_PERIODS) as running:
         yield running
 
 
