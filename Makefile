@@ -31,10 +31,7 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/copydesk demo --serve
 
-# Compiled first: where PYTHONDONTWRITEBYTECODE is set, nothing writes the project's bytecode, and every process
-# the tests start (web, worker, CLI: hundreds) compiled some 170 modules again, about 0.3 s each.
 test: install
-	$(VENV)/bin/python -m compileall -q bot service tests
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
 
 lint: install
