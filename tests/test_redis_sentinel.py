@@ -146,8 +146,15 @@ def test_a_write_its_replicas_do_not_confirm_is_answered_503_never_a_success(gro
     _key, key = ctx.services.keys.create(account="local", name="t")
     api = create_app(settings, ctx).test_client()
     headers = {"Authorization": f"Bearer {key}"}
-    created = api.post(f"/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers)
-    assert created.status_code == 201
+    # Before the fault the replica confirms the write; a long wait for it, so that a busy machine cannot fail this
+    # one (WAIT returns as soon as the replica answers). The writes below, that nothing can confirm, wait 300 ms.
+    patient = settings.with_overrides(redis_replica_wait_ms=5000)
+    created = (
+        create_app(patient, context.build(patient))
+        .test_client()
+        .post(f"/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers)
+    )
+    assert created.status_code == 201, created.json
     group.replicas[0].kill()
     with group.primary.client() as primary:
         primary.config_set("min-replicas-to-write", "0")  # the write is taken; only WAIT can tell it is not safe
