@@ -60,11 +60,12 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
 
         env = _child_env(settings)
         stack.enter_context(
-            _process(
-                [sys.executable, "-m", "bot.cli", "web", "--port", str(port), "--workers", "1"], env, root / "web.log"
+            _processes(
+                env,
+                ([sys.executable, "-m", "bot.cli", "web", "--port", str(port), "--workers", "1"], root / "web.log"),
+                ([sys.executable, "-m", "bot.cli", "worker"], root / "worker.log"),
             )
         )
-        stack.enter_context(_process([sys.executable, "-m", "bot.cli", "worker"], env, root / "worker.log"))
         _wait_healthy(settings.base_url)
 
         api = requests.Session()
@@ -212,17 +213,24 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def _process(argv: list[str], env: dict, log_path: Path):
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+def _processes(env: dict, *commands: tuple[list[str], Path]):
+    """Run each (argv, log path) as a process; at the end ask all to stop at once (each takes a second or more
+    to wind down), then wait for each."""
+    with ExitStack() as logs:
+        procs = []
         try:
-            yield proc
+            for argv, log_path in commands:
+                log = logs.enter_context(open(log_path, "wb"))
+                procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
+            yield procs
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
 
 
 def _follow(api: requests.Session, url: str) -> dict:

@@ -155,12 +155,24 @@ class RedisNode:
                 self.kill()
 
 
+# A sentinel asks each node for INFO every INFO-PERIOD (10 s), and turns a demoted primary that still says it is a
+# primary into a replica only after it has said so for 4 PUBLISH-PERIODs (8 s): a test that waits for a replica's link
+# or for a failed-over group to settle waits for these. They pace the sentinel's checks, not what it decides.
+QUICK_PERIODS = {"INFO-PERIOD": 1000, "PUBLISH-PERIOD": 250}
+
+
 class SentinelGroup:
     """A primary, `replicas` replicas and `sentinels` sentinels on loopback (each redis-server with `ha_node`'s
     settings unless `node_args` says otherwise); `url` is the Sentinel URL Copydesk takes."""
 
     def __init__(
-        self, workdir: Path, *, replicas: int = 1, sentinels: int = 1, node_args: tuple[str, ...] | None = None
+        self,
+        workdir: Path,
+        *,
+        replicas: int = 1,
+        sentinels: int = 1,
+        node_args: tuple[str, ...] | None = None,
+        periods: dict[str, int] | None = None,
     ) -> None:
         node_args = ha_node(replicas) if node_args is None else node_args
         self.primary = RedisNode(workdir / "node0", *node_args)
@@ -171,6 +183,7 @@ class SentinelGroup:
         self.sentinels = [
             RedisNode(workdir / f"sentinel{n}", sentinel_of=("127.0.0.1", self.primary.port)) for n in range(sentinels)
         ]
+        self.periods = periods or {}
 
     @property
     def nodes(self) -> list[RedisNode]:
@@ -184,6 +197,7 @@ class SentinelGroup:
         try:
             for node in [*self.nodes, *self.sentinels]:
                 node.start()
+            self.set_periods(self.periods)
             self.wait_until_known(self.primary.port)
         except BaseException:
             self.__exit__()
@@ -193,6 +207,13 @@ class SentinelGroup:
     def __exit__(self, *exc) -> None:
         for node in [*self.sentinels, *self.nodes]:
             node.stop()
+
+    def set_periods(self, periods: dict[str, int]) -> None:
+        """Set each sentinel's timers (SENTINEL DEBUG, in ms); see `QUICK_PERIODS`."""
+        for sentinel in self.sentinels:
+            with sentinel.client() as client:
+                for name, milliseconds in periods.items():
+                    client.execute_command("SENTINEL", "DEBUG", name, milliseconds)
 
     def master_port(self) -> int | None:
         """The primary's port as the first sentinel sees it (None when it knows none)."""

@@ -13,8 +13,7 @@ import requests
 from bot.github.inbound import HOOK_PATH, MAX_PAYLOAD_BYTES
 from service.api.body import MAX_JSON_DEPTH, check_json_depth
 from service.errors import InvalidJson
-from tests.conftest import free_port
-from tests.web_process import WebServer, latency
+from tests.web_process import latency, shared_web_server
 
 # Generous: the quadratic pre-check took 12 s of CPU for one 64 KB body; these bodies now take milliseconds.
 ANSWER_SECONDS = 5
@@ -60,18 +59,23 @@ def test_strings_hide_brackets_and_escaped_quotes_end_no_string():
         check_json_depth(b'["\\\\"' + b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH + b"]")
 
 
-@pytest.fixture
-def web(stack, github_app, tmp_path):
-    """`copydesk web` (gevent) with a GitHub App configured, so `/github/webhooks` is served."""
+@pytest.fixture(scope="module")
+def shared_web(redis_server, github_app, tmp_path_factory):
+    """`copydesk web` (gevent) with a GitHub App configured, so `/github/webhooks` is served. No test here changes
+    the server: they send bodies it refuses, and ask while it is busy."""
     env = {
-        **stack.env(),
         "GITHUB_APP_ID": str(github_app.id),
         "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
         "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret,
-        "COPYDESK_BASE_URL": stack.url,
     }
-    with WebServer(env, free_port(), tmp_path / "web.log", workers=1) as server:
+    with shared_web_server(redis_server, tmp_path_factory.mktemp("web"), env, workers=1) as server:
         yield server
+
+
+@pytest.fixture
+def web(shared_web, stack):
+    """The module's server, on this test's emptied Redis with its project and key (`stack`)."""
+    return shared_web
 
 
 def _delivery(body: bytes, signature: str | None) -> dict[str, str]:

@@ -12,7 +12,7 @@ from bot.dashboard.web import MAX_NEXT_CHARS
 from bot.door_limits import WINDOW_SECONDS, client_of
 from tests.conftest import free_port
 from tests.harness import wait_until
-from tests.web_process import WebServer
+from tests.web_process import WebServer, shared_web_server
 
 PER_MINUTE = 4
 # gunicorn refuses a request line past 4094 bytes; this `next` is about as long as one can be.
@@ -20,11 +20,11 @@ LONGEST_NEXT = "/dashboard/" + "a" * 3900
 STATE_KEYS = "cd:dash:oauth-state:*"
 
 
-@pytest.fixture
-def web(stack, github_app, tmp_path):
-    """`copydesk web` with a GitHub App and its OAuth client configured, so sign-in with GitHub is on."""
+@pytest.fixture(scope="module")
+def shared_web(redis_server, github_app, tmp_path_factory):
+    """`copydesk web` with a GitHub App and its OAuth client configured, so sign-in with GitHub is on. The limits'
+    counts and the sign-in states are in Redis, which each test's `stack` empties: no test sees another's."""
     env = {
-        **stack.env(),
         "GITHUB_APP_ID": str(github_app.id),
         "GITHUB_PRIVATE_KEY": github_app.private_key_pem,
         "GITHUB_WEBHOOK_SECRET": github_app.webhook_secret,
@@ -32,8 +32,14 @@ def web(stack, github_app, tmp_path):
         "GITHUB_CLIENT_SECRET": github_app.client_secret,
         "COPYDESK_ANONYMOUS_PER_MINUTE": str(PER_MINUTE),
     }
-    with WebServer(env, free_port(), tmp_path / "web.log", workers=1) as server:
+    with shared_web_server(redis_server, tmp_path_factory.mktemp("web"), env, workers=1) as server:
         yield server
+
+
+@pytest.fixture
+def web(shared_web, stack):
+    """The module's server, on this test's emptied Redis (`stack`)."""
+    return shared_web
 
 
 def get(web: WebServer, path: str, *, source: str = "127.0.0.1") -> http.client.HTTPResponse:

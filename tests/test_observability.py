@@ -22,11 +22,14 @@ TOKEN = "metrics-token-for-tests"
 def processes(stack, tmp_path, **env):
     """The real `copydesk web` and `copydesk worker` on the stack's Redis and project, sharing a metrics folder."""
     env = {**stack.env(), "COPYDESK_METRICS_TOKEN": TOKEN, "COPYDESK_METRICS_DIR": str(tmp_path / "metrics"), **env}
-    with (
-        WebServer(env, free_port(), tmp_path / "web.log") as web,
-        WorkerProcess(env, tmp_path / "worker.log") as worker,
-    ):
-        yield web, worker
+    # The worker starts first and starts up while the web server does (a second each, mostly imports); at the end
+    # both are told to stop at once and each winds down while the other does.
+    with WorkerProcess(env, tmp_path / "worker.log") as worker:
+        with WebServer(env, free_port(), tmp_path / "web.log") as web:
+            try:
+                yield web, worker
+            finally:
+                worker.terminate()
 
 
 def run_one_job(stack, web, standin, **fields) -> dict:

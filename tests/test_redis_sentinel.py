@@ -16,7 +16,7 @@ from service.redisconn import RedisUrlError, parse_sentinel_url
 from service.replication import Durability, NotWritable
 from service.settings import Settings
 from tests.harness import wait_until
-from tests.redis_servers import SERVICE, SentinelGroup
+from tests.redis_servers import QUICK_PERIODS, SERVICE, SentinelGroup, ha_node
 
 
 def test_a_sentinel_url_names_its_sentinels_service_database_credentials_and_tls():
@@ -83,7 +83,11 @@ def test_the_cli_refuses_a_bad_url_in_one_line(monkeypatch, capsys, own_logging)
 
 @pytest.fixture
 def group(tmp_path):
-    with SentinelGroup(tmp_path / "redis") as running:
+    # repl-diskless-sync-delay 0: a primary syncs a replica at once instead of waiting Redis's default 5 s for more
+    # replicas to sync with, at every group start and every demoted primary's resync; no test here is about it.
+    # QUICK_PERIODS: the sentinels see these changes within a second instead of 10.
+    node_args = (*ha_node(1), "--repl-diskless-sync-delay", "0")
+    with SentinelGroup(tmp_path / "redis", node_args=node_args, periods=QUICK_PERIODS) as running:
         yield running
 
 
@@ -142,8 +146,15 @@ def test_a_write_its_replicas_do_not_confirm_is_answered_503_never_a_success(gro
     _key, key = ctx.services.keys.create(account="local", name="t")
     api = create_app(settings, ctx).test_client()
     headers = {"Authorization": f"Bearer {key}"}
-    created = api.post(f"/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers)
-    assert created.status_code == 201
+    # Before the fault the replica confirms the write; a long wait for it, so that a busy machine cannot fail this
+    # one (WAIT returns as soon as the replica answers). The writes below, that nothing can confirm, wait 300 ms.
+    patient = settings.with_overrides(redis_replica_wait_ms=5000)
+    created = (
+        create_app(patient, context.build(patient))
+        .test_client()
+        .post(f"/v2/agent/{project.id}/job", json={"prompt": "Add a page"}, headers=headers)
+    )
+    assert created.status_code == 201, created.json
     group.replicas[0].kill()
     with group.primary.client() as primary:
         primary.config_set("min-replicas-to-write", "0")  # the write is taken; only WAIT can tell it is not safe

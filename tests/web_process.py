@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import requests
@@ -67,6 +69,28 @@ class WebServer:
 
     def log(self) -> str:
         return self.log_path.read_text("utf-8", "replace") if self.log_path.exists() else ""
+
+
+@contextmanager
+def shared_web_server(redis_server: str, workdir: Path, env: dict[str, str], **options) -> Iterator[WebServer]:
+    """`copydesk web` for all of a module's tests (a start is seconds), on database 0 of the session's Redis:
+    each test's `stack` (its `redis_url`) empties that database and registers its own project and key, so no
+    Redis state passes from one test to the next. Only for tests that neither reconfigure nor stop the server.
+    `env` is added to settings like `stack`'s (a scripted model, a data folder in `workdir`)."""
+    from service.settings import Settings
+    from tests.conftest import free_port
+
+    port = free_port()
+    script = workdir / "script.json"
+    script.write_text('{"runs": []}')
+    settings = Settings(
+        redis_url=f"{redis_server}/0",
+        data_dir=workdir / "data",
+        base_url=f"http://127.0.0.1:{port}",
+        model=f"scripted:{script}",
+    )
+    with WebServer({**settings.to_env(), **env}, port, workdir / "web.log", **options) as server:
+        yield server
 
 
 class SlowClients:

@@ -14,6 +14,7 @@ class WorkerProcess:
 
     def __init__(self, env: dict[str, str], log_path: Path, *args: str) -> None:
         self.log_path = log_path
+        self._terminated = False
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli", "worker", *args],
@@ -86,10 +87,17 @@ class WorkerProcess:
     def signal(self, signum: int) -> None:
         self.proc.send_signal(signum)
 
-    def stop(self, timeout: float = 30) -> int | None:
-        """SIGTERM, then SIGKILL after `timeout`; returns the exit code (again when it has already stopped)."""
-        if self.alive():
+    def terminate(self) -> None:
+        """SIGTERM (RQ's warm shutdown) without waiting, once: a second would be RQ's cold shutdown."""
+        if self.alive() and not self._terminated:
             self.proc.send_signal(signal.SIGTERM)
+            self._terminated = True
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """SIGTERM (unless `terminate` sent it), then SIGKILL after `timeout`; returns the exit code (again when it
+        has already stopped)."""
+        if self.alive():
+            self.terminate()
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
