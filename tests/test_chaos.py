@@ -4,9 +4,14 @@ restarted once. From outside, over HTTP and git: nothing lost, every message com
 when it changed files), one pull request per job as the code host's pages list them, nothing stuck, no
 internal_error, no worker that exited by itself, and every commit clean under `git fsck --strict`."""
 
+import pytest
+
 from tests.chaos import ChaosPlan, ChaosRig
 from tests.fsck_check import assert_copydesk_commits_pass_fsck
 from tests.harness import wait_until
+
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
 
 
 def test_nothing_is_lost_doubled_or_stuck_under_random_kills_and_outages(tmp_path):

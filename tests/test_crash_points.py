@@ -14,6 +14,9 @@ from service.lease import is_leased
 from tests.flow_scripts import FAQ, branch_log, edit, finish, trailer_count
 from tests.harness import wait_until
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 def run_in_a_process_that_crashes_at(stack, job_id: str, point: str) -> None:
     """Take the run off the queue, as a worker would, and run it in a process that dies at `point`."""

@@ -4,9 +4,13 @@ photographed for the README."""
 
 import re
 
+import pytest
 import requests
 
 from bot import demo_repo
+
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
 
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 

@@ -10,6 +10,9 @@ from rq import Queue, Worker
 from tests.harness import wait_until
 from tests.web_process import COPYDESK
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 @pytest.fixture
 def demo_env(redis_url, tmp_path):

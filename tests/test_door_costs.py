@@ -15,6 +15,9 @@ from service.api.body import MAX_JSON_DEPTH, check_json_depth
 from service.errors import InvalidJson
 from tests.web_process import latency, shared_web_server
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 # Generous: the quadratic pre-check took 12 s of CPU for one 64 KB body; these bodies now take milliseconds.
 ANSWER_SECONDS = 5
 

@@ -16,6 +16,9 @@ from tests.flow_scripts import FAQ, edit, finish
 from tests.harness import wait_until
 from tests.web_process import WebServer
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 def test_a_job_run_leaves_its_events_in_order_with_monotonic_ids(stack):
     stack.script([FAQ, finish()])

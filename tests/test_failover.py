@@ -10,6 +10,9 @@ import pytest
 
 from tests.failover import FailoverRig
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 @pytest.mark.parametrize("fault", ["sentinel failover", "primary killed"])
 def test_a_failover_mid_run_loses_doubles_and_strands_nothing(fault, tmp_path):

@@ -12,6 +12,9 @@ from tests.harness import wait_until
 from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Failure, Hang, Outage, Reply, ToolUse
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_a_job_and_a_follow_up_with_a_real_adapter(provider, stack_factory, standin):

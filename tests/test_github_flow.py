@@ -3,10 +3,15 @@ Copydesk runs as in production (web app on a real HTTP server, RQ worker, Redis)
 
 import time
 
+import pytest
+
 from tests.cli_process import run
 from tests.github_fixtures import REPO, bot_comments, edit, finish, write
 from tests.github_schemas import validate_request
 from tests.model_standin import Hang, ModelStandIn, Reply, ToolUse
+
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
 
 
 def test_installation_to_merged_pull_request(gh_stack):

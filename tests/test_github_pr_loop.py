@@ -1,9 +1,14 @@
 """Working on a pull request through the GitHub emulator: one tracking comment per round, answers in review
 threads, a description that stays true."""
 
+import pytest
+
 from service.describe import DESCRIPTION_START
 from tests.github_fixtures import REPO, bot_comments, edit, finish, write
 from tests.github_schemas import validate_request
+
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
 
 
 def start_job(stack, prompt: str = "Add an FAQ") -> tuple[object, str, dict]:

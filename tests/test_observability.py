@@ -15,6 +15,9 @@ from tests.model_standin import Reply, ToolUse
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 TOKEN = "metrics-token-for-tests"
 
 

@@ -12,6 +12,9 @@ from tests.harness import wait_until
 from tests.model_fixtures import PROVIDERS
 from tests.model_standin import Hang, Reply, ToolUse
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 def _write(text):
     return Reply(tool_calls=[ToolUse("write_file", {"path": "docs/faq.md", "content": f"# FAQ\n\n{text}\n"})])

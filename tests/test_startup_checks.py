@@ -22,6 +22,9 @@ from tests.harness import wait_until
 from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.web_process import COPYDESK
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 def copydesk(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([COPYDESK, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)

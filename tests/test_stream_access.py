@@ -7,6 +7,7 @@ import time
 from contextlib import ExitStack
 from datetime import timedelta
 
+import pytest
 import requests
 
 from bot.dashboard.operator import issue_login_link
@@ -17,6 +18,9 @@ from tests.conftest import DOCS, free_port
 from tests.dashboard_fixtures import Browserless
 from tests.event_reading import events_url, read_sse
 from tests.web_process import WebServer
+
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
 
 KEEPALIVE = 1
 ENDS_WITHIN = KEEPALIVE + 4  # the re-check comes within a keep-alive period; the rest is slack for a busy machine

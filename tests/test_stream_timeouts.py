@@ -20,6 +20,9 @@ from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.web_process import WebServer
 from tests.worker_processes import WorkerProcess
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 # Seconds the model takes per call: longer than the keep-alive (1 s) and the Redis read time-out (2 s) below, by a
 # whole second, so the stream has to outlast both.
 GAP = 3.0

@@ -12,6 +12,9 @@ from tests.model_fixtures import PROVIDERS, write_then_finish
 from tests.model_standin import Hang, Reply, ToolUse
 from tests.worker_processes import WorkerProcess
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 SEARCH = Reply(tool_calls=[ToolUse("search", {"pattern": "Widgets"})])
 # A model call that never comes back (the stand-in answers a Hang with the item after it, after the wait).
 HANG = (Hang(300), Reply(text="too late"))

@@ -23,6 +23,9 @@ from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.web_process import COPYDESK
 from tests.worker_processes import WorkerProcess
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 
 def doctor(env: dict) -> dict:
     proc = subprocess.run([COPYDESK, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=60)

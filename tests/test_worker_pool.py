@@ -19,6 +19,9 @@ from tests.model_standin import Hang, Reply
 from tests.redis_servers import NO_PERSISTENCE, running_redis
 from tests.worker_processes import WorkerProcess
 
+# Tens of seconds in all: handed to a test process first (tests/scheduling.py).
+pytestmark = pytest.mark.long_running
+
 UPKEEP = "sweep, mirror upkeep, webhook fan-out and delivery lanes running in process"
 
 
