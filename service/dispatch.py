@@ -101,10 +101,14 @@ class Dispatcher:
             return False
         if rq_job.get_status() is not RqStatus.QUEUED or not self._recent(rq_job.enqueued_at):
             return False
-        return any(
-            self._redis.lpos(key, rq_job.id) is not None
-            for key in (self._queue.key, self._queue.intermediate_queue_key)
+        # The run waits in the queue it was put in, which is another deployment's when two share a Redis (the demo
+        # beside an operator's workers): looking only in this worker's queue would take the other's job over.
+        queue = (
+            self._queue
+            if rq_job.origin in (None, "", self._queue.name)
+            else rq.Queue(rq_job.origin, connection=self._redis)
         )
+        return any(self._redis.lpos(key, rq_job.id) is not None for key in (queue.key, queue.intermediate_queue_key))
 
     def _recent(self, enqueued_at: datetime | None) -> bool:
         if enqueued_at is None:

@@ -129,6 +129,19 @@ def test_a_run_popped_by_a_worker_that_died_before_starting_it_is_queued_again(s
     assert stack.job(job_id)["status"] == "completed"
 
 
+def test_a_run_waiting_in_another_deployments_queue_is_left_to_it(stack):
+    # The demo beside an operator's workers on one Redis: each sweeps every job with waiting messages, and must
+    # see the other's runs waiting in the other's queue rather than queue them again in its own.
+    job_id = stack.create().json()["id"]
+    services = stack.ctx.services
+    neighbour = Dispatcher(
+        services.redis, services.jobs, queue_name="copydesk-neighbour", task="bot.tasks.process_job", job_timeout=60
+    )
+    assert neighbour.sweep() == []
+    rq.Queue(stack.settings.queue_name, connection=services.redis).empty()  # its run is gone: now it is stranded
+    assert neighbour.sweep() == [job_id]
+
+
 def test_a_run_queued_longer_than_the_bound_is_queued_again(stack):
     job_id = stack.create().json()["id"]
     services = stack.ctx.services
