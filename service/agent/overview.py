@@ -234,8 +234,8 @@ def _by_priority(pages: list[str], first: int) -> list[str]:
     children: dict[str, set[str]] = {}
     in_folder: dict[str, list[str]] = {}
     for path in pages:
-        folder = path.rpartition("/")[0]
-        in_folder.setdefault(folder, []).append(path)
+        in_folder.setdefault(path.rpartition("/")[0], []).append(path)
+    for folder in in_folder:  # each folder once: a large tree has far fewer folders than pages
         parts = folder.split("/") if folder else []
         for depth in range(len(parts)):
             children.setdefault("/".join(parts[:depth]), set()).add("/".join(parts[: depth + 1]))

@@ -21,7 +21,7 @@ from service.workspace.entries import (
 )
 from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
-from service.workspace.listings import MAX_DERIVED_CHANGES, load_listing
+from service.workspace.listings import MAX_DERIVED_CHANGES, TreeListing, load_listing
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
 from service.workspace.trees import TreeChange, diff_trees, object_id, parse_tree
@@ -87,10 +87,9 @@ class Workspace:
         self._overlay: dict[str, bytes | None] = {}  # path -> new content, or None for deleted
         self._trees: dict[str, dict[str, tuple[int, str]]] = {}  # tree id -> name -> (mode, id)
         self._root: str | None = None
-        self._listing: dict[str, tuple[int, str]] | None = None  # every non-tree entry of the start tree
-        self._sorted: list[str] = []
-        # commit -> (listing, sorted paths), shared with every view, so one `ls-tree` serves them all
-        self._listings: dict[str, tuple[dict[str, tuple[int, str]], list[str]]] = {}
+        self._listing: TreeListing | None = None  # every non-tree entry of the start tree
+        # commit -> listing, shared with every view, so one `ls-tree` serves them all
+        self._listings: dict[str, TreeListing] = {}
         # Paths whose content a recording view handed out (None: not recording); see `recording_view`.
         self._reads: set[str] | None = None
 
@@ -119,7 +118,7 @@ class Workspace:
             return self.start_view()
         view = self.start_view()
         view.start_commit = commit
-        view._root, view._listing, view._sorted = None, None, []
+        view._root, view._listing = None, None
         return view
 
     def recording_view(self) -> "Workspace":
@@ -214,7 +213,9 @@ class Workspace:
         listing = self._tree_listing()
         overlay = self._overlay
         # The start tree's paths come sorted already; only the run's own (few) are sorted and merged in.
-        kept = ((p, kind_of_mode(listing[p][0])) for p in self._sorted if p not in overlay)
+        kept = (
+            (p, kind_of_mode(mode)) for p, mode in zip(listing.paths, listing.modes, strict=True) if p not in overlay
+        )
         written = []
         for path, data in overlay.items():
             if data is not None:
@@ -233,8 +234,7 @@ class Workspace:
 
     def start_files(self) -> list[str]:
         """Every non-directory path of the start tree, sorted, without this run's changes."""
-        self._tree_listing()
-        return list(self._sorted)
+        return list(self._tree_listing().paths)
 
     def added_files(self) -> list[str]:
         """The paths this run wrote that are not entries of the start tree, sorted."""
@@ -243,11 +243,11 @@ class Workspace:
 
     def list_files(self) -> list[str]:
         """Every non-directory path (files, executables, symlinks, submodules), sorted."""
-        self._tree_listing()
+        start = self._tree_listing().paths
         if not self._overlay:
-            return list(self._sorted)
+            return list(start)
         overlay = self._overlay
-        kept = (p for p in self._sorted if p not in overlay)
+        kept = (p for p in start if p not in overlay)
         return list(heapq.merge(kept, sorted(p for p, data in overlay.items() if data is not None)))
 
     def search(
@@ -345,8 +345,9 @@ class Workspace:
 
     def _entry(self, path: str) -> tuple[int, str] | None:
         """The (mode, object id) of `path` in the start tree, walking tree objects through cat-file."""
-        if self._listing is not None and path in self._listing:
-            return self._listing[path]
+        found = self._listing.get(path) if self._listing is not None else None
+        if found is not None:
+            return found
         mode, oid = _TREE, self._root_tree()
         for part in path.split("/"):
             if mode != _TREE:
@@ -398,7 +399,7 @@ class Workspace:
             raise NotARegularFile(path, kind)
         return entry[1]
 
-    def _tree_listing(self) -> dict[str, tuple[int, str]]:
+    def _tree_listing(self) -> TreeListing:
         if self._listing is None:
             if self.start_commit not in self._listings:
                 root = self._root_tree()
@@ -408,10 +409,10 @@ class Workspace:
                     self._list_whole,
                     lambda earlier: diff_trees(self._tree, earlier, root, limit=MAX_DERIVED_CHANGES),
                 )
-            self._listing, self._sorted = self._listings[self.start_commit]
+            self._listing = self._listings[self.start_commit]
         return self._listing
 
-    def _list_whole(self) -> dict[str, tuple[int, str]]:
+    def _list_whole(self) -> TreeListing:
         out = self.git.run("ls-tree", "-r", "-z", "--full-tree", self.start_commit, git_dir=self.git_dir).stdout
         # Decoded once, whole: "<mode> <type> <id>\t<path>" records; ids and modes are ASCII.
         listing = {}
@@ -420,27 +421,26 @@ class Workspace:
                 meta, _, path = record.partition("\t")
                 mode, _, oid = meta.rpartition(" ")
                 listing[path] = (int(mode.partition(" ")[0], 8), oid)
-        return listing
+        return TreeListing.from_entries(listing, 32 if self._object_format == "sha256" else 20)
 
     def _tree_paths_under(self, path: str) -> list[str]:
-        self._tree_listing()
-        prefix = path + "/"
-        start = bisect.bisect_left(self._sorted, prefix)
-        end = bisect.bisect_left(self._sorted, path + "0")  # "0" is the character after "/"
-        return self._sorted[start:end]
+        paths = self._tree_listing().paths
+        start = bisect.bisect_left(paths, path + "/")
+        end = bisect.bisect_left(paths, path + "0")  # "0" is the character after "/"
+        return paths[start:end]
 
     def _search_tree(self, regex, selected, limit: int) -> list[SearchMatch]:
         """Matches in the start tree's text files that the overlay leaves as they are, in path order."""
         listing = self._tree_listing()
-        paths = [
-            p
-            for p in self._sorted
-            if p not in self._overlay
-            and selected(p)
-            and kind_of_mode(listing[p][0]) in (EntryKind.FILE, EntryKind.EXECUTABLE)
+        chosen = [
+            i
+            for i, (p, mode) in enumerate(zip(listing.paths, listing.modes, strict=True))
+            if p not in self._overlay and selected(p) and kind_of_mode(mode) in (EntryKind.FILE, EntryKind.EXECUTABLE)
         ]
+        paths = [listing.paths[i] for i in chosen]
         matches: list[SearchMatch] = []
-        blobs = stream_blobs(self.git, self.git_dir, (listing[p][1] for p in paths), max_size=self.max_file_bytes)
+        ids = (listing.entry(i)[1] for i in chosen)
+        blobs = stream_blobs(self.git, self.git_dir, ids, max_size=self.max_file_bytes)
         try:
             for path, (_, data) in zip(paths, blobs, strict=False):
                 if data is None or is_binary(data):

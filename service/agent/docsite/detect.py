@@ -43,6 +43,8 @@ CONFIG_FILES = {name: framework for framework, module in FRAMEWORKS.items() for 
 # Configs named by their last path parts (`.vitepress/config.ts`, `config/_default/hugo.toml`): the site's folder
 # is the one that holds the first part.
 CONFIG_TAILS = {tail: framework for framework, module in FRAMEWORKS.items() for tail in module.CONFIG_TAILS}
+# What every config's path ends with: one test turns away the other files of a large tree before any lookup.
+_CONFIG_ENDINGS = (*CONFIG_FILES, *CONFIG_TAILS)
 MAX_CONFIG_DEPTH = 2  # folders below the docs root searched for a config
 SAMPLE_PAGES = 40  # pages read for front matter conventions, so detection stays fast on large repositories
 # Folders whose configs belong to test fixtures or dependencies, not to the repository's own docs.
@@ -160,6 +162,8 @@ def _config_candidates(files: list[str], root: str) -> list[str]:
 
 def _config_of(path: str) -> tuple[str | None, str]:
     """(the framework whose config `path` may be, the site folder it configures); (None, "") for other files."""
+    if not path.endswith(_CONFIG_ENDINGS):
+        return None, ""
     name = posixpath.basename(path)
     if name in CONFIG_FILES:
         return CONFIG_FILES[name], posixpath.dirname(path)

@@ -42,6 +42,7 @@ NOT_PAGES = (
     "CLAUDE.md",
 )
 SKIPPED_FOLDERS = ("node_modules", "vendor", "site-packages")
+_SKIPPED = frozenset(SKIPPED_FOLDERS)
 
 
 @dataclass
@@ -117,7 +118,8 @@ class DocsSite:
             return False
         relative = path[len(root) + 1 :] if root else path
         parts = relative.split("/")
-        if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in parts):
+        # Two whole-path tests rather than one per part: this runs for every file of a large tree.
+        if "/." in "/" + relative or not _SKIPPED.isdisjoint(parts):
             return False
         if len(parts) == 1 and parts[0] in NOT_PAGES:
             return False
