@@ -10,11 +10,13 @@ wrk's percentiles include its correction for coordinated omission: every respons
 interval adds made-up samples for the requests a stalled connection did not send, so one worker held off a core
 for half a second turns into a p99 of hundreds of milliseconds. `srv p99` is gunicorn's own time for the same
 requests (the access log's duration, whole milliseconds): far below wrk's p99 means the tail was spent waiting
-for a CPU, not handling the request.
+for a CPU, not handling the request. `cpu µs` is the CPU time (user + system) the server's workers spent per
+request over the measured runs (Linux: read from /proc), the figure that load on a shared machine does not blur.
 """
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
@@ -49,6 +51,7 @@ class Load:
     p50_ms: float
     p99_ms: float
     errors: int
+    requests: int
 
 
 def wrk(url: str, *, seconds: int, connections: int, headers: dict[str, str], script: Path | None = None) -> Load:
@@ -63,7 +66,36 @@ def wrk(url: str, *, seconds: int, connections: int, headers: dict[str, str], sc
     percentiles = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
     errors = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses: (\d+)", out))
     errors += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
-    return Load(rps, _ms(percentiles["50"]), _ms(percentiles["99"]), errors)
+    requests_done = int(re.search(r"(\d+) requests in", out)[1])
+    return Load(rps, _ms(percentiles["50"]), _ms(percentiles["99"]), errors, requests_done)
+
+
+def _workers_cpu(master: int) -> float:
+    """Seconds of CPU (user + system) the live children of process `master` (gunicorn's workers) have used."""
+    total = 0
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == master:  # ppid; then utime and stime are fields 14 and 15 of stat
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def _master_of(port: int) -> int:
+    """The pid of the `python -m bot.web` serving `port` (`copydesk web` replaces itself with it)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"bot.web" in argv and str(port).encode() in argv:
+            return int(entry.name)
+    raise RuntimeError(f"no bot.web process serves port {port}")
 
 
 def _server_p99(log: Path, start: int, method: str, path: re.Pattern) -> float | None:
@@ -108,6 +140,10 @@ class BareServer:
         self.close()
         raise RuntimeError("the bare app did not come up")
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def close(self) -> None:
         self._proc.terminate()
         self._proc.wait(timeout=20)
@@ -145,11 +181,15 @@ def main() -> None:
             logs = {name: web.root / name for name in ("web.log", "bare.log")}
             starts = {name: log.stat().st_size for name, log in logs.items()}
             results: dict[str, list[Load]] = {name: [] for name in cases}
+            masters = {"bare HGETALL": bare.pid, "GET job": _master_of(web.port), "create job": _master_of(web.port)}
+            cpu = {name: 0.0 for name in cases}
             for _ in range(args.rounds):
                 for name, (url, headers, script) in cases.items():
+                    before = _workers_cpu(masters[name])
                     results[name].append(
                         wrk(url, seconds=args.seconds, connections=args.connections, headers=headers, script=script)
                     )
+                    cpu[name] += _workers_cpu(masters[name]) - before
         finally:
             bare.close()
         job_path = f"/v2/agent/{web.project_id}/job"
@@ -162,14 +202,17 @@ def main() -> None:
         f"{args.connections} connections, {args.seconds:g} s x {args.rounds} rounds, medians "
         f"(load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())})"
     )
-    print(f"{'case':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'srv p99':>8}")
+    print(
+        f"{'case':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'srv p99':>8} "
+        f"{'cpu µs':>7}"
+    )
     base = statistics.median(r.rps for r in results["bare HGETALL"])
     for name, loads in results.items():
         rps = statistics.median(r.rps for r in loads)
         print(
             f"{name:<14} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
             f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
-            f"{rps / base:>7.2f} {_or_dash(served[name]):>8}"
+            f"{rps / base:>7.2f} {_or_dash(served[name]):>8} {cpu[name] / sum(r.requests for r in loads) * 1e6:>7.0f}"
         )
 
 

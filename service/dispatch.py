@@ -2,6 +2,7 @@
 
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import redis
 import rq
@@ -45,22 +46,27 @@ class Dispatcher:
 
     def kick(self, job_id: str, *, first: bool = False) -> None:
         """Queue a run of the job's next waiting message (`first`: ahead of the queue, for a handed-back run)."""
+        # One pipeline: one round trip (RQ's own enqueue takes three).
+        with self._redis.pipeline() as pipe:
+            self.record_kick(pipe, job_id, first=first)
+            pipe.execute()
+
+    def record_kick(self, writes: Any, job_id: str, *, first: bool = False) -> None:
+        """Record a kick's writes on `writes`, a pipeline or a service.store.commands.CommandRecorder (RQ only calls
+        its command methods): the API's create runs them in its create script, one round trip fewer."""
         # A run handles one message; a failure is recorded on the job by the run itself, so RQ's
         # own failure record is only kept for operators and expires.
-        # One pipeline, so the API's create pays one round trip for it (RQ's own enqueue takes three).
-        with self._redis.pipeline() as pipe:
-            rq_job = self._queue.enqueue_call(
-                self._task,
-                args=(job_id,),
-                timeout=self._job_timeout,
-                result_ttl=3600,
-                failure_ttl=7 * 24 * 3600,
-                description=f"{RUN_DESCRIPTION_PREFIX}{job_id}",
-                at_front=first,
-                pipeline=pipe,
-            )
-            pipe.set(rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
-            pipe.execute()
+        rq_job = self._queue.enqueue_call(
+            self._task,
+            args=(job_id,),
+            timeout=self._job_timeout,
+            result_ttl=3600,
+            failure_ttl=7 * 24 * 3600,
+            description=f"{RUN_DESCRIPTION_PREFIX}{job_id}",
+            at_front=first,
+            pipeline=writes,
+        )
+        writes.set(rq_key(job_id), rq_job.id, ex=7 * 24 * 3600)
 
     def try_kick(self, job_id: str) -> bool:
         """Kick, but let a queue failure pass: the message is stored and `sweep` will find it."""

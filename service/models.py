@@ -1,7 +1,8 @@
 """The records the service keeps, as dataclasses, and the enums of their states."""
 
+import copy
 import enum
-from dataclasses import Field, asdict, dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from typing import Any, ClassVar
 
 from service.billing import add_records
@@ -49,22 +50,43 @@ class Record:
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # set on each subclass by @dataclass
 
     def to_dict(self) -> dict:
-        return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in asdict(self).items()}
+        # What dataclasses.asdict gives (records hold no nested dataclasses: plain values, dicts and lists), without
+        # its recursive deep copy of every plain value, which cost most of writing a job and its message.
+        out = {}
+        for name in _field_order(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif type(value) not in _PLAIN:
+                value = copy.deepcopy(value)  # a dict or list: the caller may change it, the record must not
+            out[name] = value
+        return out
 
     @classmethod
     def from_dict(cls, data: dict):
         known = _field_names(cls)
+        if known.issuperset(data):  # the usual case: a record written by this version
+            return cls(**data)
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {}
 
 
 def _field_names(cls: type) -> frozenset[str]:
     # Worked out once per class: every API request loads a key, a project and often a job.
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+        names = _FIELD_NAMES[cls] = frozenset(_field_order(cls))
+    return names
+
+
+def _field_order(cls: type) -> tuple[str, ...]:
+    names = _FIELD_ORDER.get(cls)
+    if names is None:
+        names = _FIELD_ORDER[cls] = tuple(f.name for f in fields(cls))
     return names
 
 

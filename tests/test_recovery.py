@@ -4,39 +4,41 @@ import json
 import time
 from datetime import timedelta
 
-import redis
 import rq
 
 from bot.worker import sweep_once
 from service.dispatch import Dispatcher
 from service.faults import FREEZE_AFTER_DEQUEUE
-from service.store.jobkeys import job_key, pending_key
+from service.store.jobkeys import job_key, pending_key, rq_key
 from tests.chaos import RECOVERY_WINDOW
 from tests.flow_scripts import FAQ, branch_log, finish
 from tests.harness import wait_until
 from tests.worker_processes import WorkerProcess
 
 
-def test_a_message_stored_but_never_queued_is_recovered(stack, tmp_path):
+def test_a_message_stored_but_never_queued_is_recovered(stack):
     services = stack.ctx.services
-    real = services.dispatcher
-    # The web process "dies" between the store write and the enqueue: its queue is unreachable.
-    dead = redis.Redis(port=1, socket_connect_timeout=0.2, retry=None)
-    services.dispatcher = Dispatcher(
-        dead, services.jobs, queue_name=stack.settings.queue_name, task="bot.tasks.process_job", job_timeout=60
-    )
     stack.script([FAQ, finish()])
-    created = stack.create()
-    assert created.status_code == 201
-    job_id = created.json()["id"]
+    # A door that stores a job and queues its run apart dies in between (the API's create queues the run in its
+    # create script, with the job's writes or not at all): the message is stored, its run never queued.
+    project = services.projects.get(stack.project_id)
+    job, _ = services.jobs.create(project, prompt="Add an FAQ", model=stack.settings.model, ref="main", as_draft=False)
     stack.drain()
-    assert stack.job(job_id)["status"] == "active"  # stored, not lost, not yet run
+    assert stack.job(job.id)["status"] == "active"  # stored, not lost, not yet run
 
-    services.dispatcher = real
-    assert sweep_once(stack.ctx) == [job_id]
+    assert sweep_once(stack.ctx) == [job.id]
     assert sweep_once(stack.ctx) == []  # already queued: not queued twice
     stack.drain()
-    assert stack.job(job_id)["status"] == "completed"
+    assert stack.job(job.id)["status"] == "completed"
+
+
+def test_the_api_create_queues_its_run_with_the_job(stack):
+    services = stack.ctx.services
+    job_id = stack.create().json()["id"]
+    queued = rq.Queue(stack.settings.queue_name, connection=services.redis).get_job_ids()
+    assert len(queued) == 1
+    assert services.redis.get(rq_key(job_id)).decode() == queued[0]
+    assert sweep_once(stack.ctx) == []  # the run waits in the queue: nothing to recover
 
 
 def test_a_run_popped_by_a_worker_that_died_before_starting_it_is_recovered(stack):

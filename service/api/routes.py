@@ -37,8 +37,8 @@ def _with_quota(exc: QuotaSpent) -> QuotaSpent:
 
 @bp.post("/<project_id>/job")
 def create_job(project_id: str) -> Response:
-    """Three Redis round trips at most: the key check with the project read, the create script (cap,
-    idempotency, quota, writes and the event) and the enqueue; a replay reads the earlier job instead."""
+    """Two Redis round trips: the key check with the project read, and the create script (cap, idempotency,
+    quota, writes, the event and the run's enqueue); a replay reads the earlier job, a third."""
     services = _services()
     try:
         granted = _access(project_id)

@@ -30,6 +30,9 @@ class CommandRecorder(CoreCommands):
     """Takes redis-py's command methods (`set`, `zadd`, `xadd`, ...) and records their arguments."""
 
     _event_dispatcher: Any = None  # redis-py's client attribute; nothing is sent, so nothing is dispatched
+    # A pipeline's attribute: the script runs the recorded commands atomically, like MULTI ... EXEC, so RQ, given a
+    # recorder as its pipeline (service.dispatch.Dispatcher.record_kick), does not ask for a transaction.
+    explicit_transaction = True
 
     def __init__(self) -> None:
         self._commands: list[tuple[str, tuple]] = []

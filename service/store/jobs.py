@@ -2,6 +2,7 @@
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -300,9 +301,11 @@ class JobStore:
         automation: dict | None = None,
         source_repository: str | None = None,
         source_commit: str | None = None,
+        also: Callable[[Any, str], None] | None = None,
     ) -> tuple[Job | None, Admission]:
         """Check `gate` (monthly cap, hourly quota) and the idempotency claim, then store a new `active` job and
-        its first message, all in one round trip (service.store.admission).
+        its first message, all in one round trip (service.store.admission). `also(writes, job_id)` records more
+        writes that happen only with the job's (the API's create: the enqueue of its run).
 
         Returns the new job, or on a replay the earlier one (IdempotencyConflict if the body differs); None when
         the cap or the quota refused it.
@@ -334,6 +337,8 @@ class JobStore:
         if idempotency is not None:
             # So that deleting the job finds its entry (the key is a hash of the caller's scope).
             writes.set(idem_key(job.id), idempotency.key, ex=IDEMPOTENCY_TTL_SECONDS)
+        if also is not None:
+            also(writes, job.id)
         claim = (
             None
             if idempotency is None
