@@ -50,6 +50,7 @@ class CopydeskWorker(rq.Worker):
         self._ctx = ctx  # before RQ's __init__, which reads the time-outs below
         super().__init__(queues, connection=ctx.services.redis, job_monitoring_interval=interval, **kwargs)
         self.shutting_down = False
+        self._worker_pid = os.getpid()
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
@@ -83,7 +84,7 @@ class CopydeskWorker(rq.Worker):
 
     def main_work_horse(self, job, queue):
         # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched.
-        signal_on_parent_death(signal.SIGTERM)
+        signal_on_parent_death(signal.SIGTERM, parent=self._worker_pid)
         # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
         signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
         self._ctx.after_fork()
@@ -274,12 +275,33 @@ class RunOkFilter(logging.Filter):
         return True
 
 
-def signal_on_parent_death(signum: int) -> None:
-    """Ask Linux to send `signum` to this process when its parent dies (elsewhere: nothing)."""
+def signal_on_parent_death(signum: int, *, parent: int | None = None) -> None:
+    """Ask Linux to send `signum` to this process when its parent dies (elsewhere: nothing). With `parent`, the pid
+    the parent had, also when it died before the request took effect (this process was handed to another then)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, int(signum))
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent died before the request took effect
+    # Not `getppid() == 1`: in a container the worker itself is often process 1, and its children are then its own.
+    if parent is not None and os.getppid() != parent:
         os.kill(os.getpid(), signum)
+
+
+_forking = {"parent": 0, "registered": False}
+
+
+def end_forks_with_this_process() -> None:
+    """From now on every process this one forks (work horses, RQ's scheduler) gets SIGTERM when this one dies: RQ's
+    scheduler would otherwise live on after its worker was killed, orphaned, heartbeating and holding its lock."""
+    if not _forking["registered"]:
+        _forking["registered"] = True
+        os.register_at_fork(before=_note_forking_parent, after_in_child=_end_with_forking_parent)
+
+
+def _note_forking_parent() -> None:
+    _forking["parent"] = os.getpid()
+
+
+def _end_with_forking_parent() -> None:
+    signal_on_parent_death(signal.SIGTERM, parent=_forking["parent"])
