@@ -101,21 +101,13 @@ def test_closing_a_local_pull_request_archives_the_job(stack):
 
 
 def test_recover_queues_stranded_messages(stack):
-    import redis as redis_lib
-
-    from service.dispatch import Dispatcher
-
+    # A door that stores a job and queues its run apart dies in between (the API's create queues the run in its
+    # create script, with the job's writes or not at all): the message is stored, its run never queued.
     services = stack.ctx.services
-    services.dispatcher = Dispatcher(
-        redis_lib.Redis(port=1, retry=None),
-        services.jobs,
-        queue_name="copydesk",
-        task="bot.tasks.process_job",
-        job_timeout=60,
-    )
-    job_id = stack.create().json()["id"]
+    project = services.projects.get(stack.project_id)
+    job, _ = services.jobs.create(project, prompt="Add an FAQ", model=stack.settings.model, ref="main", as_draft=False)
     out = json.loads(run_in_process(stack.env(), "recover", "--json").stdout)
-    assert out == {"queued": [job_id]}
+    assert out == {"queued": [job.id]}
 
 
 def test_demo_runs_a_job_end_to_end_shows_the_diff_and_a_dashboard_link(redis_url, tmp_path):

@@ -132,7 +132,8 @@ def test_two_processes_run_two_jobs_at_once_and_sweep_once(stack_factory, standi
         30,
         "the killed worker process to be replaced",
     )
-    assert "restarting it" in worker.log_path.read_text()
+    # The supervisor says so; read the log until it has (its children write to the same file meanwhile).
+    wait_until(lambda: "restarting it" in worker.log_path.read_text(), 30, "the supervisor to log the restart")
 
     # SIGTERM: a run in flight finishes within the grace, then every process exits.
     asked_third = threading.Event()  # answered only after the SIGTERM, so the run is surely in flight
