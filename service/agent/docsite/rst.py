@@ -391,7 +391,7 @@ def option_signatures(text: str) -> str:
 def name_form(name: str) -> str:
     """A name lowercased with whitespace runs made one space, as docutils names targets; final sigma made plain,
     the one letter whose lowercase depends on the letters around it."""
-    return " ".join(name.lower().replace("ς", "σ").split())
+    return nodes.fully_normalize_name(name).replace("ς", "σ")
 
 
 def _unescaped(match: re.Match) -> str:

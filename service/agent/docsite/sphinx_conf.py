@@ -5,6 +5,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from docutils.nodes import fully_normalize_name
+
 from service.agent.docsite.limits import MAX_CONFIG_BYTES, Uncheckable, check_size
 
 _TARGET_NAME = re.compile(r"^\.\.[ \t]+_`?([^`:\n]+)`?:", re.MULTILINE)
@@ -58,7 +60,7 @@ def read_conf(text: str) -> SphinxConf:
             anchors = value.value if isinstance(value, ast.Constant) and isinstance(value.value, int) else 0
         elif target in ("rst_prolog", "rst_epilog") and shared is not None:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                shared |= {" ".join(name.lower().split()) for name in _TARGET_NAME.findall(value.value)}
+                shared |= {fully_normalize_name(name) for name in _TARGET_NAME.findall(value.value)}
             else:
                 shared = None
         elif target == "html_additional_pages":
