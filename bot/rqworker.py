@@ -50,7 +50,9 @@ class CopydeskWorker(rq.Worker):
         self._ctx = ctx  # before RQ's __init__, which reads the time-outs below
         super().__init__(queues, connection=ctx.services.redis, job_monitoring_interval=interval, **kwargs)
         self.shutting_down = False
-        self._worker_pid = os.getpid()
+        # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched,
+        # and RQ's scheduler stops instead of living on orphaned.
+        end_forks_with_this_process()
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
@@ -83,8 +85,6 @@ class CopydeskWorker(rq.Worker):
     # -- the work horse ------------------------------------------------------------------------
 
     def main_work_horse(self, job, queue):
-        # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched.
-        signal_on_parent_death(signal.SIGTERM, parent=self._worker_pid)
         # Nudges outside a run (before its watchdog starts, after it ends) are ignored, never fatal.
         signal.signal(INTERRUPT_SIGNAL, signal.SIG_IGN)
         self._ctx.after_fork()

@@ -14,7 +14,7 @@ import rq
 
 from bot.context import Context
 from bot.heartbeat import WorkerHeartbeat
-from bot.rqworker import CopydeskWorker, end_forks_with_this_process, hold_pool_across_fork
+from bot.rqworker import CopydeskWorker, hold_pool_across_fork
 from service.agent.providers import preload
 from service.automations.ticker import tick as automation_tick
 from service.clock import clock_of
@@ -188,7 +188,6 @@ def run_worker(ctx: Context, *, burst: bool = False, upkeep: bool = True) -> boo
         time.monotonic() - started_at,
     )
     hold_pool_across_fork(ctx.services.redis.connection_pool)
-    end_forks_with_this_process()
     redis_settings = FirstContactChecks(ctx.services.redis, allow_eviction=ctx.settings.allow_redis_eviction)
     names = worker_queues(ctx.settings.queue_name)
     worked = started = False

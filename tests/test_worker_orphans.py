@@ -12,6 +12,8 @@ import pytest
 
 from tests.flow_scripts import FAQ, finish
 from tests.harness import wait_until
+from tests.model_fixtures import PROVIDERS
+from tests.model_standin import Hang, Reply
 
 
 def _forks(pid: int) -> list[int]:
@@ -42,6 +44,19 @@ def test_rqs_scheduler_ends_with_its_killed_worker(stack, workers):
     worker.proc.wait(timeout=30)
     # Before, it lived on, orphaned, heartbeating into Redis and holding the scheduler's lock.
     wait_until(lambda: not _running(scheduler), 30, "the orphaned scheduler to end")
+
+
+def test_a_horse_ends_with_its_killed_worker(stack_factory, standin, workers):
+    stack = stack_factory(**PROVIDERS["openai"](standin))
+    standin.script(Hang(300), Reply(text="too late"))
+    worker = workers(stack)
+    stack.create()
+    horse = worker.wait_for_horse()
+    wait_until(lambda: standin.requests, 30, "the run's model call")
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.proc.wait(timeout=30)
+    # SIGTERM on its worker's death: the horse hands its run back instead of running on unwatched.
+    wait_until(lambda: not _running(horse), 30, "the horse to end after its worker")
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux's unshare")
