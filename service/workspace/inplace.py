@@ -10,6 +10,7 @@ No hook runs: Copydesk's git runs with none (a push ran the repository's own rec
 receiving side of a local push without the pusher's config).
 """
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -55,6 +56,8 @@ def publish_in_place(mirror: Mirror, remote: Remote, commit: str, parent: str, b
     if proc.returncode == 0:
         return Published.DONE
     stderr = proc.stderr.decode("utf-8", "replace")
+    if "Permission denied" in stderr:
+        return Published.PUSH  # the push tells it as it always has
     if "cannot lock ref" in stderr:  # at another head or created meanwhile, or being updated right now
         return Published.MOVED
     raise GitError(["update-ref"], proc.returncode, stderr)
@@ -62,9 +65,9 @@ def publish_in_place(mirror: Mirror, remote: Remote, commit: str, parent: str, b
 
 def _copy_pack(mirror_dir: Path, repo: Path, checksum: str) -> bool:
     """Copy the mirror's `pack-<checksum>` (pack, then index: git finds a pack by its index) into the repository;
-    False when the mirror no longer has it (its upkeep repacked meanwhile). The copies are synced before they are
-    renamed into place, so a branch never points at objects a crash could lose; a crash before the rename leaves
-    `tmp_` files, which git's own prune removes."""
+    False when it cannot (the mirror's upkeep repacked meanwhile, or the repository is not writable: a push then
+    says why, as it always has). The copies are synced before they are renamed into place, so a branch never points
+    at objects a crash could lose; a crash before the rename leaves `tmp_` files, which git's own prune removes."""
     source, target = mirror_dir / "objects" / "pack", repo / "objects" / "pack"
     for suffix in (".pack", ".idx"):
         name = f"pack-{checksum}{suffix}"
@@ -73,11 +76,12 @@ def _copy_pack(mirror_dir: Path, repo: Path, checksum: str) -> bool:
         tmp = target / f"tmp_{suffix[1:]}_{secrets.token_hex(8)}"
         try:
             shutil.copyfile(source / name, tmp)
-        except FileNotFoundError:
-            tmp.unlink(missing_ok=True)
+            with open(tmp, "rb") as copied:
+                os.fsync(copied.fileno())
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, target / name)
+        except OSError:  # gone from the mirror (its upkeep repacked), or the repository refuses our writes
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
             return False
-        with open(tmp, "rb") as copied:
-            os.fsync(copied.fileno())
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, target / name)
     return True
