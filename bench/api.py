@@ -12,6 +12,16 @@ for half a second turns into a p99 of hundreds of milliseconds. `srv p99` is gun
 requests (the access log's duration, whole milliseconds): far below wrk's p99 means the tail was spent waiting
 for a CPU, not handling the request. `cpu µs` is the CPU time (user + system) the server's workers spent per
 request over the measured runs (Linux: read from /proc), the figure that load on a shared machine does not blur.
+
+At saturation (wrk's closed loop) latency is a queue: 16 connections over two busy workers wait ~16 x the CPU of a
+request / the cores, and the tail is how the kernel shares two cores between wrk, Redis and the workers. The paced
+rows send the same 16 connections' requests `--pace-ms` apart (wrk's `delay()`), below either server's capacity:
+the latency a request sees when the server is busy but not overrun.
+
+Both servers run in this process's session (their own process group, not a new session): with the kernel's
+autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`), a server in a session of its own shares the
+CPU with wrk group against group, and on two cores that held a worker off for up to seconds at a time (p99 of
+0.5-2.9 s for the bare app; 23-42 ms for the same app in the same session).
 """
 
 import argparse
@@ -24,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
@@ -43,6 +53,8 @@ wrk.body = '{"prompt": "Add an FAQ page"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "%s"
 """
+# wrk runs this for the paced cases: each connection waits this many milliseconds before its next request.
+_PACE = "function delay() return %d end\n"
 
 
 @dataclass
@@ -98,18 +110,19 @@ def _master_of(port: int) -> int:
     raise RuntimeError(f"no bot.web process serves port {port}")
 
 
-def _server_p99(log: Path, start: int, method: str, path: re.Pattern) -> float | None:
-    """The 99th percentile of the access log's durations (ms) of `method` requests to `path` written after byte
-    `start` of `log`."""
+def _durations(log: Path, segment: tuple[int, int]) -> list[tuple[str, str, int]]:
+    """(method, path, ms) of the access log lines written between the byte offsets `segment` of `log`."""
     with open(log, "rb") as lines:
-        lines.seek(start)
-        text = lines.read().decode("utf-8", "replace")
-    durations = sorted(
-        int(ms)
-        for verb, where, ms in re.findall(r'"(\w+) (\S+) HTTP/[\d.]+" \d{3} .* (\d+)ms ', text)
-        if verb == method and path.fullmatch(where)
-    )
-    return float(durations[int(len(durations) * 0.99)]) if durations else None
+        lines.seek(segment[0])
+        text = lines.read(segment[1] - segment[0]).decode("utf-8", "replace")
+    return [
+        (verb, where, int(ms)) for verb, where, ms in re.findall(r'"(\w+) (\S+) HTTP/[\d.]+" \d{3} .* (\d+)ms ', text)
+    ]
+
+
+def _p99(durations: list[int]) -> float | None:
+    ordered = sorted(durations)
+    return float(ordered[int(len(ordered) * 0.99)]) if ordered else None
 
 
 def _ms(text: str) -> float:
@@ -128,7 +141,7 @@ class BareServer:
                 [sys.executable, str(Path(__file__).with_name("bare_web.py")), str(self.port), redis_url],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                process_group=0,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -149,11 +162,24 @@ class BareServer:
         self._proc.wait(timeout=20)
 
 
+@dataclass
+class Case:
+    url: str
+    headers: dict[str, str]
+    script: Path | None
+    master: int  # the gunicorn master whose workers serve it
+    log: Path  # its access log
+    method: str
+    path: re.Pattern
+    paced: bool = False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pace-ms", type=int, default=8, help="each connection's pause between paced requests")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/api.py needs wrk: apt-get install wrk")
@@ -163,56 +189,70 @@ def main() -> None:
             f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"}, headers=web.headers, timeout=30
         )
         created.raise_for_status()
-        job_url = f"{web.url}/v2/agent/{web.project_id}/job/{created.json()['id']}"
+        job_path = f"/v2/agent/{web.project_id}/job"
+        job_url = f"{web.url}{job_path}/{created.json()['id']}"
         # The bare app reads a record as large as the job Copydesk returns.
         record = {k: json.dumps(v) for k, v in created.json().items()}
         redis.Redis.from_url(redis_url).hset(RECORD, mapping=record)
-        post = Path(tmp) / "post.lua"
+        post, paced = Path(tmp) / "post.lua", Path(tmp) / "paced.lua"
         post.write_text(_POST % web.headers["Authorization"])
+        paced.write_text(_PACE % args.pace_ms)
         bare = BareServer(redis_url, web.root / "bare.log")
         try:
+            copydesk, web_log = _master_of(web.port), web.root / "web.log"
+            get_job = re.compile(re.escape(job_path) + "/.+")
+            bare_case = Case(
+                f"{bare.url}/record", {}, None, bare.pid, web.root / "bare.log", "GET", re.compile("/record")
+            )
+            get_case = Case(job_url, web.headers, None, copydesk, web_log, "GET", get_job)
             cases = {
-                "bare HGETALL": (f"{bare.url}/record", {}, None),
-                "GET job": (job_url, web.headers, None),
-                "create job": (f"{web.url}/v2/agent/{web.project_id}/job", {}, post),
+                "bare HGETALL": bare_case,
+                "GET job": get_case,
+                "create job": Case(f"{web.url}{job_path}", {}, post, copydesk, web_log, "POST", re.compile(job_path)),
+                "bare, paced": replace(bare_case, script=paced, paced=True),
+                "GET job, paced": replace(get_case, script=paced, paced=True),
             }
-            for url, headers, script in cases.values():  # warm-up: connections, scripts, imports
-                wrk(url, seconds=1, connections=args.connections, headers=headers, script=script)
-            logs = {name: web.root / name for name in ("web.log", "bare.log")}
-            starts = {name: log.stat().st_size for name, log in logs.items()}
+            for case in cases.values():  # warm-up: connections, scripts, imports
+                wrk(case.url, seconds=1, connections=args.connections, headers=case.headers, script=case.script)
             results: dict[str, list[Load]] = {name: [] for name in cases}
-            masters = {"bare HGETALL": bare.pid, "GET job": _master_of(web.port), "create job": _master_of(web.port)}
+            served: dict[str, list[int]] = {name: [] for name in cases}
             cpu = {name: 0.0 for name in cases}
             for _ in range(args.rounds):
-                for name, (url, headers, script) in cases.items():
-                    before = _workers_cpu(masters[name])
+                for name, case in cases.items():
+                    before, start = _workers_cpu(case.master), case.log.stat().st_size
                     results[name].append(
-                        wrk(url, seconds=args.seconds, connections=args.connections, headers=headers, script=script)
+                        wrk(
+                            case.url,
+                            seconds=args.seconds,
+                            connections=args.connections,
+                            headers=case.headers,
+                            script=case.script,
+                        )
                     )
-                    cpu[name] += _workers_cpu(masters[name]) - before
+                    cpu[name] += _workers_cpu(case.master) - before
+                    lines = _durations(case.log, (start, case.log.stat().st_size))
+                    served[name] += [
+                        ms for verb, where, ms in lines if verb == case.method and case.path.fullmatch(where)
+                    ]
         finally:
             bare.close()
-        job_path = f"/v2/agent/{web.project_id}/job"
-        served = {
-            "bare HGETALL": _server_p99(logs["bare.log"], starts["bare.log"], "GET", re.compile("/record")),
-            "GET job": _server_p99(logs["web.log"], starts["web.log"], "GET", re.compile(re.escape(job_path) + "/.+")),
-            "create job": _server_p99(logs["web.log"], starts["web.log"], "POST", re.compile(re.escape(job_path))),
-        }
     print(
-        f"{args.connections} connections, {args.seconds:g} s x {args.rounds} rounds, medians "
-        f"(load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())})"
+        f"{args.connections} connections, {args.seconds:g} s x {args.rounds} rounds, medians; paced: "
+        f"{args.pace_ms} ms between a connection's requests (load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})"
     )
     print(
-        f"{'case':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'srv p99':>8} "
+        f"{'case':<15} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'srv p99':>8} "
         f"{'cpu µs':>7}"
     )
     base = statistics.median(r.rps for r in results["bare HGETALL"])
     for name, loads in results.items():
         rps = statistics.median(r.rps for r in loads)
+        ratio = "-" if cases[name].paced else f"{rps / base:.2f}"
         print(
-            f"{name:<14} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
+            f"{name:<15} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
             f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
-            f"{rps / base:>7.2f} {_or_dash(served[name]):>8} {cpu[name] / sum(r.requests for r in loads) * 1e6:>7.0f}"
+            f"{ratio:>7} {_or_dash(_p99(served[name])):>8} {cpu[name] / sum(r.requests for r in loads) * 1e6:>7.0f}"
         )
 
 
