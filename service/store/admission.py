@@ -12,8 +12,9 @@ from service.store.replies import text
 # KEYS: 1 cap, 2 this month's usage totals, 3 idempotency record, 4 quota counter, 5 the cap and 6 the totals of
 # before usage was keyed by code host (read for either host, service.store.usage; unused ones are still named).
 # ARGV: 1 check the cap (1/0), 2 idempotency (1/0), 3 body hash, 4 job id, 5 idempotency TTL, 6 quota limit
-# (0: none), 7 quota counter TTL, 8... the recorded writes. Checked in the order the API states them: a capped
-# account is refused first; a retry of a create that happened already uses up no quota.
+# (0: none), 7 quota counter TTL, 8 the recorded writes as JSON and 9... their binary arguments (RUN_RECORDED).
+# Checked in the order the API states them: a capped account is refused first; a retry of a create that happened
+# already uses up no quota.
 _ADMIT = (
     RUN_RECORDED
     + """

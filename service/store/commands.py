@@ -1,25 +1,30 @@
 """Redis writes recorded instead of sent, so one Lua script can run them after its checks in one round trip."""
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from redis.commands.core import CoreCommands
+from redis.exceptions import DataError
 
-# Runs the commands a CommandRecorder encoded, starting at ARGV[first]; included in the scripts that use it.
+# Runs the commands a CommandRecorder encoded: ARGV[at] holds them as JSON, ARGV[at + 1]... their binary arguments;
+# included in the scripts that use it. One JSON argument instead of one script argument per command argument:
+# redis-py packs each argument in Python, which cost a create more than the rest of its Redis work (~140 of them).
+# In the JSON every value is a string; a number n stands for ARGV[at + n], an argument sent as it is because it
+# need not be UTF-8 (RQ's job data is compressed pickle) and a JSON string can only carry text.
 # The recorded writes name their own keys instead of passing them in KEYS: Copydesk runs on one Redis (or a
 # Sentinel-managed primary), never a cluster, where every key would have to be declared.
 RUN_RECORDED = """
-local function run_recorded(first)
-  local i = first
-  local count = tonumber(ARGV[i])
-  i = i + 1
-  for _ = 1, count do
-    local condition, argc = ARGV[i], tonumber(ARGV[i + 1])
-    i = i + 2
+local function run_recorded(at)
+  for _, command in ipairs(cjson.decode(ARGV[at])) do
     local args = {}
-    for j = 1, argc do args[j] = ARGV[i + j - 1] end
-    i = i + argc
+    for j = 2, #command do
+      local arg = command[j]
+      if type(arg) == 'number' then arg = ARGV[at + arg] end
+      args[j - 1] = arg
+    end
+    local condition = command[1]
     if condition == '' or redis.call('EXISTS', condition) == 1 then redis.call(unpack(args)) end
   end
 end
@@ -51,8 +56,23 @@ class CommandRecorder(CoreCommands):
             self._condition = ""
 
     def encoded(self) -> list:
-        """The script arguments: the count, then per command its condition key ('' for none), argc and args."""
-        flat: list = [len(self._commands)]
-        for condition, args in self._commands:
-            flat += [condition, len(args), *args]
-        return flat
+        """The script arguments RUN_RECORDED reads: the commands as JSON (per command its condition key, '' for
+        none, then its arguments), then their binary arguments."""
+        binary: list = []
+        commands = [[condition, *(_value(arg, binary) for arg in args)] for condition, args in self._commands]
+        # ensure_ascii=False: text goes as UTF-8, as redis-py would send it (a lone surrogate fails as it would).
+        return [json.dumps(commands, ensure_ascii=False, separators=(",", ":")).encode(), *binary]
+
+
+def _value(arg: Any, binary: list) -> Any:
+    """An argument as the JSON value RUN_RECORDED turns into the bytes redis-py's encoder would send: text as
+    itself, a number as the string redis-py makes of it (a Lua number is a double: a large int would lose digits),
+    bytes as the number of their own script argument, appended to `binary`."""
+    if isinstance(arg, str):
+        return arg
+    if isinstance(arg, (bytes, bytearray, memoryview)):
+        binary.append(arg)
+        return len(binary)
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+        return repr(arg)  # redis-py's Encoder.encode: repr for both, so an int subclass reads as it does there
+    raise DataError(f"Invalid input of type: '{type(arg).__name__}'. Convert to a bytes, string, int or float first.")
