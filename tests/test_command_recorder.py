@@ -1,14 +1,21 @@
 """Recorded writes reach Redis byte for byte as redis-py would have sent them: text, binary data, ints and floats
-(sent as JSON with the binary arguments beside it, service.store.commands), and only when their condition holds."""
+(sent as JSON with the binary arguments beside it, service.store.commands), and only when their condition holds;
+a recorded kick records what RQ's own enqueue would."""
 
 import enum
+import re
 from typing import Any, cast
 
 import pytest
+import rq
 from redis.exceptions import DataError
 
+from service.dispatch import Dispatcher
+from service.ids import UlidGenerator
 from service.store.admission import Admitter, Verdict
 from service.store.commands import RUN_RECORDED, CommandRecorder
+from service.store.jobkeys import rq_key
+from service.store.jobs import JobStore
 
 BINARY = b"x\x9c\x80\xff\x00\xc3(\xed\xa0\x80end"  # not UTF-8 (compressed pickle is not), with a NUL
 TEXT = 'é ☃ 😀 \x00 \u2028 "quoted" \\ \n\t\x7f'  # multi-byte, control and JSON-escaped characters
@@ -71,3 +78,34 @@ def test_a_value_redis_py_refuses_is_refused(value):
     cast(Any, recorder).set("k", value)
     with pytest.raises(DataError):
         recorder.encoded()
+
+
+def _masked(recorder: CommandRecorder, rq_id: str) -> list:
+    """The recorded commands with the RQ job's id and timestamps (new at each enqueue) masked."""
+    stamp = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z")
+    return [
+        (condition, [stamp.sub("TS", a.replace(rq_id, "ID")) if isinstance(a, str) else a for a in args])
+        for condition, args in recorder._commands
+    ]
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_a_recorded_kick_writes_what_rqs_own_enqueue_writes(redis_client, first):
+    dispatcher = Dispatcher(
+        redis_client, JobStore(redis_client, UlidGenerator()), queue_name="runs", task="tasks.run", job_timeout=300
+    )
+    ours, theirs = CommandRecorder(), CommandRecorder()
+    dispatcher.record_kick(ours, "job_1", first=first)
+    rq_job = rq.Queue("runs", connection=redis_client).enqueue_call(
+        "tasks.run",
+        args=("job_1",),
+        timeout=300,
+        result_ttl=3600,
+        failure_ttl=7 * 24 * 3600,
+        description="copydesk run job_1",
+        at_front=first,
+        pipeline=cast(Any, theirs),
+    )
+    our_id = ours._commands[-1][1][2]
+    assert ours._commands[-1][1][:2] == ("SET", rq_key("job_1"))
+    assert _masked(ours, our_id)[:-1] == _masked(theirs, rq_job.id)

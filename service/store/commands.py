@@ -59,7 +59,10 @@ class CommandRecorder(CoreCommands):
         """The script arguments RUN_RECORDED reads: the commands as JSON (per command its condition key, '' for
         none, then its arguments), then their binary arguments."""
         binary: list = []
-        commands = [[condition, *(_value(arg, binary) for arg in args)] for condition, args in self._commands]
+        commands = []
+        for condition, args in self._commands:
+            # Most arguments are text and go as they are, without a call each (a create records ~100).
+            commands.append([condition, *[arg if type(arg) is str else _value(arg, binary) for arg in args]])
         # ensure_ascii=False: text goes as UTF-8, as redis-py would send it (a lone surrogate fails as it would).
         return [json.dumps(commands, ensure_ascii=False, separators=(",", ":")).encode(), *binary]
 
