@@ -2,6 +2,7 @@
 
 import functools
 import re
+from collections.abc import Callable
 
 import re2
 
@@ -59,7 +60,29 @@ def compile_glob(pattern: str):
 
 def matches(patterns: list[str], path: str) -> bool:
     """Whether `path` or one of its leading directories matches any of `patterns`."""
-    compiled = [compile_glob(p) for p in patterns]
-    parts = path.split("/")
-    prefixes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
-    return any(rx.fullmatch(prefix) for rx in compiled for prefix in prefixes)
+    return matcher(tuple(patterns))(path) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """A test of whether a path or one of its leading directories matches any of `patterns` (as `matches`)."""
+    if not patterns:
+        return lambda path: None
+    # One RE2 program per call instead of one per pattern and leading directory: a pattern matches the path or
+    # a leading directory exactly when it matches the part before some `/` (or the whole path).
+    bodies = "|".join(f"(?:{compile_glob(pattern).pattern})" for pattern in patterns)
+    options = re2.Options()
+    options.log_errors = False
+    options.dot_nl = True
+    try:
+        return re2.compile(f"(?:{bodies})(?:/.*)?", options).fullmatch
+    except re2.error as exc:
+        raise ValueError(f"not usable globs: {patterns!r}") from exc
+
+
+def literal_prefix(pattern: str) -> str:
+    """What every path `pattern` matches starts with (the anchored pattern up to its first wildcard or escape),
+    so a sorted listing is searched from there rather than whole."""
+    body = anchored(pattern).rstrip("/")
+    cut = min((i for i in (body.find(c) for c in "*?[\\") if i != -1), default=len(body))
+    return body[:cut]
