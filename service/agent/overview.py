@@ -1,5 +1,6 @@
 """A compact overview of the repository for the agent's first request: counts, folders, docs pages, key files."""
 
+import bisect
 import heapq
 import json
 from collections import Counter
@@ -145,14 +146,22 @@ def _under(path: str, folder: str) -> bool:
 
 
 def _folder_counts(paths: list[str], parent: str) -> Counter:
-    """Files per folder one level below `parent` (files directly in `parent` are not counted)."""
-    offset = len(parent) + 1 if parent else 0
+    """Files per folder one level below `parent` (files directly in `parent` are not counted). `paths` are sorted,
+    so each folder's files are one run, counted by bisection rather than one by one."""
+    inside = parent + "/" if parent else ""
+    offset = len(inside)
     counts: Counter = Counter()
-    for path in paths:
-        if _under(path, parent):
-            rest = path[offset:]
-            if "/" in rest:
-                counts[path[:offset] + rest.split("/", 1)[0]] += 1
+    i = bisect.bisect_left(paths, inside)
+    end = len(paths)
+    while i < end and paths[i].startswith(inside):
+        folder, sep, _ = paths[i][offset:].partition("/")
+        if not sep:
+            i += 1  # a file directly in `parent`
+            continue
+        run = f"{inside}{folder}/"
+        after = bisect.bisect_left(paths, True, lo=i, hi=end, key=lambda path: not path.startswith(run))
+        counts[inside + folder] = after - i
+        i = after
     return counts
 
 
