@@ -10,6 +10,7 @@ depends on its config and on which files exist in ways only its own detection kn
 """
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,7 @@ from service.agent.docsite.tree import Tree
 from service.agent.overview import (
     OVERVIEW_CHARS,
     PlainFacts,
+    is_page_file,
     plain_facts,
     plain_overview,
     repository_overview,
@@ -36,14 +38,30 @@ from service.workspace.trees import TreeChange
 MARKDOWN_ROOT = "docs"  # the docs root of a plain-Markdown site when docs/ holds pages (detect._markdown_site)
 
 
+SITE_PAGE, OVERVIEW_PAGE = 1, 2  # what a path of the listing is, in `SiteFacts.kinds`
+_SITE_PAGES = bytes(kind & SITE_PAGE for kind in range(256))  # translation tables: kinds -> 0/1 selectors
+_OVERVIEW_PAGES = bytes(kind & OVERVIEW_PAGE for kind in range(256))
+
+
 @dataclass
 class SiteFacts:
-    """What a plain-Markdown site's stats and overview were worked out from."""
+    """What a plain-Markdown site's stats and overview were worked out from. Which paths are pages is kept as
+    one byte a path of the tree's sorted listing, not as the paths: a tree's entry stays small, and the pages are
+    picked out of the listing the run loads anyway (`restore`)."""
 
     docs_root: str  # the docs root the run was asked about ("" for none)
-    pages: list[str]  # the site's pages, sorted
+    kinds: bytes  # per path of the start tree's listing: SITE_PAGE | OVERVIEW_PAGE bits
+    pages: list[str]  # the site's pages, sorted (not kept)
     extensions: dict[str, list]  # extension -> [pages with it, the first such page]
     overview: PlainFacts
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "pages": []}
+
+    def restore(self, paths: list[str]) -> None:
+        """Pick the pages out of `paths`, the sorted listing `kinds` describes."""
+        self.pages = list(itertools.compress(paths, self.kinds.translate(_SITE_PAGES)))
+        self.overview.pages = list(itertools.compress(paths, self.kinds.translate(_OVERVIEW_PAGES)))
 
 
 Entry = tuple[DocsSite, str, frozenset[str] | None, SiteFacts | None]
@@ -63,7 +81,9 @@ def site_and_overview(workspace, docs_root: str) -> Entry:
     # repository_overview's own way for plain Markdown (no navigation, nothing hidden), its facts kept.
     paths = allowed_files(view)
     facts = plain_facts(paths, docs_root, site)
-    kept = SiteFacts(docs_root, found.pages, found.extensions, facts)
+    site_pages, pages = frozenset(found.pages), frozenset(facts.pages)
+    kinds = bytes((path in site_pages) | (path in pages) << 1 for path in paths)
+    kept = SiteFacts(docs_root, kinds, found.pages, found.extensions, facts)
     return site, plain_overview(facts, site, OVERVIEW_CHARS), view.content_read(), kept
 
 
@@ -78,11 +98,22 @@ def derive(workspace, docs_root: str, earlier: Entry, changes: Sequence[TreeChan
     gone = [change.path for change in changes if change.new is None and change.old is not None]
     if any(_config_of(path)[0] is not None for path in came + gone) or forbidden_paths(workspace):
         return None
+    paths = workspace.start_files()  # nothing hidden: what the listing holds is what the entry counted
+    kinds = _spliced(kept.kinds, paths, changes, lambda path: _kind(site, path))
+    if kinds is None:
+        return None
     facts = _copied(kept)
+    facts.kinds = kinds
     for path in gone:
-        _remove(facts, site, path)
+        facts.overview.remove(path)
+        _uncount(facts, site, path)
     for path in came:
-        _add(facts, site, path)
+        facts.overview.add(path)
+        _count(facts, site, path)
+    facts.restore(paths)
+    for extension, seen in facts.extensions.items():
+        if seen[1] is None:  # the first page of its kind went: the next one (rarely needed, so looked for)
+            seen[1] = next(page for page in facts.pages if page_extension(page) == extension)
     root = docs_root.strip("/") or (MARKDOWN_ROOT if _has_docs_page(facts.overview.pages) else "")
     if root != site.docs_root or _area(facts.overview.pages, docs_root, site) != facts.overview.area:
         return None  # the site or the overview now describes another folder
@@ -107,14 +138,12 @@ def _copied(kept: SiteFacts) -> SiteFacts:
     facts = kept.overview
     return replace(
         kept,
-        pages=list(kept.pages),
         extensions={e: list(v) for e, v in kept.extensions.items()},
         overview=replace(
             facts,
             root_files=list(facts.root_files),
             top=facts.top.copy(),
             configs=list(facts.configs),
-            pages=list(facts.pages),
             by_suffix=facts.by_suffix.copy(),
             direct=facts.direct.copy(),
             index_pages=list(facts.index_pages),
@@ -122,26 +151,52 @@ def _copied(kept: SiteFacts) -> SiteFacts:
     )
 
 
-def _add(facts: SiteFacts, site: DocsSite, path: str) -> None:
-    facts.overview.add(path)
+def _kind(site: DocsSite, path: str) -> int:
+    """What `path` is in `SiteFacts.kinds`."""
+    on_site = site.is_page(path) and not site.is_versioned(path)
+    return (SITE_PAGE if on_site else 0) | (OVERVIEW_PAGE if is_page_file(path) else 0)
+
+
+def _spliced(kinds: bytes, paths: list[str], changes: Sequence[TreeChange], kind_of) -> bytes | None:
+    """The kinds of the sorted `paths` from those of the earlier tree's listing (`kinds`) and the entries that
+    differ (sorted by path): runs of unchanged paths are copied whole, so it costs what changed, in C. None when
+    the two do not line up (not the tree the kinds were kept for)."""
+    result = bytearray()
+    start = 0  # the next earlier path not copied yet
+    shift = 0  # earlier paths before the current one minus later ones: removed so far minus added
+    for change in changes:
+        if change.old is not None and change.new is not None:
+            continue  # the same path in both: its kind depends on the path alone
+        earlier_index = bisect.bisect_left(paths, change.path) + shift
+        if earlier_index < start or earlier_index > len(kinds):
+            return None
+        result += kinds[start:earlier_index]
+        if change.new is None:  # gone: skipped
+            start, shift = earlier_index + 1, shift + 1
+        else:  # came: inserted
+            start, shift = earlier_index, shift - 1
+            result.append(kind_of(change.path))
+    result += kinds[start:]
+    return bytes(result) if len(result) == len(paths) else None
+
+
+def _count(facts: SiteFacts, site: DocsSite, path: str) -> None:
     if site.is_page(path) and not site.is_versioned(path):
-        bisect.insort(facts.pages, path)
         seen = facts.extensions.setdefault(page_extension(path), [0, path])
         seen[0] += 1
-        seen[1] = min(seen[1], path)
+        if seen[1] is not None:
+            seen[1] = min(seen[1], path)
 
 
-def _remove(facts: SiteFacts, site: DocsSite, path: str) -> None:
-    facts.overview.remove(path)
+def _uncount(facts: SiteFacts, site: DocsSite, path: str) -> None:
     if site.is_page(path) and not site.is_versioned(path):
-        del facts.pages[bisect.bisect_left(facts.pages, path)]
         extension = page_extension(path)
         seen = facts.extensions[extension]
         seen[0] -= 1
         if not seen[0]:
             del facts.extensions[extension]
-        elif seen[1] == path:  # the first page of its kind went: the next one (rarely needed, so looked for)
-            seen[1] = next(page for page in facts.pages if page_extension(page) == extension)
+        elif seen[1] == path:
+            seen[1] = None  # the next first is looked for once the pages are restored
 
 
 def _has_docs_page(pages: list[str]) -> bool:

@@ -98,14 +98,15 @@ class _AreaPages:
 @dataclass
 class PlainFacts:
     """What the overview of a tree without a docs framework is rendered from, kept so that a tree that gained or
-    lost files has its overview derived from the last tree's facts and those paths (service.agent.briefing_basis)
-    rather than from each of its paths."""
+    lost files has its overview derived from the last tree's facts and those paths (service.agent.briefing_facts)
+    rather than from each of its paths. `pages` is not kept (the keeper knows which paths of the listing are
+    pages) and is set again on loading."""
 
     count: int
     root_files: list[str]  # paths without a folder, sorted
     top: Counter  # top-level folder -> files under it
     configs: list[str]  # sorted paths `_listed` as docs configs
-    pages: list[str]  # sorted paths with a page suffix
+    pages: list[str]  # sorted paths with a page suffix (`is_page_file`)
     area: str  # the folder whose pages are described
     by_suffix: Counter  # the area's pages by suffix
     direct: Counter  # folder -> the area's pages directly in it
@@ -115,8 +116,12 @@ class PlainFacts:
         """The pages under `area`: one run of the sorted pages."""
         return _starting_with(self.pages, self.area + "/") if self.area else list(self.pages)
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "pages": []}
+
     def add(self, path: str) -> None:
-        """Count `path`, a file the tree gained (the area stays as it is; the caller checks it would)."""
+        """Count `path`, a file the tree gained (the area stays as it is; the caller checks it would); `pages`
+        is left to the caller."""
         self.count += 1
         if "/" not in path:
             bisect.insort(self.root_files, path)
@@ -124,16 +129,14 @@ class PlainFacts:
             self.top[path.split("/", 1)[0]] += 1
         if _listed(path):
             bisect.insort(self.configs, path)
-        if path.lower().endswith(PAGE_SUFFIXES):
-            bisect.insort(self.pages, path)
-            if _under(path, self.area):
-                self.by_suffix[_suffix(path)] += 1
-                self.direct[path.rpartition("/")[0]] += 1
-                if _is_index(path):
-                    bisect.insort(self.index_pages, path)
+        if is_page_file(path) and _under(path, self.area):
+            self.by_suffix[_suffix(path)] += 1
+            self.direct[path.rpartition("/")[0]] += 1
+            if _is_index(path):
+                bisect.insort(self.index_pages, path)
 
     def remove(self, path: str) -> None:
-        """Stop counting `path`, a file the tree lost."""
+        """Stop counting `path`, a file the tree lost (`pages` is left to the caller)."""
         self.count -= 1
         if "/" not in path:
             self.root_files.remove(path)
@@ -141,18 +144,21 @@ class PlainFacts:
             _decrement(self.top, path.split("/", 1)[0])
         if _listed(path):
             self.configs.remove(path)
-        if path.lower().endswith(PAGE_SUFFIXES):
-            del self.pages[bisect.bisect_left(self.pages, path)]
-            if _under(path, self.area):
-                _decrement(self.by_suffix, _suffix(path))
-                _decrement(self.direct, path.rpartition("/")[0])
-                if _is_index(path):
-                    self.index_pages.remove(path)
+        if is_page_file(path) and _under(path, self.area):
+            _decrement(self.by_suffix, _suffix(path))
+            _decrement(self.direct, path.rpartition("/")[0])
+            if _is_index(path):
+                self.index_pages.remove(path)
+
+
+def is_page_file(path: str) -> bool:
+    """Whether a plain overview counts `path` as a page (by its suffix)."""
+    return path.lower().endswith(PAGE_SUFFIXES)
 
 
 def plain_facts(paths: list[str], docs_root: str, site) -> PlainFacts:
     """The facts of the sorted `paths` for `plain_overview`, worked out path by path."""
-    pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]
+    pages = [path for path in paths if is_page_file(path)]
     # A detected plain-Markdown site knows its docs root (docs/ when it has pages, else the repository).
     area = plain_area(pages, docs_root, site)
     area_pages = [path for path in pages if _under(path, area)]
