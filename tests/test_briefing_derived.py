@@ -3,6 +3,7 @@ the paths that came or went: the result must be exactly what working them out fr
 step, and a change that touches what detection depends on (a docs config) must be worked out from scratch."""
 
 import pickle
+import posixpath
 import random
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from service.agent import briefing_facts, tree_cache
 from service.agent.briefing import brief
 from service.agent.briefing_facts import derive, site_and_overview
+from service.agent.docsite.detect import page_extension
 from service.agent.overview import _by_priority, _prioritized, plain_facts
 from service.agent.tree_cache import MAX_DERIVED_CHANGES
 from service.workspace.git import Git, Remote
@@ -130,3 +132,9 @@ def test_pages_put_in_order_from_the_folders_counts_are_in_the_order_of_every_pa
     pages = facts.area_pages()
     for first in (1, 5, 20, 60, 400):
         assert _prioritized(facts, pages, first) == _by_priority(pages, first), first
+
+
+def test_a_page_extension_is_what_splitext_finds():
+    names = ["a.md", "A.MDX", ".md", "..md", "a..md", "a.", ".a.b", "a/b.c/d", "a/.b", "x.tar.gz", "noext", "a/..b.Md"]
+    for path in names + [f"docs/{name}" for name in names]:
+        assert page_extension(path) == posixpath.splitext(path)[1].lower(), path

@@ -158,10 +158,10 @@ def is_page_file(path: str) -> bool:
 
 def plain_facts(paths: list[str], docs_root: str, site) -> PlainFacts:
     """The facts of the sorted `paths` for `plain_overview`, worked out path by path."""
-    pages = [path for path in paths if is_page_file(path)]
+    pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]  # is_page_file, inlined
     # A detected plain-Markdown site knows its docs root (docs/ when it has pages, else the repository).
     area = plain_area(pages, docs_root, site)
-    area_pages = [path for path in pages if _under(path, area)]
+    area_pages = _starting_with(pages, area + "/") if area else pages
     return PlainFacts(
         len(paths),
         [path for path in paths if "/" not in path],

@@ -213,8 +213,11 @@ def ordered_extensions(counts: dict[str, list]) -> list[str]:
 
 
 def page_extension(path: str) -> str:
-    """The extension of `path` as `posixpath.splitext` finds it, in lower case."""
-    return posixpath.splitext(path)[1].lower()
+    """The extension of `path` as `posixpath.splitext` finds it (a name's leading dots start none), in lower case;
+    written out, as it runs for every page of a large tree."""
+    name = path[path.rfind("/") + 1 :]
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 and name[:dot].strip(".") else ""
 
 
 def with_page_stats(workspace, site: DocsSite, pages: list[str], extensions: list[str]) -> DocsSite:
