@@ -17,6 +17,16 @@ NAMES = ["a", "b", "index.md", "intro.md", "x.md", "x.mdx", "y.rst", "Z.md", "a.
 FOLDERS = ["", "docs", "docs/a", "docs/b", "docs/a/deep", "guides", "guides/x.md", "src", "src/docs", ".github"]
 PATTERNS = [
     "*.md",
+    "**/*.md",
+    "docs/**/*.md",
+    "docs/**/*",
+    "docs/*.md",
+    "docs/a/*",
+    "*",
+    "*.md/",
+    "/*.mdx",
+    "guides/**/*.md",
+    "docs//*.md",
     "docs/*",
     "docs/**",
     "docs/**/*.md",
@@ -54,7 +64,7 @@ def _matches_one_by_one(patterns: list[str], path: str) -> bool:
 
 def test_matches_decides_as_one_pattern_per_leading_directory_did():
     rng = random.Random(7)
-    paths = _paths(rng, 300) + ["a//b", "a/", "/x.md", "docs/a\nb.md"]
+    paths = _paths(rng, 300) + ["a//b", "a/", "/x.md", "docs/a\nb.md", "docs//x.md", "docs/.md", "x.md/y/z", "docs"]
     for pattern in PATTERNS:
         for path in paths:
             assert matches([pattern], path) == _matches_one_by_one([pattern], path), (pattern, path)

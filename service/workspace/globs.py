@@ -58,16 +58,25 @@ def compile_glob(pattern: str):
         raise ValueError(f"not a usable glob: {pattern!r}") from exc
 
 
+# A pattern of the commonest shape, `docs/**/*.md`, `*.md` or `docs/*.md` (literal folders, then `**/` or not,
+# then `*` and a literal end), is tested with string methods: calling RE2 from Python costs more than the match.
+_SIMPLE = re.compile(r"((?:[^*?\[\\/]*/)*)(\*\*/)?\*([^*?\[\\/]*)")
+
+
 def matches(patterns: list[str], path: str) -> bool:
     """Whether `path` or one of its leading directories matches any of `patterns`."""
-    return matcher(tuple(patterns))(path) is not None
+    return matcher(tuple(patterns))(path)
 
 
 @functools.lru_cache(maxsize=256)
-def matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
+def matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     """A test of whether a path or one of its leading directories matches any of `patterns` (as `matches`)."""
     if not patterns:
-        return lambda path: None
+        return lambda path: False
+    simple = _SIMPLE.fullmatch(anchored(patterns[0]).rstrip("/")) if len(patterns) == 1 else None
+    if simple is not None:
+        compile_glob(patterns[0])  # refused as it would be otherwise
+        return _simple_matcher(simple[1], bool(simple[2]), simple[3])
     # One RE2 program per call instead of one per pattern and leading directory: a pattern matches the path or
     # a leading directory exactly when it matches the part before some `/` (or the whole path).
     bodies = "|".join(f"(?:{compile_glob(pattern).pattern})" for pattern in patterns)
@@ -75,9 +84,31 @@ def matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
     options.log_errors = False
     options.dot_nl = True
     try:
-        return re2.compile(f"(?:{bodies})(?:/.*)?", options).fullmatch
+        program = re2.compile(f"(?:{bodies})(?:/.*)?", options)
     except re2.error as exc:
         raise ValueError(f"not usable globs: {patterns!r}") from exc
+    return lambda path: program.fullmatch(path) is not None
+
+
+def _simple_matcher(folders: str, deep: bool, end: str) -> Callable[[str], bool]:
+    """The test of `folders` + (`**/` when `deep`) + `*` + `end`: the path (or a leading directory) starts with
+    `folders`, and then, deep, some name (the path's last or a directory's) ends with `end`; else the very next
+    name does."""
+    start = len(folders)
+    if deep:
+        below = end + "/"
+        return lambda path: (
+            path.startswith(folders)
+            and ((path.endswith(end) and len(path) - start >= len(end)) or path.find(below, start) != -1)
+        )
+
+    def next_name_ends(path: str) -> bool:
+        if not path.startswith(folders):
+            return False
+        slash = path.find("/", start)
+        return path.endswith(end, start, slash if slash != -1 else len(path))
+
+    return next_name_ends
 
 
 def literal_prefix(pattern: str) -> str:
