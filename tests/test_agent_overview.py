@@ -1,7 +1,11 @@
 """The repository overview of the first request, on real repositories: bounded, informative, deterministic."""
 
+import random
+from collections import Counter
+
 import pytest
 
+from service.agent import overview
 from service.agent.overview import MAX_PAGES, repository_overview
 from service.workspace.git import Git
 from service.workspace.overlay import Workspace
@@ -174,3 +178,24 @@ def test_the_first_pages_by_priority_are_those_of_the_whole_order():
     assert sorted(whole) == sorted(pages)
     for first in (1, 10, 40, 200):
         assert _by_priority(pages, first)[:first] == whole[:first]
+
+
+def _folder_counts_one_by_one(paths: list[str], parent: str) -> Counter:
+    """How the overview counted files per folder before it bisected a sorted listing: path by path."""
+    offset = len(parent) + 1 if parent else 0
+    counts: Counter = Counter()
+    for path in paths:
+        if not parent or path.startswith(parent + "/"):
+            rest = path[offset:]
+            if "/" in rest:
+                counts[path[:offset] + rest.split("/", 1)[0]] += 1
+    return counts
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_folder_counts_of_a_sorted_listing_are_those_counted_path_by_path(seed):
+    rng = random.Random(seed)
+    parts = ["docs", "doc", "docs-old", "a", "a b", "é", "x.md", "Z", "docs0"]
+    paths = sorted({"/".join(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 80))})
+    for parent in ["", "docs", "doc", "a/docs", "é", "missing"]:
+        assert overview._folder_counts(paths, parent) == _folder_counts_one_by_one(paths, parent), parent

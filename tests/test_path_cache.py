@@ -156,14 +156,14 @@ def test_a_file_the_site_detection_read_changing_works_the_site_out_again(git, r
 
 @contextmanager
 def _no_site_detection():
-    from service.agent import briefing
+    from service.agent import briefing_facts
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("the site was worked out again")
 
-    original = briefing.detect_site
-    briefing.detect_site = refuse
+    original = briefing_facts.detect
+    briefing_facts.detect = refuse
     try:
         yield
     finally:
-        briefing.detect_site = original
+        briefing_facts.detect = original

@@ -7,12 +7,12 @@ from service.agent.tree_cache import cached
 from service.workspace.trees import TreeChange
 
 
-def allowed_files(workspace) -> list[str]:
+def allowed_files(workspace, prefix: str = "") -> list[str]:
     """`workspace.list_files()` without the paths the agent may not name; the start tree's are looked up, only
-    paths this run added are checked one by one."""
+    paths this run added are checked one by one. With `prefix`, only the paths that start with it."""
     # Usually nothing is hidden, and then the listing is handed on as it is: no per-path work at all.
     hidden = forbidden_paths(workspace) | frozenset(p for p in workspace.added_files() if not is_allowed(p))
-    files = workspace.list_files()
+    files = workspace.list_files(prefix) if prefix else workspace.list_files()
     return [path for path in files if path not in hidden] if hidden else files
 
 

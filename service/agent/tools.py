@@ -1,5 +1,7 @@
 """The agent's file tools: their JSON Schema specs and the executor that runs them on the workspace overlay."""
 
+import bisect
+import itertools
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -14,8 +16,8 @@ from service.errors import RunFailed
 from service.faults import STALLS, Faults
 from service.runstop import RunStop, ToolTimedOut
 from service.workspace.entries import EntryKind, WorkspaceError
-from service.workspace.globs import compile_glob
-from service.workspace.globs import matches as glob_matches
+from service.workspace.globs import compile_glob, literal_prefix
+from service.workspace.globs import matcher as glob_matcher
 from service.workspace.lines import LineReader
 from service.workspace.overlay import BINARY_PROBE_BYTES, is_binary
 
@@ -420,23 +422,24 @@ class TreeReader:
         self.prefix = prefix
 
     def list_files(self, pattern: str | None = None) -> ToolResult:
-        files = allowed_files(self.tree)
         if pattern:
             pattern = _check_glob(pattern, "pattern")
-            files = [path for path in files if glob_matches([pattern], path)]
+            # Only the run of the sorted listing that can match is read, and matched by one RE2 program a path.
+            matching = glob_matcher((pattern,))
+            files = [path for path in allowed_files(self.tree, literal_prefix(pattern)) if matching(path)]
+        else:
+            files = allowed_files(self.tree)
         if not files:
             return ToolResult("no files match" + (f" {pattern!r}" if pattern else ""))
         shown = _fitting(files[:LIST_LIMIT], LIST_MAX_CHARS)
         text = "\n".join(shown)
         if len(shown) < len(files):
-            rest = files[len(shown) :]
+            rest = len(files) - len(shown)
             hints = ", ".join(
-                f"{self.prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest)
+                f"{self.prefix}list_files(pattern={glob!r}) for {count:,}"
+                for glob, count in _narrower_sorted(files, len(shown))
             )
-            text += (
-                f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower "
-                f"pattern: {hints}]"
-            )
+            text += f"\n[{rest:,} more files not shown (of {len(files):,}); list them with a narrower pattern: {hints}]"
         return ToolResult(text)
 
     def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
@@ -574,6 +577,32 @@ def _narrower_search(matches, prefix: str = "") -> str:
         return f"all in {paths[0]}; narrow the pattern, or read the file with {prefix}read_file"
     hints = ", ".join(f"path_glob={glob!r} ({count:,} of these)" for glob, count in _narrower(paths))
     return f"search again with a narrower pattern or a path_glob, e.g. {hints}"
+
+
+def _narrower_sorted(paths: list[str], start: int) -> list[tuple[str, int]]:
+    """`_narrower(paths[start:])` for sorted `paths`, without a pass over each path: the folder they all share is
+    the one the first and the last share, and each folder's paths are one run, counted by bisection."""
+    end = len(paths)
+    first, last = paths[start].split("/")[:-1], paths[-1].split("/")[:-1]
+    common = list(itertools.takewhile(lambda pair: pair[0] == pair[1], zip(first, last, strict=False)))
+    base = "/".join(part for part, _ in common) + "/" if common else ""
+    folders: list[tuple[str, int]] = []
+    names: list[str] = []
+    i = start
+    while i < end:
+        folder, sep, _ = paths[i][len(base) :].partition("/")
+        if not sep:
+            names.append(folder)
+            i += 1
+            continue
+        inside = f"{base}{folder}/"
+        after = bisect.bisect_left(paths, True, lo=i, hi=end, key=lambda path: not path.startswith(inside))
+        folders.append((f"{inside}**", after - i))
+        i = after
+    width = next((n for n in range(1, 9) if len({name[:n] for name in names}) > 1), 1)
+    groups: Counter = Counter(dict(folders))
+    groups.update(f"{base}{name[:width]}*" for name in names)
+    return sorted(groups.items(), key=lambda item: (-item[1], item[0]))[:SUGGESTIONS]
 
 
 def _narrower(paths: list[str]) -> list[tuple[str, int]]:

@@ -2,6 +2,7 @@
 
 import functools
 import re
+from collections.abc import Callable
 
 import re2
 
@@ -57,9 +58,62 @@ def compile_glob(pattern: str):
         raise ValueError(f"not a usable glob: {pattern!r}") from exc
 
 
+# A pattern of the commonest shape, `docs/**/*.md`, `*.md` or `docs/*.md` (literal folders, then `**/` or not,
+# then `*` and a literal end), is tested with string methods: calling RE2 from Python costs more than the match.
+_SIMPLE = re.compile(r"((?:[^*?\[\\/]*/)*)(\*\*/)?\*([^*?\[\\/]*)")
+
+
 def matches(patterns: list[str], path: str) -> bool:
     """Whether `path` or one of its leading directories matches any of `patterns`."""
-    compiled = [compile_glob(p) for p in patterns]
-    parts = path.split("/")
-    prefixes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
-    return any(rx.fullmatch(prefix) for rx in compiled for prefix in prefixes)
+    return matcher(tuple(patterns))(path)
+
+
+@functools.lru_cache(maxsize=256)
+def matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """A test of whether a path or one of its leading directories matches any of `patterns` (as `matches`)."""
+    if not patterns:
+        return lambda path: False
+    simple = _SIMPLE.fullmatch(anchored(patterns[0]).rstrip("/")) if len(patterns) == 1 else None
+    if simple is not None:
+        compile_glob(patterns[0])  # refused as it would be otherwise
+        return _simple_matcher(simple[1], bool(simple[2]), simple[3])
+    # One RE2 program per call instead of one per pattern and leading directory: a pattern matches the path or
+    # a leading directory exactly when it matches the part before some `/` (or the whole path).
+    bodies = "|".join(f"(?:{compile_glob(pattern).pattern})" for pattern in patterns)
+    options = re2.Options()
+    options.log_errors = False
+    options.dot_nl = True
+    try:
+        program = re2.compile(f"(?:{bodies})(?:/.*)?", options)
+    except re2.error as exc:
+        raise ValueError(f"not usable globs: {patterns!r}") from exc
+    return lambda path: program.fullmatch(path) is not None
+
+
+def _simple_matcher(folders: str, deep: bool, end: str) -> Callable[[str], bool]:
+    """The test of `folders` + (`**/` when `deep`) + `*` + `end`: the path (or a leading directory) starts with
+    `folders`, and then, deep, some name (the path's last or a directory's) ends with `end`; else the very next
+    name does."""
+    start = len(folders)
+    if deep:
+        below = end + "/"
+        return lambda path: (
+            path.startswith(folders)
+            and ((path.endswith(end) and len(path) - start >= len(end)) or path.find(below, start) != -1)
+        )
+
+    def next_name_ends(path: str) -> bool:
+        if not path.startswith(folders):
+            return False
+        slash = path.find("/", start)
+        return path.endswith(end, start, slash if slash != -1 else len(path))
+
+    return next_name_ends
+
+
+def literal_prefix(pattern: str) -> str:
+    """What every path `pattern` matches starts with (the anchored pattern up to its first wildcard or escape),
+    so a sorted listing is searched from there rather than whole."""
+    body = anchored(pattern).rstrip("/")
+    cut = min((i for i in (body.find(c) for c in "*?[\\") if i != -1), default=len(body))
+    return body[:cut]

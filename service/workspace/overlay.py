@@ -67,6 +67,16 @@ def check_path(path: str) -> None:
         raise ValueError(f"not a normalised repository path: {path!r}")
 
 
+def _starting_with(paths: list[str], prefix: str) -> list[str]:
+    """The run of sorted `paths` that start with `prefix` (a copy), found by bisection."""
+    if not prefix:
+        return list(paths)
+    start = bisect.bisect_left(paths, prefix)
+    # From `start` on, the paths that start with `prefix` come first: bisect on whether each does not.
+    end = bisect.bisect_left(paths, True, lo=start, key=lambda path: not path.startswith(prefix))
+    return paths[start:end]
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
@@ -241,14 +251,16 @@ class Workspace:
         listing = self._tree_listing()
         return sorted(p for p, data in self._overlay.items() if data is not None and p not in listing)
 
-    def list_files(self) -> list[str]:
-        """Every non-directory path (files, executables, symlinks, submodules), sorted."""
-        start = self._tree_listing().paths
+    def list_files(self, prefix: str = "") -> list[str]:
+        """Every non-directory path (files, executables, symlinks, submodules), sorted; with `prefix`, only the
+        paths that start with it, found by bisection, so they cost what they are, not what the tree holds."""
+        start = _starting_with(self._tree_listing().paths, prefix)
         if not self._overlay:
-            return list(start)
+            return start
         overlay = self._overlay
         kept = (p for p in start if p not in overlay)
-        return list(heapq.merge(kept, sorted(p for p, data in overlay.items() if data is not None)))
+        written = sorted(p for p, data in overlay.items() if data is not None and p.startswith(prefix))
+        return list(heapq.merge(kept, written))
 
     def search(
         self, pattern: str, *, globs: list[str] | None = None, ignore_case: bool = False, max_matches: int = 200

@@ -3,7 +3,7 @@
 import logging
 import posixpath
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from service.agent.docsite import (
     docusaurus,
@@ -58,11 +58,27 @@ MARKDOWN_HINT = (
 
 def detect_site(workspace, docs_root: str = "") -> DocsSite:
     """The docs site in `workspace` (within `docs_root` when given): one file listing, configs and a page sample."""
+    return detect(workspace, docs_root).site
+
+
+@dataclass
+class Detection:
+    """A detected site with what it was worked out from: whether any config was a candidate, and its pages."""
+
+    site: DocsSite
+    configs_tried: bool
+    pages: list[str]  # the site's current pages (not an older version's), sorted
+    extensions: dict[str, list]  # their `extension_counts`
+
+
+def detect(workspace, docs_root: str = "") -> Detection:
+    """`detect_site` with the candidates and pages it went through, for a caller that keeps them."""
     files = workspace.list_files()
     file_set = set(files)
     root = docs_root.strip("/")
     site = None
-    for config in _config_candidates(files, root):
+    candidates = _config_candidates(files, root)
+    for config in candidates:
         try:
             found = FRAMEWORKS[_config_of(config)[0] or ""].detect(workspace, config, file_set)
         except Uncheckable:
@@ -76,7 +92,10 @@ def detect_site(workspace, docs_root: str = "") -> DocsSite:
             break
     if site is None:
         site = _markdown_site(files, root)
-    return _with_page_stats(workspace, site, files)
+    pages = [p for p in files if site.is_page(p) and not site.is_versioned(p)]  # the current docs' only
+    extensions = extension_counts(pages)
+    site = with_page_stats(workspace, site, pages, ordered_extensions(extensions))
+    return Detection(site, bool(candidates), pages, extensions)
 
 
 def read_navigation(tree: Tree, site: DocsSite) -> Navigation:
@@ -179,9 +198,30 @@ def _markdown_site(files: list[str], root: str) -> DocsSite:
     return DocsSite("markdown", None, root, nav_hint=MARKDOWN_HINT)
 
 
-def _with_page_stats(workspace, site: DocsSite, files: list[str]) -> DocsSite:
-    pages = [p for p in files if site.is_page(p) and not site.is_versioned(p)]  # the current docs' only
-    extensions = Counter(posixpath.splitext(p)[1].lower() for p in pages)
+def extension_counts(pages: list[str]) -> dict[str, list]:
+    """Extension -> [how many of the sorted `pages` have it, the first of them]."""
+    found: dict[str, list] = {}
+    for page in pages:
+        seen = found.setdefault(page_extension(page), [0, page])
+        seen[0] += 1
+    return found
+
+
+def ordered_extensions(counts: dict[str, list]) -> list[str]:
+    """The extensions of `extension_counts`, most used first (ties: the one whose first page comes first)."""
+    return [e for e, _ in sorted(counts.items(), key=lambda item: (-item[1][0], item[1][1]))]
+
+
+def page_extension(path: str) -> str:
+    """The extension of `path` as `posixpath.splitext` finds it (a name's leading dots start none), in lower case;
+    written out, as it runs for every page of a large tree."""
+    name = path[path.rfind("/") + 1 :]
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 and name[:dot].strip(".") else ""
+
+
+def with_page_stats(workspace, site: DocsSite, pages: list[str], extensions: list[str]) -> DocsSite:
+    """`site` with its page count, `extensions` and the front matter keys common in a sample of its `pages`."""
     count = min(SAMPLE_PAGES, len(pages))
     sample = [pages[i * len(pages) // count] for i in range(count)]
     keys: Counter[str] = Counter()
@@ -194,7 +234,7 @@ def _with_page_stats(workspace, site: DocsSite, files: list[str]) -> DocsSite:
     return replace(
         site,
         page_count=len(pages),
-        page_extensions=[e for e, _ in extensions.most_common()],
+        page_extensions=extensions,
         front_matter_keys=common[:10],
     )
 

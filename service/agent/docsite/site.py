@@ -113,8 +113,11 @@ class DocsSite:
 
     def is_page(self, path: str) -> bool:
         """Whether `path` is a page of this site (by folder, extension and the framework's exclusions)."""
+        # The suffix first: it turns most files of a large tree away before their folder is looked up.
+        if not path.lower().endswith(self.page_suffixes):
+            return False
         root = self.root_of(path)
-        if not path.lower().endswith(self.page_suffixes) or root is None:
+        if root is None:
             return False
         relative = path[len(root) + 1 :] if root else path
         parts = relative.split("/")
