@@ -64,22 +64,24 @@ def stored(redis_client):
         ({"expires_at": None, "revoked_at": PAST}, KeyCheck.REVOKED),
     ],
 )
-def test_every_layout_of_a_key_record_is_checked_alike(stored, layout, changes, expected):
+def test_every_layout_of_a_key_record_is_checked_alike(stored, redis_client, layout, changes, expected):
     store, key, write = stored
     key_id = write(layout, **changes)
-    check, found, records = store.authorize(key_id, key.hash, ["cd:missing"])
-    assert check is expected and records == [None]
+    redis_client.set("cd:test:present", '{"a":[1,"b"]}')
+    check, found, records = store.authorize(key_id, key.hash, ["cd:test:missing", "cd:test:present"])
+    assert check is expected
+    assert records == ([None, {"a": [1, "b"]}] if expected is KeyCheck.OK else [None, None])
     assert (found is not None) == (expected is KeyCheck.OK)
     if found is not None:
         assert found.id == key.id and found.use_count >= 1 and found.last_used_at is not None
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda f: f.__name__)
-def test_a_wrong_digest_or_a_record_without_one_is_unknown(stored, layout):
+def test_a_wrong_digest_or_a_record_without_one_is_unknown(stored, redis_client, layout):
     store, key, write = stored
     assert store.authorize(write(layout), "0" * 64, [])[0] is KeyCheck.UNKNOWN
     record = {k: v for k, v in key.to_dict().items() if k != "hash"}
-    store._redis.set(f"cd:apikey:{key.id}", layout({**record, "hash": None}))
+    redis_client.set(f"cd:apikey:{key.id}", layout({**record, "hash": None}))
     assert store.authorize(key.id, key.hash, [])[0] is KeyCheck.UNKNOWN
 
 

@@ -2,6 +2,7 @@
 
 import enum
 import functools
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -38,7 +39,8 @@ return {1, ARGV[1]}
 # Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
 # about keys is cached in the process, so a revocation holds from the next request on. The digests compared are
 # SHA-256 of the presented key and of the real one: a caller cannot steer a digest's bytes, so this comparison's
-# timing tells nothing about the key.
+# timing tells nothing about the key. The key's record and the records read come back as one JSON array, which
+# the client parses and decodes at once rather than as so many replies.
 #
 # The three fields the check needs are read straight from the record when it has the layout codec.dump writes
 # (compact JSON, one flat object, each of those fields a plain string or null): decoding the whole record cost
@@ -89,9 +91,9 @@ else
   uses = tonumber(redis.call('GET', KEYS[3]) or '0')
   last = last or false
 end
-local reply = {'ok', raw, last, uses}
-for i = 4, #KEYS do reply[i + 1] = redis.call('GET', KEYS[i]) or false end
-return reply
+local records = {raw}
+for i = 4, #KEYS do records[i - 2] = redis.call('GET', KEYS[i]) or 'null' end
+return {'ok', '[' .. table.concat(records, ',') .. ']', last, uses}
 """
 
 
@@ -152,7 +154,8 @@ class ApiKeyStore:
 
     def authorize(self, key_id: str, digest: str, reads: list[str]) -> tuple[KeyCheck, ApiKey | None, list]:
         """Check the key `key_id` against the presented key's `digest` (revocation, expiry), count one use and
-        read the string records named by `reads`, all in one round trip; the records are None unless OK."""
+        read the JSON records named by `reads`, all in one round trip. The records come back decoded (dicts, None
+        where missing), and all None unless the check is OK."""
         stamp, cutoff = use_stamps()
         keys = [_key(key_id), _last_used_key(key_id), _uses_key(key_id), *reads]
         try:
@@ -169,10 +172,10 @@ class ApiKeyStore:
         check = text(reply[0])
         if check != "ok":
             return KeyCheck(check), None, [None] * len(reads)
-        key = load(ApiKey, reply[1])
+        found = json.loads(text(reply[1]))
+        key = ApiKey.from_dict(found[0])
         key.last_used_at, key.use_count = (text(reply[2]) if reply[2] else None), int(reply[3])
-        records = list(reply[4:]) + [None] * (len(reads) - len(reply[4:]))
-        return KeyCheck.OK, key, records
+        return KeyCheck.OK, key, found[1:]
 
     def claim_creation(self, account: str, key_id: str, *, limit: int, window_seconds: int) -> float:
         """Record a new key of `account` if fewer than `limit` were made in the last window; else return the
