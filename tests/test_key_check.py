@@ -1,5 +1,5 @@
-"""The key check reads a stored key record of any JSON layout alike: the one codec.dump writes (read without
-decoding it) and any other (decoded in full)."""
+"""The key check reads a stored key record of any JSON layout alike (the one codec.dump writes and any other), and
+stamps a use with the API's timestamp."""
 
 import json
 from datetime import UTC, datetime

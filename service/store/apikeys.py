@@ -41,44 +41,15 @@ return {1, ARGV[1]}
 # SHA-256 of the presented key and of the real one: a caller cannot steer a digest's bytes, so this comparison's
 # timing tells nothing about the key. The key's record and the records read come back as one JSON array, which
 # the client parses and decodes at once rather than as so many replies.
-#
-# The three fields the check needs are read straight from the record when it has the layout codec.dump writes
-# (compact JSON, one flat object, each of those fields a plain string or null): decoding the whole record cost
-# Redis more than the script's two reads of the request's records. A `,"name":` in such a record can only be one of its field names, as every
-# quote inside a JSON string is escaped. A record of any other shape (an object nested in it, an escape in one of
-# those values, spaces after the colons, a field missing or first) is decoded in full, as before.
 _AUTHORIZE = """
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
-local function field(needle)
-  local at = string.find(raw, needle, 1, true)
-  if not at then return nil end
-  local v = at + #needle
-  if string.sub(raw, v, v) == '"' then
-    local close = string.find(raw, '"', v + 1, true)
-    if not close then return nil end
-    local value = string.sub(raw, v + 1, close - 1)
-    local after = string.sub(raw, close + 1, close + 1)
-    if string.find(value, '\\\\', 1, true) or (after ~= ',' and after ~= '}') then return nil end
-    return value
-  end
-  local word = string.sub(raw, v, v + 4)
-  if word == 'null,' or word == 'null}' then return false end
-  return nil
-end
-local hash, revoked, expires
-if not string.find(raw, '{', 2, true) then
-  hash, revoked, expires = field(',"hash":'), field(',"revoked_at":'), field(',"expires_at":')
-end
-if hash == nil or revoked == nil or expires == nil then
-  local key = cjson.decode(raw)
-  hash, revoked, expires = key['hash'], key['revoked_at'], key['expires_at']
-  if revoked == cjson.null then revoked = false end
-  if expires == cjson.null then expires = false end
-end
-if hash ~= ARGV[1] then return {'unknown'} end
-if revoked and revoked ~= '' then return {'revoked'} end
-if expires and expires <= ARGV[2] then return {'expired'} end
+local key = cjson.decode(raw)
+if key['hash'] ~= ARGV[1] then return {'unknown'} end
+local revoked = key['revoked_at']
+if revoked and revoked ~= cjson.null and revoked ~= '' then return {'revoked'} end
+local expires = key['expires_at']
+if expires and expires ~= cjson.null and expires <= ARGV[2] then return {'expired'} end
 local uses
 local last = redis.call('GET', KEYS[2])
 if ARGV[4] == '1' then
