@@ -112,7 +112,7 @@ class ApiKeys:
 
     def authorize(self, authorization: str | None, reads: list[str]) -> tuple[ApiKey, list]:
         """The live key named by an `Authorization: Bearer` header (or Unauthorized), its use counted, and the
-        Redis string records named by `reads` (None where missing), in one round trip."""
+        JSON records named by `reads`, decoded (None where missing), in one round trip."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("send an API key as `Authorization: Bearer cdk_...`")

@@ -2,8 +2,8 @@
 
 import copy
 import enum
-from dataclasses import Field, dataclass, field, fields
-from typing import Any, ClassVar
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
 
 from service.billing import add_records
 
@@ -44,6 +44,21 @@ class Role(str, enum.Enum):
     AGENT = "agent"
 
 
+_E = TypeVar("_E", bound=enum.Enum)
+_MEMBERS: dict[type, dict[Any, Any]] = {}
+
+
+def member(kind: type[_E], value: Any) -> _E:
+    """`kind(value)`, looked up in a table: the Enum call is the larger part of loading a record's state."""
+    members = _MEMBERS.get(kind)
+    if members is None:
+        members = _MEMBERS[kind] = {m.value: m for m in kind}
+    try:
+        return members[value]
+    except (KeyError, TypeError):
+        return kind(value)  # a member itself, or the ValueError the Enum call gives
+
+
 class Record:
     """JSON round-trip for the dataclasses below (enums stored as their values)."""
 
@@ -64,15 +79,53 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict):
-        known = _field_names(cls)
-        if known.issuperset(data):  # the usual case: a record written by this version
-            return cls(**data)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        plan = _load_plan(cls)
+        if plan.direct and plan.fields.issuperset(data) and plan.required.issubset(data):  # written by this version
+            # What the dataclass's __init__ would do, without its keyword-argument call: every API request loads
+            # a key, a project and a job, and that call was most of the cost.
+            record = object.__new__(cls)
+            attrs = record.__dict__
+            attrs.update(plan.defaults)
+            for name, make in plan.factories:
+                if name not in data:
+                    attrs[name] = make()
+            attrs.update(data)
+            if plan.post_init is not None:
+                plan.post_init(record)
+            return record
+        return cls(**{k: v for k, v in data.items() if k in plan.fields})
+
+
+@dataclass(frozen=True)
+class _LoadPlan:
+    fields: frozenset[str]
+    required: frozenset[str]  # fields without a default
+    defaults: dict[str, Any]
+    factories: tuple[tuple[str, Any], ...]  # (field, default_factory)
+    post_init: Any
+    direct: bool  # its __init__ only sets its fields: no __slots__, no field left out of __init__
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
 _FIELD_ORDER: dict[type, tuple[str, ...]] = {}
+_LOAD_PLANS: dict[type, _LoadPlan] = {}
+
+
+def _load_plan(cls: type) -> _LoadPlan:
+    # Worked out once per class from its dataclass fields.
+    plan = _LOAD_PLANS.get(cls)
+    if plan is None:
+        every = fields(cls)
+        plan = _LOAD_PLANS[cls] = _LoadPlan(
+            fields=_field_names(cls),
+            required=frozenset(f.name for f in every if f.default is MISSING and f.default_factory is MISSING),
+            defaults={f.name: f.default for f in every if f.default is not MISSING},
+            factories=tuple((f.name, f.default_factory) for f in every if f.default_factory is not MISSING),
+            post_init=getattr(cls, "__post_init__", None),
+            direct="__slots__" not in vars(cls) and all(f.init for f in every),
+        )
+    return plan
 
 
 def _field_names(cls: type) -> frozenset[str]:
@@ -132,7 +185,7 @@ class Job(Record):
     automation: dict | None = None  # the automation run that started it: {"id", "runId", "trigger"}
 
     def __post_init__(self) -> None:
-        self.status = JobStatus(self.status)
+        self.status = member(JobStatus, self.status)
 
     def to_api(self) -> dict:
         """The job record as the API returns it (spec fields, then Copydesk's additions)."""
@@ -233,7 +286,7 @@ class ApiKey(Record):
     host: str | None = None
 
     def __post_init__(self) -> None:
-        self.access = KeyAccess(self.access)
+        self.access = member(KeyAccess, self.access)
 
     @property
     def code_host(self) -> str | None:

@@ -7,7 +7,6 @@ from flask import current_app, request
 from service.errors import Forbidden, JobNotFound, ProjectNotFound
 from service.models import ApiKey, Job, Project
 from service.services import Services
-from service.store.codec import load
 from service.store.jobkeys import job_key
 from service.store.jobs import is_job_id
 from service.store.projects import project_key
@@ -40,12 +39,12 @@ def access(project_id: str, job_id: str | None = None) -> Access:
         reads.append(job_key(job_id))
     key, records = services().keys.authorize(request.headers.get("Authorization"), reads)
     _checked(key)
-    project = load(Project, records[0]) if records else None
+    project = Project.from_dict(records[0]) if records and records[0] is not None else None
     if project is None or not key.allows(project):
         raise ProjectNotFound(f"no project {project_id}")
     if job_id is None:
         return Access(key, project, None)
-    job = load(Job, records[1]) if len(records) > 1 else None
+    job = Job.from_dict(records[1]) if len(records) > 1 and records[1] is not None else None
     if job is None or job.project_id != project.id:
         raise JobNotFound(f"no job {job_id} in project {project.id}")
     return Access(key, project, job)

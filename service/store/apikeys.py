@@ -1,12 +1,15 @@
 """API keys at rest: a SHA-256 hash and a public id, never the key itself; their use counts and audit list."""
 
 import enum
+import functools
+import json
 import logging
-from datetime import timedelta
+import time
+from datetime import UTC, datetime
 
 import redis
 
-from service.clock import iso, now, now_iso
+from service.clock import now, now_iso
 from service.errors import KeyNotFound
 from service.models import ApiKey, KeyEvent
 from service.store.codec import dump, load
@@ -36,7 +39,8 @@ return {1, ARGV[1]}
 # Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
 # about keys is cached in the process, so a revocation holds from the next request on. The digests compared are
 # SHA-256 of the presented key and of the real one: a caller cannot steer a digest's bytes, so this comparison's
-# timing tells nothing about the key.
+# timing tells nothing about the key. The key's record and the records read come back as one JSON array, which
+# the client parses and decodes at once rather than as so many replies.
 _AUTHORIZE = """
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
@@ -58,9 +62,9 @@ else
   uses = tonumber(redis.call('GET', KEYS[3]) or '0')
   last = last or false
 end
-local reply = {'ok', raw, last, uses}
-for i = 4, #KEYS do reply[i + 1] = redis.call('GET', KEYS[i]) or false end
-return reply
+local records = {raw}
+for i = 4, #KEYS do records[i - 2] = redis.call('GET', KEYS[i]) or 'null' end
+return {'ok', '[' .. table.concat(records, ',') .. ']', last, uses}
 """
 
 
@@ -94,6 +98,25 @@ def _audit_key(account: str) -> str:
     return f"cd:apikeys:audit:{account}"
 
 
+def use_stamps(at_ns: int | None = None) -> tuple[str, str]:
+    """The timestamp of a key's use at `at_ns` (epoch nanoseconds; now by default), as `service.clock.iso` writes
+    it, and the cutoff before which its lastUsedAt is refreshed: the same whole second a minute earlier."""
+    second, rest = divmod(time.time_ns() if at_ns is None else at_ns, 1_000_000_000)
+    prefix, cutoff = _second_stamps(second)
+    return f"{prefix}.{rest // 1_000_000:03d}Z", cutoff
+
+
+@functools.lru_cache(maxsize=4)
+def _second_stamps(second: int) -> tuple[str, str]:
+    # Worked out once a second: every API request stamps a key's use, and formatting two datetimes cost more than
+    # the rest of the key check's Python. A cutoff at whole seconds still refreshes lastUsedAt at most once a
+    # minute (at most a second later than one to the millisecond would).
+    def whole(epoch: int) -> str:
+        return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")[:-6]
+
+    return whole(second), whole(second - _LAST_USED_RESOLUTION_SECONDS) + ".000Z"
+
+
 class ApiKeyStore:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
@@ -102,12 +125,12 @@ class ApiKeyStore:
 
     def authorize(self, key_id: str, digest: str, reads: list[str]) -> tuple[KeyCheck, ApiKey | None, list]:
         """Check the key `key_id` against the presented key's `digest` (revocation, expiry), count one use and
-        read the string records named by `reads`, all in one round trip; the records are None unless OK."""
-        stamp = now()
-        cutoff = stamp - timedelta(seconds=_LAST_USED_RESOLUTION_SECONDS)
+        read the JSON records named by `reads`, all in one round trip. The records come back decoded (dicts, None
+        where missing), and all None unless the check is OK."""
+        stamp, cutoff = use_stamps()
         keys = [_key(key_id), _last_used_key(key_id), _uses_key(key_id), *reads]
         try:
-            reply = self._authorize(keys=keys, args=[digest, iso(stamp), iso(cutoff), 1])
+            reply = self._authorize(keys=keys, args=[digest, stamp, cutoff, 1])
         except (redis.ReadOnlyError, redis.ResponseError, redis.ConnectionError) as exc:
             # A demoted primary answers READONLY, or NOREPLICAS (a ConnectionError with a Sentinel URL, which then
             # asks the sentinels again); a real outage fails the second try too.
@@ -116,14 +139,14 @@ class ApiKeyStore:
             # Counting the use is bookkeeping, not the caller's write: while Redis takes no writes (a failover),
             # the key is still checked and the request's reads still served.
             log.debug("could not count a use of key %s: %s", key_id, exc)
-            reply = self._authorize(keys=keys, args=[digest, iso(stamp), iso(cutoff), 0])
-        check = KeyCheck(text(reply[0]))
-        if check is not KeyCheck.OK:
-            return check, None, [None] * len(reads)
-        key = load(ApiKey, reply[1])
+            reply = self._authorize(keys=keys, args=[digest, stamp, cutoff, 0])
+        check = text(reply[0])
+        if check != "ok":
+            return KeyCheck(check), None, [None] * len(reads)
+        found = json.loads(text(reply[1]))
+        key = ApiKey.from_dict(found[0])
         key.last_used_at, key.use_count = (text(reply[2]) if reply[2] else None), int(reply[3])
-        records = list(reply[4:]) + [None] * (len(reads) - len(reply[4:]))
-        return check, key, records
+        return KeyCheck.OK, key, found[1:]
 
     def claim_creation(self, account: str, key_id: str, *, limit: int, window_seconds: int) -> float:
         """Record a new key of `account` if fewer than `limit` were made in the last window; else return the

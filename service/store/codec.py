@@ -12,4 +12,5 @@ def load(cls, raw: bytes | str | None):
     """Deserialise a record of type `cls`, or None when the key was missing."""
     if raw is None:
         return None
-    return cls.from_dict(json.loads(raw))
+    # Decoded here, as UTF-8 (dump writes nothing else): json.loads would first sniff a byte string's encoding.
+    return cls.from_dict(json.loads(raw.decode() if isinstance(raw, bytes) else raw))
