@@ -5,6 +5,7 @@ requests, ssl) is imported, which is why `copydesk web` starts this module in a 
 """
 
 import argparse
+import gc
 import os
 import sys
 
@@ -69,7 +70,11 @@ class _Gunicorn(BaseApplication):
 
         logs.configure(self._settings.log_json)
         metrics.enable(self._settings.metrics_dir)
-        return create_app(self._settings)
+        app = create_app(self._settings)
+        # What the app holds from now on (modules, routes, the OpenAPI document: ~90,000 objects) lives as long as
+        # the worker: out of the collector's sight, a full collection costs what requests leave, not ~40 ms.
+        gc.freeze()
+        return app
 
 
 def serve(*, host: str, port: int, workers: int, worker_class: str = "gevent") -> None:
