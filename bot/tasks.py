@@ -9,7 +9,7 @@ from contextvars import ContextVar
 
 from bot import context
 from bot.github import events
-from service.runstop import StopReason, request_current
+from service.runstop import StopReason, discard_early_stop, request_current
 from service.settings import Settings
 
 # The context of the worker process whose work horse runs the task (bot.rqworker sets it around each job): a
@@ -45,6 +45,7 @@ def process_job(job_id: str) -> None:
         runner.process(job_id)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        discard_early_stop()
 
 
 def handle_github_event(event_name: str, delivery_id: str, payload: dict) -> None:

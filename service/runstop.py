@@ -179,12 +179,26 @@ class RunStop:
 
 # The stop the signal handler serves: one run at a time per process (a work horse runs one job).
 _current: RunStop | None = None
+# A stop asked for while no run was watched yet (its worker died as the horse was loading the job): the run this
+# process watches next starts stopped, instead of running unwatched to its end.
+_early: StopReason | None = None
 
 
 def request_current(reason: StopReason) -> bool:
-    """Stop the run this process is running, if any (a signal handler's way in); True when it was stopped."""
+    """Stop the run this process is running (a signal handler's way in); True when it was stopped. With no run
+    watched yet, the next one starts stopped (until `discard_early_stop`)."""
+    global _early
     stop = _current
-    return stop.request(reason) if stop is not None else False
+    if stop is None:
+        _early = _early or reason
+        return False
+    return stop.request(reason)
+
+
+def discard_early_stop() -> None:
+    """Forget a stop asked for before any run was watched (the job it was meant for has ended)."""
+    global _early
+    _early = None
 
 
 def _on_interrupt(signum, frame) -> None:
@@ -201,11 +215,14 @@ def _on_interrupt(signum, frame) -> None:
 
 def _install_handler(stop: RunStop) -> Callable[[], None] | None:
     """Point the interrupt signal at `stop` (main thread only); returns how to undo it."""
-    global _current
+    global _current, _early
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = signal.signal(INTERRUPT_SIGNAL, _on_interrupt)
     _current = stop
+    if _early is not None:
+        stop.request(_early)
+        _early = None
 
     def undo() -> None:
         global _current

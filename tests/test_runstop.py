@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from service.runstop import RunStop, RunStopped, StopReason, ToolTimedOut
+from service.runstop import RunStop, RunStopped, StopReason, ToolTimedOut, discard_early_stop, request_current
 
 
 def test_the_deadline_cuts_a_blocking_socket_read_in_the_main_thread():
@@ -93,3 +93,28 @@ def test_a_run_in_another_thread_is_stopped_at_its_next_bytecode():
     thread.start()
     thread.join(timeout=10)
     assert not thread.is_alive() and caught == [StopReason.DEADLINE]
+
+
+def test_a_stop_asked_for_before_the_run_is_watched_stops_the_next_run_at_once():
+    # A horse whose worker died while it was still loading the job (SIGTERM before the run's watch began).
+    assert request_current(StopReason.HAND_BACK) is False
+    stop = RunStop()
+    try:
+        with stop.watch([], tick_seconds=0.05):
+            with pytest.raises(RunStopped):
+                with stop.interruptible():
+                    pytest.fail("the run went on although it was asked to stop")
+        assert stop.reason is StopReason.HAND_BACK
+        later = RunStop()
+        with later.watch([], tick_seconds=0.05):  # asked once: only that run stops
+            assert later.reason is None
+    finally:
+        discard_early_stop()
+
+
+def test_an_early_stop_is_forgotten_once_its_job_has_ended():
+    request_current(StopReason.HAND_BACK)
+    discard_early_stop()
+    stop = RunStop()
+    with stop.watch([], tick_seconds=0.05):
+        assert stop.reason is None
