@@ -47,7 +47,10 @@ class RunStop:
     def __init__(self, deadline: float | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.deadline = deadline  # a `clock()` value, None for no time limit
         self._clock = clock
-        self._lock = threading.Lock()
+        # Re-entrant: a signal handler (SIGTERM's hand back, the interrupt) runs in the run's thread between two
+        # bytecodes, perhaps while that thread holds this lock; a plain lock would hang the run for good.
+        self._lock = threading.RLock()
+        self._holder: int | None = None  # the thread inside `_locked`, if any
         self._reason: StopReason | None = None
         self._thread = threading.current_thread()
         self._interruptible = 0
@@ -58,9 +61,22 @@ class RunStop:
     def reason(self) -> StopReason | None:
         return self._reason
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock:
+            outer, self._holder = self._holder, threading.get_ident()
+            try:
+                yield
+            finally:
+                self._holder = outer
+
+    def held_here(self) -> bool:
+        """Whether the calling thread is inside one of this stop's locked stretches (a signal handler may be)."""
+        return self._holder == threading.get_ident()
+
     def request(self, reason: StopReason) -> bool:
         """Stop the run for `reason` unless it was stopped already; True when this call stopped it."""
-        with self._lock:
+        with self._locked():
             if self._reason is not None:
                 return False
             self._reason = reason
@@ -82,7 +98,7 @@ class RunStop:
     @contextmanager
     def interruptible(self) -> Iterator[None]:
         """A stretch of the run that may be cut anywhere (agent steps, tools, model calls, the docs check)."""
-        with self._lock:
+        with self._locked():
             self._thread = threading.current_thread()
             self._interruptible += 1
             pending = self._reason is not None
@@ -91,7 +107,7 @@ class RunStop:
                 raise RunStopped(self._reason)
             yield
         finally:
-            with self._lock:
+            with self._locked():
                 self._interruptible -= 1
 
     @contextmanager
@@ -100,12 +116,12 @@ class RunStop:
         if seconds is None:
             yield
             return
-        with self._lock:
+        with self._locked():
             self._box_until = self._clock() + seconds
         try:
             yield
         finally:
-            with self._lock:
+            with self._locked():
                 self._box_until = None
 
     def tick(self) -> None:
@@ -118,7 +134,7 @@ class RunStop:
         REDELIVER_SECONDS until the run leaves its interruptible stretch: an exception raised inside a weakref
         callback or a destructor is dropped by the interpreter, so one delivery may not be enough."""
         now = self._clock()
-        with self._lock:
+        with self._locked():
             if self._reason is None and self.deadline is not None and now > self.deadline:
                 self._reason = StopReason.DEADLINE
             if self._interruptible <= 0 or now - self._delivered_at < REDELIVER_SECONDS:
@@ -130,7 +146,7 @@ class RunStop:
 
     def pending_exception(self) -> BaseException | None:
         """What the interrupted thread must raise now, if anything (called in that thread)."""
-        with self._lock:
+        with self._locked():
             if self._interruptible <= 0:
                 return None
             if self._reason is not None:
@@ -205,8 +221,8 @@ def _on_interrupt(signum, frame) -> None:
     # Sent by the watchdog, or by the worker process every few seconds: C code that holds the interpreter lock
     # (Python's `re`) starves the watchdog thread but still runs signal handlers, so the clock is read here too.
     stop = _current
-    if stop is None:
-        return
+    if stop is None or stop.held_here():
+        return  # raised inside a locked stretch, it would leave the stop's counts wrong: the next delivery raises
     stop._due()
     exc = stop.pending_exception()
     if exc is not None:

@@ -3,8 +3,10 @@ exceptions, a tool past its own budget; outside its interruptible stretches it w
 
 import socket
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +120,27 @@ def test_an_early_stop_is_forgotten_once_its_job_has_ended():
     stop = RunStop()
     with stop.watch([], tick_seconds=0.05):
         assert stop.reason is None
+
+
+def test_a_stop_a_signal_asks_for_while_the_run_holds_its_lock_does_not_hang_the_run():
+    # A horse's SIGTERM handler runs in the run's thread between two bytecodes, perhaps inside one of the stop's
+    # locked stretches (entering an interruptible step, the interrupt handler): in a process of its own, bounded.
+    script = """
+import os, signal, time
+from service.runstop import RunStop, RunStopped, StopReason, request_current
+stop = RunStop()
+with stop.watch([], tick_seconds=0.05):
+    signal.signal(signal.SIGTERM, lambda *_: request_current(StopReason.HAND_BACK))
+    try:
+        with stop.interruptible():
+            with stop._locked():
+                os.kill(os.getpid(), signal.SIGTERM)
+                held = True
+            time.sleep(20)  # a model call: the stop's next delivery cuts it
+    except RunStopped:
+        print(stop.reason.value, stop._interruptible)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, cwd=Path(__file__).parents[1]
+    )
+    assert done.stdout.split() == ["hand_back", "0"], done.stderr
