@@ -3,6 +3,7 @@ runs back on shutdown, and requeues at once the run of a horse that died. Its ho
 worker's own context, built (and the model SDKs imported) once, before any fork."""
 
 import ctypes
+import faulthandler
 import logging
 import os
 import re
@@ -27,6 +28,8 @@ from service.replication import NotWritable
 from service.runstop import INTERRUPT_SIGNAL
 from service.store.jobs import RunOutcome
 from service.timeouts import block_seconds
+
+STACKS_SIGNAL = signal.SIGUSR2  # a worker or horse given it writes its threads' stacks to its log
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,8 @@ class CopydeskWorker(rq.Worker):
         # A horse whose worker process died hands its run back at once (SIGTERM) instead of running on unwatched,
         # and RQ's scheduler stops instead of living on orphaned.
         end_forks_with_this_process()
+        # `kill -USR2` a worker or its horse: every thread's stack goes to the worker's log (a run that will not end).
+        faulthandler.register(STACKS_SIGNAL, all_threads=True)
         self._grace_ends: float | None = None
         self._handed_back_at: float | None = None
         self._killed_for: str | None = None  # "deadline" or "hand_back" when this worker killed its horse
