@@ -8,7 +8,7 @@ import pytest
 
 from service.agent import tools
 from service.agent.path_cache import allowed_files
-from service.agent.tools import TreeReader, _narrower, _narrower_sorted
+from service.agent.tools import TreeReader, _narrower
 from service.workspace.git import Git
 from service.workspace.globs import compile_glob, literal_prefix, matches
 from tests.repositories import make_repository
@@ -90,7 +90,30 @@ def test_narrower_on_a_sorted_listing_suggests_what_the_pass_over_every_path_did
     if seed % 3 == 0:  # everything in one deep folder: the shared folder is found from the ends
         paths = sorted(f"docs/a/deep/{path.replace('/', '-')}" for path in paths)
     for start in sorted({0, len(paths) // 3, len(paths) // 2, len(paths) - 1}):
-        assert _narrower_sorted(paths, start) == _narrower(paths[start:]), (paths, start)
+        assert _narrower(paths, start) == _narrower_one_by_one(paths[start:]), (paths, start)
+
+
+def _narrower_one_by_one(paths: list[str]) -> list[tuple[str, int]]:
+    """The hints as they were worked out before, path by path (a reference): globs that split `paths` into smaller lists, with how many paths each holds, the largest first.
+
+    Paths are grouped by the folder one level below the folder they all share; files directly in that folder
+    are grouped by the shortest name prefix that splits them.
+    """
+    folders = [path.split("/")[:-1] for path in paths]
+    common: list[str] = []
+    for parts in zip(*folders, strict=False):
+        if len(set(parts)) > 1:
+            break
+        common.append(parts[0])
+    base = "/".join(common) + "/" if common else ""
+    rests = [path[len(base) :] for path in paths]
+    names = [rest for rest in rests if "/" not in rest]
+    width = next((n for n in range(1, 9) if len({name[:n] for name in names}) > 1), 1)
+    groups: Counter = Counter()
+    for rest in rests:
+        folder, sep, _ = rest.partition("/")
+        groups[f"{base}{folder}/**" if sep else f"{base}{rest[:width]}*"] += 1
+    return sorted(groups.items(), key=lambda item: (-item[1], item[0]))[: tools.SUGGESTIONS]
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +137,9 @@ def _reference_list_files(tree, pattern: str | None, prefix: str = "") -> str:
     text = "\n".join(shown)
     if len(shown) < len(files):
         rest = files[len(shown) :]
-        hints = ", ".join(f"{prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower(rest))
+        hints = ", ".join(
+            f"{prefix}list_files(pattern={glob!r}) for {count:,}" for glob, count in _narrower_one_by_one(rest)
+        )
         text += (
             f"\n[{len(rest):,} more files not shown (of {len(files):,}); list them with a narrower pattern: {hints}]"
         )

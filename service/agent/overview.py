@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from service.agent.path_cache import allowed_files
+from service.workspace.pathruns import entries_below, starting_with
 
 PAGE_SUFFIXES = (".md", ".mdx", ".rst")
 ROOT_NOTABLE = ("README", "AGENTS.md", "CONTRIBUTING", "CHANGELOG", "SUMMARY.md")
@@ -114,7 +115,7 @@ class PlainFacts:
 
     def area_pages(self) -> list[str]:
         """The pages under `area`: one run of the sorted pages."""
-        return _starting_with(self.pages, self.area + "/") if self.area else list(self.pages)
+        return starting_with(self.pages, self.area + "/") if self.area else list(self.pages)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "pages": []}
@@ -161,7 +162,7 @@ def plain_facts(paths: list[str], docs_root: str, site) -> PlainFacts:
     pages = [path for path in paths if path.lower().endswith(PAGE_SUFFIXES)]  # is_page_file, inlined
     # A detected plain-Markdown site knows its docs root (docs/ when it has pages, else the repository).
     area = plain_area(pages, docs_root, site)
-    area_pages = _starting_with(pages, area + "/") if area else pages
+    area_pages = starting_with(pages, area + "/") if area else pages
     return PlainFacts(
         len(paths),
         [path for path in paths if "/" not in path],
@@ -280,20 +281,9 @@ def _folder_counts(paths: list[str], parent: str) -> Counter:
     """Files per folder one level below `parent` (files directly in `parent` are not counted). `paths` are sorted,
     so each folder's files are one run, counted by bisection rather than one by one."""
     inside = parent + "/" if parent else ""
-    offset = len(inside)
-    counts: Counter = Counter()
-    i = bisect.bisect_left(paths, inside)
-    end = len(paths)
-    while i < end and paths[i].startswith(inside):
-        folder, sep, _ = paths[i][offset:].partition("/")
-        if not sep:
-            i += 1  # a file directly in `parent`
-            continue
-        run = f"{inside}{folder}/"
-        after = bisect.bisect_left(paths, True, lo=i, hi=end, key=lambda path: not path.startswith(run))
-        counts[inside + folder] = after - i
-        i = after
-    return counts
+    return Counter(
+        {inside + name[:-1]: end - start for name, start, end in entries_below(paths, inside) if name.endswith("/")}
+    )
 
 
 def _counted(counts: Counter, suffix: str) -> list[str]:
@@ -458,16 +448,9 @@ def _by_rank(facts: PlainFacts, pages: list[str], folder: str) -> Iterator[str]:
             break
         if "/" not in path[len(inside) :]:
             yield path
-    i, end = bisect.bisect_left(pages, inside), len(pages)
-    while i < end and pages[i].startswith(inside):
-        name, sep, _ = pages[i][len(inside) :].partition("/")
-        if sep:
-            run = f"{inside}{name}/"
-            i = bisect.bisect_left(pages, True, lo=i, hi=end, key=lambda path: not path.startswith(run))
-            continue
-        if not _is_index(pages[i]):
-            yield pages[i]
-        i += 1
+    for name, start, _ in entries_below(pages, inside):
+        if not name.endswith("/") and not _is_index(pages[start]):
+            yield pages[start]
 
 
 def _folder_ranks(direct: Counter) -> dict[str, int]:
@@ -485,12 +468,6 @@ def _decrement(counts: Counter, key: str) -> None:
     counts[key] -= 1
     if counts[key] <= 0:
         del counts[key]
-
-
-def _starting_with(paths: list[str], prefix: str) -> list[str]:
-    """The run of sorted `paths` that start with `prefix`, found by bisection."""
-    start = bisect.bisect_left(paths, prefix)
-    return paths[start : bisect.bisect_left(paths, True, lo=start, key=lambda path: not path.startswith(prefix))]
 
 
 def _is_index(path: str) -> bool:

@@ -1,6 +1,5 @@
 """The agent's file tools: their JSON Schema specs and the executor that runs them on the workspace overlay."""
 
-import bisect
 import itertools
 import logging
 from collections import Counter
@@ -20,6 +19,7 @@ from service.workspace.globs import compile_glob, literal_prefix
 from service.workspace.globs import matcher as glob_matcher
 from service.workspace.lines import LineReader
 from service.workspace.overlay import BINARY_PROBE_BYTES, is_binary
+from service.workspace.pathruns import entries_below
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +437,7 @@ class TreeReader:
             rest = len(files) - len(shown)
             hints = ", ".join(
                 f"{self.prefix}list_files(pattern={glob!r}) for {count:,}"
-                for glob, count in _narrower_sorted(files, len(shown))
+                for glob, count in _narrower(files, len(shown))
             )
             text += f"\n[{rest:,} more files not shown (of {len(files):,}); list them with a narrower pattern: {hints}]"
         return ToolResult(text)
@@ -575,54 +575,27 @@ def _narrower_search(matches, prefix: str = "") -> str:
     paths = [match.path for match in matches]
     if len(set(paths)) == 1:
         return f"all in {paths[0]}; narrow the pattern, or read the file with {prefix}read_file"
-    hints = ", ".join(f"path_glob={glob!r} ({count:,} of these)" for glob, count in _narrower(paths))
+    hints = ", ".join(f"path_glob={glob!r} ({count:,} of these)" for glob, count in _narrower(sorted(paths)))
     return f"search again with a narrower pattern or a path_glob, e.g. {hints}"
 
 
-def _narrower_sorted(paths: list[str], start: int) -> list[tuple[str, int]]:
-    """`_narrower(paths[start:])` for sorted `paths`, without a pass over each path: the folder they all share is
-    the one the first and the last share, and each folder's paths are one run, counted by bisection."""
+def _narrower(paths: list[str], start: int = 0) -> list[tuple[str, int]]:
+    """Globs that split the sorted `paths[start:]` into smaller lists, with how many paths each holds, the largest
+    first. Paths are grouped by the folder one level below the folder they all share; files directly in that
+    folder are grouped by the shortest name prefix that splits them. Without a pass over each path: the folder
+    they all share is the one the first and the last share, and each folder's paths are one run."""
     end = len(paths)
     first, last = paths[start].split("/")[:-1], paths[-1].split("/")[:-1]
     common = list(itertools.takewhile(lambda pair: pair[0] == pair[1], zip(first, last, strict=False)))
     base = "/".join(part for part, _ in common) + "/" if common else ""
     folders: list[tuple[str, int]] = []
     names: list[str] = []
-    i = start
-    while i < end:
-        folder, sep, _ = paths[i][len(base) :].partition("/")
-        if not sep:
-            names.append(folder)
-            i += 1
-            continue
-        inside = f"{base}{folder}/"
-        after = bisect.bisect_left(paths, True, lo=i, hi=end, key=lambda path: not path.startswith(inside))
-        folders.append((f"{inside}**", after - i))
-        i = after
+    for name, first_index, after in entries_below(paths, base, start, end):
+        if name.endswith("/"):
+            folders.append((f"{base}{name}**", after - first_index))
+        else:
+            names.append(name)
     width = next((n for n in range(1, 9) if len({name[:n] for name in names}) > 1), 1)
     groups: Counter = Counter(dict(folders))
     groups.update(f"{base}{name[:width]}*" for name in names)
-    return sorted(groups.items(), key=lambda item: (-item[1], item[0]))[:SUGGESTIONS]
-
-
-def _narrower(paths: list[str]) -> list[tuple[str, int]]:
-    """Globs that split `paths` into smaller lists, with how many paths each holds, the largest first.
-
-    Paths are grouped by the folder one level below the folder they all share; files directly in that folder
-    are grouped by the shortest name prefix that splits them.
-    """
-    folders = [path.split("/")[:-1] for path in paths]
-    common: list[str] = []
-    for parts in zip(*folders, strict=False):
-        if len(set(parts)) > 1:
-            break
-        common.append(parts[0])
-    base = "/".join(common) + "/" if common else ""
-    rests = [path[len(base) :] for path in paths]
-    names = [rest for rest in rests if "/" not in rest]
-    width = next((n for n in range(1, 9) if len({name[:n] for name in names}) > 1), 1)
-    groups: Counter = Counter()
-    for rest in rests:
-        folder, sep, _ = rest.partition("/")
-        groups[f"{base}{folder}/**" if sep else f"{base}{rest[:width]}*"] += 1
     return sorted(groups.items(), key=lambda item: (-item[1], item[0]))[:SUGGESTIONS]

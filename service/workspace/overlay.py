@@ -1,6 +1,5 @@
 """A commit's tree plus an in-memory overlay of writes, moves and deletes; nothing is checked out."""
 
-import bisect
 import copy
 import heapq
 import io
@@ -22,6 +21,7 @@ from service.workspace.entries import (
 from service.workspace.git import Git, GitError
 from service.workspace.globs import matches as glob_matches
 from service.workspace.listings import MAX_DERIVED_CHANGES, TreeListing, load_listing
+from service.workspace.pathruns import starting_with
 from service.workspace.proc import popen
 from service.workspace.textsearch import compile_pattern, matching_lines
 from service.workspace.trees import TreeChange, diff_trees, object_id, parse_tree
@@ -65,16 +65,6 @@ def check_path(path: str) -> None:
     parts = path.split("/")
     if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
         raise ValueError(f"not a normalised repository path: {path!r}")
-
-
-def _starting_with(paths: list[str], prefix: str) -> list[str]:
-    """The run of sorted `paths` that start with `prefix` (a copy), found by bisection."""
-    if not prefix:
-        return list(paths)
-    start = bisect.bisect_left(paths, prefix)
-    # From `start` on, the paths that start with `prefix` come first: bisect on whether each does not.
-    end = bisect.bisect_left(paths, True, lo=start, key=lambda path: not path.startswith(prefix))
-    return paths[start:end]
 
 
 def _decode(raw: bytes) -> str:
@@ -254,7 +244,7 @@ class Workspace:
     def list_files(self, prefix: str = "") -> list[str]:
         """Every non-directory path (files, executables, symlinks, submodules), sorted; with `prefix`, only the
         paths that start with it, found by bisection, so they cost what they are, not what the tree holds."""
-        start = _starting_with(self._tree_listing().paths, prefix)
+        start = starting_with(self._tree_listing().paths, prefix)
         if not self._overlay:
             return start
         overlay = self._overlay
@@ -436,10 +426,7 @@ class Workspace:
         return TreeListing.from_entries(listing, 32 if self._object_format == "sha256" else 20)
 
     def _tree_paths_under(self, path: str) -> list[str]:
-        paths = self._tree_listing().paths
-        start = bisect.bisect_left(paths, path + "/")
-        end = bisect.bisect_left(paths, path + "0")  # "0" is the character after "/"
-        return paths[start:end]
+        return starting_with(self._tree_listing().paths, path + "/")
 
     def _search_tree(self, regex, selected, limit: int) -> list[SearchMatch]:
         """Matches in the start tree's text files that the overlay leaves as they are, in path order."""
