@@ -26,7 +26,8 @@ from workspace import (  # noqa: E402  (bench/workspace.py: the same generated r
     plain_env,
 )
 
-from service.agent.briefing import _site_and_overview, brief  # noqa: E402
+from service.agent.briefing import brief  # noqa: E402
+from service.agent.briefing_facts import site_and_overview  # noqa: E402
 from service.workspace.git import Git, Remote  # noqa: E402
 from service.workspace.mirror import MirrorStore  # noqa: E402
 
@@ -45,7 +46,7 @@ def measure(files: int, repeat: int) -> tuple[list[float], list[float]]:
             scratch = []
             for _ in range(repeat):
                 start = time.perf_counter()
-                _site_and_overview(ws, "")
+                site_and_overview(ws, "")
                 scratch.append(time.perf_counter() - start)
             brief(ws, "Edit", base_commit=None)  # the entry the next trees' are worked out from
         changed = []

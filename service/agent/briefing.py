@@ -31,7 +31,7 @@ def brief(
     site, overview, _read, _facts = cached(
         workspace,
         "site-overview",
-        lambda: _site_and_overview(workspace, docs_root),
+        lambda: briefing_facts.site_and_overview(workspace, docs_root),
         variant=docs_root,
         derive=lambda earlier, changes: briefing_facts.derive(workspace, docs_root, earlier, changes),
     )
@@ -47,9 +47,3 @@ def brief(
         source_repository=source_repository,
         source_commit=source_commit,
     )
-
-
-def _site_and_overview(workspace, docs_root: str) -> briefing_facts.Entry:
-    """The site and overview of the start tree, the paths whose content they were worked out from, and the facts
-    a later tree's are derived from."""
-    return briefing_facts.site_and_overview(workspace, docs_root)
