@@ -1,7 +1,6 @@
 """The `/v2/agent` endpoints: create, message, get, list, conversation, archive, cancel, delete and follow jobs;
 usage."""
 
-import json
 from functools import partial
 
 from flask import Blueprint, Response, current_app, jsonify, request
@@ -98,19 +97,7 @@ def send_message(project_id: str, job_id: str) -> Response:
 
 @bp.get("/<project_id>/job/<job_id>")
 def get_job(project_id: str, job_id: str) -> Response:
-    return _json(_job_of(_access(project_id, job_id)).to_api())
-
-
-# The JSON jsonify writes out of debug mode (compact, keys in the order given, ASCII only), for plain bodies.
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
-
-
-def _json(body: dict) -> Response:
-    """What `jsonify(body)` answers, built with one encoder for all: jsonify makes a new one at each call, a good
-    part of the API's most frequent request (GET job). In debug mode jsonify indents, so it answers then."""
-    if current_app.debug:
-        return jsonify(body)
-    return Response(_COMPACT.encode(body) + "\n", mimetype="application/json")
+    return jsonify(_job_of(_access(project_id, job_id)).to_api())
 
 
 @bp.get("/<project_id>/jobs")
