@@ -107,7 +107,6 @@ class _LoadPlan:
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
 _FIELD_ORDER: dict[type, tuple[str, ...]] = {}
 _LOAD_PLANS: dict[type, _LoadPlan] = {}
 
@@ -118,7 +117,7 @@ def _load_plan(cls: type) -> _LoadPlan:
     if plan is None:
         every = fields(cls)
         plan = _LOAD_PLANS[cls] = _LoadPlan(
-            fields=_field_names(cls),
+            fields=frozenset(f.name for f in every),
             required=frozenset(f.name for f in every if f.default is MISSING and f.default_factory is MISSING),
             defaults={f.name: f.default for f in every if f.default is not MISSING},
             factories=tuple((f.name, f.default_factory) for f in every if f.default_factory is not MISSING),
@@ -126,14 +125,6 @@ def _load_plan(cls: type) -> _LoadPlan:
             direct="__slots__" not in vars(cls) and all(f.init for f in every),
         )
     return plan
-
-
-def _field_names(cls: type) -> frozenset[str]:
-    # Worked out once per class: every API request loads a key, a project and often a job.
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(_field_order(cls))
-    return names
 
 
 def _field_order(cls: type) -> tuple[str, ...]:
