@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import redis
 
-from service.clock import now, now_iso
+from service.clock import iso, now, now_iso
 from service.errors import KeyNotFound
 from service.models import ApiKey, KeyEvent
 from service.store.codec import dump, load
@@ -111,10 +111,8 @@ def _second_stamps(second: int) -> tuple[str, str]:
     # Worked out once a second: every API request stamps a key's use, and formatting two datetimes cost more than
     # the rest of the key check's Python. A cutoff at whole seconds still refreshes lastUsedAt at most once a
     # minute (at most a second later than one to the millisecond would).
-    def whole(epoch: int) -> str:
-        return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")[:-6]
-
-    return whole(second), whole(second - _LAST_USED_RESOLUTION_SECONDS) + ".000Z"
+    cutoff = iso(datetime.fromtimestamp(second - _LAST_USED_RESOLUTION_SECONDS, UTC))
+    return iso(datetime.fromtimestamp(second, UTC))[: -len(".000Z")], cutoff
 
 
 class ApiKeyStore:
