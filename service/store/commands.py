@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from redis.commands.core import CoreCommands
-from redis.exceptions import DataError
+from redis.connection import Encoder
 
 # Runs the commands a CommandRecorder encoded: ARGV[at] holds them as JSON, ARGV[at + 1]... their binary arguments;
 # included in the scripts that use it. One JSON argument instead of one script argument per command argument:
@@ -67,15 +67,18 @@ class CommandRecorder(CoreCommands):
         return [json.dumps(commands, ensure_ascii=False, separators=(",", ":")).encode(), *binary]
 
 
+# redis-py's own encoder, for the arguments that are neither text nor bytes: numbers become the strings it would
+# send, and what it refuses (bools, None, other types) is refused with its own DataError.
+_ENCODER = Encoder(encoding="utf-8", encoding_errors="strict", decode_responses=False)
+
+
 def _value(arg: Any, binary: list) -> Any:
-    """An argument as the JSON value RUN_RECORDED turns into the bytes redis-py's encoder would send: text as
-    itself, a number as the string redis-py makes of it (a Lua number is a double: a large int would lose digits),
-    bytes as the number of their own script argument, appended to `binary`."""
+    """An argument as the JSON value RUN_RECORDED turns into the bytes redis-py would send: text as itself, a
+    number as the string redis-py makes of it (a Lua number is a double: a large int would lose digits), bytes as
+    the number of their own script argument, appended to `binary`."""
     if isinstance(arg, str):
         return arg
     if isinstance(arg, (bytes, bytearray, memoryview)):
         binary.append(arg)
         return len(binary)
-    if isinstance(arg, (int, float)) and not isinstance(arg, bool):
-        return repr(arg)  # redis-py's Encoder.encode: repr for both, so an int subclass reads as it does there
-    raise DataError(f"Invalid input of type: '{type(arg).__name__}'. Convert to a bytes, string, int or float first.")
+    return _ENCODER.encode(arg).decode()
