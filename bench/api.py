@@ -11,7 +11,8 @@ interval adds made-up samples for the requests a stalled connection did not send
 for half a second turns into a p99 of hundreds of milliseconds. `srv p99` is gunicorn's own time for the same
 requests (the access log's duration, whole milliseconds): far below wrk's p99 means the tail was spent waiting
 for a CPU, not handling the request. `cpu µs` is the CPU time (user + system) the server's workers spent per
-request over the measured runs (Linux: read from /proc), the figure that load on a shared machine does not blur.
+request over the measured runs (Linux: read from /proc), the figure that load on a shared machine does not blur;
+`redis µs` is Redis's own CPU per request (INFO's used_cpu_user + used_cpu_sys), on the same two cores.
 
 At saturation (wrk's closed loop) latency is a queue: 16 connections over two busy workers wait ~16 x the CPU of a
 request / the cores, and the tail is how the kernel shares two cores between wrk, Redis and the workers. The paced
@@ -96,6 +97,12 @@ def _workers_cpu(master: int) -> float:
         if int(fields[1]) == master:  # ppid; then utime and stime are fields 14 and 15 of stat
             total += int(fields[11]) + int(fields[12])
     return total / tick
+
+
+def _redis_cpu(client: redis.Redis) -> float:
+    """Seconds of CPU (user + system) the Redis server has used."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def _master_of(port: int) -> int:
@@ -193,7 +200,8 @@ def main() -> None:
         job_url = f"{web.url}{job_path}/{created.json()['id']}"
         # The bare app reads a record as large as the job Copydesk returns.
         record = {k: json.dumps(v) for k, v in created.json().items()}
-        redis.Redis.from_url(redis_url).hset(RECORD, mapping=record)
+        store = redis.Redis.from_url(redis_url)
+        store.hset(RECORD, mapping=record)
         post, paced = Path(tmp) / "post.lua", Path(tmp) / "paced.lua"
         post.write_text(_POST % web.headers["Authorization"])
         paced.write_text(_PACE % args.pace_ms)
@@ -217,9 +225,11 @@ def main() -> None:
             results: dict[str, list[Load]] = {name: [] for name in cases}
             served: dict[str, list[int]] = {name: [] for name in cases}
             cpu = {name: 0.0 for name in cases}
+            redis_cpu = {name: 0.0 for name in cases}
             for _ in range(args.rounds):
                 for name, case in cases.items():
                     before, start = _workers_cpu(case.master), case.log.stat().st_size
+                    redis_before = _redis_cpu(store)
                     results[name].append(
                         wrk(
                             case.url,
@@ -230,6 +240,7 @@ def main() -> None:
                         )
                     )
                     cpu[name] += _workers_cpu(case.master) - before
+                    redis_cpu[name] += _redis_cpu(store) - redis_before
                     lines = _durations(case.log, (start, case.log.stat().st_size))
                     served[name] += [
                         ms for verb, where, ms in lines if verb == case.method and case.path.fullmatch(where)
@@ -243,16 +254,16 @@ def main() -> None:
     )
     print(
         f"{'case':<15} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'srv p99':>8} "
-        f"{'cpu µs':>7}"
+        f"{'cpu µs':>7} {'redis µs':>8}"
     )
     base = statistics.median(r.rps for r in results["bare HGETALL"])
     for name, loads in results.items():
-        rps = statistics.median(r.rps for r in loads)
+        rps, done = statistics.median(r.rps for r in loads), sum(r.requests for r in loads)
         ratio = "-" if cases[name].paced else f"{rps / base:.2f}"
         print(
             f"{name:<15} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
             f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
-            f"{ratio:>7} {_or_dash(_p99(served[name])):>8} {cpu[name] / sum(r.requests for r in loads) * 1e6:>7.0f}"
+            f"{ratio:>7} {_or_dash(_p99(served[name])):>8} {cpu[name] / done * 1e6:>7.0f} {redis_cpu[name] / done * 1e6:>8.0f}"
         )
 
 
