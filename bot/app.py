@@ -5,7 +5,7 @@ import redis
 from flask import Flask, jsonify
 from flask.json.provider import DefaultJSONProvider
 
-from bot import context, dashboard, headers, metrics_route
+from bot import context, dashboard, edge, metrics_route
 from bot.door_limits import DoorLimits
 from bot.github import inbound, registration
 from service.api import durable_writes, problems
@@ -42,7 +42,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     problems.register(app)
     github = ctx.github_settings
     # The registration page posts its manifest to GitHub, the one other place a form here may go.
-    headers.install(app, form_targets=(github.web_url,))
+    edge.install(app, form_targets=(github.web_url,))
     app.register_blueprint(agent_api)
     app.register_blueprint(webhooks_api)
     app.register_blueprint(automations_api)

@@ -17,7 +17,7 @@ from bot.dashboard.github_diff import GitHubDiffs
 from bot.dashboard.oauth import GitHubSignIn, SignInFailed
 from bot.dashboard.sessions import Session, SessionStore
 from bot.door_limits import DoorLimits
-from bot.headers import content_security_policy
+from bot.edge import content_security_policy
 from service.api.problems import is_outage, request_id
 from service.codehost.local import LocalCodeHost
 from service.codes import ERRORS
@@ -31,7 +31,7 @@ EXTENSION = "copydesk.dashboard"
 MAX_NEXT_CHARS = 512
 SIGN_OUT_ENDPOINT = "dashboard.logout"
 # Scripts and styles only from our own static files: no inline script or style can run, whatever a page shows.
-# The other security headers (nosniff, no framing, no referrer, no caching) are the app's, from bot.headers.
+# The other security headers (nosniff, no framing, no referrer, no caching) are the app's, from bot.edge.
 CSP = content_security_policy(inline_styles=False)
 
 

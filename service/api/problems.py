@@ -4,10 +4,10 @@ import logging
 import random
 
 import redis
-from flask import Flask, Response, g, json, request
+from flask import Flask, Response, json, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from service import errors, logcontext
+from service import errors
 from service.codes import ERRORS
 
 log = logging.getLogger(__name__)
@@ -58,23 +58,25 @@ def _problem_media_type() -> str:
     return "application/json"
 
 
+# The WSGI environ entry that holds the request's id (bot.edge assigns it where the request enters the app).
+REQUEST_ID_KEY = "copydesk.request_id"
+
+
 def request_id() -> str:
     """The id of the current request: the caller's X-Request-Id if sane, else a fresh one."""
-    # One lookup of `g` when the id is known (every request, from its first hook on): each costs a context-local
-    # lookup, and the hooks of every response ask.
-    known = g.get("request_id")
+    return assign_request_id(request.environ)
+
+
+def assign_request_id(environ: dict) -> str:
+    """The id of the request `environ` describes, chosen once and kept in it (see request_id)."""
+    known = environ.get(REQUEST_ID_KEY)
     if known is None:
-        known = g.request_id = _new_request_id()
+        given = environ.get("HTTP_X_REQUEST_ID", "")
+        # A correlation id, not a secret (the caller may choose it, every response shows it): 96 bits from the
+        # process's seeded generator, reseeded in each forked worker, without secrets' system call per request.
+        sane = 0 < len(given) <= 128 and given.isprintable()
+        known = environ[REQUEST_ID_KEY] = given if sane else f"req_{random.getrandbits(96):024x}"
     return known
-
-
-def _new_request_id() -> str:
-    given = request.headers.get("X-Request-Id", "")
-    if 0 < len(given) <= 128 and given.isprintable():
-        return given
-    # A correlation id, not a secret (the caller may choose it, every response shows it): 96 bits from the
-    # process's seeded generator, reseeded in each forked worker, without secrets' system call per request.
-    return f"req_{random.getrandbits(96):024x}"
 
 
 def is_outage(exc: redis.RedisError) -> bool:
@@ -127,16 +129,3 @@ def register(app: Flask) -> None:
         rid = request_id()
         log.exception("unhandled error in request %s", rid)
         return problem("internal_error", f"an unexpected error occurred (request {rid})", requestId=rid)
-
-    @app.before_request
-    def tag_logs() -> None:
-        logcontext.set_request(request_id())
-
-    @app.after_request
-    def tag(response: Response) -> Response:
-        response.headers["X-Request-Id"] = request_id()
-        return response
-
-    @app.teardown_request
-    def untag_logs(_exc) -> None:
-        logcontext.set_request(None)
