@@ -92,3 +92,26 @@ def test_the_use_stamp_is_the_api_timestamp_and_the_cutoff_a_whole_minute_before
     assert cutoff == "2025-11-26T03:59:00.000Z"
     assert use_stamps(at_ns - 123_456_789) == ("2025-11-26T04:00:00.000Z", cutoff)
     assert use_stamps(at_ns + 876_543_210)[0] == "2025-11-26T04:00:00.999Z"
+
+
+def test_while_redis_takes_no_writes_a_key_is_still_checked_and_its_reads_served_uncounted(stored, redis_client):
+    store, key, write = stored
+    key_id = write(_compact)
+    redis_client.set("cd:test:present", '{"a":1}')
+
+    def refusing_writes(reads: list[str]):
+        # As a primary short of replicas does (COPYDESK_REDIS_MIN_REPLICAS): every write is refused, NOREPLICAS.
+        redis_client.config_set("min-replicas-to-write", 1)
+        try:
+            return store.authorize(key_id, key.hash, reads)
+        finally:
+            redis_client.config_set("min-replicas-to-write", 0)
+
+    check, never_used, records = refusing_writes(["cd:test:present"])
+    assert check is KeyCheck.OK and records == [{"a": 1}]
+    assert (never_used.use_count, never_used.last_used_at) == (0, None)
+    counted = store.authorize(key_id, key.hash, [])[1]
+    assert counted.use_count == 1 and counted.last_used_at is not None
+    check, used, records = refusing_writes(["cd:test:missing"])
+    assert check is KeyCheck.OK and records == [None]
+    assert (used.use_count, used.last_used_at) == (1, counted.last_used_at)

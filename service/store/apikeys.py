@@ -39,17 +39,17 @@ return {1, ARGV[1]}
 # Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
 # about keys is cached in the process, so a revocation holds from the next request on. The digests compared are
 # SHA-256 of the presented key and of the real one: a caller cannot steer a digest's bytes, so this comparison's
-# timing tells nothing about the key. The key's record and the records read come back as one JSON array, which
-# the client parses and decodes at once rather than as so many replies.
+# timing tells nothing about the key. A key that passes gets one JSON array back, [lastUsedAt, uses, the key's
+# record, the records read], parsed at once rather than as so many replies; any other key gets a word (KeyCheck).
 _AUTHORIZE = """
 local raw = redis.call('GET', KEYS[1])
-if not raw then return {'unknown'} end
+if not raw then return 'unknown' end
 local key = cjson.decode(raw)
-if key['hash'] ~= ARGV[1] then return {'unknown'} end
+if key['hash'] ~= ARGV[1] then return 'unknown' end
 local revoked = key['revoked_at']
-if revoked and revoked ~= cjson.null and revoked ~= '' then return {'revoked'} end
+if revoked and revoked ~= cjson.null and revoked ~= '' then return 'revoked' end
 local expires = key['expires_at']
-if expires and expires ~= cjson.null and expires <= ARGV[2] then return {'expired'} end
+if expires and expires ~= cjson.null and expires <= ARGV[2] then return 'expired' end
 local uses
 local last = redis.call('GET', KEYS[2])
 if ARGV[4] == '1' then
@@ -62,9 +62,9 @@ else
   uses = tonumber(redis.call('GET', KEYS[3]) or '0')
   last = last or false
 end
-local records = {raw}
-for i = 4, #KEYS do records[i - 2] = redis.call('GET', KEYS[i]) or 'null' end
-return {'ok', '[' .. table.concat(records, ',') .. ']', last, uses}
+local reply = {last and cjson.encode(last) or 'null', string.format('%d', uses), raw}
+for i = 4, #KEYS do reply[i] = redis.call('GET', KEYS[i]) or 'null' end
+return '[' .. table.concat(reply, ',') .. ']'
 """
 
 
@@ -138,13 +138,13 @@ class ApiKeyStore:
             # the key is still checked and the request's reads still served.
             log.debug("could not count a use of key %s: %s", key_id, exc)
             reply = self._authorize(keys=keys, args=[digest, stamp, cutoff, 0])
-        check = text(reply[0])
-        if check != "ok":
-            return KeyCheck(check), None, [None] * len(reads)
-        found = json.loads(text(reply[1]))
-        key = ApiKey.from_dict(found[0])
-        key.last_used_at, key.use_count = (text(reply[2]) if reply[2] else None), int(reply[3])
-        return KeyCheck.OK, key, found[1:]
+        answer = text(reply)
+        if not answer.startswith("["):
+            return KeyCheck(answer), None, [None] * len(reads)
+        last_used, uses, record, *found = json.loads(answer)
+        key = ApiKey.from_dict(record)
+        key.last_used_at, key.use_count = last_used, uses
+        return KeyCheck.OK, key, found
 
     def claim_creation(self, account: str, key_id: str, *, limit: int, window_seconds: int) -> float:
         """Record a new key of `account` if fewer than `limit` were made in the last window; else return the
