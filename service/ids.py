@@ -1,10 +1,12 @@
 """Opaque, URL-safe, time-sortable identifiers: a prefix plus a 26-character ULID."""
 
+import base64
 import os
 import threading
 import time
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_FROM_BASE32 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode())
 
 
 class UlidGenerator:
@@ -25,15 +27,16 @@ class UlidGenerator:
             else:
                 random_part = int.from_bytes(os.urandom(10), "big")
             self._last_ms, self._last_random = ms, random_part
-        return _encode(ms, 10) + _encode(random_part & ((1 << 80) - 1), 16)
+        return encode(ms, random_part & ((1 << 80) - 1))
 
 
-def _encode(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        value, digit = divmod(value, 32)
-        chars.append(_CROCKFORD[digit])
-    return "".join(reversed(chars))
+def encode(ms: int, random_part: int) -> str:
+    """The ULID of a 48-bit millisecond time and an 80-bit random part: the 128-bit value in 26 Crockford base32
+    digits (130 bits, two leading zeros)."""
+    # The last 26 digits of the value as 25 bytes (200 bits, 40 digits) in standard base32, whose digits then
+    # line up with the value's: the C codec in place of a Python loop over 26 digits (two ids each job created).
+    value = ms << 80 | random_part
+    return base64.b32encode(value.to_bytes(25, "big"))[-26:].translate(_FROM_BASE32).decode()
 
 
 def new_id(prefix: str, generator: UlidGenerator) -> str:
