@@ -28,21 +28,27 @@ class _Bare(BaseApplication):
                 self.cfg.set(key, value)
 
     def load(self):
-        import redis
-        from flask import Flask, jsonify
+        return bare_app(self._redis_url)
 
-        client = redis.Redis.from_url(self._redis_url)
-        app = Flask(__name__)
 
-        @app.get("/record")
-        def record():
-            return jsonify({k.decode(): v.decode() for k, v in client.hgetall(RECORD).items()})
+def bare_app(redis_url: str):
+    """The bare Flask app: `GET /record` answers the hash RECORD as JSON (one HGETALL); `GET /healthz`."""
+    # Imported here: in gunicorn's worker, after gevent has patched the standard library.
+    import redis
+    from flask import Flask, jsonify
 
-        @app.get("/healthz")
-        def healthz():
-            return jsonify({"status": "ok"})
+    client = redis.Redis.from_url(redis_url)
+    app = Flask(__name__)
 
-        return app
+    @app.get("/record")
+    def record():
+        return jsonify({k.decode(): v.decode() for k, v in client.hgetall(RECORD).items()})
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify({"status": "ok"})
+
+    return app
 
 
 if __name__ == "__main__":
