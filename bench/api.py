@@ -1,5 +1,5 @@
 """GET job and create job of `copydesk web` against a bare Flask app doing one HGETALL, both under the same
-gunicorn + gevent settings (2 workers), measured in one run, interleaved, as ratios.
+gunicorn + gevent settings (`copydesk web`'s default number of workers), measured in one run, interleaved, as ratios.
 
 Run by hand: `.venv/bin/python bench/api.py [--seconds 5] [--connections 16] [--rounds 3]`. Needs `wrk`
 (Debian: `apt-get install wrk`): a load generator in Python saturates a core of this 2-core machine before
@@ -14,8 +14,9 @@ for a CPU, not handling the request. `cpu µs` is the CPU time (user + system) t
 request over the measured runs (Linux: read from /proc), the figure that load on a shared machine does not blur;
 `redis µs` is Redis's own CPU per request (INFO's used_cpu_user + used_cpu_sys), on the same two cores.
 
-At saturation (wrk's closed loop) latency is a queue: 16 connections over two busy workers wait ~16 x the CPU of a
-request / the cores, and the tail is how the kernel shares two cores between wrk, Redis and the workers. The paced
+At saturation (wrk's closed loop) latency is a queue: 16 connections over busy workers wait ~16 x the CPU of a
+request / the cores, and the tail is how the kernel shares the cores between wrk, Redis and the workers (a worker
+held off the CPU stalls every request it has in flight: bot.web.default_workers). The paced
 rows send the same 16 connections' requests `--pace-ms` apart (wrk's `delay()`), below either server's capacity:
 the latency a request sees when the server is busy but not overrun.
 
@@ -45,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bare_web import RECORD  # noqa: E402
 from bench.webstack import web_stack  # noqa: E402
+from bot.web import default_workers  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -190,7 +192,7 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/api.py needs wrk: apt-get install wrk")
-    with web_stack("gevent", 2) as web, tempfile.TemporaryDirectory() as tmp:
+    with web_stack("gevent", default_workers()) as web, tempfile.TemporaryDirectory() as tmp:
         redis_url = web.env["COPYDESK_REDIS_URL"]
         created = requests.post(
             f"{web.url}/v2/agent/{web.project_id}/job", json={"prompt": "bench"}, headers=web.headers, timeout=30

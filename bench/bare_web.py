@@ -11,7 +11,7 @@ from gunicorn.app.base import BaseApplication
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.web import options  # noqa: E402
+from bot.web import default_workers, options  # noqa: E402
 
 RECORD = "bench:bare:record"
 
@@ -53,4 +53,4 @@ def bare_app(redis_url: str):
 
 if __name__ == "__main__":
     port, redis_url = int(sys.argv[1]), sys.argv[2]
-    _Bare(redis_url, options(host="127.0.0.1", port=port, workers=2)).run()
+    _Bare(redis_url, options(host="127.0.0.1", port=port, workers=default_workers())).run()

@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 
 from bot import cli_automations, cli_events, context, logs
-from bot.web import WORKER_CLASSES
+from bot.web import WORKER_CLASSES, default_workers
 from service.codehost.base import CodeHostError
 from service.errors import ServiceError
 from service.projectstate import DisabledReason, reason_of
@@ -263,7 +263,8 @@ def _web(args, settings: Settings) -> int:
 
     if not startup_checks(context.build(settings), "web"):
         return 2
-    serve(host=args.host, port=args.port, workers=args.workers, worker_class=args.worker_class)
+    workers = args.workers or default_workers()
+    serve(host=args.host, port=args.port, workers=workers, worker_class=args.worker_class)
     return 0
 
 
@@ -480,7 +481,11 @@ def _parser() -> argparse.ArgumentParser:
     web = sub.add_parser("web", help="serve the API (gunicorn, gevent workers)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8000)
-    web.add_argument("--workers", type=int, default=2)
+    web.add_argument(
+        "--workers",
+        type=_positive,
+        help="gunicorn worker processes (default: 2 per CPU this process may use, at most 8)",
+    )
     web.add_argument(
         "--worker-class",
         choices=WORKER_CLASSES,
