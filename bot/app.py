@@ -3,13 +3,13 @@ pull-request pages), health checks."""
 
 import redis
 from flask import Flask, jsonify
-from flask.json.provider import DefaultJSONProvider
 
 from bot import context, dashboard, edge, metrics_route
 from bot.door_limits import DoorLimits
 from bot.github import inbound, registration
 from service.api import durable_writes, problems
 from service.api.automation_routes import bp as automations_api
+from service.api.json_provider import FastJSONProvider
 from service.api.openapi import openapi_document
 from service.api.outbound_webhook_routes import bp as webhooks_api
 from service.api.routes import bp as agent_api
@@ -29,8 +29,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
     # than allowed: a body sent without a length (chunked) is cut silently at the limit, and the byte past it is
     # what tells service.api.body a cut body from one that fits.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
-    if isinstance(app.json, DefaultJSONProvider):
-        app.json.sort_keys = False
+    app.json = FastJSONProvider(app)
     app.extensions["copydesk"] = ctx.services
     app.extensions["copydesk.context"] = ctx
     app.extensions["copydesk.streams"] = StreamSlots(

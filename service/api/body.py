@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from flask import Request
 
+from service import fastjson
 from service.errors import InvalidJson, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
 from service.job_events import EventType
 from service.models import JobStatus
@@ -109,7 +110,7 @@ def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
     """The JSON value in `raw`; InvalidJson when it does not parse or nests deeper than `max_depth`."""
     check_json_depth(raw, max_depth)
     try:
-        return json.loads(raw)
+        return fastjson.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJson(f"the body is not valid JSON: {exc}") from None
 

@@ -2,13 +2,13 @@
 
 import enum
 import functools
-import json
 import logging
 import time
 from datetime import UTC, datetime
 
 import redis
 
+from service import fastjson
 from service.clock import iso, now, now_iso
 from service.errors import KeyNotFound
 from service.models import ApiKey, KeyEvent
@@ -138,10 +138,9 @@ class ApiKeyStore:
             # the key is still checked and the request's reads still served.
             log.debug("could not count a use of key %s: %s", key_id, exc)
             reply = self._authorize(keys=keys, args=[digest, stamp, cutoff, 0])
-        answer = text(reply)
-        if not answer.startswith("["):
-            return KeyCheck(answer), None, [None] * len(reads)
-        last_used, uses, record, *found = json.loads(answer)
+        if not reply.startswith(b"["):
+            return KeyCheck(text(reply)), None, [None] * len(reads)
+        last_used, uses, record, *found = fastjson.loads(reply)
         key = ApiKey.from_dict(record)
         key.last_used_at, key.use_count = last_used, uses
         return KeyCheck.OK, key, found

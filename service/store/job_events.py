@@ -1,11 +1,11 @@
 """Each job's events in a bounded Redis Stream, and the outbox the workers fan webhook deliveries out from."""
 
-import json
 import re
 from typing import Any, cast
 
 import redis
 
+from service import fastjson
 from service.clock import now_iso
 from service.errors import InvalidRequest
 from service.job_events import EventType, JobEvent
@@ -54,7 +54,7 @@ class EventLog:
     def append(self, pipe, job: Job, kind: EventType, **extra) -> None:
         """Queue one event of `job` on `pipe` (a MULTI pipeline or a client): the job record plus `extra`."""
         data = {**job.to_api(), **extra}
-        fields = {"type": kind.value, "ts": now_iso(), "data": json.dumps(data, separators=(",", ":"))}
+        fields = {"type": kind.value, "ts": now_iso(), "data": fastjson.dumps(data).decode()}
         pipe.xadd(stream_key(job.id), fields, maxlen=self._retention, approximate=True)
         if job.status is JobStatus.ARCHIVED:
             self._expire(pipe, job.id)
@@ -104,5 +104,5 @@ def decode_entry(job_id: str, entry_id, fields: dict) -> JobEvent:
         job_id=job_id,
         type=EventType(text["type"]),
         timestamp=text["ts"],
-        data=json.loads(text["data"]),
+        data=fastjson.loads(text["data"]),
     )

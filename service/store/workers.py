@@ -106,7 +106,7 @@ class HeartbeatFiles:
         self.folder.mkdir(parents=True, exist_ok=True)
         target = self.path(beat.name)
         partial = target.with_name(f".{target.name}.{os.getpid()}")
-        partial.write_text(dump(beat))
+        partial.write_bytes(dump(beat))
         os.replace(partial, target)
 
     def remove(self, name: str) -> None:
