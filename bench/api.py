@@ -13,6 +13,10 @@ requests (the access log's duration, whole milliseconds): far below wrk's p99 me
 for a CPU, not handling the request. `cpu µs` is the CPU time (user + system) the server's workers spent per
 request over the measured runs (Linux: read from /proc), the figure that load on a shared machine does not blur;
 `redis µs` is Redis's own CPU per request (INFO's used_cpu_user + used_cpu_sys), on the same two cores.
+`× bare` is the median over the rounds of each round's requests per second against the bare app's in the same
+round, so a machine that slows down or speeds up between rounds does not tilt it; `cpu ×` is the same comparison
+by CPU per request (the workers' and Redis's together, over all rounds): the bare app's CPU per request over
+this case's, which leaves out wrk and whatever else shares the machine.
 
 At saturation (wrk's closed loop) latency is a queue: 16 connections over busy workers wait ~16 x the CPU of a
 request / the cores, and the tail is how the kernel shares the cores between wrk, Redis and the workers (a worker
@@ -255,17 +259,22 @@ def main() -> None:
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})"
     )
     print(
-        f"{'case':<15} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'srv p99':>8} "
-        f"{'cpu µs':>7} {'redis µs':>8}"
+        f"{'case':<15} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'× bare':>7} {'cpu ×':>7} "
+        f"{'srv p99':>8} {'cpu µs':>7} {'redis µs':>8}"
     )
-    base = statistics.median(r.rps for r in results["bare HGETALL"])
+    bare_loads = results["bare HGETALL"]
+    bare_cpu = (cpu["bare HGETALL"] + redis_cpu["bare HGETALL"]) / sum(r.requests for r in bare_loads)
     for name, loads in results.items():
         rps, done = statistics.median(r.rps for r in loads), sum(r.requests for r in loads)
-        ratio = "-" if cases[name].paced else f"{rps / base:.2f}"
+        # Each round's ratio to the bare run just before it, so a drift of the machine's speed over the rounds
+        # cancels out; then their median.
+        ratio = statistics.median(load.rps / bare.rps for load, bare in zip(loads, bare_loads, strict=True))
+        cpu_ratio = bare_cpu / ((cpu[name] + redis_cpu[name]) / done)
         print(
             f"{name:<15} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
             f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
-            f"{ratio:>7} {_or_dash(_p99(served[name])):>8} {cpu[name] / done * 1e6:>7.0f} {redis_cpu[name] / done * 1e6:>8.0f}"
+            f"{'-' if cases[name].paced else f'{ratio:.2f}':>7} {'-' if cases[name].paced else f'{cpu_ratio:.2f}':>7} "
+            f"{_or_dash(_p99(served[name])):>8} {cpu[name] / done * 1e6:>7.0f} {redis_cpu[name] / done * 1e6:>8.0f}"
         )
 
 
