@@ -80,6 +80,16 @@ def test_a_value_redis_py_refuses_is_refused(value):
         recorder.encoded()
 
 
+def test_text_redis_py_cannot_encode_is_refused_with_its_error(redis_client):
+    lone = "docs/caf\udce9.md"  # a lone surrogate: no UTF-8 form
+    with pytest.raises(UnicodeEncodeError):
+        redis_client.set("k", lone)
+    recorder = CommandRecorder()
+    cast(Any, recorder).set("k", lone)
+    with pytest.raises(UnicodeEncodeError):
+        recorder.encoded()
+
+
 def _masked(recorder: CommandRecorder, rq_id: str) -> list:
     """The recorded commands with the RQ job's id and timestamps (new at each enqueue) masked."""
     stamp = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z")
