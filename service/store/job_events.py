@@ -53,8 +53,7 @@ class EventLog:
 
     def append(self, pipe, job: Job, kind: EventType, **extra) -> None:
         """Queue one event of `job` on `pipe` (a MULTI pipeline or a client): the job record plus `extra`."""
-        data = {**job.to_api(), **extra}
-        fields = {"type": kind.value, "ts": now_iso(), "data": fastjson.dumps(data).decode()}
+        fields = entry_fields(kind, now_iso(), {**job.to_api(), **extra})
         pipe.xadd(stream_key(job.id), fields, maxlen=self._retention, approximate=True)
         if job.status is JobStatus.ARCHIVED:
             self._expire(pipe, job.id)
@@ -94,6 +93,11 @@ class EventLog:
         return [
             decode_entry(job_id, entry_id, fields) for _key, entries in (reply or []) for entry_id, fields in entries
         ]
+
+
+def entry_fields(kind: EventType, stamp: str, data: dict) -> dict[str, str]:
+    """The fields of a stream (or outbox) entry for an event of `kind` at `stamp` carrying `data`."""
+    return {"type": kind.value, "ts": stamp, "data": fastjson.dumps(data).decode()}
 
 
 def decode_entry(job_id: str, entry_id, fields: dict) -> JobEvent:

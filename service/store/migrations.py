@@ -5,7 +5,6 @@ record done in the same transaction (a progress set per step), so a migration cu
 record once. The version moves on only when every step is through; one migration runs at a time (a lock).
 """
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from service.clock import now, parse_iso
 from service.job_events import EventType
 from service.models import ApiKey, Job, JobStatus, Message, MessageStatus, Project, Role
 from service.store.codec import dump, load
+from service.store.job_events import entry_fields
 from service.store.jobkeys import conversation_key, job_key, message_key, run_lock_key, stream_key
 from service.store.replies import text, transaction
 from service.store.schema import CURRENT_VERSION, SCHEMA_KEY, SchemaMismatch, SchemaState, stamp_new, status
@@ -289,8 +289,7 @@ def _history(job: Job) -> list[tuple[str, dict]]:
 
 
 def _event(kind: EventType, stamp: str, job: Job) -> dict:
-    data = {**job.to_api(), "backfilled": True}
-    return {"type": kind.value, "ts": stamp, "data": json.dumps(data, separators=(",", ":"))}
+    return entry_fields(kind, stamp, {**job.to_api(), "backfilled": True})
 
 
 def _ms(stamp: str) -> int:
