@@ -270,10 +270,11 @@ def main() -> None:
         # cancels out; then their median.
         ratio = statistics.median(load.rps / bare.rps for load, bare in zip(loads, bare_loads, strict=True))
         cpu_ratio = bare_cpu / ((cpu[name] + redis_cpu[name]) / done)
+        shown = ("-", "-") if cases[name].paced else (f"{ratio:.2f}", f"{cpu_ratio:.2f}")
         print(
             f"{name:<15} {rps:>8.0f} {statistics.median(r.p50_ms for r in loads):>8.2f} "
             f"{statistics.median(r.p99_ms for r in loads):>8.2f} {sum(r.errors for r in loads):>7} "
-            f"{'-' if cases[name].paced else f'{ratio:.2f}':>7} {'-' if cases[name].paced else f'{cpu_ratio:.2f}':>7} "
+            f"{shown[0]:>7} {shown[1]:>7} "
             f"{_or_dash(_p99(served[name])):>8} {cpu[name] / done * 1e6:>7.0f} {redis_cpu[name] / done * 1e6:>8.0f}"
         )
 
