@@ -7,6 +7,10 @@ install valgrind`); about a minute per case. Each case calls the WSGI app in one
 and once with `--requests` requests after the same warm-up, and reports the difference per request. Counted: the
 Python process's own user-space instructions (Flask, Copydesk, redis-py). Not counted: the kernel (sockets),
 Redis, gunicorn and gevent, which bench/api.py's CPU figures include.
+
+`--cache-sim` adds the level-1 cache misses per request (instruction and data, in callgrind's model of this
+machine's caches). Instructions alone understate what a request costs in time: a miss costs about as much as ten
+instructions, and a path that touches more code and objects than the bare app misses proportionally more.
 """
 
 import argparse
@@ -29,6 +33,11 @@ WARM_UP = 200
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="also count level-1 cache misses (callgrind's model of this machine's caches; about 3x slower)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -36,26 +45,39 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         sys.exit("bench/api_instructions.py needs valgrind: apt-get install valgrind")
-    counts = {
-        case: (_count(index, args.requests) - _count(index, 0)) / args.requests for index, case in enumerate(CASES)
-    }
+    counts = {}
+    for index, case in enumerate(CASES):
+        served, idle = _count(index, args.requests, args.cache_sim), _count(index, 0, args.cache_sim)
+        counts[case] = {event: (served[event] - idle[event]) / args.requests for event in served}
     print(f"user-space instructions per request, {args.requests} requests after {WARM_UP} of warm-up (callgrind)")
-    print(f"{'case':<15} {'instructions':>12} {'× bare':>7}")
+    misses = " ".join(f"{heading:>10}" for heading in ("I1 misses", "D1 misses", "× bare")) if args.cache_sim else ""
+    print(f"{'case':<15} {'instructions':>12} {'× bare':>7} {misses}")
+    bare = counts[CASES[0]]
     for case, count in counts.items():
-        print(f"{case:<15} {count:>12,.0f} {counts[CASES[0]] / count:>7.2f}")
+        line = f"{case:<15} {count['Ir']:>12,.0f} {bare['Ir'] / count['Ir']:>7.2f}"
+        if args.cache_sim:
+            line += f" {count['I1mr']:>10,.0f} {count['D1mr'] + count['D1mw']:>10,.0f} {_l1(bare) / _l1(count):>10.2f}"
+        print(line)
 
 
-def _count(case: int, requests: int) -> int:
-    """Instructions callgrind collects in a child serving `requests` requests of case `case`."""
+def _l1(count: dict[str, float]) -> float:
+    return count["I1mr"] + count["D1mr"] + count["D1mw"]
+
+
+def _count(case: int, requests: int, cache_sim: bool) -> dict[str, int]:
+    """The events callgrind collects (Ir: instructions; with `cache_sim` the cache misses, I1mr, D1mr, D1mw, ...)
+    in a child serving `requests` requests of case `case`."""
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out"]
+        argv += ["--cache-sim=yes"] if cache_sim else []
         argv += [sys.executable, __file__, "--child", str(case), str(requests)]
         # A fixed hash seed: string hashing decides dict layouts, and with them a few instructions per request.
         done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
+        events = re.search(r"^events: (.+)$", Path(tmp, "out").read_text(), re.M) if done.returncode == 0 else None
+    found = re.search(r"Collected : ([\d ]+)", done.stderr)
+    if events is None or found is None:
         sys.exit(f"the {CASES[case]} child failed:\n{done.stderr[-3000:]}")
-    return int(found[1])
+    return dict(zip(events[1].split(), map(int, found[1].split()), strict=True))
 
 
 def serve(case: str, requests: int) -> None:
