@@ -4,6 +4,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
     link and keep serving until interrupted.
     """
     with ExitStack() as stack:
+        stack.enter_context(_interrupted_by(signal.SIGTERM, signal.SIGHUP))
         root = Path(tempfile.mkdtemp(prefix="copydesk-demo-"))
         if not keep:
             stack.callback(shutil.rmtree, root, ignore_errors=True)
@@ -105,6 +107,23 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
         if serve:
             _serve_dashboard(ctx, settings)
         return 0 if job["status"] == "completed" else 1
+
+
+@contextmanager
+def _interrupted_by(*signals: signal.Signals):
+    """While inside, these signals stop the demo as Ctrl-C does. A `kill` or a closed terminal reaches only this
+    process, and would otherwise end it at once, leaving its web server and worker running and its records in
+    Redis."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, interrupt) for number in signals}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _leave(ctx: context.Context, run: DemoRun, root: Path, keep: bool) -> None:

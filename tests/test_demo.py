@@ -2,12 +2,16 @@
 
 import os
 import re
+import signal
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from rq import Queue, Worker
 
 from tests.harness import wait_until
+from tests.process_guard import live_children
 from tests.web_process import COPYDESK
 
 # Tens of seconds in all: handed to a test process first (tests/scheduling.py).
@@ -70,3 +74,36 @@ def test_the_scripted_demo_says_the_scripted_model_made_its_change_and_keep_keep
         assert os.path.isdir(os.path.join(folder, "acme-widgets.git"))
     finally:
         subprocess.run(["rm", "-rf", folder], check=True)
+
+
+def test_a_terminated_demo_stops_its_web_server_and_worker_and_removes_its_records(demo_env, redis_client):
+    # `kill` (SIGTERM) reaches only the demo's own process, not its web server and worker as Ctrl-C in a terminal
+    # does: the demo must stop them itself, and clean up as after Ctrl-C.
+    before = keys(redis_client)
+    proc = subprocess.Popen(
+        [COPYDESK, "demo", "--serve"], env=demo_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: list[str] = []
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 180
+        while not any("Ctrl-C" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line and time.monotonic() < deadline, "".join(lines)
+            lines.append(line)
+        children = list(live_children(proc.pid))
+        assert len(children) == 2, children  # the web server and the worker
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        left = [pid for pid in children if Path(f"/proc/{pid}").exists()]
+        for pid in left:  # what a demo that did not stop them left running
+            os.kill(pid, signal.SIGKILL)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0, out
+    assert "Stopping the demo." in out and "Removed the demo's project, key and records" in out
+    assert not left, out
+    project = re.search(r"Project\s+(prj_\w+)", out).group(1)
+    assert not [k for k in keys(redis_client) - before if project in k]
