@@ -130,6 +130,18 @@ class _BurstWorker(rq.SimpleWorker):
         pass
 
 
+def lines_until(stream, marker: str, timeout: float) -> list[str]:
+    """The lines a process writes to `stream` (a text pipe) up to and including the first that holds `marker`;
+    fails, with what was read, if the stream ends first or `timeout` seconds pass."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not lines or marker not in lines[-1]:
+        line = stream.readline()
+        assert line and time.monotonic() < deadline, "".join(lines)
+        lines.append(line)
+    return lines
+
+
 def drain_queues(redis_client, queue_name: str) -> None:
     """Run a worker in this process on the GitHub events, webhook attempts and runs queues of `queue_name`, in
     the order `copydesk worker` serves them, until they are empty."""

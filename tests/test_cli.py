@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 import requests
@@ -13,6 +12,7 @@ import requests
 from service.workspace.git import Git
 from tests.cli_process import run_in_process
 from tests.flow_scripts import FAQ, finish
+from tests.harness import lines_until
 from tests.web_process import COPYDESK
 
 
@@ -123,13 +123,8 @@ def test_demo_runs_a_job_end_to_end_shows_the_diff_and_a_dashboard_link(redis_ur
         stderr=subprocess.STDOUT,
         text=True,
     )
-    lines = []
     try:
-        deadline = time.monotonic() + 180
-        while not any("Ctrl-C" in line for line in lines):
-            line = proc.stdout.readline()
-            assert line and time.monotonic() < deadline, "".join(lines)
-            lines.append(line)
+        lines = lines_until(proc.stdout, "Ctrl-C", 180)
         out = "".join(lines)
         link = next(line.strip() for line in lines if "/dashboard/login/link?token=" in line)
         browser = requests.Session()

@@ -4,13 +4,12 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from rq import Queue, Worker
 
-from tests.harness import wait_until
+from tests.harness import lines_until, wait_until
 from tests.process_guard import live_children
 from tests.web_process import COPYDESK
 
@@ -86,11 +85,7 @@ def test_a_terminated_demo_stops_its_web_server_and_worker_and_removes_its_recor
     lines: list[str] = []
     children: list[int] = []
     try:
-        deadline = time.monotonic() + 180
-        while not any("Ctrl-C" in line for line in lines):
-            line = proc.stdout.readline()
-            assert line and time.monotonic() < deadline, "".join(lines)
-            lines.append(line)
+        lines = lines_until(proc.stdout, "Ctrl-C", 180)
         children = list(live_children(proc.pid))
         assert len(children) == 2, children  # the web server and the worker
         proc.send_signal(signal.SIGTERM)
