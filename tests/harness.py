@@ -14,7 +14,6 @@ from werkzeug.serving import make_server
 from bot import context
 from service.queues import worker_queues
 from service.settings import Settings
-from tests.conftest import free_port
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
@@ -35,9 +34,11 @@ class LiveServer:
         self, app, port: int | None = None, *, host: str = "127.0.0.1", ssl_context: ssl.SSLContext | None = None
     ) -> None:
         self.host = host
-        self.port = port or free_port()
         self.scheme = "https" if ssl_context else "http"
-        self._server = make_server(host, self.port, app, threaded=True, ssl_context=ssl_context)
+        # Without a given port the socket takes one itself (0): a port picked free beforehand can be taken by
+        # another process before the bind, which failed a whole module's set-up.
+        self._server = make_server(host, port or 0, app, threaded=True, ssl_context=ssl_context)
+        self.port = self._server.server_port
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
