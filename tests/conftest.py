@@ -195,11 +195,11 @@ def stack_factory(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator
         def build(**overrides) -> Stack:
             script_path = tmp_path / "script.json"
             script_path.write_text('{"runs": []}')
-            port = free_port()
+            server = running.enter_context(LiveServer())  # bound first: its URL goes into the settings
             settings = Settings(
                 redis_url=redis_url,
                 data_dir=tmp_path / "data",
-                base_url=f"http://127.0.0.1:{port}",
+                base_url=server.url,
                 model=f"scripted:{script_path}",
             )
             settings = settings.with_overrides(**overrides)
@@ -207,7 +207,7 @@ def stack_factory(redis_url, tmp_path, make_repo, monkeypatch, openapi_validator
             repo = make_repo(DOCS)
             project = ctx.local.register(ctx.services.projects, path=repo, ref="main")
             _key, plaintext = ctx.services.keys.create(account="local", name="tests")
-            server = running.enter_context(LiveServer(create_app(settings, ctx), port))
+            server.mount(create_app(settings, ctx))
             api = CheckedSession(server.url, openapi_validator)
             api.headers["Authorization"] = f"Bearer {plaintext}"
             built = Stack(

@@ -17,7 +17,7 @@ from bot import context
 from bot.app import create_app
 from bot.dashboard.operator import issue_login_link
 from service.settings import Settings
-from tests.conftest import DOCS, free_port
+from tests.conftest import DOCS
 from tests.harness import LiveServer, drain_queues
 
 
@@ -132,8 +132,8 @@ def dash(github, redis_url, tmp_path, make_repo, monkeypatch):
     github.add_user("dave")
     script_path = tmp_path / "script.json"
     script_path.write_text('{"runs": []}')
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    server = LiveServer()  # bound first: its URL goes into the settings and the OAuth callback
+    base = server.url
     github.oauth_callback = f"{base}/dashboard/login/github/callback"
     # On top of what the test set in the environment (e.g. COPYDESK_WEBHOOK_ALLOW_PRIVATE).
     settings = Settings.from_env().with_overrides(
@@ -169,7 +169,7 @@ def dash(github, redis_url, tmp_path, make_repo, monkeypatch):
             host_data={"installation_id": installs[account], "repository_id": repo.id},
         )
     projects["local"] = ctx.local.register(ctx.services.projects, path=make_repo(DOCS, name="widgets"), ref="main")
-    with LiveServer(create_app(settings, ctx), port):
+    with server.mount(create_app(settings, ctx)):
         yield Dash(github, ctx, base, script_path, projects)
 
 

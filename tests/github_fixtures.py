@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from bot import context
 from bot.app import create_app
 from service.settings import Settings
-from tests.conftest import DOCS, free_port
+from tests.conftest import DOCS
 from tests.fsck_check import assert_copydesk_commits_pass_fsck
 from tests.github_emulator import GitHubEmulator, TestApp
 from tests.harness import CheckedSession, LiveServer, drain_queues
@@ -74,12 +74,12 @@ def gh_stack(github, redis_url, tmp_path, monkeypatch):
             github.set_permission(REPO, "rita", "read")
             script_path = tmp_path / "script.json"
             script_path.write_text('{"runs": []}')
-            port = free_port()
+            server = running.enter_context(LiveServer())  # bound first: its URL goes into the settings
             env = {
                 **Settings(
                     redis_url=redis_url,
                     data_dir=tmp_path / "data",
-                    base_url=f"http://127.0.0.1:{port}",
+                    base_url=server.url,
                     model=f"scripted:{script_path}",
                 ).to_env(),
                 "GITHUB_APP_ID": str(github.app.id),
@@ -93,7 +93,7 @@ def gh_stack(github, redis_url, tmp_path, monkeypatch):
                 monkeypatch.setenv(name, value)  # the worker's task builds its context from the environment
             settings = Settings.from_env()
             ctx = context.build(settings)
-            server = running.enter_context(LiveServer(create_app(settings, ctx), port))
+            server.mount(create_app(settings, ctx))
             github.deliver_to(f"{server.url}/github/webhooks")
             return GitHubStack(github, ctx, server.url, env, script_path)
 

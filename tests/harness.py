@@ -28,10 +28,15 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
 
 class LiveServer:
     """A WSGI app served on 127.0.0.1 (or another loopback `host`) from a background thread, over TLS with
-    `ssl_context`."""
+    `ssl_context`. An app that needs the server's URL to be built is given later with `mount`."""
 
     def __init__(
-        self, app, port: int | None = None, *, host: str = "127.0.0.1", ssl_context: ssl.SSLContext | None = None
+        self,
+        app=None,
+        port: int | None = None,
+        *,
+        host: str = "127.0.0.1",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.scheme = "https" if ssl_context else "http"
@@ -44,6 +49,11 @@ class LiveServer:
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
+
+    def mount(self, app) -> "LiveServer":
+        """Serve `app` from now on (the socket is already bound, so its URL could go into the app's settings)."""
+        self._server.app = app
+        return self
 
     def __enter__(self) -> "LiveServer":
         self._thread.start()

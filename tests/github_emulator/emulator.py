@@ -10,7 +10,7 @@ watch what Copydesk asked of GitHub and which webhooks went out.
 
 from pathlib import Path
 
-from tests.conftest import commit_files, free_port
+from tests.conftest import commit_files
 from tests.github_emulator import payloads, routes_checks
 from tests.github_emulator.app import TestApp
 from tests.github_emulator.faults import Fault, Faults
@@ -51,8 +51,8 @@ class GitHubEmulator:
         self.faults = Faults()
         self.requests: list[LoggedRequest] = []
         self.hooks = WebhookSender(app.id, hook_id=self.state.new_id())
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
+        self._server = LiveServer()  # bound first: the rendered payloads carry its URL
+        self.url = self._server.url
         self.render = Renderer(self.state, app, self.url)
         self.state.user(app.owner)
         self.state.user(app.bot_login, "Bot")
@@ -60,7 +60,7 @@ class GitHubEmulator:
         # The longest pull request diff GitHub shows (larger ones answer 406); tests lower them.
         self.max_diff_lines = 20000
         self.max_diff_files = 300
-        self._server = LiveServer(create_app(self), port)
+        self._server.mount(create_app(self))
 
     def __enter__(self) -> "GitHubEmulator":
         self._server.__enter__()
