@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import redis
 import rq
 from rq.job import Job as RQJob
+from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
 
 from service.queues import worker_queues
 from service.services import Services
@@ -67,7 +68,8 @@ def _job_ids(client: redis.Redis, project_id: str) -> list[str]:
 
 
 def _remove_queues(client: redis.Redis, names: tuple[str, ...]) -> int:
-    """Delete the queues and every job RQ still keeps of them (queued, finished, failed...)."""
+    """Delete the queues, every job RQ still keeps of them (queued, finished, failed...) and the registrations of
+    the demo's workers, which were stopped already: one stopped hard (a second signal) never unregisters itself."""
     removed = 0
     for name in names:
         queue = rq.Queue(name, connection=client)
@@ -86,4 +88,17 @@ def _remove_queues(client: redis.Redis, names: tuple[str, ...]) -> int:
                 removed += 1
         removed += queue.count
         queue.delete(delete_jobs=True)
+        removed += _unregister_workers(client, name)
     return removed
+
+
+def _unregister_workers(client: redis.Redis, queue_name: str) -> int:
+    """Drop the workers listed for `queue_name` from RQ's registries; none of them has an expiry."""
+    listed = WORKERS_BY_QUEUE_KEY % queue_name
+    workers = client.smembers(listed)
+    with client.pipeline() as pipe:
+        if workers:
+            pipe.srem(REDIS_WORKER_KEYS, *workers)
+            pipe.delete(*workers)  # each worker's own hash: it would expire, but the demo leaves nothing behind
+        pipe.delete(listed)
+        return int(pipe.execute()[-1])

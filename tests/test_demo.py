@@ -75,12 +75,18 @@ def test_the_scripted_demo_says_the_scripted_model_made_its_change_and_keep_keep
         subprocess.run(["rm", "-rf", folder], check=True)
 
 
-def test_a_terminated_demo_stops_its_web_server_and_worker_and_removes_its_records(demo_env, redis_client):
-    # `kill` (SIGTERM) reaches only the demo's own process, not its web server and worker as Ctrl-C in a terminal
-    # does: the demo must stop them itself, and clean up as after Ctrl-C.
+@pytest.mark.parametrize("stop", ["kill", "ctrl-c"])
+def test_a_stopped_demo_stops_its_web_server_and_worker_and_leaves_nothing_behind(stop, demo_env, redis_client):
+    # `kill` (SIGTERM) reaches only the demo's own process: the demo must stop its web server and worker itself.
+    # Ctrl-C in a terminal reaches the whole process group, so the worker is told to stop twice.
     before = keys(redis_client)
     proc = subprocess.Popen(
-        [COPYDESK, "demo", "--serve"], env=demo_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [COPYDESK, "demo", "--serve"],
+        env=demo_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        process_group=0,
     )
     lines: list[str] = []
     children: list[int] = []
@@ -88,7 +94,10 @@ def test_a_terminated_demo_stops_its_web_server_and_worker_and_removes_its_recor
         lines = lines_until(proc.stdout, "Ctrl-C", 180)
         children = list(live_children(proc.pid))
         assert len(children) == 2, children  # the web server and the worker
-        proc.send_signal(signal.SIGTERM)
+        if stop == "kill":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)
     finally:
         proc.kill()
@@ -100,5 +109,11 @@ def test_a_terminated_demo_stops_its_web_server_and_worker_and_removes_its_recor
     assert proc.returncode == 0, out
     assert "Stopping the demo." in out and "Removed the demo's project, key and records" in out
     assert not left, out
+    # What any Copydesk on this Redis keeps: the schema stamp, the event outbox (none of the demo's events), the
+    # workers' shared sweep turn. Anything else of the demo's must expire by itself.
+    left_keys = keys(redis_client) - before - {"cd:schema", "cd:events:outbox", "rq:clean_groups"}
+    assert all(redis_client.ttl(k) != -1 for k in left_keys), {k: redis_client.ttl(k) for k in left_keys}
     project = re.search(r"Project\s+(prj_\w+)", out).group(1)
-    assert not [k for k in keys(redis_client) - before if project in k]
+    assert not [k for k in left_keys if project in k]
+    assert project.encode() not in b"".join(v for _, e in redis_client.xrange("cd:events:outbox") for v in e.values())
+    assert not redis_client.smembers("rq:workers")
