@@ -24,8 +24,11 @@ class FastJSONProvider(DefaultJSONProvider):
         return super().loads(s, **kwargs) if kwargs else fastjson.loads(s)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
-        obj = self._prepare_response_obj(args, kwargs)
-        pretty = self.compact is False or (self.compact is None and self._app.debug)
-        body = fastjson.dumps(obj, indent=pretty, default=self.default) + b"\n"
+        body = self.body(self._prepare_response_obj(args, kwargs))
         # Typed as the sans-I/O app, whose response takes no body; the provider is only ever given a Flask app.
         return cast(Flask, self._app).response_class(body, mimetype=self.mimetype)
+
+    def body(self, obj: Any) -> bytes:
+        """The body `jsonify(obj)` answers with (indented in debug mode, as Flask's)."""
+        pretty = self.compact is False or (self.compact is None and self._app.debug)
+        return fastjson.dumps(obj, indent=pretty, default=self.default) + b"\n"
