@@ -7,7 +7,7 @@ from flask import Flask, jsonify
 from bot import context, dashboard, edge, metrics_route
 from bot.door_limits import DoorLimits
 from bot.github import inbound, registration
-from service.api import durable_writes, job_reads, problems
+from service.api import durable_writes, hot_paths, problems
 from service.api.automation_routes import bp as automations_api
 from service.api.json_provider import FastJSONProvider
 from service.api.openapi import openapi_document
@@ -39,7 +39,7 @@ def create_app(settings: Settings | None = None, ctx: context.Context | None = N
         retry_after=settings.sse_keepalive_seconds,
     )
     problems.register(app)
-    job_reads.install(app, ctx.services)  # before the Edge, which must see every response
+    hot_paths.install(app, ctx.services)  # before the Edge, which must see every response
     github = ctx.github_settings
     # The registration page posts its manifest to GitHub, the one other place a form here may go.
     edge.install(app, form_targets=(github.web_url,))

@@ -7,76 +7,31 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from service import intake
 from service.api import body as bodies
-from service.api import streams
+from service.api import create, streams
 from service.api.access import Access
 from service.api.access import access as _access
 from service.api.access import caller as _caller
 from service.api.access import services as _services
-from service.errors import InvalidRequest, ProjectNotFound
 from service.intake import QuotaSpent
 from service.models import Job
 from service.store.jobs import add_usage, remaining_budget
-from service.store.ratelimit import Quota
 from service.store.usage import hosts_of
 
 bp = Blueprint("agent_api", __name__, url_prefix="/v2/agent")
 
 
-def _quota_headers(quota: Quota) -> dict[str, str]:
-    return {
-        "RateLimit-Limit": str(quota.limit),
-        "RateLimit-Remaining": str(quota.remaining),
-        "RateLimit-Reset": str(quota.reset_seconds),
-    }
-
-
-def _with_quota(exc: QuotaSpent) -> QuotaSpent:
-    exc.headers.update(_quota_headers(exc.quota))
-    return exc
-
-
 @bp.post("/<project_id>/job")
 def create_job(project_id: str) -> Response:
-    """Two Redis round trips: the key check with the project read, and the create script (cap, idempotency,
-    quota, writes, the event and the run's enqueue); a replay reads the earlier job, a third."""
-    services = _services()
-    try:
-        granted = _access(project_id)
-    except ProjectNotFound as exc:
-        # The anchor service's description of create has no 404: an unknown project is a bad request there.
-        raise InvalidRequest(f"{exc.detail} (or not one this key may use)", field="projectId") from None
-    key, project = granted.key, granted.project
-    intake.ensure_open(project)  # before the body is read, as the API always did
-    body = bodies.read_object(request, services.settings.max_body_bytes)
-    create = bodies.parse_create(body, services.settings)
-    claim = bodies.idempotency_claim(request.headers.get("Idempotency-Key"), body, key.account, project.id)
-    new = intake.NewJob(
-        prompt=create.prompt,
-        model=create.model,
-        ref=create.ref or project.ref,
-        as_draft=create.as_draft,
-        max_tokens=create.max_tokens or project.max_tokens,
-        key_id=key.id,
-        idempotency=claim,
-    )
-    try:
-        accepted = intake.create(services, project, new)
-    except QuotaSpent as exc:
-        raise _with_quota(exc) from None
-    return _created(accepted.job, _quota_headers(accepted.quota) if accepted.quota else {})
+    accepted = create.accept(_services(), request, project_id)
+    response = jsonify(accepted.job.to_api())
+    response.status_code = 201
+    response.headers.update(create.created_headers(accepted))
+    return response
 
 
 def _job_of(granted: Access) -> Job:
     assert granted.job is not None  # access() was given a job id
     return granted.job
-
-
-def _created(job: Job, headers: dict[str, str]) -> Response:
-    response = jsonify(job.to_api())
-    response.status_code = 201
-    response.headers["Location"] = f"/v2/agent/{job.project_id}/job/{job.id}"
-    response.headers.update(headers)
-    return response
 
 
 @bp.post("/<project_id>/job/<job_id>/message")
@@ -89,9 +44,9 @@ def send_message(project_id: str, job_id: str) -> Response:
     try:
         accepted = intake.follow_up(services, project, job, prompt, key_id=key.id, interrupt=interrupt)
     except QuotaSpent as exc:
-        raise _with_quota(exc) from None
+        raise create.with_quota(exc) from None
     response = jsonify(accepted.job.to_api())
-    response.headers.update(_quota_headers(accepted.quota) if accepted.quota else {})
+    response.headers.update(create.quota_headers(accepted.quota))
     return response
 
 
