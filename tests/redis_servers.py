@@ -21,38 +21,64 @@ class RedisStartError(RuntimeError):
 def running_redis(workdir: Path, *args: str, port: int | None = None) -> Iterator[str]:
     """Run redis-server on 127.0.0.1 with extra `args` (e.g. `--maxmemory-policy allkeys-lru`) and its files in
     `workdir`; yield its base URL (`redis://127.0.0.1:PORT`), stop it on exit."""
-    from tests.conftest import free_port
-
     binary = shutil.which("redis-server")
     if binary is None:
         raise RedisStartError("redis-server is not installed; .ci/run installs it (apt-get install redis-server)")
-    port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
+    # A port picked free can be taken before redis-server binds it, even by another test's redis-server, which
+    # would then answer in its place: a chosen port is tried a few times, and only this process's answer counts.
+    for _ in range(1 if port else 5):
+        chosen = port or _free_port()
+        proc = subprocess.Popen(
+            [binary, "--port", str(chosen), "--bind", "127.0.0.1", "--dir", str(workdir), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            if _serving(proc, chosen, args):
+                break
+        except BaseException:
+            _stop(proc)
+            raise
+        _stop(proc)
+    else:
+        raise RedisStartError(f"redis-server {' '.join(args)} found no free port")
     try:
+        yield f"redis://127.0.0.1:{chosen}"
+    finally:
+        _stop(proc)
+
+
+def _free_port() -> int:
+    from tests.conftest import free_port
+
+    return free_port()
+
+
+def _serving(proc: subprocess.Popen, port: int, args: tuple[str, ...]) -> bool:
+    """Whether `proc` answers on `port` (False: it could not bind it); RedisStartError after 10 s."""
+    deadline = time.monotonic() + 10
+    with redis.Redis(port=port, socket_timeout=5) as client:
         while True:
             try:
-                client.ping()
-                break
+                if int(client.info("server")["process_id"]) == proc.pid:
+                    return True
             except redis.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RedisStartError(f"redis-server {' '.join(args)} did not start") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}"
-    finally:
-        client.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+                pass
+            if proc.poll() is not None:
+                return False
+            if time.monotonic() > deadline:
+                raise RedisStartError(f"redis-server {' '.join(args)} did not start")
+            time.sleep(0.05)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def ha_node(replicas: int = 1) -> tuple[str, ...]:

@@ -43,6 +43,11 @@ class WebServer:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"copydesk web exited {self._proc.returncode}: {self.log()[-2000:]}")
+            # Its own line first: a port picked free may have been taken since, and another test's server would
+            # answer /healthz in its place while gunicorn retries the bind.
+            if f"Listening at: {self.url} " not in self.log():
+                time.sleep(0.1)
+                continue
             try:
                 if requests.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return self
