@@ -6,11 +6,14 @@ requests, ssl) is imported, which is why `copydesk web` starts this module in a 
 
 import argparse
 import gc
+import logging
 import os
+import socket
 import sys
 
 from gunicorn.app.base import BaseApplication
 
+from bot import logs  # the standard library's logging and threading only, which gevent patches in place
 from service.settings import Settings
 
 WORKER_CLASSES = ("gevent", "gthread")  # gthread: the thread-per-connection model, kept for the benchmark
@@ -45,6 +48,11 @@ def options(*, host: str, port: int, workers: int, worker_class: str = "gevent",
         "logger_class": "bot.accesslog.JsonLogger" if json_logs else "bot.accesslog.RedactingLogger",
         # gunicorn >= 25.1 opens a control socket at one path per user: two servers would fight over it.
         "control_socket_disable": True,
+        # Each worker listens on a socket of its own (SO_REUSEPORT) and the kernel spreads new connections over
+        # them by their addresses. On one shared socket, the worker already running accepted a burst of
+        # connections before the others woke: wrk's 16 keep-alive connections sat on 1 or 2 of 4 workers while
+        # the rest idled. The price: connections still queued on a worker's socket when it dies are reset.
+        "reuse_port": True,
     }
     if worker_class == "gevent":
         chosen["worker_connections"] = WORKER_CONNECTIONS
@@ -74,7 +82,6 @@ class _Gunicorn(BaseApplication):
 
     def load(self):
         # Imported here, in the worker, after gevent has patched sockets, ssl and threads.
-        from bot import logs
         from bot.app import create_app
         from service import metrics
 
@@ -107,6 +114,22 @@ def serve(*, host: str, port: int, workers: int, worker_class: str = "gevent") -
     os.execv(sys.executable, argv)
 
 
+def ensure_free(host: str, port: int) -> None:
+    """Exit with an error when something listens on `host`:`port` already. The workers bind it with SO_REUSEPORT,
+    which another server of this user doing the same would share with them instead of refusing."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn's: a TIME_WAIT does not count
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise SystemExit(f"copydesk web: error: cannot listen on {_url(host, port)}: {exc.strerror}") from None
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run gunicorn with the app until interrupted."""
     parser = argparse.ArgumentParser(prog="python -m bot.web")
@@ -116,6 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
+    ensure_free(args.host, args.port)
+    logs.configure(settings.log_json)
+    # gunicorn's own "Listening at" line names no address when each worker binds its own socket.
+    logging.getLogger("copydesk.web").info("listening on %s (%d workers)", _url(args.host, args.port), args.workers)
     chosen = options(
         host=args.host,
         port=args.port,

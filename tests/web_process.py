@@ -33,6 +33,21 @@ class WebServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def connections_per_worker(self) -> dict[int, int]:
+        """How many established connections on its port each gunicorn worker holds (Linux: read from /proc)."""
+        assert self._proc is not None
+        children = Path(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children").read_text().split()
+        inodes = set()
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == self.port and fields[3] == "01":  # local port; ESTABLISHED
+                inodes.add(fields[9])
+        held = {}
+        for pid in map(int, children):
+            links = (os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir())
+            held[pid] = sum(1 for link in links if link.startswith("socket:[") and link[8:-1] in inodes)
+        return held
+
     def __enter__(self) -> "WebServer":
         log = open(self.log_path, "ab")
         # Its own process group, so that `crash` reaches gunicorn's workers too; not a session of its own, which
@@ -44,8 +59,8 @@ class WebServer:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"copydesk web exited {self._proc.returncode}: {self.log()[-2000:]}")
             # Its own line first: a port picked free may have been taken since, and another test's server would
-            # answer /healthz in its place while gunicorn retries the bind.
-            if f"Listening at: {self.url} " not in self.log():
+            # answer /healthz in its place (`copydesk web` checks the port is free before it says so).
+            if f"listening on {self.url} " not in self.log():
                 time.sleep(0.1)
                 continue
             try:
