@@ -26,6 +26,17 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
     return value
 
 
+def within_one_window(window_seconds: int, needed: float) -> None:
+    """Return once the current fixed rate-limit window (service.store.ratelimit: aligned to the clock) has
+    `needed` seconds left, so that what a test counts next falls in one window."""
+
+    def left() -> float:
+        return window_seconds - time.time() % window_seconds
+
+    if left() < needed:
+        wait_until(lambda: left() >= needed, needed + 1, "the next rate-limit window")
+
+
 class LiveServer:
     """A WSGI app served on 127.0.0.1 (or another loopback `host`) from a background thread, over TLS with
     `ssl_context`. An app that needs the server's URL to be built is given later with `mount`."""
