@@ -55,9 +55,10 @@ def _free_port() -> int:
     return free_port()
 
 
-def _serving(proc: subprocess.Popen, port: int, args: tuple[str, ...]) -> bool:
-    """Whether `proc` answers on `port` (False: it could not bind it); RedisStartError after 10 s."""
-    deadline = time.monotonic() + 10
+def _serving(proc: subprocess.Popen, port: int, args: tuple[str, ...] | list[str], timeout: float = 10) -> bool:
+    """Whether `proc` answers on `port` (False: it exited first, e.g. could not bind it); RedisStartError after
+    `timeout` seconds. Refused connections and a server still loading its files are waited out."""
+    deadline = time.monotonic() + timeout
     with redis.Redis(port=port, socket_timeout=5) as client:
         while True:
             try:
@@ -153,19 +154,9 @@ class RedisNode:
             ]
         with open(self.workdir / "log", "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        client = self.client()
-        deadline = time.monotonic() + 20
-        try:
-            while True:
-                try:
-                    client.ping()
-                    return self
-                except redis.RedisError:  # refused, or still loading its AOF
-                    if time.monotonic() > deadline or self.proc.poll() is not None:
-                        raise RedisStartError(f"redis-server {' '.join(argv[1:])} did not start") from None
-                    time.sleep(0.05)
-        finally:
-            client.close()
+        if not _serving(self.proc, self.port, argv[1:], timeout=20):
+            raise RedisStartError(f"redis-server {' '.join(argv[1:])} did not start")
+        return self
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -174,11 +165,7 @@ class RedisNode:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+            _stop(self.proc)
 
 
 # A sentinel asks each node for INFO every INFO-PERIOD (10 s), and turns a demoted primary that still says it is a
