@@ -5,12 +5,14 @@ import hashlib
 import re
 import secrets
 import string
+from dataclasses import dataclass
 from datetime import timedelta
 
 from service.clock import iso, now, now_iso
 from service.errors import InvalidRequest, RateLimited, Unauthorized
 from service.models import ApiKey, KeyAccess, KeyEvent
-from service.store.apikeys import ApiKeyStore, KeyCheck
+from service.store.apikeys import ApiKeyStore, Guard, KeyCheck, use_stamps
+from service.store.codec import load
 
 PREFIX = "cdk_"
 _ALPHABET = string.digits + string.ascii_letters
@@ -50,11 +52,33 @@ def expiry_days(text: str | None) -> int | None:
     raise InvalidRequest(f"expiry must be one of {', '.join(map(str, EXPIRY_DAYS))} (days) or never", field="expiry")
 
 
+@dataclass(frozen=True)
+class Seen:
+    """A presented key and another record (as stored; None: missing) as this process last read them, and the guard
+    that confirms, in a create script, that the key still passes and neither record changed since."""
+
+    key: ApiKey
+    record: bytes | None
+    guard: Guard
+
+
+@dataclass(frozen=True)
+class _Read:
+    key_record: bytes
+    key: ApiKey
+    record: bytes | None
+
+
 class ApiKeys:
     """Creates, checks and revokes API keys."""
 
+    SEEN_LIMIT = 1024  # (key, record) pairs `guarded` remembers; the oldest read is forgotten first
+
     def __init__(self, store: ApiKeyStore) -> None:
         self._store = store
+        # Records as read, never trusted as they are: every create checks them again in its script (Guard), so a
+        # revocation or a change still holds from the next request on.
+        self._seen: dict[tuple[str, str], _Read] = {}
 
     def create(
         self,
@@ -126,6 +150,40 @@ class ApiKeys:
         if key is None:
             raise Unauthorized("the API key is not valid or has been revoked")
         return key, records
+
+    def guarded(self, authorization: str | None, record_key: str) -> Seen | None:
+        """The key an `Authorization: Bearer` header names and the record at `record_key`, as this process last
+        read them (read now, without counting a use, the first time), with their guard; None for a header or key
+        that does not pass (`authorize` says why)."""
+        scheme, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        key_id = key_id_of(token) if scheme.lower() == "bearer" else None
+        if key_id is None:
+            return None
+        digest = _digest(token)
+        read = self._seen.get((key_id, record_key))
+        if read is None:
+            check, key_record, record = self._store.records(key_id, digest, record_key)
+            if check is not KeyCheck.OK:
+                return None
+            read = self._remember(key_id, record_key, key_record, record)
+        stamp, cutoff = use_stamps()
+        guard = Guard(key_id, digest, stamp, cutoff, read.key_record, record_key, read.record or b"")
+        return Seen(read.key, read.record, guard)
+
+    def saw(self, guard: Guard, records: tuple[bytes, bytes | None] | None) -> None:
+        """What a guard that did not hold found: the key's record and the other record as they are now, which the
+        next `guarded` starts from (None: the key did not pass; both are read again next time)."""
+        self._seen.pop((guard.key_id, guard.record_key), None)
+        if records is not None:
+            self._remember(guard.key_id, guard.record_key, *records)
+
+    def _remember(self, key_id: str, record_key: str, key_record: bytes, record: bytes | None) -> _Read:
+        if len(self._seen) >= self.SEEN_LIMIT:
+            del self._seen[next(iter(self._seen))]
+        read = _Read(key_record, load(ApiKey, key_record), record)
+        self._seen[(key_id, record_key)] = read
+        return read
 
     def live(self, key_id: str) -> bool:
         """Whether the key still works (not revoked, not expired): long-lived connections ask again."""

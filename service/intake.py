@@ -14,6 +14,7 @@ from service.prompts import check_prompt
 from service.services import Services
 from service.sources import check_source
 from service.store.admission import Gate, Verdict
+from service.store.apikeys import Guard
 from service.store.jobs import IdempotencyClaim
 from service.store.ratelimit import Quota, RateLimiter
 from service.store.usage import cap_keys, cap_reached, month_of
@@ -29,6 +30,15 @@ class QuotaSpent(RateLimited):
             retry_after=quota.reset_seconds,
         )
         self.quota = quota
+
+
+class GuardFailed(Exception):
+    """A create's guard did not hold: its key does not pass (`records` None) or the key's or the project's record
+    changed since they were read (`records`: both as they are now). Nothing was written or counted."""
+
+    def __init__(self, records: tuple[bytes, bytes | None] | None) -> None:
+        super().__init__("the key or the project changed since they were read")
+        self.records = records
 
 
 # What the intake refuses work with (MonthlyBudgetExceeded and QuotaSpent are RateLimited); a door shows these.
@@ -52,6 +62,9 @@ class NewJob:
     # A repository the round may read, never write, at that commit (service.sources); None: none.
     source_repository: str | None = None
     source_commit: str | None = None
+    # The caller's key check, run in the create script against the key and project records the door checked
+    # (service.api.create); GuardFailed when it does not hold.
+    guard: Guard | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,10 @@ def create(services: Services, project: Project, new: NewJob) -> Accepted:
         # The enqueue runs in the create script, with the job's writes or not at all: no job is left unqueued
         # for the recovery sweep, and the create takes one round trip fewer.
         also=services.dispatcher.record_kick,
+        guard=new.guard,
     )
+    if admission.verdict is Verdict.STALE:
+        raise GuardFailed(admission.records)
     if admission.verdict is Verdict.CAPPED:
         raise cap_reached(project.host, project.account, admission.used, admission.cap)
     quota = limiter.quota(admission.verdict is not Verdict.LIMITED, admission.used, reset)

@@ -1,5 +1,5 @@
 """The key check reads a stored key record of any JSON layout alike (the one codec.dump writes and any other), and
-stamps a use with the API's timestamp."""
+stamps a use with the API's timestamp; the records read and a create script's guard check a key as it does."""
 
 import json
 from datetime import UTC, datetime
@@ -8,7 +8,9 @@ import pytest
 
 from service.apikeys import ApiKeys
 from service.clock import iso
-from service.store.apikeys import ApiKeyStore, KeyCheck, use_stamps
+from service.store.admission import Admitter, Verdict
+from service.store.apikeys import ApiKeyStore, Guard, KeyCheck, use_stamps
+from service.store.commands import CommandRecorder
 
 PAST = "2020-01-01T00:00:00.000Z"
 FUTURE = "2999-01-01T00:00:00.000Z"
@@ -52,18 +54,18 @@ def stored(redis_client):
     return store, key, write
 
 
+CHECKS = [
+    ({}, KeyCheck.OK),
+    ({"expires_at": None}, KeyCheck.OK),
+    ({"expires_at": FUTURE, "revoked_at": ""}, KeyCheck.OK),
+    ({"revoked_at": PAST}, KeyCheck.REVOKED),
+    ({"expires_at": PAST}, KeyCheck.EXPIRED),
+    ({"expires_at": None, "revoked_at": PAST}, KeyCheck.REVOKED),
+]
+
+
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize(
-    ("changes", "expected"),
-    [
-        ({}, KeyCheck.OK),
-        ({"expires_at": None}, KeyCheck.OK),
-        ({"expires_at": FUTURE, "revoked_at": ""}, KeyCheck.OK),
-        ({"revoked_at": PAST}, KeyCheck.REVOKED),
-        ({"expires_at": PAST}, KeyCheck.EXPIRED),
-        ({"expires_at": None, "revoked_at": PAST}, KeyCheck.REVOKED),
-    ],
-)
+@pytest.mark.parametrize(("changes", "expected"), CHECKS)
 def test_every_layout_of_a_key_record_is_checked_alike(stored, redis_client, layout, changes, expected):
     store, key, write = stored
     key_id = write(layout, **changes)
@@ -115,3 +117,53 @@ def test_while_redis_takes_no_writes_a_key_is_still_checked_and_its_reads_served
     check, used, records = refusing_writes(["cd:test:missing"])
     assert check is KeyCheck.OK and records == [None]
     assert (used.use_count, used.last_used_at) == (1, counted.last_used_at)
+
+
+def _uses(redis_client, key_id: str) -> int:
+    return int(redis_client.get(f"cd:apikey:{key_id}:uses") or 0)
+
+
+def _guard(key, key_record: bytes, record_key: str, record: bytes, digest: str | None = None) -> Guard:
+    return Guard(key.id, digest or key.hash, *use_stamps(), key_record, record_key, record)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize(("changes", "expected"), CHECKS)
+def test_the_records_read_and_a_create_scripts_guard_check_the_key_alike(
+    stored, redis_client, layout, changes, expected
+):
+    store, key, write = stored
+    key_id = write(layout, **changes)
+    raw = redis_client.get(f"cd:apikey:{key_id}")
+    redis_client.set("cd:test:present", '{"a":1}')
+    passes = expected is KeyCheck.OK
+    assert store.records(key_id, key.hash, "cd:test:present") == (
+        (expected, raw, b'{"a":1}') if passes else (expected, b"", None)
+    )
+    assert _uses(redis_client, key_id) == 0  # reading them counts no use
+    writes = CommandRecorder()
+    writes.set("cd:test:written", "1")
+    admission = Admitter(redis_client).admit(
+        "job_x", writes, None, None, _guard(key, raw, "cd:test:present", b'{"a":1}')
+    )
+    assert admission.verdict is (Verdict.CREATED if passes else Verdict.STALE) and admission.records is None
+    assert (redis_client.exists("cd:test:written"), _uses(redis_client, key_id)) == ((1, 1) if passes else (0, 0))
+
+
+def test_a_guard_whose_key_or_record_changed_writes_and_counts_nothing_and_hands_both_back(stored, redis_client):
+    store, key, write = stored
+    key_id = write(_compact)
+    raw = redis_client.get(f"cd:apikey:{key_id}")
+    redis_client.set("cd:test:present", '{"a":2}')
+    writes = CommandRecorder()
+    writes.set("cd:test:written", "1")
+    admitter = Admitter(redis_client)
+    for key_record, record in [(raw, b'{"a":1}'), (raw + b" ", b'{"a":2}'), (b"", b"")]:
+        admission = admitter.admit("job_x", writes, None, None, _guard(key, key_record, "cd:test:present", record))
+        assert admission.verdict is Verdict.STALE and admission.records == (raw, b'{"a":2}')
+    missing = admitter.admit("job_x", writes, None, None, _guard(key, raw, "cd:test:missing", b""))
+    assert missing.verdict is Verdict.STALE and missing.records == (raw, None)
+    wrong = admitter.admit("job_x", writes, None, None, _guard(key, raw, "cd:test:present", b'{"a":2}', "0" * 64))
+    assert wrong.verdict is Verdict.STALE and wrong.records is None
+    assert not redis_client.exists("cd:test:written") and _uses(redis_client, key_id) == 0
+    assert store.records(key_id, "0" * 64, "cd:test:present") == (KeyCheck.UNKNOWN, b"", None)

@@ -6,18 +6,27 @@ from dataclasses import dataclass
 
 import redis
 
+from service.store.apikeys import GUARD, Guard
 from service.store.commands import RUN_RECORDED, CommandRecorder
 from service.store.replies import text
 
 # KEYS: 1 cap, 2 this month's usage totals, 3 idempotency record, 4 quota counter, 5 the cap and 6 the totals of
-# before usage was keyed by code host (read for either host, service.store.usage; unused ones are still named).
+# before usage was keyed by code host (read for either host, service.store.usage; unused ones are still named);
+# with a guard, 7-10 its keys (service.store.apikeys.Guard).
 # ARGV: 1 check the cap (1/0), 2 idempotency (1/0), 3 body hash, 4 job id, 5 idempotency TTL, 6 quota limit
-# (0: none), 7 quota counter TTL, 8 the recorded writes as JSON and 9... their binary arguments (RUN_RECORDED).
-# Checked in the order the API states them: a capped account is refused first; a retry of a create that happened
-# already uses up no quota.
+# (0: none), 7 quota counter TTL, 8 the recorded writes as JSON and 9... their binary arguments (RUN_RECORDED);
+# with a guard, its five arguments last.
+# Checked in the order the API states them: the caller's key first (the guard: the API's create checks the key in
+# here rather than in a round trip of its own), then a capped account is refused; a retry of a create that
+# happened already uses up no quota.
 _ADMIT = (
     RUN_RECORDED
+    + GUARD
     + """
+if #KEYS > 6 then
+  local stale = guard(7, #ARGV - 4)
+  if stale then return stale end
+end
 local function billed(totals)
   return (tonumber(totals[1]) or 0) + (tonumber(totals[2]) or 0) - (tonumber(totals[3]) or 0)
 end
@@ -60,6 +69,7 @@ class Verdict(enum.Enum):
     REPLAY = "replay"  # an earlier create with the same idempotency claim made `earlier_job`
     CAPPED = "capped"  # the account used `used` of its monthly `cap` tokens
     LIMITED = "limited"  # the project used `used` of its hourly quota
+    STALE = "stale"  # the guard's key does not pass, or its records changed (`records`: as they are now)
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,7 @@ class Admission:
     cap: int = 0
     earlier_job: str | None = None
     earlier_hash: str | None = None
+    records: tuple[bytes, bytes | None] | None = None  # STALE: the guard's key and record now; None: key refused
 
 
 class Admitter:
@@ -98,9 +109,15 @@ class Admitter:
         self._script = client.register_script(_ADMIT)
 
     def admit(
-        self, job_id: str, writes: CommandRecorder, gate: Gate | None, idempotency: Idempotency | None
+        self,
+        job_id: str,
+        writes: CommandRecorder,
+        gate: Gate | None,
+        idempotency: Idempotency | None,
+        guard: Guard | None = None,
     ) -> Admission:
-        """Check, then write; nothing is written unless the verdict is CREATED."""
+        """Check, then write; nothing is written unless the verdict is CREATED (a use of the guard's key is
+        counted unless the verdict is STALE)."""
         gate = gate or Gate()
         check_cap = gate.cap_key is not None and gate.usage_key is not None
         keys = [
@@ -121,8 +138,13 @@ class Admitter:
             gate.quota_ttl,
             *writes.encoded(),
         ]
+        if guard is not None:
+            keys += guard.keys()
+            args += guard.args()
         reply = self._script(keys=keys, args=args)
         verdict = Verdict(text(reply[0]))
+        if verdict is Verdict.STALE:
+            return Admission(verdict, records=(reply[1], reply[2]) if len(reply) > 1 else None)
         if verdict is Verdict.REPLAY:
             return Admission(verdict, earlier_job=text(reply[1]), earlier_hash=text(reply[2] or b""))
         if verdict is Verdict.CAPPED:

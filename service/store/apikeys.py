@@ -4,6 +4,7 @@ import enum
 import functools
 import logging
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import redis
@@ -36,33 +37,50 @@ return {1, ARGV[1]}
 """
 
 
-# Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
-# about keys is cached in the process, so a revocation holds from the next request on. The digests compared are
-# SHA-256 of the presented key and of the real one: a caller cannot steer a digest's bytes, so this comparison's
-# timing tells nothing about the key. A key that passes gets one JSON array back, [lastUsedAt, uses, the key's
-# record, the records read], parsed at once rather than as so many replies; any other key gets a word (KeyCheck).
-# The reply is put together by one table.concat: joining it and then bracketing it copied every record a second
-# time, an eighth of the script's time in Redis.
-_AUTHORIZE = """
-local raw = redis.call('GET', KEYS[1])
-if not raw then return 'unknown' end
-local key = cjson.decode(raw)
-if key['hash'] ~= ARGV[1] then return 'unknown' end
-local revoked = key['revoked_at']
-if revoked and revoked ~= cjson.null and revoked ~= '' then return 'revoked' end
-local expires = key['expires_at']
-if expires and expires ~= cjson.null and expires <= ARGV[2] then return 'expired' end
-local uses
-local last = redis.call('GET', KEYS[2])
-if ARGV[4] == '1' then
-  uses = redis.call('INCR', KEYS[3])
-  if not last or last < ARGV[3] then
-    last = ARGV[2]
-    redis.call('SET', KEYS[2], last)
+# The key check and the use count, as Lua functions the scripts below and the create script (service.store.admission)
+# share. The digests compared are SHA-256 of the presented key and of the real one: a caller cannot steer a
+# digest's bytes, so this comparison's timing tells nothing about the key. `key_refusal` gives the word for a key
+# that may not be used (KeyCheck), nil for one that may; `count_use` counts a use and refreshes lastUsedAt at most
+# once a minute, and returns both.
+KEY_CHECK = """
+local function key_refusal(raw, digest, stamp)
+  if not raw then return 'unknown' end
+  local key = cjson.decode(raw)
+  if key['hash'] ~= digest then return 'unknown' end
+  local revoked = key['revoked_at']
+  if revoked and revoked ~= cjson.null and revoked ~= '' then return 'revoked' end
+  local expires = key['expires_at']
+  if expires and expires ~= cjson.null and expires <= stamp then return 'expired' end
+  return nil
+end
+local function count_use(last_key, uses_key, stamp, cutoff)
+  local uses = redis.call('INCR', uses_key)
+  local last = redis.call('GET', last_key)
+  if not last or last < cutoff then
+    last = stamp
+    redis.call('SET', last_key, last)
   end
+  return last, uses
+end
+"""
+
+# Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
+# about keys is cached in the process, so a revocation holds from the next request on. A key that passes gets one
+# JSON array back, [lastUsedAt, uses, the key's record, the records read], parsed at once rather than as so many
+# replies; any other key gets a word (KeyCheck). The reply is put together by one table.concat: joining it and then
+# bracketing it copied every record a second time, an eighth of the script's time in Redis.
+_AUTHORIZE = (
+    KEY_CHECK
+    + """
+local raw = redis.call('GET', KEYS[1])
+local refusal = key_refusal(raw, ARGV[1], ARGV[2])
+if refusal then return refusal end
+local last, uses
+if ARGV[4] == '1' then
+  last, uses = count_use(KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 else
+  last = redis.call('GET', KEYS[2]) or false
   uses = tonumber(redis.call('GET', KEYS[3]) or '0')
-  last = last or false
 end
 local reply = {'[', last and cjson.encode(last) or 'null', ',', string.format('%d', uses), ',', raw}
 for i = 4, #KEYS do
@@ -72,6 +90,59 @@ end
 reply[#reply + 1] = ']'
 return table.concat(reply)
 """
+)
+
+# The key's record and one other record as stored, for a key that passes the check; no use is counted. What a
+# create's guard (below) is then built from.
+_RECORDS = (
+    KEY_CHECK
+    + """
+local raw = redis.call('GET', KEYS[1])
+local refusal = key_refusal(raw, ARGV[1], ARGV[2])
+if refusal then return refusal end
+return {raw, redis.call('GET', KEYS[2])}
+"""
+)
+
+# A create's key check inside its create script (service.store.admission), against records the process read before:
+# `guard(k, a)` reads the key check's keys from KEYS[k] on (the key, its lastUsedAt, its uses, the other record)
+# and its arguments from ARGV[a] on (digest, stamp, cutoff, the key's record and the other record as read). nil:
+# the key passes and both records are byte for byte as read, so every check the process made on them holds now,
+# and the use is counted. Otherwise {'stale'} (the key does not pass) or {'stale', key, record} as they are now,
+# and nothing was counted or written.
+GUARD = (
+    KEY_CHECK
+    + """
+local function guard(k, a)
+  local raw = redis.call('GET', KEYS[k])
+  if key_refusal(raw, ARGV[a], ARGV[a + 1]) then return {'stale'} end
+  local record = redis.call('GET', KEYS[k + 3])
+  if raw ~= ARGV[a + 3] or record ~= ARGV[a + 4] then return {'stale', raw, record} end
+  count_use(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2])
+  return nil
+end
+"""
+)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What GUARD checks: key `key_id` against the presented key's `digest` at `stamp`, and that the key's record
+    and the record at `record_key` are still `key_record` and `record` (b"" for a record not read yet)."""
+
+    key_id: str
+    digest: str
+    stamp: str
+    cutoff: str  # lastUsedAt is refreshed when older (use_stamps)
+    key_record: bytes
+    record_key: str
+    record: bytes
+
+    def keys(self) -> list[str]:
+        return [_key(self.key_id), _last_used_key(self.key_id), _uses_key(self.key_id), self.record_key]
+
+    def args(self) -> list:
+        return [self.digest, self.stamp, self.cutoff, self.key_record, self.record]
 
 
 class KeyCheck(enum.Enum):
@@ -126,6 +197,7 @@ class ApiKeyStore:
         self._redis = client
         self._claim = client.register_script(_CLAIM)
         self._authorize = client.register_script(_AUTHORIZE)
+        self._records = client.register_script(_RECORDS)
 
     def authorize(self, key_id: str, digest: str, reads: list[str]) -> tuple[KeyCheck, ApiKey | None, list]:
         """Check the key `key_id` against the presented key's `digest` (revocation, expiry), count one use and
@@ -150,6 +222,14 @@ class ApiKeyStore:
         key = ApiKey.from_dict(record)
         key.last_used_at, key.use_count = last_used, uses
         return KeyCheck.OK, key, found
+
+    def records(self, key_id: str, digest: str, record_key: str) -> tuple[KeyCheck, bytes, bytes | None]:
+        """The key's record and the record at `record_key` as stored (None: missing), when the key passes the check
+        (no use is counted); else the check's word and empty records."""
+        reply = self._records(keys=[_key(key_id), record_key], args=[digest, use_stamps()[0]])
+        if not isinstance(reply, list):
+            return KeyCheck(text(reply)), b"", None
+        return KeyCheck.OK, reply[0], reply[1]
 
     def claim_creation(self, account: str, key_id: str, *, limit: int, window_seconds: int) -> float:
         """Record a new key of `account` if fewer than `limit` were made in the last window; else return the

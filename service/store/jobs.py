@@ -25,6 +25,7 @@ from service.job_events import EventType
 from service.lease import Fence, watched
 from service.models import Job, JobStatus, Message, MessageStatus, Project, Role, RoundOutcome
 from service.store.admission import Admission, Admitter, Gate, Idempotency, Verdict
+from service.store.apikeys import Guard
 from service.store.codec import dump, load
 from service.store.commands import CommandRecorder
 from service.store.job_events import EventLog
@@ -302,10 +303,12 @@ class JobStore:
         source_repository: str | None = None,
         source_commit: str | None = None,
         also: Callable[[Any, str], None] | None = None,
+        guard: Guard | None = None,
     ) -> tuple[Job | None, Admission]:
         """Check `gate` (monthly cap, hourly quota) and the idempotency claim, then store a new `active` job and
         its first message, all in one round trip (service.store.admission). `also(writes, job_id)` records more
-        writes that happen only with the job's (the API's create: the enqueue of its run).
+        writes that happen only with the job's (the API's create: the enqueue of its run). `guard`: the caller's
+        key check, run first in the same script (service.store.apikeys.GUARD).
 
         Returns the new job, or on a replay the earlier one (IdempotencyConflict if the body differs); None when
         the cap or the quota refused it.
@@ -344,7 +347,7 @@ class JobStore:
             if idempotency is None
             else Idempotency(idempotency.key, idempotency.body_hash, IDEMPOTENCY_TTL_SECONDS)
         )
-        admission = self._admitter.admit(job.id, recorder, gate, claim)
+        admission = self._admitter.admit(job.id, recorder, gate, claim, guard)
         if admission.verdict is Verdict.REPLAY:
             assert idempotency is not None
             earlier = {b"hash": (admission.earlier_hash or "").encode(), b"job": (admission.earlier_job or "").encode()}
