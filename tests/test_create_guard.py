@@ -4,6 +4,7 @@ key's use is counted once per create on every path."""
 
 import pytest
 
+from service import intake
 from service.apikeys import key_id_of
 from service.models import KeyAccess
 from service.projectstate import DisabledReason
@@ -97,3 +98,18 @@ def test_each_create_counts_one_use_of_its_key_on_every_path(seen):
     seen.ctx.services.projects.enable(seen.project_id)  # the project's record changed: read again
     assert seen.create("after a change").status_code == 201
     assert _uses(seen) == uses + 1
+
+
+def test_a_revocation_landing_between_the_checks_and_the_write_stops_the_create(seen, monkeypatch):
+    # The key is checked in the script that writes the job: a create whose checks passed before the revocation
+    # cannot write after it, as one whose key was checked a round trip earlier could.
+    admit = intake.create
+
+    def revoked_meanwhile(services, project, new):
+        seen.ctx.services.keys.revoke(key_id_of(seen.key))
+        return admit(services, project, new)
+
+    monkeypatch.setattr(intake, "create", revoked_meanwhile)
+    before = _jobs(seen)
+    response = seen.create("raced")
+    assert response.status_code == 401 and "revoked" in response.json()["detail"] and _jobs(seen) == before
