@@ -64,11 +64,12 @@ local function count_use(last_key, uses_key, stamp, cutoff)
 end
 """
 
-# Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing
-# about keys is cached in the process, so a revocation holds from the next request on. A key that passes gets one
-# JSON array back, [lastUsedAt, uses, the key's record, the records read], parsed at once rather than as so many
-# replies; any other key gets a word (KeyCheck). The reply is put together by one table.concat: joining it and then
-# bracketing it copied every record a second time, an eighth of the script's time in Redis.
+# Checks a presented key, counts its use and reads the records the request needs, in one round trip. Nothing a
+# process remembers about a key is trusted without a check in Redis (a create's guard, below, checks it in the
+# create script), so a revocation holds from the next request on. A key that passes gets one JSON array back,
+# [lastUsedAt, uses, the key's record, the records read], parsed at once rather than as so many replies; any other
+# key gets a word (KeyCheck). The reply is put together by one table.concat: joining it and then bracketing it
+# copied every record a second time, an eighth of the script's time in Redis.
 _AUTHORIZE = (
     KEY_CHECK
     + """
