@@ -151,11 +151,12 @@ def _serve_dashboard(ctx: context.Context, settings: Settings) -> None:
     from bot.dashboard.operator import issue_login_link
 
     link = issue_login_link(ctx.services.redis, settings.base_url)
-    _say(
-        f"\nSee the job on the dashboard (this link signs you in once, within 15 minutes):\n  {link}\n"
-        "Press Ctrl-C to stop the demo."
-    )
     try:
+        # Inside: a Ctrl-C that comes as the line is written, before the wait, stops the demo as any other does.
+        _say(
+            f"\nSee the job on the dashboard (this link signs you in once, within 15 minutes):\n  {link}\n"
+            "Press Ctrl-C to stop the demo."
+        )
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
