@@ -32,6 +32,14 @@ def run_demo(settings: Settings, *, keep: bool = False, serve: bool = False) -> 
     removes its project, key and records (unless `keep`). With `serve`, then print a one-time dashboard sign-in
     link and keep serving until interrupted.
     """
+    try:
+        return _run(settings, keep=keep, serve=serve)
+    except KeyboardInterrupt:  # before it served the dashboard: what it started is stopped and removed by now
+        _say("\nStopped the demo.")
+        return 130  # a shell's status for a command ended by Ctrl-C
+
+
+def _run(settings: Settings, *, keep: bool, serve: bool) -> int:
     with ExitStack() as stack:
         stack.enter_context(_interrupted_by(signal.SIGTERM, signal.SIGHUP))
         root = Path(tempfile.mkdtemp(prefix="copydesk-demo-"))

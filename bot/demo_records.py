@@ -9,6 +9,7 @@ from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
 
 from service.queues import worker_queues
 from service.services import Services
+from service.store.jobkeys import rq_key
 from service.store.jobs import FINISHED_JOBS, PENDING_JOBS
 from service.store.replies import text
 
@@ -50,7 +51,10 @@ def remove_run(client: redis.Redis, services: Services, run: DemoRun) -> int:
     ]
     keys = {text(key) for pattern in patterns for key in client.scan_iter(match=pattern, count=1000)}
     keys.update(key for job in jobs for key in services.jobs.keys_of(job))  # named, not matched: see jobkeys
-    removed = _remove_queues(client, run.queue_names)
+    # The RQ jobs of the jobs' runs, by the id each job keeps of its last: a run stopped with the demo's worker
+    # may sit in none of the queue's registries, its hash without an expiry.
+    runs = {text(i) for i in client.mget([rq_key(job_id) for job_id in job_ids]) if i} if job_ids else set()
+    removed = _remove_queues(client, run.queue_names, runs)
     with client.pipeline() as pipe:
         if job_ids:
             pipe.srem(PENDING_JOBS, *job_ids)
@@ -67,10 +71,15 @@ def _job_ids(client: redis.Redis, project_id: str) -> list[str]:
     return [text(i) for i in client.zrange(f"cd:project:{project_id}:jobs", 0, -1)]
 
 
-def _remove_queues(client: redis.Redis, names: tuple[str, ...]) -> int:
-    """Delete the queues, every job RQ still keeps of them (queued, finished, failed...) and the registrations of
-    the demo's workers, which were stopped already: one stopped hard (a second signal) never unregisters itself."""
+def _remove_queues(client: redis.Redis, names: tuple[str, ...], runs: set[str]) -> int:
+    """Delete the queues, every job RQ still keeps of them (queued, finished, failed...) and the RQ jobs `runs`,
+    and the registrations of the demo's workers, which were stopped already: one stopped hard (a second signal)
+    never unregisters itself."""
     removed = 0
+    for job in RQJob.fetch_many(sorted(runs), connection=client):
+        if job is not None:
+            job.delete(remove_from_queue=False)
+            removed += 1
     for name in names:
         queue = rq.Queue(name, connection=client)
         registries = (
