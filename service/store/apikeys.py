@@ -39,11 +39,11 @@ return {1, ARGV[1]}
 
 # The key check and the use count, as Lua functions the scripts below and the create script (service.store.admission)
 # share. The digests compared are SHA-256 of the presented key and of the real one: a caller cannot steer a
-# digest's bytes, so this comparison's timing tells nothing about the key. `key_refusal` gives the word for a key
-# that may not be used (KeyCheck), nil for one that may; `count_use` counts a use and refreshes lastUsedAt at most
-# once a minute, and returns both.
+# digest's bytes, so this comparison's timing tells nothing about the key. `checked_key` reads the key's record
+# and gives it with the word for a key that may not be used (KeyCheck), nil for one that may; `count_use` counts a
+# use and refreshes lastUsedAt at most once a minute, and returns both.
 KEY_CHECK = """
-local function key_refusal(raw, digest, stamp)
+local function refusal_of(raw, digest, stamp)
   if not raw then return 'unknown' end
   local key = cjson.decode(raw)
   if key['hash'] ~= digest then return 'unknown' end
@@ -52,6 +52,10 @@ local function key_refusal(raw, digest, stamp)
   local expires = key['expires_at']
   if expires and expires ~= cjson.null and expires <= stamp then return 'expired' end
   return nil
+end
+local function checked_key(name, digest, stamp)
+  local raw = redis.call('GET', name)
+  return raw, refusal_of(raw, digest, stamp)
 end
 local function count_use(last_key, uses_key, stamp, cutoff)
   local uses = redis.call('INCR', uses_key)
@@ -73,8 +77,7 @@ end
 _AUTHORIZE = (
     KEY_CHECK
     + """
-local raw = redis.call('GET', KEYS[1])
-local refusal = key_refusal(raw, ARGV[1], ARGV[2])
+local raw, refusal = checked_key(KEYS[1], ARGV[1], ARGV[2])
 if refusal then return refusal end
 local last, uses
 if ARGV[4] == '1' then
@@ -98,8 +101,7 @@ return table.concat(reply)
 _RECORDS = (
     KEY_CHECK
     + """
-local raw = redis.call('GET', KEYS[1])
-local refusal = key_refusal(raw, ARGV[1], ARGV[2])
+local raw, refusal = checked_key(KEYS[1], ARGV[1], ARGV[2])
 if refusal then return refusal end
 return {raw, redis.call('GET', KEYS[2])}
 """
@@ -115,8 +117,8 @@ GUARD = (
     KEY_CHECK
     + """
 local function guard(k, a)
-  local raw = redis.call('GET', KEYS[k])
-  if key_refusal(raw, ARGV[a], ARGV[a + 1]) then return {'stale'} end
+  local raw, refusal = checked_key(KEYS[k], ARGV[a], ARGV[a + 1])
+  if refusal then return {'stale'} end
   local record = redis.call('GET', KEYS[k + 3])
   if raw ~= ARGV[a + 3] or record ~= ARGV[a + 4] then return {'stale', raw, record} end
   count_use(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2])
