@@ -33,6 +33,12 @@ def _digest(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
+def _bearer(authorization: str | None) -> str:
+    """The key an `Authorization: Bearer` header carries, stripped; "" for any other header."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
 def key_id_of(plaintext: str) -> str | None:
     """The public id embedded in a well-formed key, or None for anything else."""
     if not _FORMAT.match(plaintext):
@@ -137,10 +143,9 @@ class ApiKeys:
     def authorize(self, authorization: str | None, reads: list[str]) -> tuple[ApiKey, list]:
         """The live key named by an `Authorization: Bearer` header (or Unauthorized), its use counted, and the
         JSON records named by `reads`, decoded (None where missing), in one round trip."""
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = _bearer(authorization)
+        if not token:
             raise Unauthorized("send an API key as `Authorization: Bearer cdk_...`")
-        token = token.strip()
         key_id = key_id_of(token)
         if key_id is None:
             raise Unauthorized("the API key is not valid or has been revoked")
@@ -155,9 +160,8 @@ class ApiKeys:
         """The key an `Authorization: Bearer` header names and the record at `record_key`, as this process last
         read them (read now, without counting a use, the first time), with their guard; None for a header or key
         that does not pass (`authorize` says why)."""
-        scheme, _, token = (authorization or "").partition(" ")
-        token = token.strip()
-        key_id = key_id_of(token) if scheme.lower() == "bearer" else None
+        token = _bearer(authorization)
+        key_id = key_id_of(token)
         if key_id is None:
             return None
         digest = _digest(token)
