@@ -75,13 +75,9 @@ def _remove_queues(client: redis.Redis, names: tuple[str, ...], runs: set[str]) 
     """Delete the queues, every job RQ still keeps of them (queued, finished, failed...) and the RQ jobs `runs`,
     and the registrations of the demo's workers, which were stopped already: one stopped hard (a second signal)
     never unregisters itself."""
-    removed = 0
-    for job in RQJob.fetch_many(sorted(runs), connection=client):
-        if job is not None:
-            job.delete(remove_from_queue=False)
-            removed += 1
-    for name in names:
-        queue = rq.Queue(name, connection=client)
+    queues = [rq.Queue(name, connection=client) for name in names]
+    ids = set(runs)
+    for queue in queues:
         registries = (
             queue.started_job_registry,
             queue.finished_job_registry,
@@ -90,14 +86,16 @@ def _remove_queues(client: redis.Redis, names: tuple[str, ...], runs: set[str]) 
             queue.scheduled_job_registry,
             queue.canceled_job_registry,
         )
-        ids = {job_id for registry in registries for job_id in registry.get_job_ids()}
-        for job in RQJob.fetch_many(sorted(ids), connection=client):
-            if job is not None:
-                job.delete(remove_from_queue=False)
-                removed += 1
+        ids.update(job_id for registry in registries for job_id in registry.get_job_ids())
+    removed = 0
+    for job in RQJob.fetch_many(sorted(ids), connection=client):
+        if job is not None:
+            job.delete(remove_from_queue=False)
+            removed += 1
+    for queue in queues:
         removed += queue.count
         queue.delete(delete_jobs=True)
-        removed += _unregister_workers(client, name)
+        removed += _unregister_workers(client, queue.name)
     return removed
 
 
