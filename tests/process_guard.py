@@ -2,6 +2,7 @@
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -26,6 +27,16 @@ def live_children(parent: int) -> dict[int, str]:
             continue  # it ended while being read
         children[int(entry)] = command.strip()
     return children
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """SIGTERM `proc`, then SIGKILL it if it has not ended after `timeout` seconds; wait for it either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _kill(pids) -> None:

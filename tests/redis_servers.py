@@ -9,6 +9,8 @@ from pathlib import Path
 
 import redis
 
+from tests.process_guard import stop
+
 # What the session's server runs with unless a test asks otherwise: nothing written to disk.
 NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
 
@@ -38,15 +40,15 @@ def running_redis(workdir: Path, *args: str, port: int | None = None) -> Iterato
             if _serving(proc, chosen, args):
                 break
         except BaseException:
-            _stop(proc)
+            stop(proc)
             raise
-        _stop(proc)
+        stop(proc)
     else:
         raise RedisStartError(f"redis-server {' '.join(args)} found no free port")
     try:
         yield f"redis://127.0.0.1:{chosen}"
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def _free_port() -> int:
@@ -71,15 +73,6 @@ def _serving(proc: subprocess.Popen, port: int, args: tuple[str, ...] | list[str
             if time.monotonic() > deadline:
                 raise RedisStartError(f"redis-server {' '.join(args)} did not start")
             time.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def ha_node(replicas: int = 1) -> tuple[str, ...]:
@@ -165,7 +158,7 @@ class RedisNode:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            _stop(self.proc)
+            stop(self.proc)
 
 
 # A sentinel asks each node for INFO every INFO-PERIOD (10 s), and turns a demoted primary that still says it is a

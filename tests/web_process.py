@@ -14,6 +14,8 @@ from pathlib import Path
 
 import requests
 
+from tests.process_guard import stop
+
 COPYDESK = shutil.which("copydesk", path=str(Path(sys.executable).parent))
 
 
@@ -73,12 +75,7 @@ class WebServer:
 
     def __exit__(self, *exc) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()  # gunicorn's master: a graceful stop of its workers
-            try:
-                self._proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop(self._proc, timeout=20)  # SIGTERM to gunicorn's master: a graceful stop of its workers
 
     def crash(self) -> None:
         """SIGKILL the master and its workers at once: open connections are cut, nothing ends gracefully."""
